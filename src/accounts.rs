@@ -1,0 +1,208 @@
+//! Account administration: creating accounts with their credentials, registering and
+//! revoking certificates, changing settings and rotating secrets.
+//!
+//! Each operation reads, decides and commits one atomic, flushed batch under the repo's
+//! admin lock, so concurrent admin calls never hand out an id twice or let two accounts
+//! claim one certificate. Time and randomness come in from the caller's clock and the OS.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::auth::certs::ParsedCert;
+use crate::auth::secrets;
+use crate::domain::account::{AccountProfile, AccountSettings};
+use crate::domain::certificate::Fingerprint;
+use crate::domain::ids::{AccountId, ClientId};
+use crate::domain::money::Money;
+use crate::store::{AccountRecord, CertificateRecord, ClientRecord, Repo, RepoError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AccountsError {
+    #[error("account not found")]
+    AccountNotFound,
+    #[error("certificate not found")]
+    CertificateNotFound,
+    #[error("certificate registered to another account")]
+    CertificateOfAnotherAccount,
+    #[error("certificate revoked")]
+    CertificateRevoked,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+    #[error("random generator failed: {0}")]
+    Random(String),
+}
+
+fn random_err(e: getrandom::Error) -> AccountsError {
+    AccountsError::Random(e.to_string())
+}
+
+/// A new account with the one copy of its secrets the caller will ever see.
+#[derive(Debug, Clone)]
+pub struct CreatedAccount {
+    pub record: AccountRecord,
+    pub client_secret: String,
+}
+
+fn new_client(
+    account_id: AccountId,
+    now: DateTime<Utc>,
+) -> Result<(ClientRecord, String), AccountsError> {
+    let client_id = ClientId::from_uuid(Uuid::new_v4())
+        .ok_or_else(|| AccountsError::Random("uuid v4".into()))?;
+    let secret = secrets::new_client_secret().map_err(random_err)?;
+    let salt_hex =
+        secrets::hex(&secrets::random_bytes::<{ secrets::SALT_BYTES }>().map_err(random_err)?);
+    let record = ClientRecord {
+        client_id,
+        account_id,
+        secret_hash_hex: secrets::hash_secret(&salt_hex, &secret),
+        salt_hex,
+        rotated_at: now,
+    };
+    Ok((record, secret))
+}
+
+/// Creates an account, its credentials and, when given, its first certificate.
+pub fn create_account(
+    repo: &Repo,
+    profile: AccountProfile,
+    opening_balance: Money,
+    cert: Option<&ParsedCert>,
+    now: DateTime<Utc>,
+) -> Result<CreatedAccount, AccountsError> {
+    let _guard = repo.admin_lock();
+    if let Some(c) = cert {
+        ensure_registrable(repo, &c.fingerprint, None)?;
+    }
+    let id = repo.next_account_id()?;
+    let (client, client_secret) = new_client(id, now)?;
+    let record = AccountRecord {
+        id,
+        profile,
+        settings: AccountSettings::default(),
+        client_id: client.client_id,
+        webhook_secret: secrets::new_webhook_secret().map_err(random_err)?,
+        receiving_key: Uuid::new_v4().to_string(),
+        opening_balance,
+        created_at: now,
+    };
+    let cert_record = cert.map(|c| certificate_record(id, c, now));
+    let batch = repo.account_batch(&record, &client, cert_record.as_ref())?;
+    repo.commit_batch(&batch)?;
+    Ok(CreatedAccount {
+        record,
+        client_secret,
+    })
+}
+
+fn certificate_record(
+    account_id: AccountId,
+    c: &ParsedCert,
+    now: DateTime<Utc>,
+) -> CertificateRecord {
+    CertificateRecord {
+        fingerprint: c.fingerprint.clone(),
+        account_id,
+        subject: c.subject.clone(),
+        validity: c.validity,
+        registered_at: now,
+        revoked_at: None,
+    }
+}
+
+/// Refuses a fingerprint owned by another account or revoked; answers the existing record
+/// when `account` already holds it.
+fn ensure_registrable(
+    repo: &Repo,
+    fp: &Fingerprint,
+    account: Option<AccountId>,
+) -> Result<Option<CertificateRecord>, AccountsError> {
+    match repo.certificate(fp)? {
+        None => Ok(None),
+        Some(existing) if Some(existing.account_id) != account => {
+            Err(AccountsError::CertificateOfAnotherAccount)
+        }
+        Some(existing) if existing.is_revoked() => Err(AccountsError::CertificateRevoked),
+        Some(existing) => Ok(Some(existing)),
+    }
+}
+
+pub fn account(repo: &Repo, id: AccountId) -> Result<AccountRecord, AccountsError> {
+    repo.account(id)?.ok_or(AccountsError::AccountNotFound)
+}
+
+/// Registers a certificate for an account. Returns the record and whether it is new
+/// (registering the same certificate again for the same account is idempotent).
+pub fn register_certificate(
+    repo: &Repo,
+    id: AccountId,
+    cert: &ParsedCert,
+    now: DateTime<Utc>,
+) -> Result<(CertificateRecord, bool), AccountsError> {
+    let _guard = repo.admin_lock();
+    account(repo, id)?;
+    if let Some(existing) = ensure_registrable(repo, &cert.fingerprint, Some(id))? {
+        return Ok((existing, false));
+    }
+    let record = certificate_record(id, cert, now);
+    repo.put_certificate(&record)?;
+    Ok((record, true))
+}
+
+/// Revokes a certificate of the account; revoking twice is a no-op. Tokens bound to it stop
+/// working at once (the bearer check reads the certificate's record).
+pub fn revoke_certificate(
+    repo: &Repo,
+    id: AccountId,
+    fp: &Fingerprint,
+    now: DateTime<Utc>,
+) -> Result<(), AccountsError> {
+    let _guard = repo.admin_lock();
+    account(repo, id)?;
+    let mut record = match repo.certificate(fp)? {
+        Some(r) if r.account_id == id => r,
+        _ => return Err(AccountsError::CertificateNotFound),
+    };
+    if record.revoked_at.is_none() {
+        record.revoked_at = Some(now);
+        repo.put_certificate(&record)?;
+    }
+    Ok(())
+}
+
+/// Replaces the account's settings with `update(current)`.
+pub fn update_settings(
+    repo: &Repo,
+    id: AccountId,
+    update: impl FnOnce(AccountSettings) -> AccountSettings,
+) -> Result<AccountRecord, AccountsError> {
+    let _guard = repo.admin_lock();
+    let mut record = account(repo, id)?;
+    record.settings = update(record.settings);
+    repo.put_account(&record)?;
+    Ok(record)
+}
+
+/// Gives the account a new clientSecret; the old one and every token issued before now
+/// stop working.
+pub fn rotate_secret(
+    repo: &Repo,
+    id: AccountId,
+    now: DateTime<Utc>,
+) -> Result<String, AccountsError> {
+    let _guard = repo.admin_lock();
+    let record = account(repo, id)?;
+    let mut client = repo
+        .client(&record.client_id)?
+        .ok_or_else(|| RepoError::Corrupt {
+            key: "client".into(),
+            reason: "missing".into(),
+        })?;
+    let secret = secrets::new_client_secret().map_err(random_err)?;
+    client.salt_hex =
+        secrets::hex(&secrets::random_bytes::<{ secrets::SALT_BYTES }>().map_err(random_err)?);
+    client.secret_hash_hex = secrets::hash_secret(&client.salt_hex, &secret);
+    client.rotated_at = now;
+    repo.put_client(&client)?;
+    Ok(secret)
+}

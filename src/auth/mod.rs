@@ -1,0 +1,8 @@
+//! Authentication primitives: client secrets, client certificates and access tokens.
+//!
+//! These are the cryptographic pieces; the order in which the token endpoint applies them
+//! (and the error each failure maps to) lives in `http::token`.
+
+pub mod certs;
+pub mod secrets;
+pub mod tokens;

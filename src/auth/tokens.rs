@@ -1,0 +1,212 @@
+//! Access tokens: HS256 JWTs signed with a key made on first start (decisions.md §9).
+//!
+//! Claims: `sub` (account id), `client_id`, `iat`, `exp` = iat + [`TOKEN_TTL_SECONDS`],
+//! `jti`, and `cnf.x5t#S256` (RFC 8705) binding the token to the certificate it was issued
+//! against. Expiry is checked here against the server clock given by the caller, never
+//! the system clock, with no leeway: a token is valid while `now < exp`.
+
+use base64::Engine;
+use chrono::{DateTime, Utc};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::domain::certificate::Fingerprint;
+use crate::domain::ids::{AccountId, ClientId};
+
+pub const TOKEN_TTL_SECONDS: i64 = 1800;
+/// Bytes of a bearer token the server reads at most; longer ones are refused unparsed.
+pub const TOKEN_BYTES_MAX: usize = 4096;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Confirmation {
+    #[serde(rename = "x5t#S256")]
+    pub x5t_s256: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Claims {
+    pub sub: String,
+    pub client_id: String,
+    pub iat: i64,
+    pub exp: i64,
+    pub jti: String,
+    pub cnf: Confirmation,
+}
+
+/// Who a verified token speaks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenSubject {
+    pub account_id: AccountId,
+    pub client_id: ClientId,
+    pub fingerprint: Fingerprint,
+    pub issued_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TokenError {
+    #[error("the token is malformed or its signature is invalid")]
+    Invalid,
+    #[error("the token has expired")]
+    Expired,
+}
+
+pub struct TokenKeys {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    validation: Validation,
+}
+
+impl TokenKeys {
+    pub fn new(secret: &[u8]) -> TokenKeys {
+        let mut validation = Validation::new(Algorithm::HS256);
+        // Expiry is ours to check, on the server clock.
+        validation.validate_exp = false;
+        validation.validate_aud = false;
+        validation.required_spec_claims.clear();
+        TokenKeys {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+            validation,
+        }
+    }
+
+    /// Signs a token for the subject at `now`; `jti` comes from the caller.
+    pub fn issue(
+        &self,
+        account: AccountId,
+        client: ClientId,
+        fingerprint: &Fingerprint,
+        now: DateTime<Utc>,
+        jti: Uuid,
+    ) -> Result<String, jsonwebtoken::errors::Error> {
+        let iat = now.timestamp();
+        let claims = Claims {
+            sub: account.to_string(),
+            client_id: client.to_string(),
+            iat,
+            exp: iat + TOKEN_TTL_SECONDS,
+            jti: jti.to_string(),
+            cnf: Confirmation {
+                x5t_s256: base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .encode(fingerprint.to_bytes()),
+            },
+        };
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
+    }
+
+    /// Checks signature, algorithm, claims' shape and expiry at `now`.
+    pub fn verify(&self, token: &str, now: DateTime<Utc>) -> Result<TokenSubject, TokenError> {
+        if token.len() > TOKEN_BYTES_MAX {
+            return Err(TokenError::Invalid);
+        }
+        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
+            .map_err(|_| TokenError::Invalid)?;
+        let c = data.claims;
+        let account_id = c
+            .sub
+            .parse::<AccountId>()
+            .map_err(|_| TokenError::Invalid)?;
+        let client_id = ClientId::parse(&c.client_id).ok_or(TokenError::Invalid)?;
+        let fp_bytes: [u8; 32] = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(c.cnf.x5t_s256.as_bytes())
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .ok_or(TokenError::Invalid)?;
+        if now.timestamp() >= c.exp {
+            return Err(TokenError::Expired);
+        }
+        Ok(TokenSubject {
+            account_id,
+            client_id,
+            fingerprint: Fingerprint::from_digest(&fp_bytes),
+            issued_at: c.iat,
+        })
+    }
+
+    /// Signs and verifies one token. jsonwebtoken panics at first use when its crypto
+    /// backend is ambiguous (see shared/crates.md); doing it at start turns that into a
+    /// start-up failure instead of a panic under load.
+    pub fn self_test(&self, now: DateTime<Utc>) -> Result<(), String> {
+        let id = AccountId::new(1).ok_or("account id")?;
+        let client = ClientId::from_uuid(Uuid::new_v4()).ok_or("client id")?;
+        let fp = Fingerprint::from_digest(&[7u8; 32]);
+        let token = self
+            .issue(id, client, &fp, now, Uuid::new_v4())
+            .map_err(|e| e.to_string())?;
+        let subject = self.verify(&token, now).map_err(|e| e.to_string())?;
+        (subject.account_id == id && subject.fingerprint == fp)
+            .then_some(())
+            .ok_or_else(|| "token self-test round trip differs".to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Duration;
+
+    fn setup() -> (TokenKeys, DateTime<Utc>, AccountId, ClientId, Fingerprint) {
+        let now = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
+        let client = ClientId::parse("3f2b8c1e-9d4a-4e6b-8a7c-1d2e3f4a5b6c").unwrap();
+        (
+            TokenKeys::new(b"0123456789abcdef0123456789abcdef"),
+            now,
+            AccountId::new(9).unwrap(),
+            client,
+            Fingerprint::from_digest(&[3u8; 32]),
+        )
+    }
+
+    #[test]
+    fn a_token_is_valid_until_one_second_before_exp() {
+        let (keys, now, id, client, fp) = setup();
+        let t = keys.issue(id, client, &fp, now, Uuid::new_v4()).unwrap();
+        let s = keys.verify(&t, now).unwrap();
+        assert_eq!((s.account_id, s.client_id, s.fingerprint), (id, client, fp));
+        let last = now + Duration::seconds(TOKEN_TTL_SECONDS - 1);
+        assert!(keys.verify(&t, last).is_ok());
+        let exp = now + Duration::seconds(TOKEN_TTL_SECONDS);
+        assert_eq!(keys.verify(&t, exp), Err(TokenError::Expired));
+    }
+
+    #[test]
+    fn a_token_signed_with_another_key_is_invalid() {
+        let (keys, now, id, client, fp) = setup();
+        let other = TokenKeys::new(b"another key another key another k");
+        let t = other.issue(id, client, &fp, now, Uuid::new_v4()).unwrap();
+        assert_eq!(keys.verify(&t, now), Err(TokenError::Invalid));
+    }
+
+    #[test]
+    fn alg_none_and_tampered_tokens_are_invalid() {
+        let (keys, now, id, client, fp) = setup();
+        let t = keys.issue(id, client, &fp, now, Uuid::new_v4()).unwrap();
+        let parts: Vec<&str> = t.split('.').collect();
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let none_header = b64.encode(br#"{"alg":"none","typ":"JWT"}"#);
+        assert_eq!(
+            keys.verify(&format!("{none_header}.{}.", parts[1]), now),
+            Err(TokenError::Invalid)
+        );
+        let mut claims: serde_json::Value =
+            serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
+        claims["sub"] = serde_json::json!("10");
+        let forged = b64.encode(serde_json::to_vec(&claims).unwrap());
+        assert_eq!(
+            keys.verify(&format!("{}.{forged}.{}", parts[0], parts[2]), now),
+            Err(TokenError::Invalid)
+        );
+        assert_eq!(keys.verify("not.a.token", now), Err(TokenError::Invalid));
+        assert_eq!(
+            keys.verify(&"a".repeat(TOKEN_BYTES_MAX + 1), now),
+            Err(TokenError::Invalid)
+        );
+    }
+
+    #[test]
+    fn the_self_test_passes() {
+        let (keys, now, ..) = setup();
+        assert_eq!(keys.self_test(now), Ok(()));
+    }
+}

@@ -1,0 +1,174 @@
+//! First start and every start: the token-signing key, the admin token, the test clock's
+//! offset, and the Demo sandbox account with its certificate and credentials file
+//! (decisions.md §1).
+//!
+//! On first start the Demo account is created (and committed) before its files are
+//! written, and the marker `meta/demo_account` is committed last: a crash in between makes
+//! the next start create a fresh Demo account and overwrite the files, never leave files
+//! that point at nothing.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use crate::accounts;
+use crate::auth::certs;
+use crate::auth::secrets;
+use crate::domain::account::{AccountName, AccountProfile};
+use crate::domain::document::TaxId;
+use crate::domain::money::Money;
+use crate::store::{Repo, KEY_ADMIN_TOKEN_HASH, KEY_CLOCK_OFFSET, KEY_DEMO_ACCOUNT, KEY_JWT};
+
+/// The Demo account's document: a valid CNPJ reserved for examples.
+pub const DEMO_DOCUMENT: &str = "11222333000181";
+/// How long the generated Demo certificate is valid.
+pub const DEMO_CERT_VALID_DAYS: i64 = 3650;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DemoCredentials {
+    pub account_id: u64,
+    pub client_id: String,
+    pub client_secret: String,
+    pub webhook_secret: String,
+    pub admin_token: String,
+}
+
+pub struct Boot {
+    pub jwt_key: Vec<u8>,
+    /// Hash of the generated admin token, if one was ever generated.
+    pub stored_admin_token_hash: Option<String>,
+    pub clock_offset_ms: i64,
+    pub demo_dir: PathBuf,
+    /// Whether this start created the Demo account.
+    pub created_demo: bool,
+}
+
+pub fn demo_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("demo")
+}
+
+/// Reads or creates the persistent start-up state.
+pub fn load_or_init(
+    repo: &Repo,
+    data_dir: &Path,
+    now: DateTime<Utc>,
+    admin_override: Option<&str>,
+) -> anyhow::Result<Boot> {
+    let jwt_key = match repo.meta(KEY_JWT)? {
+        Some(k) => k,
+        None => {
+            let k = secrets::random_bytes::<{ secrets::SECRET_BYTES }>()
+                .map_err(|e| anyhow::anyhow!("random: {e}"))?
+                .to_vec();
+            repo.put_meta(KEY_JWT, &k)?;
+            k
+        }
+    };
+    let clock_offset_ms = repo
+        .meta(KEY_CLOCK_OFFSET)?
+        .and_then(|b| b.try_into().ok().map(i64::from_be_bytes))
+        .unwrap_or(0);
+    let dir = demo_dir(data_dir);
+    let created_demo = if repo.meta(KEY_DEMO_ACCOUNT)?.is_none() {
+        create_demo(repo, &dir, now, admin_override)?;
+        true
+    } else {
+        false
+    };
+    let stored_admin_token_hash = repo
+        .meta(KEY_ADMIN_TOKEN_HASH)?
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    Ok(Boot {
+        jwt_key,
+        stored_admin_token_hash,
+        clock_offset_ms,
+        demo_dir: dir,
+        created_demo,
+    })
+}
+
+fn create_demo(
+    repo: &Repo,
+    dir: &Path,
+    now: DateTime<Utc>,
+    admin_override: Option<&str>,
+) -> anyhow::Result<()> {
+    let generated = certs::generate(
+        "pixgw demo client",
+        now - Duration::hours(1),
+        now + Duration::days(DEMO_CERT_VALID_DAYS),
+    )
+    .context("generating the Demo certificate")?;
+    let parsed = certs::parse_pem(&generated.cert_pem)
+        .map_err(|e| anyhow::anyhow!("the generated certificate does not parse: {e}"))?;
+    let profile = AccountProfile {
+        name: AccountName::parse("Demo").map_err(anyhow::Error::msg)?,
+        document: TaxId::parse(DEMO_DOCUMENT).map_err(anyhow::Error::msg)?,
+        sandbox: true,
+    };
+    let created = accounts::create_account(repo, profile, Money::ZERO, Some(&parsed), now)
+        .map_err(|e| anyhow::anyhow!("creating the Demo account: {e}"))?;
+    let admin_token = match admin_override {
+        Some(t) => t.to_owned(),
+        None => secrets::new_admin_token().map_err(|e| anyhow::anyhow!("random: {e}"))?,
+    };
+    let credentials = DemoCredentials {
+        account_id: created.record.id.get(),
+        client_id: created.record.client_id.to_string(),
+        client_secret: created.client_secret,
+        webhook_secret: created.record.webhook_secret.clone(),
+        admin_token: admin_token.clone(),
+    };
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    write_private(
+        &dir.join("credentials.json"),
+        &serde_json::to_vec_pretty(&credentials)?,
+    )?;
+    let token_request = serde_json::json!({
+        "clientId": credentials.client_id,
+        "clientSecret": credentials.client_secret,
+    });
+    write_private(
+        &dir.join("token-request.json"),
+        &serde_json::to_vec_pretty(&token_request)?,
+    )?;
+    write_private(&dir.join("client-key.pem"), generated.key_pem.as_bytes())?;
+    write_private(&dir.join("client-cert.pem"), generated.cert_pem.as_bytes())?;
+    write_private(
+        &dir.join("client-cert.urlencoded"),
+        certs::url_encode_pem(&generated.cert_pem).as_bytes(),
+    )?;
+    repo.put_meta(
+        KEY_ADMIN_TOKEN_HASH,
+        secrets::hash_secret("", &admin_token).as_bytes(),
+    )?;
+    repo.put_meta(KEY_DEMO_ACCOUNT, &created.record.id.get().to_be_bytes())?;
+    Ok(())
+}
+
+/// Writes a file readable by its owner only, through a temporary file and a rename so a
+/// crash never leaves half a file.
+fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("tmp");
+    {
+        let mut opts = fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        let mut f = opts
+            .open(&tmp)
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+    Ok(())
+}

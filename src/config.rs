@@ -1,0 +1,237 @@
+//! Settings of `pixgw serve`: command-line flags, environment variables and an optional
+//! TOML file, checked at start.
+//!
+//! Precedence, highest first: a flag, its environment variable (clap merges those two),
+//! the TOML file named by `--config` / `PIXGW_CONFIG`, the default. Every TOML key has an
+//! environment variable (decisions.md §1).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::Deserialize;
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+pub const DEFAULT_DATA_DIR: &str = "./data/run";
+pub const DEFAULT_SIM_SETTLE_MS: u64 = 200;
+/// Seconds that in-flight requests get to finish after SIGTERM or Ctrl-C.
+pub const DEFAULT_SHUTDOWN_TIMEOUT_SECONDS: u64 = 30;
+/// Bytes of a request body; larger bodies answer 413.
+pub const REQUEST_BODY_BYTES_MAX: usize = 64 * 1024;
+
+#[derive(Debug, Parser)]
+#[command(name = "pixgw", version, about = "PIX instant-payment gateway")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the gateway server.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Human,
+    Json,
+}
+
+#[derive(Debug, Args, Default)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, env = "PIXGW_LISTEN")]
+    pub listen: Option<String>,
+    /// Directory of the database and the Demo credentials.
+    #[arg(long, env = "PIXGW_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Optional TOML file with the same settings.
+    #[arg(long, env = "PIXGW_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Enable the adjustable test clock (`POST /admin/clock`).
+    #[arg(long, env = "PIXGW_TEST_CLOCK")]
+    pub test_clock: bool,
+    /// Log format.
+    #[arg(long, env = "PIXGW_LOG_FORMAT", value_enum)]
+    pub log_format: Option<LogFormat>,
+    /// Admin token; overrides the one generated on first start.
+    #[arg(long, env = "PIXGW_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// Settle delay of the simulated bank, in milliseconds.
+    #[arg(long, env = "PIXGW_SIM_SETTLE_MS")]
+    pub sim_settle_ms: Option<u64>,
+    /// HTTP worker threads (default: one per core).
+    #[arg(long, env = "PIXGW_WORKERS")]
+    pub workers: Option<usize>,
+    /// Seconds in-flight requests get to finish on shutdown.
+    #[arg(long, env = "PIXGW_SHUTDOWN_TIMEOUT_SECONDS")]
+    pub shutdown_timeout_seconds: Option<u64>,
+}
+
+/// The TOML file: the same keys, snake_case.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub listen: Option<String>,
+    pub data_dir: Option<PathBuf>,
+    pub test_clock: Option<bool>,
+    pub log_format: Option<LogFormat>,
+    pub admin_token: Option<String>,
+    pub sim_settle_ms: Option<u64>,
+    pub workers: Option<usize>,
+    pub shutdown_timeout_seconds: Option<u64>,
+}
+
+/// Resolved, checked settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub test_clock: bool,
+    pub log_format: LogFormat,
+    pub admin_token: Option<String>,
+    pub sim_settle_ms: u64,
+    pub workers: usize,
+    pub shutdown_timeout_seconds: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the config file {0}: {1}")]
+    Read(PathBuf, std::io::Error),
+    #[error("the config file {0} is invalid: {1}")]
+    Parse(PathBuf, String),
+    #[error("listen address {0:?} is not host:port")]
+    Listen(String),
+    #[error("{0}")]
+    Invalid(&'static str),
+}
+
+/// Fewest characters of an operator-chosen admin token.
+pub const ADMIN_TOKEN_LEN_MIN: usize = 16;
+
+impl Settings {
+    pub fn resolve(args: &ServeArgs) -> Result<Settings, ConfigError> {
+        let file = match &args.config {
+            Some(path) => read_file(path)?,
+            None => FileConfig::default(),
+        };
+        let listen_text = args
+            .listen
+            .clone()
+            .or(file.listen)
+            .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+        let listen = listen_text
+            .parse()
+            .map_err(|_| ConfigError::Listen(listen_text.clone()))?;
+        let admin_token = args.admin_token.clone().or(file.admin_token);
+        if admin_token
+            .as_ref()
+            .is_some_and(|t| t.len() < ADMIN_TOKEN_LEN_MIN)
+        {
+            return Err(ConfigError::Invalid(
+                "the admin token must have at least 16 characters",
+            ));
+        }
+        let workers = args
+            .workers
+            .or(file.workers)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+        if workers == 0 {
+            return Err(ConfigError::Invalid("workers must be at least 1"));
+        }
+        Ok(Settings {
+            listen,
+            data_dir: args
+                .data_dir
+                .clone()
+                .or(file.data_dir)
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
+            test_clock: args.test_clock || file.test_clock.unwrap_or(false),
+            log_format: args.log_format.or(file.log_format).unwrap_or_default(),
+            admin_token,
+            sim_settle_ms: args
+                .sim_settle_ms
+                .or(file.sim_settle_ms)
+                .unwrap_or(DEFAULT_SIM_SETTLE_MS),
+            workers,
+            shutdown_timeout_seconds: args
+                .shutdown_timeout_seconds
+                .or(file.shutdown_timeout_seconds)
+                .unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT_SECONDS),
+        })
+    }
+}
+
+fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read(path.into(), e))?;
+    toml::from_str(&text).map_err(|e| ConfigError::Parse(path.into(), e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_apply_when_nothing_is_given() {
+        let s = Settings::resolve(&ServeArgs::default()).unwrap();
+        assert_eq!(s.listen.to_string(), DEFAULT_LISTEN);
+        assert_eq!(s.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
+        assert!(!s.test_clock);
+        assert_eq!(s.sim_settle_ms, 200);
+    }
+
+    #[test]
+    fn a_flag_beats_the_file_and_the_file_beats_the_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pixgw.toml");
+        std::fs::write(
+            &path,
+            "listen = \"127.0.0.1:9999\"\nsim_settle_ms = 5\ntest_clock = true\n",
+        )
+        .unwrap();
+        let args = ServeArgs {
+            config: Some(path),
+            listen: Some("127.0.0.1:7777".into()),
+            ..ServeArgs::default()
+        };
+        let s = Settings::resolve(&args).unwrap();
+        assert_eq!(s.listen.to_string(), "127.0.0.1:7777");
+        assert_eq!(s.sim_settle_ms, 5);
+        assert!(s.test_clock);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pixgw.toml");
+        std::fs::write(&path, "lisen = \"x\"\n").unwrap();
+        let args = ServeArgs {
+            config: Some(path),
+            ..ServeArgs::default()
+        };
+        assert!(matches!(
+            Settings::resolve(&args),
+            Err(ConfigError::Parse(..))
+        ));
+        let args = ServeArgs {
+            listen: Some("nowhere".into()),
+            ..ServeArgs::default()
+        };
+        assert!(matches!(
+            Settings::resolve(&args),
+            Err(ConfigError::Listen(_))
+        ));
+        let args = ServeArgs {
+            admin_token: Some("short".into()),
+            ..ServeArgs::default()
+        };
+        assert!(matches!(
+            Settings::resolve(&args),
+            Err(ConfigError::Invalid(_))
+        ));
+    }
+}

@@ -1,0 +1,460 @@
+//! The admin API under `/admin/` (decisions.md §1): accounts, certificates, settings,
+//! secret rotation and the test clock. Every route needs the admin token.
+
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use super::auth::Admin;
+use super::body::{json_object, Fields};
+use super::error::{ApiError, ExtendedErrorBody, Violation};
+use super::{iso, AppState};
+use crate::accounts;
+use crate::auth::certs;
+use crate::clock::{ClockError, CLOCK_ADVANCE_SECONDS_MAX};
+use crate::domain::account::{
+    AccountName, AccountProfile, AccountSettings, FeeRule, SplitFrequency,
+    PROVIDER_MIN_EXPIRATION_SECONDS_MAX, PROVIDER_MIN_EXPIRATION_SECONDS_MIN,
+};
+use crate::domain::certificate::Fingerprint;
+use crate::domain::document::TaxId;
+use crate::domain::ids::AccountId;
+use crate::domain::money::{Money, Percent};
+use crate::store::{AccountRecord, CertificateRecord, KEY_CLOCK_OFFSET};
+
+fn body(req: &HttpRequest, bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    json_object(req, bytes).map_err(|e| ApiError::Validation(vec![e.violation()]))
+}
+
+fn finish(violations: Vec<Violation>) -> Result<(), ApiError> {
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Validation(violations))
+    }
+}
+
+fn account_id(raw: &str) -> Result<AccountId, ApiError> {
+    raw.parse()
+        .map_err(|_| ApiError::NotFound("account not found".into()))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedAccountResponse {
+    account_id: u64,
+    client_id: String,
+    /// Shown once; only its hash is stored.
+    client_secret: String,
+    webhook_secret: String,
+}
+
+/// Body: `{name, document, sandbox?, initialBalance?}`.
+#[utoipa::path(
+    post, path = "/admin/accounts", tag = "admin",
+    request_body(content = Object, description = "{name, document (CPF/CNPJ digits), sandbox?: bool, initialBalance?: decimal string}"),
+    responses(
+        (status = 201, body = CreatedAccountResponse),
+        (status = 400, body = ExtendedErrorBody),
+        (status = 401, body = ExtendedErrorBody),
+    ),
+    security(("admin" = []))
+)]
+pub async fn create_account(
+    _: Admin,
+    req: HttpRequest,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let obj = body(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    f.only(&["name", "document", "sandbox", "initialBalance"]);
+    let name = f
+        .string("name", true)
+        .and_then(|n| match AccountName::parse(n) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                f.fail("name", e);
+                None
+            }
+        });
+    let document = f
+        .string("document", true)
+        .and_then(|d| match TaxId::parse(d) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                f.fail("document", e.to_string());
+                None
+            }
+        });
+    let sandbox = f.boolean("sandbox").unwrap_or(false);
+    let opening = f.money_string("initialBalance").unwrap_or(Money::ZERO);
+    finish(std::mem::take(&mut f.violations))?;
+    let (Some(name), Some(document)) = (name, document) else {
+        return Err(ApiError::Internal("validated fields missing".into()));
+    };
+    let profile = AccountProfile {
+        name,
+        document,
+        sandbox,
+    };
+    let created = accounts::create_account(&state.repo, profile, opening, None, state.clock.now())?;
+    tracing::info!(account = %created.record.id, "account created");
+    Ok(HttpResponse::Created().json(CreatedAccountResponse {
+        account_id: created.record.id.get(),
+        client_id: created.record.client_id.to_string(),
+        client_secret: created.client_secret,
+        webhook_secret: created.record.webhook_secret,
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CertificateView {
+    fingerprint: String,
+    subject: String,
+    not_before: String,
+    not_after: String,
+    registered_at: String,
+    revoked_at: Option<String>,
+}
+
+impl From<&CertificateRecord> for CertificateView {
+    fn from(c: &CertificateRecord) -> Self {
+        CertificateView {
+            fingerprint: c.fingerprint.to_string(),
+            subject: c.subject.clone(),
+            not_before: iso(c.validity.not_before),
+            not_after: iso(c.validity.not_after),
+            registered_at: iso(c.registered_at),
+            revoked_at: c.revoked_at.map(iso),
+        }
+    }
+}
+
+/// An account as operators see it (no secrets but the webhook secret's absence).
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountView {
+    account_id: u64,
+    name: String,
+    document: String,
+    sandbox: bool,
+    client_id: String,
+    receiving_key: String,
+    #[schema(value_type = Object)]
+    settings: Value,
+    created_at: String,
+    certificates: Vec<CertificateView>,
+}
+
+fn account_view(record: &AccountRecord, certs: &[CertificateRecord]) -> AccountView {
+    AccountView {
+        account_id: record.id.get(),
+        name: record.profile.name.as_str().to_owned(),
+        document: record.profile.document.to_string(),
+        sandbox: record.profile.sandbox,
+        client_id: record.client_id.to_string(),
+        receiving_key: record.receiving_key.clone(),
+        settings: settings_json(&record.settings),
+        created_at: iso(record.created_at),
+        certificates: certs.iter().map(CertificateView::from).collect(),
+    }
+}
+
+pub fn settings_json(s: &AccountSettings) -> Value {
+    serde_json::to_value(s).unwrap_or(Value::Null)
+}
+
+#[utoipa::path(
+    get, path = "/admin/accounts/{id}", tag = "admin",
+    params(("id" = u64, Path)),
+    responses((status = 200, body = AccountView), (status = 401, body = ExtendedErrorBody), (status = 404, body = ExtendedErrorBody)),
+    security(("admin" = []))
+)]
+pub async fn get_account(
+    _: Admin,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = account_id(&path)?;
+    let record = accounts::account(&state.repo, id)?;
+    let certs = state.repo.certificates_of(id)?;
+    Ok(HttpResponse::Ok().json(account_view(&record, &certs)))
+}
+
+/// Reads one `{fixed, percent}` fee rule over the current one.
+fn fee_rule(f: &mut Fields<'_>, current: FeeRule) -> FeeRule {
+    f.only(&["fixed", "percent"]);
+    let fixed = f.money_string("fixed").unwrap_or(current.fixed);
+    let percent = match f.string("percent", false) {
+        None => current.percent,
+        Some(text) => Percent::parse(text).unwrap_or_else(|e| {
+            f.fail("percent", e.to_string());
+            current.percent
+        }),
+    };
+    FeeRule { fixed, percent }
+}
+
+/// Applies the PATCH body to `current`, collecting every violation.
+fn patch_settings(
+    obj: &Map<String, Value>,
+    current: AccountSettings,
+) -> Result<AccountSettings, ApiError> {
+    let mut f = Fields::new(obj);
+    f.only(&[
+        "limits",
+        "fees",
+        "splitFrequency",
+        "providerMinExpirationSeconds",
+    ]);
+    let mut next = current;
+    if let Some(l) = f.object("limits", |l| {
+        l.only(&["perTransaction", "daily", "nightly"]);
+        let mut limits = current.limits;
+        limits.per_transaction = l
+            .money_string("perTransaction")
+            .unwrap_or(limits.per_transaction);
+        limits.daily = l.money_string("daily").unwrap_or(limits.daily);
+        limits.nightly = l.money_string("nightly").unwrap_or(limits.nightly);
+        limits
+    }) {
+        next.limits = l;
+    }
+    if let Some(fees) = f.object("fees", |o| {
+        o.only(&["cashOut", "cashIn", "dictPix", "refund"]);
+        let mut fees = current.fees;
+        let c = fees;
+        fees.cash_out = o
+            .object("cashOut", |r| fee_rule(r, c.cash_out))
+            .unwrap_or(c.cash_out);
+        fees.cash_in = o
+            .object("cashIn", |r| fee_rule(r, c.cash_in))
+            .unwrap_or(c.cash_in);
+        fees.dict_pix = o
+            .object("dictPix", |r| fee_rule(r, c.dict_pix))
+            .unwrap_or(c.dict_pix);
+        fees.refund = o
+            .object("refund", |r| fee_rule(r, c.refund))
+            .unwrap_or(c.refund);
+        fees
+    }) {
+        next.fees = fees;
+    }
+    if let Some(text) = f.string("splitFrequency", false) {
+        match SplitFrequency::parse(text) {
+            Some(s) => next.split_frequency = s,
+            None => f.fail("splitFrequency", "must be DAILY or HOURLY"),
+        }
+    }
+    if let Some(s) = f.integer(
+        "providerMinExpirationSeconds",
+        u64::from(PROVIDER_MIN_EXPIRATION_SECONDS_MIN),
+        u64::from(PROVIDER_MIN_EXPIRATION_SECONDS_MAX),
+    ) {
+        next.provider_min_expiration_seconds =
+            u32::try_from(s).unwrap_or(PROVIDER_MIN_EXPIRATION_SECONDS_MAX);
+    }
+    finish(f.violations)?;
+    Ok(next)
+}
+
+#[utoipa::path(
+    patch, path = "/admin/accounts/{id}", tag = "admin",
+    params(("id" = u64, Path)),
+    request_body(content = Object, description = "{limits?: {perTransaction, daily, nightly}, fees?: {cashOut, cashIn, dictPix, refund: {fixed, percent}}, splitFrequency?, providerMinExpirationSeconds?}; amounts and percents as decimal strings"),
+    responses((status = 200, description = "The account's settings as they now are"), (status = 400, body = ExtendedErrorBody), (status = 404, body = ExtendedErrorBody)),
+    security(("admin" = []))
+)]
+pub async fn patch_account(
+    _: Admin,
+    req: HttpRequest,
+    path: web::Path<String>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = account_id(&path)?;
+    let obj = body(&req, &bytes)?;
+    let current = accounts::account(&state.repo, id)?.settings;
+    // Validate against the current settings first so a bad body changes nothing; the
+    // update then re-applies the same body under the admin lock.
+    patch_settings(&obj, current)?;
+    let mut result = Ok(current);
+    let record = accounts::update_settings(&state.repo, id, |s| {
+        result = patch_settings(&obj, s);
+        result.as_ref().map_or(s, |n| *n)
+    })?;
+    result?;
+    Ok(HttpResponse::Ok().json(settings_json(&record.settings)))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct FingerprintResponse {
+    fingerprint: String,
+}
+
+#[utoipa::path(
+    post, path = "/admin/accounts/{id}/certificates", tag = "admin",
+    params(("id" = u64, Path)),
+    request_body(content = Object, description = "{pem}"),
+    responses(
+        (status = 201, description = "Registered", body = FingerprintResponse),
+        (status = 200, description = "Already registered to this account", body = FingerprintResponse),
+        (status = 400, body = ExtendedErrorBody), (status = 404, body = ExtendedErrorBody),
+        (status = 409, description = "Registered to another account, or revoked", body = ExtendedErrorBody)),
+    security(("admin" = []))
+)]
+pub async fn register_certificate(
+    _: Admin,
+    req: HttpRequest,
+    path: web::Path<String>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = account_id(&path)?;
+    let obj = body(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    f.only(&["pem"]);
+    let pem = f.string("pem", true);
+    let parsed = pem.and_then(|p| match certs::parse_pem(p) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            f.fail("pem", format!("is not a PEM certificate: {}", e.0));
+            None
+        }
+    });
+    finish(f.violations)?;
+    let Some(parsed) = parsed else {
+        return Err(ApiError::Internal("validated pem missing".into()));
+    };
+    let (record, created) =
+        accounts::register_certificate(&state.repo, id, &parsed, state.clock.now())?;
+    let body = FingerprintResponse {
+        fingerprint: record.fingerprint.to_string(),
+    };
+    Ok(if created {
+        HttpResponse::Created().json(body)
+    } else {
+        HttpResponse::Ok().json(body)
+    })
+}
+
+#[utoipa::path(
+    delete, path = "/admin/accounts/{id}/certificates/{fingerprint}", tag = "admin",
+    params(("id" = u64, Path), ("fingerprint" = String, Path, description = "64 lower-case hex characters")),
+    responses((status = 204, description = "Revoked (or already revoked)"), (status = 404, body = ExtendedErrorBody)),
+    security(("admin" = []))
+)]
+pub async fn revoke_certificate(
+    _: Admin,
+    path: web::Path<(String, String)>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (raw_id, raw_fp) = path.into_inner();
+    let id = account_id(&raw_id)?;
+    let fp = Fingerprint::parse(&raw_fp)
+        .ok_or_else(|| ApiError::NotFound("certificate not found for this account".into()))?;
+    accounts::revoke_certificate(&state.repo, id, &fp, state.clock.now())?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretResponse {
+    client_secret: String,
+}
+
+#[utoipa::path(
+    post, path = "/admin/accounts/{id}/secret", tag = "admin",
+    params(("id" = u64, Path)),
+    responses((status = 200, body = SecretResponse), (status = 404, body = ExtendedErrorBody)),
+    security(("admin" = []))
+)]
+pub async fn rotate_secret(
+    _: Admin,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = account_id(&path)?;
+    let secret = accounts::rotate_secret(&state.repo, id, state.clock.now())?;
+    tracing::info!(account = %id, "client secret rotated");
+    Ok(HttpResponse::Ok().json(SecretResponse {
+        client_secret: secret,
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ClockResponse {
+    now: String,
+}
+
+#[utoipa::path(
+    post, path = "/admin/clock", tag = "admin",
+    request_body(content = Object, description = "{set: ISO-8601} or {advanceSeconds: n}; only with --test-clock"),
+    responses((status = 200, body = ClockResponse), (status = 400, body = ExtendedErrorBody), (status = 404, description = "The test clock is not enabled", body = ExtendedErrorBody)),
+    security(("admin" = []))
+)]
+pub async fn move_clock(
+    _: Admin,
+    req: HttpRequest,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    if !state.clock.is_adjustable() {
+        return Err(ApiError::NotFound("no route matches this path".into()));
+    }
+    let obj = body(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    f.only(&["set", "advanceSeconds"]);
+    let set = f.string("set", false);
+    let advance = match obj.get("advanceSeconds") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(v) => Some(v),
+            None => {
+                f.fail("advanceSeconds", "must be an integer");
+                None
+            }
+        },
+        Some(_) => {
+            f.fail("advanceSeconds", "must be an integer");
+            None
+        }
+    };
+    let target = set.and_then(|s| match DateTime::parse_from_rfc3339(s) {
+        Ok(t) => Some(t.with_timezone(&Utc)),
+        Err(_) => {
+            f.fail("set", "must be an RFC 3339 date-time");
+            None
+        }
+    });
+    if set.is_some() == obj.get("advanceSeconds").is_some_and(|v| !v.is_null()) {
+        f.fail("body", "must have exactly one of set and advanceSeconds");
+    }
+    finish(f.violations)?;
+    let moved = match (target, advance) {
+        (Some(t), _) => state.clock.set(t),
+        (None, Some(s)) => state.clock.advance(s),
+        (None, None) => return Err(ApiError::Internal("validated clock body empty".into())),
+    };
+    let offset = moved.map_err(|e| match e {
+        ClockError::Backwards => {
+            ApiError::Validation(vec![Violation::new("clock", "never moves backwards")])
+        }
+        ClockError::TooFar => ApiError::Validation(vec![Violation::new(
+            "clock",
+            format!("may move at most {CLOCK_ADVANCE_SECONDS_MAX} seconds at once"),
+        )]),
+        ClockError::Disabled => ApiError::NotFound("no route matches this path".into()),
+    })?;
+    state
+        .repo
+        .put_meta(KEY_CLOCK_OFFSET, &offset.to_be_bytes())?;
+    Ok(HttpResponse::Ok().json(ClockResponse {
+        now: iso(state.clock.now()),
+    }))
+}

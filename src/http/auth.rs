@@ -1,0 +1,104 @@
+//! Request authentication: the bearer token of clients and the admin token of operators.
+//!
+//! [`Caller`] accepts a token only if its signature and algorithm are the server's, it has
+//! not expired on the server clock, its client still belongs to its account and was not
+//! rotated after the token was issued, and the certificate it is bound to is still
+//! registered to that account and not revoked. Any failure is one 401 in the route
+//! family's body shape.
+
+use std::future::{ready, Ready};
+
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::{web, FromRequest, HttpRequest};
+
+use super::error::ApiError;
+use super::AppState;
+use crate::auth::secrets;
+use crate::auth::tokens::TokenError;
+use crate::domain::ids::{AccountId, ClientId};
+
+/// An authenticated client of an account.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub account_id: AccountId,
+    pub client_id: ClientId,
+}
+
+fn bearer(req: &HttpRequest) -> Option<&str> {
+    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+fn state(req: &HttpRequest) -> Result<&web::Data<AppState>, ApiError> {
+    req.app_data::<web::Data<AppState>>()
+        .ok_or_else(|| ApiError::Internal("application state missing".into()))
+}
+
+fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
+    let state = state(req)?;
+    let token = bearer(req).ok_or(ApiError::Unauthorized("missing bearer token"))?;
+    let subject = state
+        .tokens
+        .verify(token, state.clock.now())
+        .map_err(|e| match e {
+            TokenError::Expired => ApiError::Unauthorized("the access token has expired"),
+            TokenError::Invalid => ApiError::Unauthorized("the access token is invalid"),
+        })?;
+    let revoked = ApiError::Unauthorized("the access token was revoked");
+    let client = state
+        .repo
+        .client(&subject.client_id)?
+        .ok_or(ApiError::Unauthorized("the access token is invalid"))?;
+    if client.account_id != subject.account_id || subject.issued_at < client.rotated_at.timestamp()
+    {
+        return Err(revoked);
+    }
+    match state.repo.certificate(&subject.fingerprint)? {
+        Some(c) if c.account_id == subject.account_id && !c.is_revoked() => {}
+        _ => return Err(revoked),
+    }
+    if state.repo.account(subject.account_id)?.is_none() {
+        return Err(revoked);
+    }
+    Ok(Caller {
+        account_id: subject.account_id,
+        client_id: subject.client_id,
+    })
+}
+
+impl FromRequest for Caller {
+    type Error = ApiError;
+    type Future = Ready<Result<Caller, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(authenticate(req))
+    }
+}
+
+/// An operator holding the admin token.
+#[derive(Debug, Clone, Copy)]
+pub struct Admin;
+
+impl FromRequest for Admin {
+    type Error = ApiError;
+    type Future = Ready<Result<Admin, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let check = || {
+            let state = state(req)?;
+            let token = bearer(req).ok_or(ApiError::Unauthorized("missing admin token"))?;
+            let presented = secrets::hash_secret("", token);
+            if secrets::constant_time_eq(presented.as_bytes(), state.admin_token_hash.as_bytes()) {
+                Ok(Admin)
+            } else {
+                Err(ApiError::Unauthorized("invalid admin token"))
+            }
+        };
+        ready(check())
+    }
+}

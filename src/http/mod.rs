@@ -1,0 +1,145 @@
+//! The HTTP adapter: DTOs, handlers, authentication extractors, the one error mapping, and
+//! the route table.
+//!
+//! Every route is registered through [`RouteTable`], which remembers what it registered so
+//! a test can check that the OpenAPI document describes each one.
+
+pub mod admin;
+pub mod auth;
+pub mod body;
+pub mod error;
+pub mod me;
+pub mod openapi;
+pub mod ops;
+pub mod token;
+
+use std::sync::Arc;
+
+use actix_web::dev::HttpServiceFactory;
+use actix_web::http::Method;
+use actix_web::{web, FromRequest, Handler, Resource, Responder};
+
+use crate::auth::tokens::TokenKeys;
+use crate::clock::Clock;
+use crate::store::Repo;
+
+/// A timestamp as every response writes it: UTC, RFC 3339, milliseconds, `Z`
+/// (decisions.md §2).
+pub fn iso(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// What every handler can reach.
+pub struct AppState {
+    pub repo: Repo,
+    pub clock: Arc<Clock>,
+    pub tokens: TokenKeys,
+    /// Hash of the admin token (`secrets::hash_secret("", token)`).
+    pub admin_token_hash: String,
+}
+
+/// Registers routes grouped by path (so one path answers several methods and 405 for the
+/// others) and records each (method, path) pair.
+#[derive(Default)]
+pub struct RouteTable {
+    resources: Vec<(&'static str, Resource)>,
+    registered: Vec<(Method, &'static str)>,
+}
+
+impl RouteTable {
+    pub fn add<F, Args>(&mut self, method: Method, path: &'static str, handler: F)
+    where
+        F: Handler<Args>,
+        Args: FromRequest + 'static,
+        F::Output: Responder + 'static,
+    {
+        let route = web::method(method.clone()).to(handler);
+        match self.resources.iter_mut().find(|(p, _)| *p == path) {
+            Some((_, res)) => {
+                let taken = std::mem::replace(res, web::resource(path));
+                *res = taken.route(route);
+            }
+            None => self
+                .resources
+                .push((path, web::resource(path).route(route))),
+        }
+        self.registered.push((method, path));
+    }
+
+    /// Hands the resources to actix and answers what was registered.
+    pub fn register(self, cfg: &mut web::ServiceConfig) -> Vec<(Method, &'static str)> {
+        for (_, res) in self.resources {
+            cfg.service(res);
+        }
+        self.registered
+    }
+}
+
+/// The route table of the whole server.
+pub fn routes(cfg: &mut web::ServiceConfig) -> Vec<(Method, &'static str)> {
+    let mut t = RouteTable::default();
+    t.add(Method::POST, "/api/auth/token", token::issue_token);
+    t.add(Method::GET, "/api/account", me::my_account);
+
+    t.add(Method::POST, "/admin/accounts", admin::create_account);
+    t.add(Method::GET, "/admin/accounts/{id}", admin::get_account);
+    t.add(Method::PATCH, "/admin/accounts/{id}", admin::patch_account);
+    t.add(
+        Method::POST,
+        "/admin/accounts/{id}/certificates",
+        admin::register_certificate,
+    );
+    t.add(
+        Method::DELETE,
+        "/admin/accounts/{id}/certificates/{fingerprint}",
+        admin::revoke_certificate,
+    );
+    t.add(
+        Method::POST,
+        "/admin/accounts/{id}/secret",
+        admin::rotate_secret,
+    );
+    t.add(Method::POST, "/admin/clock", admin::move_clock);
+
+    t.add(Method::GET, "/healthz", ops::healthz);
+    t.add(Method::GET, "/metrics", ops::metrics);
+    t.add(Method::GET, "/openapi.json", ops::openapi);
+    t.add(Method::GET, "/docs", ops::docs_redirect);
+    t.register(cfg)
+}
+
+/// The browsable docs page, from assets vendored into the binary (works offline).
+pub fn docs_service() -> impl HttpServiceFactory {
+    utoipa_swagger_ui::SwaggerUi::new("/docs/{_:.*}")
+        .config(utoipa_swagger_ui::Config::new(["/openapi.json"]))
+}
+
+/// Answers every unmatched path with a JSON 404.
+pub async fn not_found() -> Result<actix_web::HttpResponse, error::ApiError> {
+    Err(error::ApiError::NotFound(
+        "no route matches this path".into(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use utoipa::OpenApi;
+
+    #[test]
+    fn every_registered_route_is_described_in_the_openapi_document() {
+        let mut registered = Vec::new();
+        let _app = actix_web::App::new().configure(|cfg| registered = routes(cfg));
+        assert!(registered.len() >= 10);
+        let doc = openapi::ApiDoc::openapi();
+        let json = serde_json::to_value(&doc).unwrap();
+        assert_eq!(json["openapi"], "3.1.0");
+        for (method, path) in registered {
+            let op = &json["paths"][path][method.as_str().to_lowercase()];
+            assert!(
+                op.is_object(),
+                "{method} {path} is not in the OpenAPI document"
+            );
+        }
+    }
+}

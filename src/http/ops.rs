@@ -1,0 +1,80 @@
+//! Operations routes (beyond the interface): health, metrics, the OpenAPI document, the
+//! docs page, and the request metrics middleware.
+
+use std::time::Instant;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
+use actix_web::{web, HttpResponse};
+use serde::Serialize;
+use utoipa::{OpenApi, ToSchema};
+
+use super::error::{ApiError, ExtendedErrorBody};
+use super::openapi::ApiDoc;
+use super::AppState;
+use crate::telemetry::metrics_handle;
+
+#[derive(Serialize, ToSchema)]
+pub struct Health {
+    /// `ok`
+    status: &'static str,
+}
+
+#[utoipa::path(
+    get, path = "/healthz", tag = "operations",
+    responses((status = 200, body = Health), (status = 503, description = "Storage does not answer", body = ExtendedErrorBody))
+)]
+pub async fn healthz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    state.repo.ping()?;
+    Ok(HttpResponse::Ok().json(Health { status: "ok" }))
+}
+
+#[utoipa::path(
+    get, path = "/metrics", tag = "operations",
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain"))
+)]
+pub async fn metrics() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .body(metrics_handle().render())
+}
+
+#[utoipa::path(
+    get, path = "/openapi.json", tag = "operations",
+    responses((status = 200, description = "This document", content_type = "application/json"))
+)]
+pub async fn openapi() -> HttpResponse {
+    HttpResponse::Ok().json(ApiDoc::openapi())
+}
+
+#[utoipa::path(
+    get, path = "/docs", tag = "operations",
+    responses((status = 308, description = "Redirect to the browsable docs page at /docs/"))
+)]
+pub async fn docs_redirect() -> HttpResponse {
+    HttpResponse::PermanentRedirect()
+        .insert_header(("Location", "/docs/"))
+        .finish()
+}
+
+/// Counts requests by route pattern, method and status, and times them.
+pub async fn record_metrics(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let started = Instant::now();
+    let method = req.method().to_string();
+    let res = next.call(req).await?;
+    // The pattern, not the path, so ids in URLs do not multiply the series.
+    let route = res
+        .request()
+        .match_pattern()
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let status = res.status().as_u16().to_string();
+    metrics::counter!("http_requests_total", "route" => route.clone(), "method" => method, "status" => status)
+        .increment(1);
+    metrics::histogram!("http_request_duration_seconds", "route" => route)
+        .record(started.elapsed().as_secs_f64());
+    Ok(res)
+}

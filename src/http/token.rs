@@ -1,0 +1,174 @@
+//! `POST /api/auth/token`: client credentials plus a registered certificate give a bearer
+//! token valid for 1800 s.
+//!
+//! The checks run in this order, each with its code (interface.md "Token issuance
+//! errors"): the certificate header is present, its PEM parses, the body is
+//! `{clientId: UUID v4, clientSecret}`, the certificate is within its validity window on
+//! the server clock, its fingerprint is registered and not revoked, the credentials match,
+//! and the certificate belongs to the clientId's account. Credentials are checked only
+//! after the certificate is known, so a client without a registered certificate learns
+//! nothing about credentials; an unknown clientId and a wrong secret cost the same and
+//! answer the same.
+
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::body::{json_object, Fields};
+use super::error::{ApiError, ExtendedErrorBody, TokenFailure};
+use super::AppState;
+use crate::auth::certs::{self, ParsedCert};
+use crate::auth::secrets;
+use crate::auth::tokens::TOKEN_TTL_SECONDS;
+use crate::domain::certificate::ValidityVerdict;
+use crate::domain::ids::ClientId;
+use crate::store::RepoError;
+
+pub const CERT_HEADER: &str = "x-ssl-client-cert";
+/// Characters of a clientSecret the endpoint reads at most.
+pub const CLIENT_SECRET_LEN_MAX: usize = 256;
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub struct TokenRequest {
+    /// UUID v4.
+    client_id: String,
+    client_secret: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct TokenResponse {
+    pub access_token: String,
+    /// Always `Bearer`.
+    pub token_type: &'static str,
+    /// Seconds; 1800.
+    pub expires_in: i64,
+}
+
+fn fail(f: TokenFailure) -> ApiError {
+    ApiError::Token(f)
+}
+
+fn upstream(e: RepoError) -> ApiError {
+    tracing::error!(error = %e, "token issuance could not read storage");
+    match e {
+        RepoError::Store(_) => fail(TokenFailure::UpstreamUnavailable),
+        RepoError::Corrupt { .. } => fail(TokenFailure::UpstreamError),
+    }
+}
+
+fn read_certificate(req: &HttpRequest) -> Result<ParsedCert, ApiError> {
+    let raw = req
+        .headers()
+        .get(CERT_HEADER)
+        .ok_or(fail(TokenFailure::HeaderMissing))?;
+    let text = raw
+        .to_str()
+        .map_err(|_| fail(TokenFailure::MalformedPem("the header is not ASCII")))?;
+    if text.trim().is_empty() {
+        return Err(fail(TokenFailure::HeaderMissing));
+    }
+    certs::parse_header(text).map_err(|e| fail(TokenFailure::MalformedPem(e.0)))
+}
+
+fn read_body(req: &HttpRequest, body: &[u8]) -> Result<(ClientId, String), ApiError> {
+    let obj =
+        json_object(req, body).map_err(|e| fail(TokenFailure::BodyInvalid(vec![e.violation()])))?;
+    let mut f = Fields::new(&obj);
+    let client_id = f.string("clientId", true);
+    let secret = f.string("clientSecret", true);
+    let client_id = client_id.and_then(|c| {
+        let parsed = ClientId::parse(c);
+        if parsed.is_none() {
+            f.fail("clientId", "must be a UUID v4");
+        }
+        parsed
+    });
+    if let Some(s) = secret {
+        if s.is_empty() || s.len() > CLIENT_SECRET_LEN_MAX {
+            f.fail("clientSecret", "must have 1 to 256 characters");
+        }
+    }
+    match (client_id, secret, f.violations.is_empty()) {
+        (Some(c), Some(s), true) => Ok((c, s.to_owned())),
+        _ => Err(fail(TokenFailure::BodyInvalid(f.violations))),
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/auth/token",
+    tag = "auth",
+    request_body = TokenRequest,
+    params(("X-SSL-Client-Cert" = String, Header, description = "URL-encoded PEM client certificate; '+' as %2B")),
+    responses(
+        (status = 201, description = "Access token", body = TokenResponse),
+        (status = 400, description = "PUB_CERT_HEADER_MISSING, PUB_CERT_MALFORMED_PEM, PUB_REQUEST_BODY_INVALID", body = ExtendedErrorBody),
+        (status = 401, description = "PUB_CERT_NOT_YET_VALID, PUB_CERT_EXPIRED, PUB_CERT_NOT_REGISTERED, PUB_INVALID_CREDENTIALS", body = ExtendedErrorBody),
+        (status = 403, description = "PUB_CERT_NOT_AUTHORIZED_FOR_ACCOUNT", body = ExtendedErrorBody),
+        (status = 502, description = "PUB_AUTH_UPSTREAM_ERROR", body = ExtendedErrorBody),
+        (status = 503, description = "PUB_AUTH_UPSTREAM_UNAVAILABLE", body = ExtendedErrorBody),
+    )
+)]
+pub async fn issue_token(
+    req: HttpRequest,
+    body: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let cert = read_certificate(&req)?;
+    let (client_id, secret) = read_body(&req, &body)?;
+    let now = state.clock.now();
+    match cert.validity.at(now) {
+        ValidityVerdict::Valid => {}
+        ValidityVerdict::NotYetValid => return Err(fail(TokenFailure::CertNotYetValid)),
+        ValidityVerdict::Expired => return Err(fail(TokenFailure::CertExpired)),
+    }
+    let registered = state
+        .repo
+        .certificate(&cert.fingerprint)
+        .map_err(upstream)?;
+    let registered = match registered {
+        Some(r) if !r.is_revoked() => r,
+        _ => return Err(fail(TokenFailure::CertNotRegistered)),
+    };
+    let client = state.repo.client(&client_id).map_err(upstream)?;
+    let stored = client
+        .as_ref()
+        .map(|c| (c.salt_hex.as_str(), c.secret_hash_hex.as_str()));
+    let client = match (secrets::verify_secret(stored, &secret), client) {
+        (true, Some(c)) => c,
+        _ => return Err(fail(TokenFailure::InvalidCredentials)),
+    };
+    if registered.account_id != client.account_id {
+        return Err(fail(TokenFailure::CertNotAuthorizedForAccount));
+    }
+    if state
+        .repo
+        .account(client.account_id)
+        .map_err(upstream)?
+        .is_none()
+    {
+        return Err(fail(TokenFailure::InvalidCredentials));
+    }
+    let token = state
+        .tokens
+        .issue(
+            client.account_id,
+            client_id,
+            &cert.fingerprint,
+            now,
+            Uuid::new_v4(),
+        )
+        .map_err(|e| {
+            tracing::error!(error = %e, "token signing failed");
+            fail(TokenFailure::UpstreamError)
+        })?;
+    Ok(HttpResponse::Created().json(TokenResponse {
+        access_token: token,
+        token_type: "Bearer",
+        expires_in: TOKEN_TTL_SECONDS,
+    }))
+}

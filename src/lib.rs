@@ -1,0 +1,30 @@
+//! # pixgw: a PIX instant-payment gateway
+//!
+//! One process: actix-web handlers in front, one actix actor per account (the "Money out"
+//! work), sled underneath.
+//!
+//! # Layout
+//! - [`domain`]: PURE values and rules (money, documents, ids, account settings,
+//!   certificates' validity). No I/O, no clock, no randomness.
+//! - [`auth`]: secrets and their hashes, certificate parsing and generation, access tokens.
+//! - [`accounts`]: account administration over the repository.
+//! - [`store`]: the storage trait, sled and in-memory implementations, the typed repository
+//!   and the key layout.
+//! - [`http`]: DTOs, handlers, authentication extractors, the one error mapping, the route
+//!   table and the OpenAPI document.
+//! - [`clock`]: the server clock (system, or the adjustable test clock).
+//! - [`bootstrap`]: first start (Demo account, credentials file, keys).
+//! - [`config`], [`telemetry`], [`startup`]: settings, logs and metrics, wiring.
+//!
+//! Dependency direction: `http` -> `accounts` -> `store` -> `domain`; nothing imports `http`.
+
+pub mod accounts;
+pub mod auth;
+pub mod bootstrap;
+pub mod clock;
+pub mod config;
+pub mod domain;
+pub mod http;
+pub mod startup;
+pub mod store;
+pub mod telemetry;

@@ -1,0 +1,74 @@
+//! The `pixgw` binary: parse the command line, start logs, run.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+use pixgw::config::{Cli, Command, ServeArgs, Settings};
+use pixgw::startup::Application;
+use pixgw::telemetry;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => serve(&args),
+    }
+}
+
+fn serve(args: &ServeArgs) -> ExitCode {
+    let settings = match Settings::resolve(args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pixgw: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    telemetry::init_logs(settings.log_format);
+    actix_web::rt::System::new().block_on(async move {
+        let data_dir = settings.data_dir.clone();
+        let app = match Application::build(settings) {
+            Ok(app) => app,
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), "start failed");
+                eprintln!("pixgw: {e:#}");
+                return ExitCode::FAILURE;
+            }
+        };
+        print_banner(&app, &data_dir);
+        match app.run_until_stopped().await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("pixgw: {e:#}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+/// Tells the user where to go next. The first line is stable: tests and scripts read the
+/// address from it.
+fn print_banner(app: &Application, data_dir: &std::path::Path) {
+    let addr = app.address();
+    let dir = &app.boot.demo_dir;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "pixgw listening on http://{addr}");
+    let _ = writeln!(out, "data dir: {}", data_dir.display());
+    if app.boot.created_demo {
+        let _ = writeln!(out, "first start: created the Demo sandbox account");
+    }
+    let creds = dir.join("credentials.json");
+    if creds.exists() {
+        let _ = writeln!(out, "demo credentials: {}", creds.display());
+        let _ = writeln!(out, "get a token:");
+        let _ = writeln!(
+            out,
+            "  curl -s -X POST http://{addr}/api/auth/token -H 'Content-Type: application/json' \\\n    \
+             -H \"X-SSL-Client-Cert: $(cat {cert})\" -d @{body}",
+            cert = dir.join("client-cert.urlencoded").display(),
+            body = dir.join("token-request.json").display(),
+        );
+    } else {
+        let _ = writeln!(out, "demo credentials file {} is missing; rotate the Demo secret with POST /admin/accounts/{{id}}/secret", creds.display());
+    }
+    let _ = out.flush();
+}

@@ -1,0 +1,139 @@
+//! Start-up: open storage, bootstrap, build the application, bind, serve, and on SIGTERM or
+//! Ctrl-C let in-flight requests finish and flush storage before exiting.
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+
+use actix_web::dev::Server;
+use actix_web::middleware::from_fn;
+use actix_web::{web, App, HttpServer};
+use anyhow::Context;
+
+use crate::auth::secrets;
+use crate::auth::tokens::TokenKeys;
+use crate::bootstrap::{self, Boot};
+use crate::clock::Clock;
+use crate::config::{Settings, REQUEST_BODY_BYTES_MAX};
+use crate::http::{self, AppState};
+use crate::store::{Repo, SharedStore, SledStore};
+use crate::telemetry;
+
+pub struct Application {
+    server: Server,
+    address: SocketAddr,
+    store: SharedStore,
+    pub boot: Boot,
+}
+
+/// Opens the sled database in `DATA_DIR/db`.
+pub fn open_store(settings: &Settings) -> anyhow::Result<SharedStore> {
+    std::fs::create_dir_all(&settings.data_dir)
+        .with_context(|| format!("creating the data dir {}", settings.data_dir.display()))?;
+    let store = SledStore::open(&settings.data_dir.join("db"))?;
+    Ok(Arc::new(store))
+}
+
+impl Application {
+    /// Builds the server on the sled store of the data dir.
+    pub fn build(settings: Settings) -> anyhow::Result<Application> {
+        let store = open_store(&settings)?;
+        Application::build_with_store(settings, store)
+    }
+
+    /// Builds the server on any store (tests inject failing ones).
+    pub fn build_with_store(settings: Settings, store: SharedStore) -> anyhow::Result<Application> {
+        let repo = Repo::new(store.clone());
+        let start_clock = Clock::system();
+        let boot = bootstrap::load_or_init(
+            &repo,
+            &settings.data_dir,
+            start_clock.now(),
+            settings.admin_token.as_deref(),
+        )?;
+        let clock = Arc::new(if settings.test_clock {
+            Clock::test(boot.clock_offset_ms)
+        } else {
+            Clock::system()
+        });
+        let tokens = TokenKeys::new(&boot.jwt_key);
+        tokens
+            .self_test(clock.now())
+            .map_err(|e| anyhow::anyhow!("token signing self-test failed: {e}"))?;
+        let admin_token_hash = match (&settings.admin_token, &boot.stored_admin_token_hash) {
+            (Some(t), _) => secrets::hash_secret("", t),
+            (None, Some(h)) => h.clone(),
+            (None, None) => anyhow::bail!("no admin token: set PIXGW_ADMIN_TOKEN"),
+        };
+        let state = web::Data::new(AppState {
+            repo,
+            clock,
+            tokens,
+            admin_token_hash,
+        });
+        telemetry::metrics_handle();
+
+        let listener = TcpListener::bind(settings.listen)
+            .with_context(|| format!("binding {}", settings.listen))?;
+        let address = listener.local_addr()?;
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(state.clone())
+                .app_data(web::PayloadConfig::new(REQUEST_BODY_BYTES_MAX))
+                .wrap(from_fn(http::ops::record_metrics))
+                .wrap(from_fn(http::error::envelope))
+                .configure(|cfg| {
+                    http::routes(cfg);
+                })
+                .service(http::docs_service())
+                .default_service(web::to(http::not_found))
+        })
+        .workers(settings.workers)
+        .shutdown_timeout(settings.shutdown_timeout_seconds)
+        .disable_signals()
+        .listen(listener)?
+        .run();
+        stop_on_signals(server.handle())?;
+        Ok(Application {
+            server,
+            address,
+            store,
+            boot,
+        })
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Serves until a stop signal; then flushes storage.
+    pub async fn run_until_stopped(self) -> anyhow::Result<()> {
+        let served = self.server.await;
+        tracing::info!("server stopped; flushing storage");
+        self.store.flush().context("flushing storage at shutdown")?;
+        served.context("serving")?;
+        Ok(())
+    }
+}
+
+/// Stops the server gracefully on SIGTERM or SIGINT (Ctrl-C).
+///
+/// actix would install its own handlers only when the server future is first polled, after
+/// the banner has told the world the server is ready; a SIGTERM in between would kill the
+/// process without a flush. These handlers exist before `build` returns.
+fn stop_on_signals(handle: actix_web::dev::ServerHandle) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    actix_web::rt::spawn(async move {
+        let which = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        tracing::info!(
+            signal = which,
+            "stopping: letting in-flight requests finish"
+        );
+        handle.stop(true).await;
+    });
+    Ok(())
+}

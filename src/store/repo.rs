@@ -1,0 +1,332 @@
+//! The typed repository: records of accounts, client credentials and certificates over a
+//! [`Store`], and the key layout of the whole database.
+//!
+//! # Key layout (one sled tree; integers big-endian, ids zero-padded so keys sort)
+//! ```text
+//! meta/jwt_key              32 random bytes: the HS256 key that signs access tokens
+//! meta/admin_token_hash     hex SHA-256 of the generated admin token
+//! meta/clock_offset_ms      i64: the test clock's offset from the system clock
+//! meta/demo_account         u64: the id of the Demo account made on first start
+//! seq/account               u64: the last account id handed out
+//! acct/{id:020}             AccountRecord (JSON)
+//! client/{clientId}         ClientRecord (JSON): the account and the secret's salted hash
+//! cert/{fingerprint}        CertificateRecord (JSON)
+//! acct_cert/{id:020}/{fp}   empty: the index of an account's certificates
+//! ```
+//! Every write here is applied and flushed before the method returns (rule 2).
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::{Batch, SharedStore, StoreError};
+use crate::domain::account::{AccountProfile, AccountSettings};
+use crate::domain::certificate::{Fingerprint, Validity};
+use crate::domain::ids::{AccountId, ClientId};
+use crate::domain::money::Money;
+
+pub const KEY_JWT: &[u8] = b"meta/jwt_key";
+pub const KEY_ADMIN_TOKEN_HASH: &[u8] = b"meta/admin_token_hash";
+pub const KEY_CLOCK_OFFSET: &[u8] = b"meta/clock_offset_ms";
+pub const KEY_DEMO_ACCOUNT: &[u8] = b"meta/demo_account";
+const KEY_SEQ_ACCOUNT: &[u8] = b"seq/account";
+
+fn account_key(id: AccountId) -> Vec<u8> {
+    format!("acct/{:020}", id.get()).into_bytes()
+}
+fn client_key(id: &ClientId) -> Vec<u8> {
+    format!("client/{id}").into_bytes()
+}
+fn cert_key(fp: &Fingerprint) -> Vec<u8> {
+    format!("cert/{fp}").into_bytes()
+}
+fn account_cert_prefix(id: AccountId) -> Vec<u8> {
+    format!("acct_cert/{:020}/", id.get()).into_bytes()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RepoError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A stored record does not decode: a bug or a damaged database, never client input.
+    #[error("corrupt record under {key}: {reason}")]
+    Corrupt { key: String, reason: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountRecord {
+    pub id: AccountId,
+    pub profile: AccountProfile,
+    pub settings: AccountSettings,
+    pub client_id: ClientId,
+    /// `whsec_` + base64: signs this account's webhooks; kept in clear because signing
+    /// needs it.
+    pub webhook_secret: String,
+    /// The EVP key this account's charges carry in their BR Code.
+    pub receiving_key: String,
+    /// The balance given at creation (`initialBalance`), credited once by the account actor.
+    pub opening_balance: Money,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A client's credentials. The secret itself is never stored: only a salted SHA-256.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientRecord {
+    pub client_id: ClientId,
+    pub account_id: AccountId,
+    pub salt_hex: String,
+    pub secret_hash_hex: String,
+    /// Tokens issued before this second are refused (the secret was rotated).
+    pub rotated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CertificateRecord {
+    pub fingerprint: Fingerprint,
+    pub account_id: AccountId,
+    pub subject: String,
+    pub validity: Validity,
+    pub registered_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl CertificateRecord {
+    pub fn is_revoked(&self) -> bool {
+        self.revoked_at.is_some()
+    }
+}
+
+#[derive(Clone)]
+pub struct Repo {
+    store: SharedStore,
+    /// Serializes the read-modify-write paths of the admin API (account ids, certificate
+    /// ownership). It is never taken on the payment paths.
+    admin_writes: Arc<Mutex<()>>,
+}
+
+impl Repo {
+    pub fn new(store: SharedStore) -> Repo {
+        Repo {
+            store,
+            admin_writes: Arc::new(Mutex::new(())),
+        }
+    }
+
+    pub fn store(&self) -> &SharedStore {
+        &self.store
+    }
+
+    /// Takes the admin write lock. Poisoning is ignored: the guarded data is `()`, and every
+    /// write under it is a single atomic batch.
+    pub fn admin_lock(&self) -> MutexGuard<'_, ()> {
+        self.admin_writes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn get_json<T: DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>, RepoError> {
+        match self.store.get(key)? {
+            None => Ok(None),
+            Some(bytes) => {
+                serde_json::from_slice(&bytes)
+                    .map(Some)
+                    .map_err(|e| RepoError::Corrupt {
+                        key: String::from_utf8_lossy(key).into_owned(),
+                        reason: e.to_string(),
+                    })
+            }
+        }
+    }
+
+    fn commit(&self, batch: &Batch) -> Result<(), RepoError> {
+        self.store.apply(batch)?;
+        self.store.flush()?;
+        Ok(())
+    }
+
+    pub fn meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, RepoError> {
+        Ok(self.store.get(key)?)
+    }
+
+    pub fn put_meta(&self, key: &[u8], value: &[u8]) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        b.put(key, value);
+        self.commit(&b)
+    }
+
+    /// The next account id. Call with the admin lock held, and commit the account in the
+    /// same batch as [`Repo::account_batch`] makes, so an id is never handed out twice.
+    pub fn next_account_id(&self) -> Result<AccountId, RepoError> {
+        let last = match self.store.get(KEY_SEQ_ACCOUNT)? {
+            Some(b) => {
+                u64::from_be_bytes(b.as_slice().try_into().map_err(|_| RepoError::Corrupt {
+                    key: "seq/account".into(),
+                    reason: "not a u64".into(),
+                })?)
+            }
+            None => 0,
+        };
+        AccountId::new(last + 1).ok_or_else(|| RepoError::Corrupt {
+            key: "seq/account".into(),
+            reason: "overflow".into(),
+        })
+    }
+
+    /// The writes that create an account with its credentials and, optionally, its first
+    /// certificate.
+    pub fn account_batch(
+        &self,
+        account: &AccountRecord,
+        client: &ClientRecord,
+        cert: Option<&CertificateRecord>,
+    ) -> Result<Batch, RepoError> {
+        let mut b = Batch::default();
+        b.put(KEY_SEQ_ACCOUNT, account.id.get().to_be_bytes().to_vec());
+        b.put(account_key(account.id), to_json(account)?);
+        b.put(client_key(&client.client_id), to_json(client)?);
+        if let Some(c) = cert {
+            self.certificate_writes(&mut b, c)?;
+        }
+        Ok(b)
+    }
+
+    /// Applies and flushes a batch made by this repository.
+    pub fn commit_batch(&self, batch: &Batch) -> Result<(), RepoError> {
+        self.commit(batch)
+    }
+
+    pub fn account(&self, id: AccountId) -> Result<Option<AccountRecord>, RepoError> {
+        self.get_json(&account_key(id))
+    }
+
+    pub fn put_account(&self, account: &AccountRecord) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        b.put(account_key(account.id), to_json(account)?);
+        self.commit(&b)
+    }
+
+    pub fn client(&self, id: &ClientId) -> Result<Option<ClientRecord>, RepoError> {
+        self.get_json(&client_key(id))
+    }
+
+    pub fn put_client(&self, client: &ClientRecord) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        b.put(client_key(&client.client_id), to_json(client)?);
+        self.commit(&b)
+    }
+
+    pub fn certificate(&self, fp: &Fingerprint) -> Result<Option<CertificateRecord>, RepoError> {
+        self.get_json(&cert_key(fp))
+    }
+
+    fn certificate_writes(&self, b: &mut Batch, c: &CertificateRecord) -> Result<(), RepoError> {
+        b.put(cert_key(&c.fingerprint), to_json(c)?);
+        let mut idx = account_cert_prefix(c.account_id);
+        idx.extend_from_slice(c.fingerprint.as_str().as_bytes());
+        b.put(idx, Vec::new());
+        Ok(())
+    }
+
+    pub fn put_certificate(&self, c: &CertificateRecord) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        self.certificate_writes(&mut b, c)?;
+        self.commit(&b)
+    }
+
+    pub fn certificates_of(&self, id: AccountId) -> Result<Vec<CertificateRecord>, RepoError> {
+        let prefix = account_cert_prefix(id);
+        let mut out = Vec::new();
+        for (k, _) in self.store.scan_prefix(&prefix)? {
+            let fp = std::str::from_utf8(&k[prefix.len()..])
+                .ok()
+                .and_then(Fingerprint::parse)
+                .ok_or_else(|| RepoError::Corrupt {
+                    key: String::from_utf8_lossy(&k).into_owned(),
+                    reason: "bad fingerprint".into(),
+                })?;
+            if let Some(c) = self.certificate(&fp)? {
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether storage answers (for `/healthz`).
+    pub fn ping(&self) -> Result<(), RepoError> {
+        self.store.get(KEY_JWT)?;
+        Ok(())
+    }
+}
+
+fn to_json<T: Serialize>(value: &T) -> Result<Vec<u8>, RepoError> {
+    serde_json::to_vec(value).map_err(|e| RepoError::Corrupt {
+        key: "<encode>".into(),
+        reason: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::account::AccountName;
+    use crate::domain::document::TaxId;
+    use crate::store::{MemoryStore, Store};
+
+    fn sample(id: u64) -> Option<(AccountRecord, ClientRecord)> {
+        let id = AccountId::new(id)?;
+        let client_id = ClientId::parse("3f2b8c1e-9d4a-4e6b-8a7c-1d2e3f4a5b6c")?;
+        let now = DateTime::<Utc>::UNIX_EPOCH;
+        let account = AccountRecord {
+            id,
+            profile: AccountProfile {
+                name: AccountName::parse("Acme").ok()?,
+                document: TaxId::parse("11222333000181").ok()?,
+                sandbox: true,
+            },
+            settings: AccountSettings::default(),
+            client_id,
+            webhook_secret: "whsec_x".into(),
+            receiving_key: "k".into(),
+            opening_balance: Money::ZERO,
+            created_at: now,
+        };
+        let client = ClientRecord {
+            client_id,
+            account_id: id,
+            salt_hex: "00".into(),
+            secret_hash_hex: "11".into(),
+            rotated_at: now,
+        };
+        Some((account, client))
+    }
+
+    #[test]
+    fn an_account_and_its_client_are_created_together_and_the_sequence_advances() {
+        let repo = Repo::new(Arc::new(MemoryStore::new()));
+        let first = repo.next_account_id().ok();
+        assert_eq!(first.map(AccountId::get), Some(1));
+        let (a, c) = sample(1).unwrap_or_else(|| unreachable!());
+        let batch = repo.account_batch(&a, &c, None);
+        assert!(batch.and_then(|b| repo.commit_batch(&b)).is_ok());
+        assert_eq!(repo.account(a.id).ok().flatten(), Some(a.clone()));
+        assert_eq!(repo.client(&c.client_id).ok().flatten(), Some(c));
+        assert_eq!(repo.next_account_id().ok().map(AccountId::get), Some(2));
+    }
+
+    #[test]
+    fn a_record_that_does_not_decode_is_reported_as_corrupt() {
+        let store = Arc::new(MemoryStore::new());
+        let mut b = Batch::default();
+        b.put(
+            account_key(AccountId::new(7).unwrap_or_else(|| unreachable!())),
+            b"{".to_vec(),
+        );
+        assert!(store.apply(&b).is_ok());
+        let repo = Repo::new(store);
+        let got = repo.account(AccountId::new(7).unwrap_or_else(|| unreachable!()));
+        assert!(matches!(got, Err(RepoError::Corrupt { .. })));
+    }
+}

@@ -1,0 +1,60 @@
+//! The sled implementation of [`Store`]: one tree, keys laid out by `repo.rs`.
+
+use std::path::Path;
+
+use super::{Batch, Op, Pairs, Store, StoreError};
+
+pub struct SledStore {
+    db: sled::Db,
+}
+
+impl SledStore {
+    /// Opens (or creates) the database under `dir`. sled holds an exclusive file lock on
+    /// it, which is how a second server on the same data dir is refused.
+    pub fn open(dir: &Path) -> Result<SledStore, StoreError> {
+        let db = sled::Config::new()
+            .path(dir)
+            // Flushes are explicit (group commit); sled's timer flush stays as a backstop.
+            .flush_every_ms(Some(1000))
+            .open()
+            .map_err(|e| match e {
+                sled::Error::Io(ref io) if io.to_string().contains("could not acquire lock") => {
+                    StoreError::Locked(dir.display().to_string())
+                }
+                other => StoreError::Engine(other.to_string()),
+            })?;
+        Ok(SledStore { db })
+    }
+}
+
+fn engine(e: sled::Error) -> StoreError {
+    StoreError::Engine(e.to_string())
+}
+
+impl Store for SledStore {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.db.get(key).map_err(engine)?.map(|v| v.to_vec()))
+    }
+
+    fn scan_prefix(&self, prefix: &[u8]) -> Result<Pairs, StoreError> {
+        self.db
+            .scan_prefix(prefix)
+            .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(engine))
+            .collect()
+    }
+
+    fn apply(&self, batch: &Batch) -> Result<(), StoreError> {
+        let mut b = sled::Batch::default();
+        for op in batch.ops() {
+            match op {
+                Op::Put(k, v) => b.insert(k.as_slice(), v.as_slice()),
+                Op::Delete(k) => b.remove(k.as_slice()),
+            }
+        }
+        self.db.apply_batch(b).map_err(engine)
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        self.db.flush().map(|_| ()).map_err(engine)
+    }
+}

@@ -1,0 +1,344 @@
+//! The admin API: authorization, validation with the extended body, accounts,
+//! certificates, settings and the test clock.
+
+use chrono::{DateTime, Duration, Utc};
+use pixgw::auth::certs;
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_extended, cert, send, spawn_app, spawn_with, Options};
+
+#[actix_rt::test]
+async fn admin_routes_refuse_a_missing_or_wrong_admin_token() {
+    let app = spawn_app().await;
+    let routes = [
+        ("POST", "/admin/accounts"),
+        ("GET", "/admin/accounts/1"),
+        ("PATCH", "/admin/accounts/1"),
+        ("POST", "/admin/accounts/1/certificates"),
+        (
+            "DELETE",
+            &format!("/admin/accounts/1/certificates/{}", "a".repeat(64)),
+        ),
+        ("POST", "/admin/accounts/1/secret"),
+        ("POST", "/admin/clock"),
+    ];
+    for (method, path) in routes {
+        let req = app.client.request(method.parse().unwrap(), app.url(path));
+        let (s, body) = send(req, Some(json!({}))).await;
+        assert_eq!(s, 401, "{method} {path}");
+        assert_extended(&body, 401, "HTTP_ERROR");
+        let req = app
+            .client
+            .request(method.parse().unwrap(), app.url(path))
+            .bearer_auth("pgwadm_wrong");
+        let (s, _) = send(req, Some(json!({}))).await;
+        assert_eq!(s, 401, "{method} {path}");
+        // A client token is not an admin token.
+        let token = app.demo_token().await;
+        let req = app
+            .client
+            .request(method.parse().unwrap(), app.url(path))
+            .bearer_auth(token);
+        assert_eq!(send(req, Some(json!({}))).await.0, 401, "{method} {path}");
+    }
+}
+
+#[actix_rt::test]
+async fn creating_an_account_validates_every_field_at_once() {
+    let app = spawn_app().await;
+    let (s, body) = app
+        .admin(
+            "POST",
+            "/admin/accounts",
+            Some(json!({"name": "", "document": "52998224724", "sandbox": "yes", "initialBalance": "1.005", "extra": 1})),
+        )
+        .await;
+    assert_eq!(s, 400);
+    assert_extended(&body, 400, "HTTP_ERROR");
+    let messages: Vec<&str> = body["message"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        messages,
+        vec![
+            "extra is not a known field",
+            "name must not be empty",
+            "document has invalid check digits",
+            "sandbox must be a boolean",
+            "initialBalance must have at most 2 decimal places",
+        ]
+    );
+    // Nothing was created: the next account still gets id 2.
+    let (s, body) = app
+        .admin(
+            "POST",
+            "/admin/accounts",
+            Some(json!({"name": "Acme", "document": "11222333000181", "initialBalance": "10.50"})),
+        )
+        .await;
+    assert_eq!(s, 201, "{body}");
+    assert_eq!(body["accountId"], 2);
+    assert!(uuid::Uuid::parse_str(body["clientId"].as_str().unwrap()).is_ok());
+    assert_eq!(body["clientSecret"].as_str().unwrap().len(), 43);
+    assert!(body["webhookSecret"]
+        .as_str()
+        .unwrap()
+        .starts_with("whsec_"));
+    let (s, view) = app.admin("GET", "/admin/accounts/2", None).await;
+    assert_eq!(s, 200);
+    assert_eq!(view["name"], "Acme");
+    assert_eq!(view["sandbox"], false);
+    assert!(view.get("clientSecret").is_none());
+}
+
+#[actix_rt::test]
+async fn a_body_that_is_not_json_or_not_declared_json_is_400() {
+    let app = spawn_app().await;
+    let req = app
+        .client
+        .post(app.url("/admin/accounts"))
+        .bearer_auth(&app.creds.admin_token);
+    let (s, body) = send(req.content_type("text/plain"), None).await;
+    assert_eq!(s, 400);
+    assert_extended(&body, 400, "HTTP_ERROR");
+    let req = app
+        .client
+        .post(app.url("/admin/accounts"))
+        .bearer_auth(&app.creds.admin_token);
+    let mut res = req
+        .content_type("application/json")
+        .send_body("{not json")
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 400);
+    let body: Value = res.json().await.unwrap();
+    assert_extended(&body, 400, "HTTP_ERROR");
+}
+
+#[actix_rt::test]
+async fn certificates_belong_to_one_account_and_revocation_is_permanent() {
+    let app = spawn_app().await;
+    let (id, ..) = app.new_account("Owner").await;
+    let pem = cert(
+        Utc::now() - Duration::hours(1),
+        Utc::now() + Duration::days(1),
+    );
+    let path = format!("/admin/accounts/{id}/certificates");
+    let (s, first) = app.admin("POST", &path, Some(json!({"pem": pem}))).await;
+    assert_eq!(s, 201);
+    let fp = first["fingerprint"].as_str().unwrap().to_owned();
+    assert_eq!(fp, certs::parse_pem(&pem).unwrap().fingerprint.to_string());
+    // Again for the same account: idempotent.
+    let (s, again) = app.admin("POST", &path, Some(json!({"pem": pem}))).await;
+    assert_eq!((s, again["fingerprint"].as_str()), (200, Some(fp.as_str())));
+    // For another account: conflict.
+    let demo_path = format!("/admin/accounts/{}/certificates", app.creds.account_id);
+    let (s, body) = app
+        .admin("POST", &demo_path, Some(json!({"pem": pem})))
+        .await;
+    assert_eq!(s, 409);
+    assert_extended(&body, 409, "CONFLICT");
+    // Revoke, twice, then it cannot come back.
+    let revoke = format!("/admin/accounts/{id}/certificates/{fp}");
+    assert_eq!(app.admin("DELETE", &revoke, None).await.0, 204);
+    assert_eq!(app.admin("DELETE", &revoke, None).await.0, 204);
+    assert_eq!(
+        app.admin("POST", &path, Some(json!({"pem": pem}))).await.0,
+        409
+    );
+    let (_, view) = app
+        .admin("GET", &format!("/admin/accounts/{id}"), None)
+        .await;
+    let listed: Vec<&Value> = view["certificates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["fingerprint"] == fp.as_str())
+        .collect();
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0]["revokedAt"].is_string());
+    // Another account cannot revoke it; unknown and malformed fingerprints are 404.
+    let other = format!("/admin/accounts/{}/certificates/{fp}", app.creds.account_id);
+    assert_eq!(app.admin("DELETE", &other, None).await.0, 404);
+    assert_eq!(
+        app.admin(
+            "DELETE",
+            &format!("/admin/accounts/{id}/certificates/{}", "b".repeat(64)),
+            None
+        )
+        .await
+        .0,
+        404
+    );
+    assert_eq!(
+        app.admin(
+            "DELETE",
+            &format!("/admin/accounts/{id}/certificates/XYZ"),
+            None
+        )
+        .await
+        .0,
+        404
+    );
+}
+
+#[actix_rt::test]
+async fn a_pem_that_does_not_parse_and_an_unknown_account_are_refused() {
+    let app = spawn_app().await;
+    let (s, body) = app
+        .admin(
+            "POST",
+            &format!("/admin/accounts/{}/certificates", app.creds.account_id),
+            Some(json!({"pem": "nope"})),
+        )
+        .await;
+    assert_eq!(s, 400);
+    assert_extended(&body, 400, "HTTP_ERROR");
+    let pem = cert(Utc::now(), Utc::now() + Duration::days(1));
+    for id in ["999", "0", "abc"] {
+        let (s, body) = app
+            .admin(
+                "POST",
+                &format!("/admin/accounts/{id}/certificates"),
+                Some(json!({"pem": pem})),
+            )
+            .await;
+        assert_eq!(s, 404, "{id}");
+        assert_extended(&body, 404, "NOT_FOUND");
+    }
+}
+
+#[actix_rt::test]
+async fn patch_changes_settings_and_a_bad_patch_changes_nothing() {
+    let app = spawn_app().await;
+    let path = format!("/admin/accounts/{}", app.creds.account_id);
+    let (s, body) = app
+        .admin(
+            "PATCH",
+            &path,
+            Some(json!({
+                "limits": {"perTransaction": "500.00", "nightly": "1000"},
+                "fees": {"cashOut": {"fixed": "0.50", "percent": "1.5"}},
+                "splitFrequency": "HOURLY",
+                "providerMinExpirationSeconds": 600
+            })),
+        )
+        .await;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(body["limits"]["perTransaction"], "500.00");
+    assert_eq!(body["limits"]["nightly"], "1000.00");
+    assert_eq!(body["limits"]["daily"], "1000000.00");
+    assert_eq!(body["fees"]["cashOut"]["fixed"], "0.50");
+    assert_eq!(body["fees"]["cashOut"]["percent"], "1.5");
+    assert_eq!(body["splitFrequency"], "HOURLY");
+    assert_eq!(body["providerMinExpirationSeconds"], 600);
+    let before = body;
+    let (s, err) = app
+        .admin(
+            "PATCH",
+            &path,
+            Some(json!({
+                "limits": {"daily": "-1"},
+                "fees": {"refund": {"percent": "101"}, "pix": {}},
+                "splitFrequency": "WEEKLY",
+                "providerMinExpirationSeconds": 10
+            })),
+        )
+        .await;
+    assert_eq!(s, 400);
+    let messages: Vec<&str> = err["message"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        messages,
+        vec![
+            "limits.daily must not be negative",
+            "fees.pix is not a known field",
+            "fees.refund.percent must be between 0 and 100",
+            "splitFrequency must be DAILY or HOURLY",
+            "providerMinExpirationSeconds must be an integer from 30 to 604800",
+        ]
+    );
+    let (_, view) = app.admin("GET", &path, None).await;
+    assert_eq!(view["settings"], before);
+    assert_eq!(
+        app.admin("PATCH", "/admin/accounts/999", Some(json!({})))
+            .await
+            .0,
+        404
+    );
+}
+
+#[actix_rt::test]
+async fn the_test_clock_moves_forward_only() {
+    let app = spawn_app().await;
+    let (s, body) = app
+        .admin(
+            "POST",
+            "/admin/clock",
+            Some(json!({"advanceSeconds": 86400})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    let now = DateTime::parse_from_rfc3339(body["now"].as_str().unwrap()).unwrap();
+    let skew = now.with_timezone(&Utc) - Utc::now();
+    assert!(
+        (skew - Duration::days(1)).num_seconds().abs() <= 5,
+        "{skew}"
+    );
+    let target = "2040-01-01T00:00:00.000Z";
+    let (s, body) = app
+        .admin("POST", "/admin/clock", Some(json!({"set": target})))
+        .await;
+    assert_eq!(s, 200);
+    assert!(body["now"]
+        .as_str()
+        .unwrap()
+        .starts_with("2040-01-01T00:00:0"));
+    for bad in [
+        json!({"set": "2030-01-01T00:00:00Z"}),
+        json!({"advanceSeconds": -5}),
+        json!({"advanceSeconds": 1, "set": target}),
+        json!({}),
+        json!({"set": "tomorrow"}),
+    ] {
+        let (s, body) = app.admin("POST", "/admin/clock", Some(bad.clone())).await;
+        assert_eq!(s, 400, "{bad}");
+        assert_extended(&body, 400, "HTTP_ERROR");
+    }
+}
+
+#[actix_rt::test]
+async fn without_the_test_clock_flag_the_clock_route_is_404() {
+    let app = spawn_with(Options {
+        test_clock: false,
+        env: vec![],
+    })
+    .await;
+    let (s, body) = app
+        .admin("POST", "/admin/clock", Some(json!({"advanceSeconds": 1})))
+        .await;
+    assert_eq!(s, 404);
+    assert_extended(&body, 404, "NOT_FOUND");
+}
+
+#[actix_rt::test]
+async fn the_admin_token_from_the_environment_overrides_the_generated_one() {
+    let token = "operator-chosen-admin-token-123";
+    let app = spawn_with(Options {
+        test_clock: true,
+        env: vec![("PIXGW_ADMIN_TOKEN".into(), token.into())],
+    })
+    .await;
+    let req = app
+        .client
+        .get(app.url("/admin/accounts/1"))
+        .bearer_auth(token);
+    assert_eq!(send(req, None).await.0, 200);
+}

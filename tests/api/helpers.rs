@@ -1,0 +1,321 @@
+//! The harness every integration test uses: spawn the real `pixgw` binary on port 0 with a
+//! temporary data dir and the test clock, read the Demo credentials it wrote, make
+//! certificates with any validity window, and get tokens.
+//!
+//! `spawn_in_process` builds the same application inside the test's runtime on a store the
+//! test controls, for the cases a subprocess cannot show (a storage outage).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use awc::Client;
+use chrono::{DateTime, Utc};
+use pixgw::auth::certs;
+use pixgw::config::{LogFormat, Settings};
+use pixgw::startup::Application;
+use pixgw::store::SharedStore;
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+pub struct Credentials {
+    pub account_id: u64,
+    pub client_id: String,
+    pub client_secret: String,
+    pub admin_token: String,
+    pub cert_pem: String,
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub client: Client,
+    pub creds: Credentials,
+    pub dir: Arc<TempDir>,
+    child: Option<Child>,
+}
+
+/// How to start the binary.
+#[derive(Clone)]
+pub struct Options {
+    pub test_clock: bool,
+    pub env: Vec<(String, String)>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            test_clock: true,
+            env: vec![],
+        }
+    }
+}
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_pixgw")
+}
+
+/// Starts the binary on `dir`; answers the child and its base URL, read from the first
+/// line the server prints.
+pub fn start_process(dir: &Path, opts: &Options) -> (Child, String) {
+    let mut cmd = Command::new(bin());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir)
+        .env("RUST_LOG", "warn")
+        .env_remove("PIXGW_ADMIN_TOKEN")
+        .env_remove("PIXGW_CONFIG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    if opts.test_clock {
+        cmd.arg("--test-clock");
+    }
+    for (k, v) in &opts.env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn pixgw");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut first = String::new();
+    let mut reader = BufReader::new(stdout);
+    reader.read_line(&mut first).expect("read banner");
+    // Keep draining stdout so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in reader.lines() {});
+    let base = first
+        .trim()
+        .strip_prefix("pixgw listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {first:?}"))
+        .to_owned();
+    (child, base)
+}
+
+pub fn read_credentials(dir: &Path) -> Credentials {
+    let demo = dir.join("demo");
+    let v: Value =
+        serde_json::from_slice(&std::fs::read(demo.join("credentials.json")).unwrap()).unwrap();
+    Credentials {
+        account_id: v["accountId"].as_u64().unwrap(),
+        client_id: v["clientId"].as_str().unwrap().to_owned(),
+        client_secret: v["clientSecret"].as_str().unwrap().to_owned(),
+        admin_token: v["adminToken"].as_str().unwrap().to_owned(),
+        cert_pem: std::fs::read_to_string(demo.join("client-cert.pem")).unwrap(),
+    }
+}
+
+pub fn client() -> Client {
+    Client::builder().timeout(Duration::from_secs(30)).finish()
+}
+
+pub fn client_without_redirects() -> Client {
+    Client::builder()
+        .disable_redirects()
+        .timeout(Duration::from_secs(30))
+        .finish()
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_with(Options::default()).await
+}
+
+pub async fn spawn_with(opts: Options) -> TestApp {
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let (child, base) = start_process(dir.path(), &opts);
+    TestApp {
+        base,
+        client: client(),
+        creds: read_credentials(dir.path()),
+        dir,
+        child: Some(child),
+    }
+}
+
+/// Builds the application in this process on `store` (no subprocess).
+pub async fn spawn_in_process(store: SharedStore) -> TestApp {
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let settings = Settings {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data_dir: dir.path().to_path_buf(),
+        test_clock: true,
+        log_format: LogFormat::Human,
+        admin_token: None,
+        sim_settle_ms: 200,
+        workers: 1,
+        shutdown_timeout_seconds: 1,
+    };
+    let app = Application::build_with_store(settings, store).unwrap();
+    let base = format!("http://{}", app.address());
+    actix_rt::spawn(app.run_until_stopped());
+    TestApp {
+        base,
+        client: client(),
+        creds: read_credentials(dir.path()),
+        dir,
+        child: None,
+    }
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().to_path_buf()
+    }
+
+    /// Stops the server with SIGTERM and waits for it; answers its exit status.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("a subprocess server");
+        let pid = child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        child.wait().unwrap()
+    }
+
+    /// Stops the server gracefully and starts it again on the same data dir.
+    pub fn restart(&mut self, opts: &Options) {
+        assert!(self.stop().success());
+        let (child, base) = start_process(self.dir.path(), opts);
+        self.child = Some(child);
+        self.base = base;
+    }
+
+    /// POSTs a JSON body with the admin token; answers status and body.
+    pub async fn admin(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let req = self
+            .client
+            .request(method.parse().unwrap(), self.url(path))
+            .bearer_auth(&self.creds.admin_token);
+        send(req, body).await
+    }
+
+    /// Asks for a token with a PEM (URL-encoded here) and a clientId/clientSecret.
+    pub async fn token_with(&self, pem: &str, client_id: &str, secret: &str) -> (u16, Value) {
+        let req = self
+            .client
+            .post(self.url("/api/auth/token"))
+            .insert_header(("X-SSL-Client-Cert", certs::url_encode_pem(pem)));
+        send(
+            req,
+            Some(json!({"clientId": client_id, "clientSecret": secret})),
+        )
+        .await
+    }
+
+    /// A token for the Demo account.
+    pub async fn demo_token(&self) -> String {
+        let (status, body) = self
+            .token_with(
+                &self.creds.cert_pem,
+                &self.creds.client_id,
+                &self.creds.client_secret,
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        body["access_token"].as_str().unwrap().to_owned()
+    }
+
+    /// GET with a bearer token.
+    pub async fn get_with(&self, path: &str, token: &str) -> (u16, Value) {
+        send(self.client.get(self.url(path)).bearer_auth(token), None).await
+    }
+
+    /// Moves the test clock forward.
+    pub async fn advance(&self, seconds: i64) {
+        let (s, b) = self
+            .admin(
+                "POST",
+                "/admin/clock",
+                Some(json!({"advanceSeconds": seconds})),
+            )
+            .await;
+        assert_eq!(s, 200, "{b}");
+    }
+
+    /// Creates an account with a certificate; answers (accountId, clientId, secret, pem).
+    pub async fn new_account(&self, name: &str) -> (u64, String, String, String) {
+        let (s, b) = self
+            .admin(
+                "POST",
+                "/admin/accounts",
+                Some(json!({"name": name, "document": "52998224725"})),
+            )
+            .await;
+        assert_eq!(s, 201, "{b}");
+        let id = b["accountId"].as_u64().unwrap();
+        let now = Utc::now();
+        let pem = cert(
+            now - chrono::Duration::hours(1),
+            now + chrono::Duration::days(30),
+        );
+        let (s, r) = self
+            .admin(
+                "POST",
+                &format!("/admin/accounts/{id}/certificates"),
+                Some(json!({"pem": pem})),
+            )
+            .await;
+        assert_eq!(s, 201, "{r}");
+        (
+            id,
+            b["clientId"].as_str().unwrap().to_owned(),
+            b["clientSecret"].as_str().unwrap().to_owned(),
+            pem,
+        )
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A fresh self-signed client certificate with the given window.
+pub fn cert(not_before: DateTime<Utc>, not_after: DateTime<Utc>) -> String {
+    certs::generate("test client", not_before, not_after)
+        .unwrap()
+        .cert_pem
+}
+
+/// Sends a request with an optional JSON body; answers status and the JSON body (Null if
+/// the body is empty, and a failed assertion if it is not JSON).
+pub async fn send(req: awc::ClientRequest, body: Option<Value>) -> (u16, Value) {
+    let mut res = match body {
+        Some(b) => req.send_json(&b).await.unwrap(),
+        None => req.send().await.unwrap(),
+    };
+    let status = res.status().as_u16();
+    let bytes = res.body().limit(1 << 20).await.unwrap();
+    if bytes.is_empty() {
+        return (status, Value::Null);
+    }
+    let v = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| panic!("not JSON ({status}): {}", String::from_utf8_lossy(&bytes)));
+    (status, v)
+}
+
+/// The keys of an extended error body, checked on every error the tests see.
+pub fn assert_extended(body: &Value, status: u16, code: &str) {
+    assert_eq!(body["statusCode"], status, "{body}");
+    assert_eq!(body["code"], code, "{body}");
+    for key in [
+        "timestamp",
+        "path",
+        "method",
+        "message",
+        "userMessage",
+        "errorId",
+    ] {
+        assert!(!body[key].is_null(), "missing {key} in {body}");
+    }
+}
+
+/// The keys of a simple error body.
+pub fn assert_simple(body: &Value, status: u16) {
+    assert_eq!(body["statusCode"], status, "{body}");
+    assert!(body["message"].is_string(), "{body}");
+    assert!(body["error"].is_string(), "{body}");
+    assert!(body.get("code").is_none(), "{body}");
+}

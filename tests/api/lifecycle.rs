@@ -1,0 +1,101 @@
+//! The server's life: restart keeps everything, a second server on the same data dir is
+//! refused, SIGTERM stops it cleanly, the test clock survives a restart.
+
+use std::process::{Command, Stdio};
+
+use serde_json::json;
+
+use crate::helpers::{bin, read_credentials, spawn_app, Options};
+
+#[actix_rt::test]
+async fn a_restart_keeps_accounts_certificates_credentials_and_the_signing_key() {
+    let mut app = spawn_app().await;
+    let token = app.demo_token().await;
+    let (id, client_id, secret, pem) = app.new_account("Durable").await;
+    app.restart(&Options::default());
+    // Credentials file untouched, same Demo account.
+    let again = read_credentials(&app.data_dir());
+    assert_eq!(again.client_id, app.creds.client_id);
+    assert_eq!(again.client_secret, app.creds.client_secret);
+    // A token issued before the restart still verifies (same key).
+    assert_eq!(app.get_with("/api/account", &token).await.0, 200);
+    let (s, body) = app.token_with(&pem, &client_id, &secret).await;
+    assert_eq!(s, 201, "{body}");
+    let (s, view) = app
+        .admin("GET", &format!("/admin/accounts/{id}"), None)
+        .await;
+    assert_eq!(s, 200);
+    assert_eq!(view["name"], "Durable");
+    assert_eq!(view["certificates"].as_array().unwrap().len(), 1);
+}
+
+#[actix_rt::test]
+async fn a_second_server_on_the_same_data_dir_fails_cleanly() {
+    let app = spawn_app().await;
+    let out = Command::new(bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(app.data_dir())
+        .env("RUST_LOG", "off")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("in use by another pixgw process"),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"));
+    // The first server is unaffected.
+    assert_eq!(
+        crate::helpers::send(app.client.get(app.url("/healthz")), None)
+            .await
+            .0,
+        200
+    );
+}
+
+#[actix_rt::test]
+async fn sigterm_stops_the_server_with_success() {
+    let mut app = spawn_app().await;
+    assert!(app.stop().success());
+}
+
+#[actix_rt::test]
+async fn the_test_clock_offset_survives_a_restart() {
+    let mut app = spawn_app().await;
+    let (s, _) = app
+        .admin(
+            "POST",
+            "/admin/clock",
+            Some(json!({"set": "2045-06-01T12:00:00Z"})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    app.restart(&Options::default());
+    let (s, body) = app
+        .admin("POST", "/admin/clock", Some(json!({"advanceSeconds": 0})))
+        .await;
+    assert_eq!(s, 200);
+    assert!(
+        body["now"].as_str().unwrap().starts_with("2045-06-01T12:0"),
+        "{body}"
+    );
+}
+
+#[actix_rt::test]
+async fn a_bad_config_file_stops_the_start_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("pixgw.toml");
+    std::fs::write(&cfg, "listen = 5\n").unwrap();
+    let out = Command::new(bin())
+        .args(["serve", "--config"])
+        .arg(&cfg)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pixgw.toml"));
+}

@@ -1,0 +1,8 @@
+//! The integration tests: one binary, the real server over real HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod admin;
+mod errors;
+mod helpers;
+mod lifecycle;
+mod token;
