@@ -25,16 +25,12 @@ fn tokens(c: &mut Criterion) {
         return;
     };
     c.bench_function("token_verify", |b| b.iter(|| keys.verify(black_box(&token), now)));
-    c.bench_function("token_issue", |b| {
-        b.iter(|| keys.issue(id, client, &fp, now, Uuid::nil()))
-    });
+    c.bench_function("token_issue", |b| b.iter(|| keys.issue(id, client, &fp, now, Uuid::nil())));
 }
 
 fn parsing(c: &mut Criterion) {
     c.bench_function("money_parse", |b| b.iter(|| Money::parse(black_box("12345.67"))));
-    c.bench_function("tax_id_parse_cnpj", |b| {
-        b.iter(|| TaxId::parse(black_box("11222333000181")))
-    });
+    c.bench_function("tax_id_parse_cnpj", |b| b.iter(|| TaxId::parse(black_box("11222333000181"))));
 }
 
 criterion_group!(benches, tokens, parsing);

@@ -43,15 +43,11 @@ pub struct CreatedAccount {
     pub client_secret: String,
 }
 
-fn new_client(
-    account_id: AccountId,
-    now: DateTime<Utc>,
-) -> Result<(ClientRecord, String), AccountsError> {
-    let client_id = ClientId::from_uuid(Uuid::new_v4())
-        .ok_or_else(|| AccountsError::Random("uuid v4".into()))?;
+fn new_client(account_id: AccountId, now: DateTime<Utc>) -> Result<(ClientRecord, String), AccountsError> {
+    let client_id =
+        ClientId::from_uuid(Uuid::new_v4()).ok_or_else(|| AccountsError::Random("uuid v4".into()))?;
     let secret = secrets::new_client_secret().map_err(random_err)?;
-    let salt_hex =
-        secrets::hex(&secrets::random_bytes::<{ secrets::SALT_BYTES }>().map_err(random_err)?);
+    let salt_hex = secrets::hex(&secrets::random_bytes::<{ secrets::SALT_BYTES }>().map_err(random_err)?);
     let record = ClientRecord {
         client_id,
         account_id,
@@ -89,17 +85,10 @@ pub fn create_account(
     let cert_record = cert.map(|c| certificate_record(id, c, now));
     let batch = repo.account_batch(&record, &client, cert_record.as_ref())?;
     repo.commit_batch(&batch)?;
-    Ok(CreatedAccount {
-        record,
-        client_secret,
-    })
+    Ok(CreatedAccount { record, client_secret })
 }
 
-fn certificate_record(
-    account_id: AccountId,
-    c: &ParsedCert,
-    now: DateTime<Utc>,
-) -> CertificateRecord {
+fn certificate_record(account_id: AccountId, c: &ParsedCert, now: DateTime<Utc>) -> CertificateRecord {
     CertificateRecord {
         fingerprint: c.fingerprint.clone(),
         account_id,
@@ -185,22 +174,14 @@ pub fn update_settings(
 
 /// Gives the account a new clientSecret; the old one and every token issued before now
 /// stop working.
-pub fn rotate_secret(
-    repo: &Repo,
-    id: AccountId,
-    now: DateTime<Utc>,
-) -> Result<String, AccountsError> {
+pub fn rotate_secret(repo: &Repo, id: AccountId, now: DateTime<Utc>) -> Result<String, AccountsError> {
     let _guard = repo.admin_lock();
     let record = account(repo, id)?;
     let mut client = repo
         .client(&record.client_id)?
-        .ok_or_else(|| RepoError::Corrupt {
-            key: "client".into(),
-            reason: "missing".into(),
-        })?;
+        .ok_or_else(|| RepoError::Corrupt { key: "client".into(), reason: "missing".into() })?;
     let secret = secrets::new_client_secret().map_err(random_err)?;
-    client.salt_hex =
-        secrets::hex(&secrets::random_bytes::<{ secrets::SALT_BYTES }>().map_err(random_err)?);
+    client.salt_hex = secrets::hex(&secrets::random_bytes::<{ secrets::SALT_BYTES }>().map_err(random_err)?);
     client.secret_hash_hex = secrets::hash_secret(&client.salt_hex, &secret);
     client.rotated_at = now;
     repo.put_client(&client)?;

@@ -69,10 +69,8 @@ pub fn load_or_init(
             k
         }
     };
-    let clock_offset_ms = repo
-        .meta(KEY_CLOCK_OFFSET)?
-        .and_then(|b| b.try_into().ok().map(i64::from_be_bytes))
-        .unwrap_or(0);
+    let clock_offset_ms =
+        repo.meta(KEY_CLOCK_OFFSET)?.and_then(|b| b.try_into().ok().map(i64::from_be_bytes)).unwrap_or(0);
     let dir = demo_dir(data_dir);
     let created_demo = if repo.meta(KEY_DEMO_ACCOUNT)?.is_none() {
         create_demo(repo, &dir, now, admin_override)?;
@@ -80,16 +78,9 @@ pub fn load_or_init(
     } else {
         false
     };
-    let stored_admin_token_hash = repo
-        .meta(KEY_ADMIN_TOKEN_HASH)?
-        .map(|b| String::from_utf8_lossy(&b).into_owned());
-    Ok(Boot {
-        jwt_key,
-        stored_admin_token_hash,
-        clock_offset_ms,
-        demo_dir: dir,
-        created_demo,
-    })
+    let stored_admin_token_hash =
+        repo.meta(KEY_ADMIN_TOKEN_HASH)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+    Ok(Boot { jwt_key, stored_admin_token_hash, clock_offset_ms, demo_dir: dir, created_demo })
 }
 
 fn create_demo(
@@ -125,28 +116,19 @@ fn create_demo(
         admin_token: admin_token.clone(),
     };
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    write_private(
-        &dir.join("credentials.json"),
-        &serde_json::to_vec_pretty(&credentials)?,
-    )?;
+    write_private(&dir.join("credentials.json"), &serde_json::to_vec_pretty(&credentials)?)?;
     let token_request = serde_json::json!({
         "clientId": credentials.client_id,
         "clientSecret": credentials.client_secret,
     });
-    write_private(
-        &dir.join("token-request.json"),
-        &serde_json::to_vec_pretty(&token_request)?,
-    )?;
+    write_private(&dir.join("token-request.json"), &serde_json::to_vec_pretty(&token_request)?)?;
     write_private(&dir.join("client-key.pem"), generated.key_pem.as_bytes())?;
     write_private(&dir.join("client-cert.pem"), generated.cert_pem.as_bytes())?;
     write_private(
         &dir.join("client-cert.urlencoded"),
         certs::url_encode_pem(&generated.cert_pem).as_bytes(),
     )?;
-    repo.put_meta(
-        KEY_ADMIN_TOKEN_HASH,
-        secrets::hash_secret("", &admin_token).as_bytes(),
-    )?;
+    repo.put_meta(KEY_ADMIN_TOKEN_HASH, secrets::hash_secret("", &admin_token).as_bytes())?;
     repo.put_meta(KEY_DEMO_ACCOUNT, &created.record.id.get().to_be_bytes())?;
     Ok(())
 }
@@ -163,9 +145,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
             use std::os::unix::fs::OpenOptionsExt;
             opts.mode(0o600);
         }
-        let mut f = opts
-            .open(&tmp)
-            .with_context(|| format!("writing {}", tmp.display()))?;
+        let mut f = opts.open(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
         f.write_all(bytes)?;
         f.sync_all()?;
     }

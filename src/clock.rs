@@ -31,18 +31,12 @@ pub struct Clock {
 impl Clock {
     /// The real clock: no offset, not adjustable.
     pub fn system() -> Clock {
-        Clock {
-            offset_ms: AtomicI64::new(0),
-            adjustable: false,
-        }
+        Clock { offset_ms: AtomicI64::new(0), adjustable: false }
     }
 
     /// The test clock, starting from a persisted offset.
     pub fn test(offset_ms: i64) -> Clock {
-        Clock {
-            offset_ms: AtomicI64::new(offset_ms),
-            adjustable: true,
-        }
+        Clock { offset_ms: AtomicI64::new(offset_ms), adjustable: true }
     }
 
     pub fn is_adjustable(&self) -> bool {
@@ -97,10 +91,7 @@ mod tests {
     fn the_system_clock_cannot_be_moved() {
         let c = Clock::system();
         assert_eq!(c.advance(1), Err(ClockError::Disabled));
-        assert_eq!(
-            c.set(Utc::now() + Duration::days(1)),
-            Err(ClockError::Disabled)
-        );
+        assert_eq!(c.set(Utc::now() + Duration::days(1)), Err(ClockError::Disabled));
     }
 
     #[test]
@@ -108,14 +99,8 @@ mod tests {
         let c = Clock::test(0);
         assert_eq!(c.advance(60), Ok(60_000));
         assert_eq!(c.advance(-1), Err(ClockError::Backwards));
-        assert_eq!(
-            c.set(c.now() - Duration::seconds(5)),
-            Err(ClockError::Backwards)
-        );
-        assert_eq!(
-            c.advance(CLOCK_ADVANCE_SECONDS_MAX + 1),
-            Err(ClockError::TooFar)
-        );
+        assert_eq!(c.set(c.now() - Duration::seconds(5)), Err(ClockError::Backwards));
+        assert_eq!(c.advance(CLOCK_ADVANCE_SECONDS_MAX + 1), Err(ClockError::TooFar));
         let target = c.now() + Duration::days(2);
         let offset = c.set(target).unwrap();
         assert!(offset >= 2 * 24 * 3600 * 1000 + 60_000 - 1000);

@@ -63,6 +63,9 @@ pub struct ServeArgs {
     /// Settle delay of the simulated bank, in milliseconds.
     #[arg(long, env = "PIXGW_SIM_SETTLE_MS")]
     pub sim_settle_ms: Option<u64>,
+    /// The simulator's key directory (default: the data/dict.json built into the binary).
+    #[arg(long, env = "PIXGW_DICT_FILE")]
+    pub dict_file: Option<PathBuf>,
     /// HTTP worker threads (default: one per core).
     #[arg(long, env = "PIXGW_WORKERS")]
     pub workers: Option<usize>,
@@ -81,6 +84,7 @@ pub struct FileConfig {
     pub log_format: Option<LogFormat>,
     pub admin_token: Option<String>,
     pub sim_settle_ms: Option<u64>,
+    pub dict_file: Option<PathBuf>,
     pub workers: Option<usize>,
     pub shutdown_timeout_seconds: Option<u64>,
 }
@@ -94,6 +98,7 @@ pub struct Settings {
     pub log_format: LogFormat,
     pub admin_token: Option<String>,
     pub sim_settle_ms: u64,
+    pub dict_file: Option<PathBuf>,
     pub workers: usize,
     pub shutdown_timeout_seconds: u64,
 }
@@ -119,22 +124,11 @@ impl Settings {
             Some(path) => read_file(path)?,
             None => FileConfig::default(),
         };
-        let listen_text = args
-            .listen
-            .clone()
-            .or(file.listen)
-            .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
-        let listen = listen_text
-            .parse()
-            .map_err(|_| ConfigError::Listen(listen_text.clone()))?;
+        let listen_text = args.listen.clone().or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+        let listen = listen_text.parse().map_err(|_| ConfigError::Listen(listen_text.clone()))?;
         let admin_token = args.admin_token.clone().or(file.admin_token);
-        if admin_token
-            .as_ref()
-            .is_some_and(|t| t.len() < ADMIN_TOKEN_LEN_MIN)
-        {
-            return Err(ConfigError::Invalid(
-                "the admin token must have at least 16 characters",
-            ));
+        if admin_token.as_ref().is_some_and(|t| t.len() < ADMIN_TOKEN_LEN_MIN) {
+            return Err(ConfigError::Invalid("the admin token must have at least 16 characters"));
         }
         let workers = args
             .workers
@@ -153,10 +147,8 @@ impl Settings {
             test_clock: args.test_clock || file.test_clock.unwrap_or(false),
             log_format: args.log_format.or(file.log_format).unwrap_or_default(),
             admin_token,
-            sim_settle_ms: args
-                .sim_settle_ms
-                .or(file.sim_settle_ms)
-                .unwrap_or(DEFAULT_SIM_SETTLE_MS),
+            sim_settle_ms: args.sim_settle_ms.or(file.sim_settle_ms).unwrap_or(DEFAULT_SIM_SETTLE_MS),
+            dict_file: args.dict_file.clone().or(file.dict_file),
             workers,
             shutdown_timeout_seconds: args
                 .shutdown_timeout_seconds
@@ -188,16 +180,9 @@ mod tests {
     fn a_flag_beats_the_file_and_the_file_beats_the_default() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pixgw.toml");
-        std::fs::write(
-            &path,
-            "listen = \"127.0.0.1:9999\"\nsim_settle_ms = 5\ntest_clock = true\n",
-        )
-        .unwrap();
-        let args = ServeArgs {
-            config: Some(path),
-            listen: Some("127.0.0.1:7777".into()),
-            ..ServeArgs::default()
-        };
+        std::fs::write(&path, "listen = \"127.0.0.1:9999\"\nsim_settle_ms = 5\ntest_clock = true\n").unwrap();
+        let args =
+            ServeArgs { config: Some(path), listen: Some("127.0.0.1:7777".into()), ..ServeArgs::default() };
         let s = Settings::resolve(&args).unwrap();
         assert_eq!(s.listen.to_string(), "127.0.0.1:7777");
         assert_eq!(s.sim_settle_ms, 5);
@@ -209,29 +194,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pixgw.toml");
         std::fs::write(&path, "lisen = \"x\"\n").unwrap();
-        let args = ServeArgs {
-            config: Some(path),
-            ..ServeArgs::default()
-        };
-        assert!(matches!(
-            Settings::resolve(&args),
-            Err(ConfigError::Parse(..))
-        ));
-        let args = ServeArgs {
-            listen: Some("nowhere".into()),
-            ..ServeArgs::default()
-        };
-        assert!(matches!(
-            Settings::resolve(&args),
-            Err(ConfigError::Listen(_))
-        ));
-        let args = ServeArgs {
-            admin_token: Some("short".into()),
-            ..ServeArgs::default()
-        };
-        assert!(matches!(
-            Settings::resolve(&args),
-            Err(ConfigError::Invalid(_))
-        ));
+        let args = ServeArgs { config: Some(path), ..ServeArgs::default() };
+        assert!(matches!(Settings::resolve(&args), Err(ConfigError::Parse(..))));
+        let args = ServeArgs { listen: Some("nowhere".into()), ..ServeArgs::default() };
+        assert!(matches!(Settings::resolve(&args), Err(ConfigError::Listen(_))));
+        let args = ServeArgs { admin_token: Some("short".into()), ..ServeArgs::default() };
+        assert!(matches!(Settings::resolve(&args), Err(ConfigError::Invalid(_))));
     }
 }

@@ -18,6 +18,7 @@
 //!
 //! Dependency direction: `http` -> `accounts` -> `store` -> `domain`; nothing imports `http`.
 
+pub mod account;
 pub mod accounts;
 pub mod auth;
 pub mod bootstrap;
@@ -25,6 +26,7 @@ pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod sim;
 pub mod startup;
 pub mod store;
 pub mod telemetry;

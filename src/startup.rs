@@ -9,19 +9,23 @@ use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
+use crate::account::{Deps, Registry};
 use crate::auth::secrets;
 use crate::auth::tokens::TokenKeys;
 use crate::bootstrap::{self, Boot};
 use crate::clock::Clock;
 use crate::config::{Settings, REQUEST_BODY_BYTES_MAX};
 use crate::http::{self, AppState};
-use crate::store::{Repo, SharedStore, SledStore};
+use crate::sim::bank::Bank;
+use crate::sim::directory::Directory;
+use crate::store::{GroupCommit, Repo, SharedStore, SledStore};
 use crate::telemetry;
 
 pub struct Application {
     server: Server,
     address: SocketAddr,
     store: SharedStore,
+    commit: Arc<GroupCommit>,
     pub boot: Boot,
 }
 
@@ -50,30 +54,42 @@ impl Application {
             start_clock.now(),
             settings.admin_token.as_deref(),
         )?;
-        let clock = Arc::new(if settings.test_clock {
-            Clock::test(boot.clock_offset_ms)
-        } else {
-            Clock::system()
-        });
+        let clock =
+            Arc::new(if settings.test_clock { Clock::test(boot.clock_offset_ms) } else { Clock::system() });
         let tokens = TokenKeys::new(&boot.jwt_key);
-        tokens
-            .self_test(clock.now())
-            .map_err(|e| anyhow::anyhow!("token signing self-test failed: {e}"))?;
+        tokens.self_test(clock.now()).map_err(|e| anyhow::anyhow!("token signing self-test failed: {e}"))?;
         let admin_token_hash = match (&settings.admin_token, &boot.stored_admin_token_hash) {
             (Some(t), _) => secrets::hash_secret("", t),
             (None, Some(h)) => h.clone(),
             (None, None) => anyhow::bail!("no admin token: set PIXGW_ADMIN_TOKEN"),
         };
-        let state = web::Data::new(AppState {
-            repo,
-            clock,
-            tokens,
-            admin_token_hash,
+        let directory = Arc::new(match &settings.dict_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading the key directory {}", path.display()))?;
+                Directory::from_json(&text)?
+            }
+            None => Directory::embedded()?,
         });
+        let commit = GroupCommit::start(store.clone()).context("starting the flusher")?;
+        let bank_directory = Arc::clone(&directory);
+        let settle_delay = std::time::Duration::from_millis(settings.sim_settle_ms);
+        let bank = actix::Actor::start_in_arbiter(&actix::Arbiter::new().handle(), move |_| {
+            Bank::new(bank_directory, settle_delay)
+        });
+        let deps = Arc::new(Deps {
+            repo: repo.clone(),
+            commit: Arc::clone(&commit),
+            clock: Arc::clone(&clock),
+            bank,
+            directory: Arc::clone(&directory),
+        });
+        let registry = Arc::new(Registry::new(deps, settings.workers));
+        let state = web::Data::new(AppState { repo, clock, tokens, admin_token_hash, registry, directory });
         telemetry::metrics_handle();
 
-        let listener = TcpListener::bind(settings.listen)
-            .with_context(|| format!("binding {}", settings.listen))?;
+        let listener =
+            TcpListener::bind(settings.listen).with_context(|| format!("binding {}", settings.listen))?;
         let address = listener.local_addr()?;
         let server = HttpServer::new(move || {
             App::new()
@@ -93,12 +109,7 @@ impl Application {
         .listen(listener)?
         .run();
         stop_on_signals(server.handle())?;
-        Ok(Application {
-            server,
-            address,
-            store,
-            boot,
-        })
+        Ok(Application { server, address, store, boot, commit })
     }
 
     pub fn address(&self) -> SocketAddr {
@@ -110,6 +121,7 @@ impl Application {
         let served = self.server.await;
         tracing::info!("server stopped; flushing storage");
         self.store.flush().context("flushing storage at shutdown")?;
+        self.commit.stop();
         served.context("serving")?;
         Ok(())
     }
@@ -129,10 +141,7 @@ fn stop_on_signals(handle: actix_web::dev::ServerHandle) -> anyhow::Result<()> {
             _ = term.recv() => "SIGTERM",
             _ = int.recv() => "SIGINT",
         };
-        tracing::info!(
-            signal = which,
-            "stopping: letting in-flight requests finish"
-        );
+        tracing::info!(signal = which, "stopping: letting in-flight requests finish");
         handle.stop(true).await;
     });
     Ok(())

@@ -9,16 +9,13 @@ use crate::config::LogFormat;
 
 /// Buckets of the request latency histogram, in seconds: fine below 10 ms, where the
 /// gateway's goals are.
-const LATENCY_BUCKETS_SECONDS: &[f64] = &[
-    0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
-];
+const LATENCY_BUCKETS_SECONDS: &[f64] =
+    &[0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
 
 /// Installs the log subscriber; `RUST_LOG` overrides the default `info` filter.
 pub fn init_logs(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     // A second init (tests start several servers in one process) is harmless.
     let _ = match format {
         LogFormat::Human => builder.try_init(),

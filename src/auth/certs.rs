@@ -44,21 +44,11 @@ pub fn parse_pem(pem: &str) -> Result<ParsedCert, MalformedPem> {
     if pem.len() > PEM_BYTES_MAX {
         return Err(MalformedPem("the certificate is too large"));
     }
-    let start = pem
-        .find(BEGIN)
-        .ok_or(MalformedPem("no BEGIN CERTIFICATE line"))?;
+    let start = pem.find(BEGIN).ok_or(MalformedPem("no BEGIN CERTIFICATE line"))?;
     let rest = &pem[start + BEGIN.len()..];
-    let end = rest
-        .find(END)
-        .ok_or(MalformedPem("no END CERTIFICATE line"))?;
-    let body: String = rest[..end]
-        .chars()
-        .filter(|c| *c != '\n' && *c != '\r')
-        .collect();
-    if !body
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')
-    {
+    let end = rest.find(END).ok_or(MalformedPem("no END CERTIFICATE line"))?;
+    let body: String = rest[..end].chars().filter(|c| *c != '\n' && *c != '\r').collect();
+    if !body.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=') {
         return Err(MalformedPem(
             "the base64 body has characters outside base64; was a '+' sent as %20 instead of %2B?",
         ));
@@ -105,21 +95,15 @@ pub fn generate(
     not_after: DateTime<Utc>,
 ) -> Result<GeneratedCert, rcgen::Error> {
     let to_time = |t: DateTime<Utc>| {
-        time::OffsetDateTime::from_unix_timestamp(t.timestamp())
-            .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
+        time::OffsetDateTime::from_unix_timestamp(t.timestamp()).unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
     };
     let mut params = rcgen::CertificateParams::new(vec![common_name.to_owned()])?;
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, common_name);
+    params.distinguished_name.push(rcgen::DnType::CommonName, common_name);
     params.not_before = to_time(not_before);
     params.not_after = to_time(not_after);
     let key = rcgen::KeyPair::generate()?;
     let cert = params.self_signed(&key)?;
-    Ok(GeneratedCert {
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-    })
+    Ok(GeneratedCert { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
 }
 
 /// URL-encodes a PEM for the `X-SSL-Client-Cert` header: everything but unreserved
@@ -153,9 +137,7 @@ mod tests {
     fn the_url_encoded_header_form_parses_and_gives_the_same_fingerprint() {
         let (c, _) = demo().unwrap_or_else(|| unreachable!());
         let a = parse_pem(&c.cert_pem).ok().map(|p| p.fingerprint);
-        let b = parse_header(&url_encode_pem(&c.cert_pem))
-            .ok()
-            .map(|p| p.fingerprint);
+        let b = parse_header(&url_encode_pem(&c.cert_pem)).ok().map(|p| p.fingerprint);
         assert!(a.is_some());
         assert_eq!(a, b);
     }

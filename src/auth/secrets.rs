@@ -39,10 +39,7 @@ pub fn new_admin_token() -> Result<String, getrandom::Error> {
 /// A new Standard Webhooks secret.
 pub fn new_webhook_secret() -> Result<String, getrandom::Error> {
     let raw = random_bytes::<WEBHOOK_SECRET_BYTES>()?;
-    Ok(format!(
-        "whsec_{}",
-        base64::engine::general_purpose::STANDARD.encode(raw)
-    ))
+    Ok(format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(raw)))
 }
 
 /// SHA-256 of salt || secret, in hex.
@@ -101,9 +98,7 @@ mod tests {
         let b = new_client_secret().unwrap_or_default();
         assert_eq!(a.len(), 43);
         assert_ne!(a, b);
-        assert!(new_webhook_secret()
-            .unwrap_or_default()
-            .starts_with("whsec_"));
+        assert!(new_webhook_secret().unwrap_or_default().starts_with("whsec_"));
         assert!(new_admin_token().unwrap_or_default().starts_with("pgwadm_"));
     }
 }

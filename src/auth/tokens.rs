@@ -88,8 +88,7 @@ impl TokenKeys {
             exp: iat + TOKEN_TTL_SECONDS,
             jti: jti.to_string(),
             cnf: Confirmation {
-                x5t_s256: base64::engine::general_purpose::URL_SAFE_NO_PAD
-                    .encode(fingerprint.to_bytes()),
+                x5t_s256: base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(fingerprint.to_bytes()),
             },
         };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
@@ -103,10 +102,7 @@ impl TokenKeys {
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map_err(|_| TokenError::Invalid)?;
         let c = data.claims;
-        let account_id = c
-            .sub
-            .parse::<AccountId>()
-            .map_err(|_| TokenError::Invalid)?;
+        let account_id = c.sub.parse::<AccountId>().map_err(|_| TokenError::Invalid)?;
         let client_id = ClientId::parse(&c.client_id).ok_or(TokenError::Invalid)?;
         let fp_bytes: [u8; 32] = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(c.cnf.x5t_s256.as_bytes())
@@ -131,9 +127,7 @@ impl TokenKeys {
         let id = AccountId::new(1).ok_or("account id")?;
         let client = ClientId::from_uuid(Uuid::new_v4()).ok_or("client id")?;
         let fp = Fingerprint::from_digest(&[7u8; 32]);
-        let token = self
-            .issue(id, client, &fp, now, Uuid::new_v4())
-            .map_err(|e| e.to_string())?;
+        let token = self.issue(id, client, &fp, now, Uuid::new_v4()).map_err(|e| e.to_string())?;
         let subject = self.verify(&token, now).map_err(|e| e.to_string())?;
         (subject.account_id == id && subject.fingerprint == fp)
             .then_some(())
@@ -185,12 +179,8 @@ mod tests {
         let parts: Vec<&str> = t.split('.').collect();
         let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
         let none_header = b64.encode(br#"{"alg":"none","typ":"JWT"}"#);
-        assert_eq!(
-            keys.verify(&format!("{none_header}.{}.", parts[1]), now),
-            Err(TokenError::Invalid)
-        );
-        let mut claims: serde_json::Value =
-            serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
+        assert_eq!(keys.verify(&format!("{none_header}.{}.", parts[1]), now), Err(TokenError::Invalid));
+        let mut claims: serde_json::Value = serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
         claims["sub"] = serde_json::json!("10");
         let forged = b64.encode(serde_json::to_vec(&claims).unwrap());
         assert_eq!(
@@ -198,10 +188,7 @@ mod tests {
             Err(TokenError::Invalid)
         );
         assert_eq!(keys.verify("not.a.token", now), Err(TokenError::Invalid));
-        assert_eq!(
-            keys.verify(&"a".repeat(TOKEN_BYTES_MAX + 1), now),
-            Err(TokenError::Invalid)
-        );
+        assert_eq!(keys.verify(&"a".repeat(TOKEN_BYTES_MAX + 1), now), Err(TokenError::Invalid));
     }
 
     #[test]

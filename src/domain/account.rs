@@ -68,8 +68,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            per_transaction: Money::try_from(rust_decimal::Decimal::new(100_000, 0))
-                .unwrap_or(Money::ZERO),
+            per_transaction: Money::try_from(rust_decimal::Decimal::new(100_000, 0)).unwrap_or(Money::ZERO),
             daily: Money::try_from(rust_decimal::Decimal::new(1_000_000, 0)).unwrap_or(Money::ZERO),
             nightly: Money::try_from(rust_decimal::Decimal::new(10_000, 0)).unwrap_or(Money::ZERO),
         }
@@ -168,10 +167,7 @@ mod tests {
 
     #[test]
     fn names_are_trimmed_and_bounded() {
-        assert_eq!(
-            AccountName::parse("  Acme  ").map(|n| n.0),
-            Ok("Acme".into())
-        );
+        assert_eq!(AccountName::parse("  Acme  ").map(|n| n.0), Ok("Acme".into()));
         assert!(AccountName::parse("   ").is_err());
         assert!(AccountName::parse(&"a".repeat(100)).is_ok());
         assert!(AccountName::parse(&"a".repeat(101)).is_err());
@@ -182,10 +178,7 @@ mod tests {
 
     #[test]
     fn split_frequency_values() {
-        assert_eq!(
-            SplitFrequency::parse("HOURLY"),
-            Some(SplitFrequency::Hourly)
-        );
+        assert_eq!(SplitFrequency::parse("HOURLY"), Some(SplitFrequency::Hourly));
         assert_eq!(SplitFrequency::parse("DAILY"), Some(SplitFrequency::Daily));
         assert_eq!(SplitFrequency::parse("daily"), None);
     }

@@ -18,9 +18,7 @@ impl Fingerprint {
     /// Accepts exactly 64 lower-case hex characters (decisions.md §10 "Ids").
     pub fn parse(text: &str) -> Option<Fingerprint> {
         let ok = text.len() == FINGERPRINT_HEX_LEN
-            && text
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+            && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
         ok.then(|| Fingerprint(text.to_owned()))
     }
 
@@ -115,10 +113,7 @@ mod tests {
     #[test]
     fn validity_is_inclusive_at_both_ends() {
         let t = |s| Utc.timestamp_opt(s, 0).single().unwrap_or_default();
-        let v = Validity {
-            not_before: t(100),
-            not_after: t(200),
-        };
+        let v = Validity { not_before: t(100), not_after: t(200) };
         assert_eq!(v.at(t(99)), ValidityVerdict::NotYetValid);
         assert_eq!(v.at(t(100)), ValidityVerdict::Valid);
         assert_eq!(v.at(t(200)), ValidityVerdict::Valid);

@@ -128,12 +128,7 @@ mod tests {
 
     #[test]
     fn valid_documents_parse() {
-        for ok in [
-            "52998224725",
-            "11144477735",
-            "11222333000181",
-            "45723174000110",
-        ] {
+        for ok in ["52998224725", "11144477735", "11222333000181", "45723174000110"] {
             assert!(TaxId::parse(ok).is_ok(), "{ok}");
         }
     }
@@ -141,19 +136,13 @@ mod tests {
     #[test]
     fn a_wrong_check_digit_is_rejected() {
         assert_eq!(TaxId::parse("52998224724"), Err(TaxIdError::BadCheckDigits));
-        assert_eq!(
-            TaxId::parse("11222333000182"),
-            Err(TaxIdError::BadCheckDigits)
-        );
+        assert_eq!(TaxId::parse("11222333000182"), Err(TaxIdError::BadCheckDigits));
     }
 
     #[test]
     fn repeated_digits_are_rejected() {
         assert_eq!(TaxId::parse("11111111111"), Err(TaxIdError::BadCheckDigits));
-        assert_eq!(
-            TaxId::parse("00000000000000"),
-            Err(TaxIdError::BadCheckDigits)
-        );
+        assert_eq!(TaxId::parse("00000000000000"), Err(TaxIdError::BadCheckDigits));
     }
 
     #[test]

@@ -5,7 +5,15 @@
 //! server, in tests and in benchmarks.
 
 pub mod account;
+pub mod brcode;
 pub mod certificate;
 pub mod document;
+pub mod events;
+pub mod fees;
 pub mod ids;
+pub mod ledger;
+pub mod limits;
 pub mod money;
+pub mod pix_key;
+pub mod scenario;
+pub mod transaction;

@@ -61,10 +61,7 @@ impl Money {
         let value = if text.contains(['e', 'E']) {
             Decimal::from_scientific(text).map_err(|_| MoneyError::NotANumber)?
         } else {
-            if !text
-                .bytes()
-                .all(|b| b.is_ascii_digit() || b == b'.' || b == b'-' || b == b'+')
-            {
+            if !text.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b'-' || b == b'+') {
                 return Err(MoneyError::NotANumber);
             }
             Decimal::from_str(text).map_err(|_| MoneyError::NotANumber)?
@@ -183,18 +180,9 @@ mod tests {
 
     #[test]
     fn two_decimals_as_written_are_accepted() {
-        assert_eq!(
-            Money::parse("10.50").map(Money::to_cents_string),
-            Ok("10.50".into())
-        );
-        assert_eq!(
-            Money::parse("0.01").map(Money::to_cents_string),
-            Ok("0.01".into())
-        );
-        assert_eq!(
-            Money::parse("7").map(Money::to_cents_string),
-            Ok("7.00".into())
-        );
+        assert_eq!(Money::parse("10.50").map(Money::to_cents_string), Ok("10.50".into()));
+        assert_eq!(Money::parse("0.01").map(Money::to_cents_string), Ok("0.01".into()));
+        assert_eq!(Money::parse("7").map(Money::to_cents_string), Ok("7.00".into()));
     }
 
     #[test]
@@ -220,23 +208,14 @@ mod tests {
 
     #[test]
     fn exponent_notation_counts_decimals_after_expansion() {
-        assert_eq!(
-            Money::parse("1e2").map(Money::to_cents_string),
-            Ok("100.00".into())
-        );
-        assert_eq!(
-            Money::parse("1.5E1").map(Money::to_cents_string),
-            Ok("15.00".into())
-        );
+        assert_eq!(Money::parse("1e2").map(Money::to_cents_string), Ok("100.00".into()));
+        assert_eq!(Money::parse("1.5E1").map(Money::to_cents_string), Ok("15.00".into()));
         assert_eq!(Money::parse("1e-3"), Err(MoneyError::TooManyDecimals));
     }
 
     #[test]
     fn the_maximum_is_inclusive() {
-        assert_eq!(
-            Money::parse("1000000000000").map(Money::as_decimal),
-            Ok(MONEY_MAX)
-        );
+        assert_eq!(Money::parse("1000000000000").map(Money::as_decimal), Ok(MONEY_MAX));
         assert_eq!(Money::parse("1000000000000.01"), Err(MoneyError::TooLarge));
     }
 
@@ -244,10 +223,7 @@ mod tests {
     fn arithmetic_is_checked() {
         let a = Money::parse("10.10").unwrap_or(Money::ZERO);
         let b = Money::parse("0.20").unwrap_or(Money::ZERO);
-        assert_eq!(
-            a.checked_add(b).map(Money::to_cents_string),
-            Some("10.30".into())
-        );
+        assert_eq!(a.checked_add(b).map(Money::to_cents_string), Some("10.30".into()));
         assert_eq!(b.checked_sub(a), None);
         let max = Money::try_from(MONEY_MAX).unwrap_or(Money::ZERO);
         assert_eq!(max.checked_add(b), None);
@@ -260,10 +236,7 @@ mod tests {
         assert!(Percent::parse("1.2345").is_ok());
         assert_eq!(Percent::parse("100.01"), Err(PercentError::OutOfRange));
         assert_eq!(Percent::parse("-0.5"), Err(PercentError::OutOfRange));
-        assert_eq!(
-            Percent::parse("1.23456"),
-            Err(PercentError::TooManyDecimals)
-        );
+        assert_eq!(Percent::parse("1.23456"), Err(PercentError::TooManyDecimals));
         assert_eq!(Percent::parse("x"), Err(PercentError::NotANumber));
     }
 

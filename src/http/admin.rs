@@ -38,8 +38,7 @@ fn finish(violations: Vec<Violation>) -> Result<(), ApiError> {
 }
 
 fn account_id(raw: &str) -> Result<AccountId, ApiError> {
-    raw.parse()
-        .map_err(|_| ApiError::NotFound("account not found".into()))
+    raw.parse().map_err(|_| ApiError::NotFound("account not found".into()))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -72,35 +71,27 @@ pub async fn create_account(
     let obj = body(&req, &bytes)?;
     let mut f = Fields::new(&obj);
     f.only(&["name", "document", "sandbox", "initialBalance"]);
-    let name = f
-        .string("name", true)
-        .and_then(|n| match AccountName::parse(n) {
-            Ok(n) => Some(n),
-            Err(e) => {
-                f.fail("name", e);
-                None
-            }
-        });
-    let document = f
-        .string("document", true)
-        .and_then(|d| match TaxId::parse(d) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                f.fail("document", e.to_string());
-                None
-            }
-        });
+    let name = f.string("name", true).and_then(|n| match AccountName::parse(n) {
+        Ok(n) => Some(n),
+        Err(e) => {
+            f.fail("name", e);
+            None
+        }
+    });
+    let document = f.string("document", true).and_then(|d| match TaxId::parse(d) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            f.fail("document", e.to_string());
+            None
+        }
+    });
     let sandbox = f.boolean("sandbox").unwrap_or(false);
     let opening = f.money_string("initialBalance").unwrap_or(Money::ZERO);
     finish(std::mem::take(&mut f.violations))?;
     let (Some(name), Some(document)) = (name, document) else {
         return Err(ApiError::Internal("validated fields missing".into()));
     };
-    let profile = AccountProfile {
-        name,
-        document,
-        sandbox,
-    };
+    let profile = AccountProfile { name, document, sandbox };
     let created = accounts::create_account(&state.repo, profile, opening, None, state.clock.now())?;
     tracing::info!(account = %created.record.id, "account created");
     Ok(HttpResponse::Created().json(CreatedAccountResponse {
@@ -201,24 +192,14 @@ fn fee_rule(f: &mut Fields<'_>, current: FeeRule) -> FeeRule {
 }
 
 /// Applies the PATCH body to `current`, collecting every violation.
-fn patch_settings(
-    obj: &Map<String, Value>,
-    current: AccountSettings,
-) -> Result<AccountSettings, ApiError> {
+fn patch_settings(obj: &Map<String, Value>, current: AccountSettings) -> Result<AccountSettings, ApiError> {
     let mut f = Fields::new(obj);
-    f.only(&[
-        "limits",
-        "fees",
-        "splitFrequency",
-        "providerMinExpirationSeconds",
-    ]);
+    f.only(&["limits", "fees", "splitFrequency", "providerMinExpirationSeconds"]);
     let mut next = current;
     if let Some(l) = f.object("limits", |l| {
         l.only(&["perTransaction", "daily", "nightly"]);
         let mut limits = current.limits;
-        limits.per_transaction = l
-            .money_string("perTransaction")
-            .unwrap_or(limits.per_transaction);
+        limits.per_transaction = l.money_string("perTransaction").unwrap_or(limits.per_transaction);
         limits.daily = l.money_string("daily").unwrap_or(limits.daily);
         limits.nightly = l.money_string("nightly").unwrap_or(limits.nightly);
         limits
@@ -229,18 +210,10 @@ fn patch_settings(
         o.only(&["cashOut", "cashIn", "dictPix", "refund"]);
         let mut fees = current.fees;
         let c = fees;
-        fees.cash_out = o
-            .object("cashOut", |r| fee_rule(r, c.cash_out))
-            .unwrap_or(c.cash_out);
-        fees.cash_in = o
-            .object("cashIn", |r| fee_rule(r, c.cash_in))
-            .unwrap_or(c.cash_in);
-        fees.dict_pix = o
-            .object("dictPix", |r| fee_rule(r, c.dict_pix))
-            .unwrap_or(c.dict_pix);
-        fees.refund = o
-            .object("refund", |r| fee_rule(r, c.refund))
-            .unwrap_or(c.refund);
+        fees.cash_out = o.object("cashOut", |r| fee_rule(r, c.cash_out)).unwrap_or(c.cash_out);
+        fees.cash_in = o.object("cashIn", |r| fee_rule(r, c.cash_in)).unwrap_or(c.cash_in);
+        fees.dict_pix = o.object("dictPix", |r| fee_rule(r, c.dict_pix)).unwrap_or(c.dict_pix);
+        fees.refund = o.object("refund", |r| fee_rule(r, c.refund)).unwrap_or(c.refund);
         fees
     }) {
         next.fees = fees;
@@ -289,6 +262,7 @@ pub async fn patch_account(
         result.as_ref().map_or(s, |n| *n)
     })?;
     result?;
+    state.registry.settings_changed(id, record.settings);
     Ok(HttpResponse::Ok().json(settings_json(&record.settings)))
 }
 
@@ -331,16 +305,9 @@ pub async fn register_certificate(
     let Some(parsed) = parsed else {
         return Err(ApiError::Internal("validated pem missing".into()));
     };
-    let (record, created) =
-        accounts::register_certificate(&state.repo, id, &parsed, state.clock.now())?;
-    let body = FingerprintResponse {
-        fingerprint: record.fingerprint.to_string(),
-    };
-    Ok(if created {
-        HttpResponse::Created().json(body)
-    } else {
-        HttpResponse::Ok().json(body)
-    })
+    let (record, created) = accounts::register_certificate(&state.repo, id, &parsed, state.clock.now())?;
+    let body = FingerprintResponse { fingerprint: record.fingerprint.to_string() };
+    Ok(if created { HttpResponse::Created().json(body) } else { HttpResponse::Ok().json(body) })
 }
 
 #[utoipa::path(
@@ -382,9 +349,7 @@ pub async fn rotate_secret(
     let id = account_id(&path)?;
     let secret = accounts::rotate_secret(&state.repo, id, state.clock.now())?;
     tracing::info!(account = %id, "client secret rotated");
-    Ok(HttpResponse::Ok().json(SecretResponse {
-        client_secret: secret,
-    }))
+    Ok(HttpResponse::Ok().json(SecretResponse { client_secret: secret }))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -442,19 +407,15 @@ pub async fn move_clock(
         (None, None) => return Err(ApiError::Internal("validated clock body empty".into())),
     };
     let offset = moved.map_err(|e| match e {
-        ClockError::Backwards => {
-            ApiError::Validation(vec![Violation::new("clock", "never moves backwards")])
-        }
+        ClockError::Backwards => ApiError::Validation(vec![Violation::new("clock", "never moves backwards")]),
         ClockError::TooFar => ApiError::Validation(vec![Violation::new(
             "clock",
             format!("may move at most {CLOCK_ADVANCE_SECONDS_MAX} seconds at once"),
         )]),
         ClockError::Disabled => ApiError::NotFound("no route matches this path".into()),
     })?;
-    state
-        .repo
-        .put_meta(KEY_CLOCK_OFFSET, &offset.to_be_bytes())?;
-    Ok(HttpResponse::Ok().json(ClockResponse {
-        now: iso(state.clock.now()),
-    }))
+    state.repo.put_meta(KEY_CLOCK_OFFSET, &offset.to_be_bytes())?;
+    // Whatever came due at the new time (expired transfers) happens before we answer.
+    state.registry.tick_all().await;
+    Ok(HttpResponse::Ok().json(ClockResponse { now: iso(state.clock.now()) }))
 }

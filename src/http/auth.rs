@@ -23,15 +23,13 @@ use crate::domain::ids::{AccountId, ClientId};
 pub struct Caller {
     pub account_id: AccountId,
     pub client_id: ClientId,
+    pub sandbox: bool,
 }
 
 fn bearer(req: &HttpRequest) -> Option<&str> {
     let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then(|| token.trim())
-        .filter(|t| !t.is_empty())
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
 }
 
 fn state(req: &HttpRequest) -> Result<&web::Data<AppState>, ApiError> {
@@ -42,32 +40,29 @@ fn state(req: &HttpRequest) -> Result<&web::Data<AppState>, ApiError> {
 fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
     let state = state(req)?;
     let token = bearer(req).ok_or(ApiError::Unauthorized("missing bearer token"))?;
-    let subject = state
-        .tokens
-        .verify(token, state.clock.now())
-        .map_err(|e| match e {
-            TokenError::Expired => ApiError::Unauthorized("the access token has expired"),
-            TokenError::Invalid => ApiError::Unauthorized("the access token is invalid"),
-        })?;
+    let subject = state.tokens.verify(token, state.clock.now()).map_err(|e| match e {
+        TokenError::Expired => ApiError::Unauthorized("the access token has expired"),
+        TokenError::Invalid => ApiError::Unauthorized("the access token is invalid"),
+    })?;
     let revoked = ApiError::Unauthorized("the access token was revoked");
     let client = state
         .repo
         .client(&subject.client_id)?
         .ok_or(ApiError::Unauthorized("the access token is invalid"))?;
-    if client.account_id != subject.account_id || subject.issued_at < client.rotated_at.timestamp()
-    {
+    if client.account_id != subject.account_id || subject.issued_at < client.rotated_at.timestamp() {
         return Err(revoked);
     }
     match state.repo.certificate(&subject.fingerprint)? {
         Some(c) if c.account_id == subject.account_id && !c.is_revoked() => {}
         _ => return Err(revoked),
     }
-    if state.repo.account(subject.account_id)?.is_none() {
+    let Some(account) = state.repo.account(subject.account_id)? else {
         return Err(revoked);
-    }
+    };
     Ok(Caller {
         account_id: subject.account_id,
         client_id: subject.client_id,
+        sandbox: account.profile.sandbox,
     })
 }
 

@@ -5,7 +5,7 @@ use actix_web::http::header;
 use actix_web::HttpRequest;
 use serde_json::{Map, Value};
 
-use super::error::Violation;
+use super::error::{Violation, ViolationKind};
 use crate::domain::money::Money;
 
 /// Why a body is not a JSON object.
@@ -54,11 +54,7 @@ pub struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     pub fn new(obj: &'a Map<String, Value>) -> Fields<'a> {
-        Fields {
-            obj,
-            prefix: String::new(),
-            violations: Vec::new(),
-        }
+        Fields { obj, prefix: String::new(), violations: Vec::new() }
     }
 
     fn name(&self, field: &str) -> String {
@@ -66,18 +62,76 @@ impl<'a> Fields<'a> {
     }
 
     pub fn fail(&mut self, field: &str, message: impl Into<String>) {
+        self.fail_as(field, message, ViolationKind::Other);
+    }
+
+    pub fn fail_as(&mut self, field: &str, message: impl Into<String>, kind: ViolationKind) {
         let name = self.name(field);
-        self.violations.push(Violation::new(name, message));
+        self.violations.push(Violation::new(name, message).of_kind(kind));
+    }
+
+    /// A required string of 1 to `max` characters (after trimming, which is kept out of
+    /// the value).
+    pub fn text(&mut self, field: &str, required: bool, max: usize) -> Option<&'a str> {
+        let s = self.string(field, required)?;
+        if s.trim().is_empty() {
+            if required {
+                self.fail(field, "must not be empty");
+            }
+            return None;
+        }
+        if s.chars().count() > max {
+            self.fail(field, format!("must have at most {max} characters"));
+            return None;
+        }
+        Some(s)
+    }
+
+    /// An amount written as a JSON number, exactly as written: at least 0.01, at most two
+    /// decimals (decisions.md §2).
+    pub fn amount(&mut self, field: &str, required: bool) -> Option<Money> {
+        let fail = |f: &mut Self, m: &str| {
+            f.fail_as(field, m.to_owned(), ViolationKind::Amount);
+            None
+        };
+        match self.obj.get(field) {
+            None | Some(Value::Null) => {
+                if required {
+                    return fail(self, "is required");
+                }
+                None
+            }
+            Some(Value::Number(n)) => match Money::parse(&n.to_string()) {
+                Ok(m) if m < Money::parse("0.01").unwrap_or(Money::ZERO) => {
+                    fail(self, "must be at least 0.01")
+                }
+                Ok(m) => Some(m),
+                Err(crate::domain::money::MoneyError::TooManyDecimals) => {
+                    fail(self, "must have at most 2 decimal places")
+                }
+                Err(crate::domain::money::MoneyError::Negative) => fail(self, "must be at least 0.01"),
+                Err(e) => fail(self, &e.to_string()),
+            },
+            Some(_) => fail(self, "must be a number"),
+        }
+    }
+
+    /// A CPF or CNPJ: digits only, with valid check digits.
+    pub fn document(&mut self, field: &str, required: bool) -> Option<crate::domain::document::TaxId> {
+        let s = self.string(field, required)?;
+        match crate::domain::document::TaxId::parse(s) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.fail(field, format!("must be a CPF (11 digits) or CNPJ (14 digits): {e}"));
+                None
+            }
+        }
     }
 
     /// Refuses members not in `known`, so a typo is not silently ignored.
     pub fn only(&mut self, known: &[&str]) {
-        let unknown: Vec<String> = self
-            .obj
-            .keys()
-            .filter(|k| !known.contains(&k.as_str()))
-            .cloned()
-            .collect();
+        let unknown: Vec<String> =
+            self.obj.keys().filter(|k| !known.contains(&k.as_str())).cloned().collect();
         for k in unknown {
             self.fail(&k, "is not a known field");
         }
@@ -145,11 +199,8 @@ impl<'a> Fields<'a> {
         match self.obj.get(field) {
             None | Some(Value::Null) => None,
             Some(Value::Object(inner)) => {
-                let mut nested = Fields {
-                    obj: inner,
-                    prefix: self.name(&format!("{field}.")),
-                    violations: vec![],
-                };
+                let mut nested =
+                    Fields { obj: inner, prefix: self.name(&format!("{field}.")), violations: vec![] };
                 let out = read(&mut nested);
                 self.violations.append(&mut nested.violations);
                 Some(out)

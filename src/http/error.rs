@@ -29,19 +29,32 @@ use crate::store::RepoError;
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
+/// What rule a violation breaks, for the `errorCode` of decisions.md §10.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ViolationKind {
+    Amount,
+    Key,
+    #[default]
+    Other,
+}
+
 /// One offending field of a request body.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct Violation {
     pub field: String,
     pub message: String,
+    #[serde(skip)]
+    pub kind: ViolationKind,
 }
 
 impl Violation {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Violation {
-        Violation {
-            field: field.into(),
-            message: message.into(),
-        }
+        Violation { field: field.into(), message: message.into(), kind: ViolationKind::Other }
+    }
+
+    pub fn of_kind(mut self, kind: ViolationKind) -> Violation {
+        self.kind = kind;
+        self
     }
 
     /// The one-line text of family A validation messages: `"field message"`.
@@ -67,9 +80,38 @@ pub enum TokenFailure {
     UpstreamUnavailable,
 }
 
+/// Business rejections of family A payments, each with its stable code.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Business {
+    DuplicateExternalId {
+        external_id: String,
+        existing: u64,
+    },
+    /// The QR cash-out answers a duplicate with 409 (interface.md's endpoint list).
+    DuplicateExternalIdConflict {
+        external_id: String,
+        existing: u64,
+    },
+    TransactionLimitExceeded,
+    DailyLimitExceeded,
+    NightLimitExceeded,
+    InsufficientBalance,
+}
+
 /// Every error a client can be answered with.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
+    #[error("business rejection: {0:?}")]
+    Business(Business),
+    /// A family B business rejection (422).
+    #[error("unprocessable: {0}")]
+    Unprocessable(String),
+    /// The PIX provider could not be reached; nothing was recorded (500, retry).
+    #[error("provider unavailable")]
+    ProviderDown,
+    /// Storage or an actor did not answer in time (503).
+    #[error("unavailable: {0}")]
+    Unavailable(String),
     #[error("validation failed: {0:?}")]
     Validation(Vec<Violation>),
     #[error("bad request: {0}")]
@@ -121,32 +163,39 @@ impl ApiError {
                 message: Value::Array(v.iter().map(|x| Value::String(x.text())).collect()),
                 user_message: "Some fields of the request are invalid.",
                 details: Some(json!({ "violations": v })),
-                error_code: None,
+                error_code: validation_error_code(v),
             },
-            ApiError::BadRequest(m) => simple(
-                StatusCode::BAD_REQUEST,
-                "HTTP_ERROR",
+            ApiError::Business(b) => business_parts(b),
+            ApiError::Unprocessable(m) => simple(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "UNPROCESSABLE",
                 m.clone(),
-                "The request is malformed.",
+                "The request cannot be carried out.",
             ),
-            ApiError::Unauthorized(m) => simple(
-                StatusCode::UNAUTHORIZED,
+            ApiError::ProviderDown => simple(
+                StatusCode::INTERNAL_SERVER_ERROR,
                 "HTTP_ERROR",
-                (*m).to_owned(),
-                "Authentication is required.",
+                "failure to reach the PIX provider; nothing was recorded; retry".to_owned(),
+                "The payment provider is unavailable; try again.",
             ),
-            ApiError::Forbidden(m) => simple(
-                StatusCode::FORBIDDEN,
-                "FORBIDDEN",
-                (*m).to_owned(),
-                "Access denied.",
+            ApiError::Unavailable(_) => simple(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "SERVICE_UNAVAILABLE",
+                "the service is temporarily unavailable; retry with the same externalId".to_owned(),
+                "The service is temporarily unavailable.",
             ),
-            ApiError::NotFound(m) => simple(
-                StatusCode::NOT_FOUND,
-                "NOT_FOUND",
-                m.clone(),
-                "The resource was not found.",
-            ),
+            ApiError::BadRequest(m) => {
+                simple(StatusCode::BAD_REQUEST, "HTTP_ERROR", m.clone(), "The request is malformed.")
+            }
+            ApiError::Unauthorized(m) => {
+                simple(StatusCode::UNAUTHORIZED, "HTTP_ERROR", (*m).to_owned(), "Authentication is required.")
+            }
+            ApiError::Forbidden(m) => {
+                simple(StatusCode::FORBIDDEN, "FORBIDDEN", (*m).to_owned(), "Access denied.")
+            }
+            ApiError::NotFound(m) => {
+                simple(StatusCode::NOT_FOUND, "NOT_FOUND", m.clone(), "The resource was not found.")
+            }
             ApiError::Conflict(m) => simple(
                 StatusCode::CONFLICT,
                 "CONFLICT",
@@ -167,6 +216,67 @@ impl ApiError {
                 GENERIC_USER_MESSAGE,
             ),
         }
+    }
+}
+
+/// `PIX_INVALID_AMOUNT` or `PIX_INVALID_PIX_KEY` when every violation is of that kind.
+fn validation_error_code(v: &[Violation]) -> Option<&'static str> {
+    let all = |k| !v.is_empty() && v.iter().all(|x| x.kind == k);
+    if all(ViolationKind::Amount) {
+        Some("PIX_INVALID_AMOUNT")
+    } else if all(ViolationKind::Key) {
+        Some("PIX_INVALID_PIX_KEY")
+    } else {
+        None
+    }
+}
+
+fn business_parts(b: &Business) -> ErrorParts {
+    let (status, code, message, details) = match b {
+        Business::DuplicateExternalId { external_id, existing } => (
+            StatusCode::BAD_REQUEST,
+            "PIX_DUPLICATE_EXTERNAL_ID",
+            "externalId already used for this account",
+            Some(json!({"externalId": external_id, "existingTransactionId": existing})),
+        ),
+        Business::DuplicateExternalIdConflict { external_id, existing } => (
+            StatusCode::CONFLICT,
+            "PIX_DUPLICATE_EXTERNAL_ID",
+            "externalId already used for this account",
+            Some(json!({"externalId": external_id, "existingTransactionId": existing})),
+        ),
+        Business::TransactionLimitExceeded => (
+            StatusCode::BAD_REQUEST,
+            "PIX_TRANSACTION_LIMIT_EXCEEDED",
+            "the amount is above the per-transaction limit",
+            None,
+        ),
+        Business::DailyLimitExceeded => (
+            StatusCode::BAD_REQUEST,
+            "PIX_DAILY_LIMIT_EXCEEDED",
+            "the amount would exceed the daily limit",
+            None,
+        ),
+        Business::NightLimitExceeded => (
+            StatusCode::BAD_REQUEST,
+            "PIX_NIGHT_LIMIT_EXCEEDED",
+            "the amount would exceed the night limit (20:00 to 06:00)",
+            None,
+        ),
+        Business::InsufficientBalance => (
+            StatusCode::BAD_REQUEST,
+            "PIX_INSUFFICIENT_BALANCE",
+            "the available balance is below value plus fee",
+            None,
+        ),
+    };
+    ErrorParts {
+        status,
+        code,
+        message: Value::String(message.to_owned()),
+        user_message: GENERIC_USER_MESSAGE,
+        details,
+        error_code: Some(code),
     }
 }
 
@@ -354,11 +464,7 @@ fn render(parts: &ErrorParts, family: Family, ctx: &Ctx) -> Value {
         Family::Simple => {
             let message = match &parts.message {
                 Value::String(s) => s.clone(),
-                Value::Array(items) => items
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join("; "),
+                Value::Array(items) => items.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "),
                 other => other.to_string(),
             };
             json!({ "statusCode": parts.status.as_u16(), "message": message, "error": reason })
@@ -421,20 +527,13 @@ pub async fn envelope(
             },
             None => parts_from_status(res.status()),
         };
-        let now = state
-            .map(|s| s.clock.now())
-            .unwrap_or_else(chrono::Utc::now);
-        let ctx = Ctx {
-            path: path.clone(),
-            method,
-            request_id: request_id.clone(),
-            timestamp: super::iso(now),
-        };
+        let now = state.map(|s| s.clock.now()).unwrap_or_else(chrono::Utc::now);
+        let ctx =
+            Ctx { path: path.clone(), method, request_id: request_id.clone(), timestamp: super::iso(now) };
         let body = render(&parts, family_of(&path), &ctx);
         let (req, old) = res.into_parts();
-        let mut fresh = HttpResponse::build(parts.status)
-            .content_type("application/json")
-            .body(body.to_string());
+        let mut fresh =
+            HttpResponse::build(parts.status).content_type("application/json").body(body.to_string());
         for (name, value) in old.headers() {
             if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
                 fresh.headers_mut().append(name.clone(), value.clone());
@@ -445,8 +544,7 @@ pub async fn envelope(
         res
     };
     if let Ok(v) = HeaderValue::from_str(&request_id) {
-        res.headers_mut()
-            .insert(HeaderName::from_static(REQUEST_ID_HEADER), v);
+        res.headers_mut().insert(HeaderName::from_static(REQUEST_ID_HEADER), v);
     }
     Ok(res)
 }
@@ -457,22 +555,10 @@ mod tests {
 
     #[test]
     fn families_follow_the_route_prefixes() {
-        for p in [
-            "/accounts/balances",
-            "/dict/pix",
-            "/pix/E1/devolucao/2",
-            "/cob/abc",
-            "/balance",
-        ] {
+        for p in ["/accounts/balances", "/dict/pix", "/pix/E1/devolucao/2", "/cob/abc", "/balance"] {
             assert_eq!(family_of(p), Family::Simple, "{p}");
         }
-        for p in [
-            "/api/auth/token",
-            "/admin/accounts",
-            "/sandbox/pix-in",
-            "/nope",
-            "/balances",
-        ] {
+        for p in ["/api/auth/token", "/admin/accounts", "/sandbox/pix-in", "/nope", "/balances"] {
             assert_eq!(family_of(p), Family::Extended, "{p}");
         }
     }
@@ -488,11 +574,7 @@ mod tests {
             (T::CertExpired, 401, "PUB_CERT_EXPIRED"),
             (T::CertNotRegistered, 401, "PUB_CERT_NOT_REGISTERED"),
             (T::InvalidCredentials, 401, "PUB_INVALID_CREDENTIALS"),
-            (
-                T::CertNotAuthorizedForAccount,
-                403,
-                "PUB_CERT_NOT_AUTHORIZED_FOR_ACCOUNT",
-            ),
+            (T::CertNotAuthorizedForAccount, 403, "PUB_CERT_NOT_AUTHORIZED_FOR_ACCOUNT"),
             (T::UpstreamError, 502, "PUB_AUTH_UPSTREAM_ERROR"),
             (T::UpstreamUnavailable, 503, "PUB_AUTH_UPSTREAM_UNAVAILABLE"),
         ];
@@ -505,11 +587,9 @@ mod tests {
 
     #[test]
     fn the_simple_shape_joins_validation_messages() {
-        let parts = ApiError::Validation(vec![
-            Violation::new("a", "is bad"),
-            Violation::new("b", "is worse"),
-        ])
-        .parts();
+        let parts =
+            ApiError::Validation(vec![Violation::new("a", "is bad"), Violation::new("b", "is worse")])
+                .parts();
         let ctx = Ctx {
             path: "/dict/pix".into(),
             method: "POST".into(),

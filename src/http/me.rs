@@ -31,10 +31,7 @@ pub struct MyAccount {
     responses((status = 200, body = MyAccount), (status = 401, body = ExtendedErrorBody)),
     security(("bearer" = []))
 )]
-pub async fn my_account(
-    caller: Caller,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
+pub async fn my_account(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let record = state
         .repo
         .account(caller.account_id)?

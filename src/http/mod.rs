@@ -6,12 +6,18 @@
 
 pub mod admin;
 pub mod auth;
+pub mod balance;
 pub mod body;
+pub mod dict;
 pub mod error;
 pub mod me;
 pub mod openapi;
 pub mod ops;
+pub mod payments;
+pub mod pix;
+pub mod sandbox;
 pub mod token;
+pub mod transactions;
 
 use std::sync::Arc;
 
@@ -19,8 +25,10 @@ use actix_web::dev::HttpServiceFactory;
 use actix_web::http::Method;
 use actix_web::{web, FromRequest, Handler, Resource, Responder};
 
+use crate::account::Registry;
 use crate::auth::tokens::TokenKeys;
 use crate::clock::Clock;
+use crate::sim::directory::Directory;
 use crate::store::Repo;
 
 /// A timestamp as every response writes it: UTC, RFC 3339, milliseconds, `Z`
@@ -36,6 +44,8 @@ pub struct AppState {
     pub tokens: TokenKeys,
     /// Hash of the admin token (`secrets::hash_secret("", token)`).
     pub admin_token_hash: String,
+    pub registry: Arc<Registry>,
+    pub directory: Arc<Directory>,
 }
 
 /// Registers routes grouped by path (so one path answers several methods and 405 for the
@@ -59,9 +69,7 @@ impl RouteTable {
                 let taken = std::mem::replace(res, web::resource(path));
                 *res = taken.route(route);
             }
-            None => self
-                .resources
-                .push((path, web::resource(path).route(route))),
+            None => self.resources.push((path, web::resource(path).route(route))),
         }
         self.registered.push((method, path));
     }
@@ -80,25 +88,21 @@ pub fn routes(cfg: &mut web::ServiceConfig) -> Vec<(Method, &'static str)> {
     let mut t = RouteTable::default();
     t.add(Method::POST, "/api/auth/token", token::issue_token);
     t.add(Method::GET, "/api/account", me::my_account);
+    t.add(Method::POST, "/api/pix/cash-out", pix::cash_out);
+    t.add(Method::POST, "/api/pix/cash-out-qrcode", pix::cash_out_qrcode);
+    t.add(Method::GET, "/api/balance", balance::api_balance);
+    t.add(Method::GET, "/api/transactions/{id}", transactions::get_transaction);
+    t.add(Method::POST, "/dict/pix", dict::dict_pix);
+    t.add(Method::GET, "/accounts/balances", balance::balances);
+    t.add(Method::GET, "/balance", balance::plain_balance);
+    t.add(Method::POST, "/sandbox/pix-in", sandbox::pix_in);
 
     t.add(Method::POST, "/admin/accounts", admin::create_account);
     t.add(Method::GET, "/admin/accounts/{id}", admin::get_account);
     t.add(Method::PATCH, "/admin/accounts/{id}", admin::patch_account);
-    t.add(
-        Method::POST,
-        "/admin/accounts/{id}/certificates",
-        admin::register_certificate,
-    );
-    t.add(
-        Method::DELETE,
-        "/admin/accounts/{id}/certificates/{fingerprint}",
-        admin::revoke_certificate,
-    );
-    t.add(
-        Method::POST,
-        "/admin/accounts/{id}/secret",
-        admin::rotate_secret,
-    );
+    t.add(Method::POST, "/admin/accounts/{id}/certificates", admin::register_certificate);
+    t.add(Method::DELETE, "/admin/accounts/{id}/certificates/{fingerprint}", admin::revoke_certificate);
+    t.add(Method::POST, "/admin/accounts/{id}/secret", admin::rotate_secret);
     t.add(Method::POST, "/admin/clock", admin::move_clock);
 
     t.add(Method::GET, "/healthz", ops::healthz);
@@ -116,9 +120,7 @@ pub fn docs_service() -> impl HttpServiceFactory {
 
 /// Answers every unmatched path with a JSON 404.
 pub async fn not_found() -> Result<actix_web::HttpResponse, error::ApiError> {
-    Err(error::ApiError::NotFound(
-        "no route matches this path".into(),
-    ))
+    Err(error::ApiError::NotFound("no route matches this path".into()))
 }
 
 #[cfg(test)]
@@ -136,10 +138,7 @@ mod tests {
         assert_eq!(json["openapi"], "3.1.0");
         for (method, path) in registered {
             let op = &json["paths"][path][method.as_str().to_lowercase()];
-            assert!(
-                op.is_object(),
-                "{method} {path} is not in the OpenAPI document"
-            );
+            assert!(op.is_object(), "{method} {path} is not in the OpenAPI document");
         }
     }
 }

@@ -4,7 +4,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, error, me, ops, token};
+use super::{admin, balance, dict, error, me, ops, pix, sandbox, token, transactions};
 
 struct Security;
 
@@ -13,10 +13,7 @@ impl Modify for Security {
         let components = doc.components.get_or_insert_with(Default::default);
         let bearer = || {
             SecurityScheme::Http(
-                HttpBuilder::new()
-                    .scheme(HttpAuthScheme::Bearer)
-                    .bearer_format("JWT")
-                    .build(),
+                HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("JWT").build(),
             )
         };
         components.add_security_scheme("bearer", bearer());
@@ -30,6 +27,14 @@ impl Modify for Security {
     paths(
         token::issue_token,
         me::my_account,
+        pix::cash_out,
+        pix::cash_out_qrcode,
+        balance::api_balance,
+        transactions::get_transaction,
+        dict::dict_pix,
+        balance::balances,
+        balance::plain_balance,
+        sandbox::pix_in,
         admin::create_account,
         admin::get_account,
         admin::patch_account,

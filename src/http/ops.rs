@@ -35,9 +35,7 @@ pub async fn healthz(state: web::Data<AppState>) -> Result<HttpResponse, ApiErro
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain"))
 )]
 pub async fn metrics() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("text/plain; version=0.0.4")
-        .body(metrics_handle().render())
+    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(metrics_handle().render())
 }
 
 #[utoipa::path(
@@ -53,9 +51,7 @@ pub async fn openapi() -> HttpResponse {
     responses((status = 308, description = "Redirect to the browsable docs page at /docs/"))
 )]
 pub async fn docs_redirect() -> HttpResponse {
-    HttpResponse::PermanentRedirect()
-        .insert_header(("Location", "/docs/"))
-        .finish()
+    HttpResponse::PermanentRedirect().insert_header(("Location", "/docs/")).finish()
 }
 
 /// Counts requests by route pattern, method and status, and times them.
@@ -67,10 +63,7 @@ pub async fn record_metrics(
     let method = req.method().to_string();
     let res = next.call(req).await?;
     // The pattern, not the path, so ids in URLs do not multiply the series.
-    let route = res
-        .request()
-        .match_pattern()
-        .unwrap_or_else(|| "unmatched".to_owned());
+    let route = res.request().match_pattern().unwrap_or_else(|| "unmatched".to_owned());
     let status = res.status().as_u16().to_string();
     metrics::counter!("http_requests_total", "route" => route.clone(), "method" => method, "status" => status)
         .increment(1);

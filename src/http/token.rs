@@ -61,13 +61,8 @@ fn upstream(e: RepoError) -> ApiError {
 }
 
 fn read_certificate(req: &HttpRequest) -> Result<ParsedCert, ApiError> {
-    let raw = req
-        .headers()
-        .get(CERT_HEADER)
-        .ok_or(fail(TokenFailure::HeaderMissing))?;
-    let text = raw
-        .to_str()
-        .map_err(|_| fail(TokenFailure::MalformedPem("the header is not ASCII")))?;
+    let raw = req.headers().get(CERT_HEADER).ok_or(fail(TokenFailure::HeaderMissing))?;
+    let text = raw.to_str().map_err(|_| fail(TokenFailure::MalformedPem("the header is not ASCII")))?;
     if text.trim().is_empty() {
         return Err(fail(TokenFailure::HeaderMissing));
     }
@@ -75,8 +70,7 @@ fn read_certificate(req: &HttpRequest) -> Result<ParsedCert, ApiError> {
 }
 
 fn read_body(req: &HttpRequest, body: &[u8]) -> Result<(ClientId, String), ApiError> {
-    let obj =
-        json_object(req, body).map_err(|e| fail(TokenFailure::BodyInvalid(vec![e.violation()])))?;
+    let obj = json_object(req, body).map_err(|e| fail(TokenFailure::BodyInvalid(vec![e.violation()])))?;
     let mut f = Fields::new(&obj);
     let client_id = f.string("clientId", true);
     let secret = f.string("clientSecret", true);
@@ -126,18 +120,13 @@ pub async fn issue_token(
         ValidityVerdict::NotYetValid => return Err(fail(TokenFailure::CertNotYetValid)),
         ValidityVerdict::Expired => return Err(fail(TokenFailure::CertExpired)),
     }
-    let registered = state
-        .repo
-        .certificate(&cert.fingerprint)
-        .map_err(upstream)?;
+    let registered = state.repo.certificate(&cert.fingerprint).map_err(upstream)?;
     let registered = match registered {
         Some(r) if !r.is_revoked() => r,
         _ => return Err(fail(TokenFailure::CertNotRegistered)),
     };
     let client = state.repo.client(&client_id).map_err(upstream)?;
-    let stored = client
-        .as_ref()
-        .map(|c| (c.salt_hex.as_str(), c.secret_hash_hex.as_str()));
+    let stored = client.as_ref().map(|c| (c.salt_hex.as_str(), c.secret_hash_hex.as_str()));
     let client = match (secrets::verify_secret(stored, &secret), client) {
         (true, Some(c)) => c,
         _ => return Err(fail(TokenFailure::InvalidCredentials)),
@@ -145,23 +134,12 @@ pub async fn issue_token(
     if registered.account_id != client.account_id {
         return Err(fail(TokenFailure::CertNotAuthorizedForAccount));
     }
-    if state
-        .repo
-        .account(client.account_id)
-        .map_err(upstream)?
-        .is_none()
-    {
+    if state.repo.account(client.account_id).map_err(upstream)?.is_none() {
         return Err(fail(TokenFailure::InvalidCredentials));
     }
     let token = state
         .tokens
-        .issue(
-            client.account_id,
-            client_id,
-            &cert.fingerprint,
-            now,
-            Uuid::new_v4(),
-        )
+        .issue(client.account_id, client_id, &cert.fingerprint, now, Uuid::new_v4())
         .map_err(|e| {
             tracing::error!(error = %e, "token signing failed");
             fail(TokenFailure::UpstreamError)

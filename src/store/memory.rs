@@ -14,6 +14,7 @@ pub struct MemoryStore {
     // A std Mutex: nothing awaits while it is held, and tests are its only users.
     map: Mutex<Map>,
     failing: AtomicBool,
+    ids: std::sync::atomic::AtomicU64,
 }
 
 impl MemoryStore {
@@ -35,9 +36,7 @@ impl MemoryStore {
     }
 
     fn map(&self) -> Result<std::sync::MutexGuard<'_, Map>, StoreError> {
-        self.map
-            .lock()
-            .map_err(|_| StoreError::Engine("poisoned".into()))
+        self.map.lock().map_err(|_| StoreError::Engine("poisoned".into()))
     }
 }
 
@@ -75,5 +74,10 @@ impl Store for MemoryStore {
 
     fn flush(&self) -> Result<(), StoreError> {
         self.check()
+    }
+
+    fn generate_id(&self) -> Result<u64, StoreError> {
+        self.check()?;
+        Ok(self.ids.fetch_add(1, Ordering::SeqCst))
     }
 }

@@ -6,16 +6,18 @@
 //! `flush` returned Ok** (rule 2). Callers that write a lot apply many batches and flush
 //! once (group commit).
 
+mod commit;
 mod memory;
 mod repo;
 mod sled_store;
 
 use std::sync::Arc;
 
+pub use commit::{CommitError, GroupCommit};
 pub use memory::MemoryStore;
 pub use repo::{
-    AccountRecord, CertificateRecord, ClientRecord, Repo, RepoError, KEY_ADMIN_TOKEN_HASH,
-    KEY_CLOCK_OFFSET, KEY_DEMO_ACCOUNT, KEY_JWT,
+    AccountRecord, CertificateRecord, ClientRecord, Repo, RepoError, KEY_ADMIN_TOKEN_HASH, KEY_CLOCK_OFFSET,
+    KEY_DEMO_ACCOUNT, KEY_JWT,
 };
 pub use sled_store::SledStore;
 
@@ -72,6 +74,8 @@ pub trait Store: Send + Sync + 'static {
     fn apply(&self, batch: &Batch) -> Result<(), StoreError>;
     /// Makes everything applied so far durable.
     fn flush(&self) -> Result<(), StoreError>;
+    /// A number never handed out before, across restarts and crashes (ids may skip).
+    fn generate_id(&self) -> Result<u64, StoreError>;
 }
 
 pub type SharedStore = Arc<dyn Store>;

@@ -12,8 +12,18 @@
 //! client/{clientId}         ClientRecord (JSON): the account and the secret's salted hash
 //! cert/{fingerprint}        CertificateRecord (JSON)
 //! acct_cert/{id:020}/{fp}   empty: the index of an account's certificates
+//! ledger/{id:020}           LedgerState (JSON): balance, limit counters, totals
+//! tx/{local:020}            Transaction (JSON), by its numeric local id
+//! txid/{uuid}               u64: local id by transactionId
+//! e2e/{endToEndId}          u64: local id by end-to-end id
+//! atx/{id:020}/{local:020}  empty: the index of an account's transactions, oldest first
+//! ext/{id:020}/{externalId} u64: the externalId index (decisions.md §4)
+//! idem/{id:020}/{key}       JSON [local id, request hash]: `/dict/pix` idempotency keys
+//! pend/{id:020}/{local:020} Money (JSON): the hold of a pending debit
+//! outbox/{seq:020}          OutboxEvent (JSON): events for the webhooks to deliver
 //! ```
-//! Every write here is applied and flushed before the method returns (rule 2).
+//! Writes of the payment paths are batches that the account actor commits through group
+//! commit; the admin writes here are applied and flushed before the method returns.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -21,11 +31,18 @@ use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use std::collections::HashMap;
+
+use uuid::Uuid;
+
 use super::{Batch, SharedStore, StoreError};
 use crate::domain::account::{AccountProfile, AccountSettings};
 use crate::domain::certificate::{Fingerprint, Validity};
+use crate::domain::events::OutboxEvent;
 use crate::domain::ids::{AccountId, ClientId};
+use crate::domain::ledger::{Ledger, LedgerState};
 use crate::domain::money::Money;
+use crate::domain::transaction::Transaction;
 
 pub const KEY_JWT: &[u8] = b"meta/jwt_key";
 pub const KEY_ADMIN_TOKEN_HASH: &[u8] = b"meta/admin_token_hash";
@@ -44,6 +61,31 @@ fn cert_key(fp: &Fingerprint) -> Vec<u8> {
 }
 fn account_cert_prefix(id: AccountId) -> Vec<u8> {
     format!("acct_cert/{:020}/", id.get()).into_bytes()
+}
+fn ledger_key(id: AccountId) -> Vec<u8> {
+    format!("ledger/{:020}", id.get()).into_bytes()
+}
+fn tx_key(local: u64) -> Vec<u8> {
+    format!("tx/{local:020}").into_bytes()
+}
+fn txid_key(id: &Uuid) -> Vec<u8> {
+    format!("txid/{id}").into_bytes()
+}
+fn e2e_key(e2e: &str) -> Vec<u8> {
+    format!("e2e/{e2e}").into_bytes()
+}
+fn ext_prefix(id: AccountId) -> Vec<u8> {
+    format!("ext/{:020}/", id.get()).into_bytes()
+}
+fn idem_prefix(id: AccountId) -> Vec<u8> {
+    format!("idem/{:020}/", id.get()).into_bytes()
+}
+fn pend_prefix(id: AccountId) -> Vec<u8> {
+    format!("pend/{:020}/", id.get()).into_bytes()
+}
+fn with_suffix(mut prefix: Vec<u8>, suffix: &str) -> Vec<u8> {
+    prefix.extend_from_slice(suffix.as_bytes());
+    prefix
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -111,10 +153,7 @@ pub struct Repo {
 
 impl Repo {
     pub fn new(store: SharedStore) -> Repo {
-        Repo {
-            store,
-            admin_writes: Arc::new(Mutex::new(())),
-        }
+        Repo { store, admin_writes: Arc::new(Mutex::new(())) }
     }
 
     pub fn store(&self) -> &SharedStore {
@@ -130,14 +169,10 @@ impl Repo {
     fn get_json<T: DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>, RepoError> {
         match self.store.get(key)? {
             None => Ok(None),
-            Some(bytes) => {
-                serde_json::from_slice(&bytes)
-                    .map(Some)
-                    .map_err(|e| RepoError::Corrupt {
-                        key: String::from_utf8_lossy(key).into_owned(),
-                        reason: e.to_string(),
-                    })
-            }
+            Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| RepoError::Corrupt {
+                key: String::from_utf8_lossy(key).into_owned(),
+                reason: e.to_string(),
+            }),
         }
     }
 
@@ -160,19 +195,16 @@ impl Repo {
     /// The next account id. Call with the admin lock held, and commit the account in the
     /// same batch as [`Repo::account_batch`] makes, so an id is never handed out twice.
     pub fn next_account_id(&self) -> Result<AccountId, RepoError> {
-        let last = match self.store.get(KEY_SEQ_ACCOUNT)? {
-            Some(b) => {
-                u64::from_be_bytes(b.as_slice().try_into().map_err(|_| RepoError::Corrupt {
+        let last =
+            match self.store.get(KEY_SEQ_ACCOUNT)? {
+                Some(b) => u64::from_be_bytes(b.as_slice().try_into().map_err(|_| RepoError::Corrupt {
                     key: "seq/account".into(),
                     reason: "not a u64".into(),
-                })?)
-            }
-            None => 0,
-        };
-        AccountId::new(last + 1).ok_or_else(|| RepoError::Corrupt {
-            key: "seq/account".into(),
-            reason: "overflow".into(),
-        })
+                })?),
+                None => 0,
+            };
+        AccountId::new(last + 1)
+            .ok_or_else(|| RepoError::Corrupt { key: "seq/account".into(), reason: "overflow".into() })
     }
 
     /// The writes that create an account with its credentials and, optionally, its first
@@ -240,18 +272,140 @@ impl Repo {
         let prefix = account_cert_prefix(id);
         let mut out = Vec::new();
         for (k, _) in self.store.scan_prefix(&prefix)? {
-            let fp = std::str::from_utf8(&k[prefix.len()..])
-                .ok()
-                .and_then(Fingerprint::parse)
-                .ok_or_else(|| RepoError::Corrupt {
+            let fp = std::str::from_utf8(&k[prefix.len()..]).ok().and_then(Fingerprint::parse).ok_or_else(
+                || RepoError::Corrupt {
                     key: String::from_utf8_lossy(&k).into_owned(),
                     reason: "bad fingerprint".into(),
-                })?;
+                },
+            )?;
             if let Some(c) = self.certificate(&fp)? {
                 out.push(c);
             }
         }
         Ok(out)
+    }
+
+    /// Puts a transaction; `first` also writes its indexes (they never change afterwards,
+    /// except the end-to-end id, which a settlement may replace).
+    pub fn put_transaction(&self, b: &mut Batch, tx: &Transaction, first: bool) -> Result<(), RepoError> {
+        b.put(tx_key(tx.local_id), to_json(tx)?);
+        let local = tx.local_id.to_be_bytes().to_vec();
+        b.put(e2e_key(&tx.end_to_end_id), local.clone());
+        if first {
+            b.put(txid_key(&tx.transaction_id), local.clone());
+            let mut atx = format!("atx/{:020}/", tx.account_id.get()).into_bytes();
+            atx.extend_from_slice(format!("{:020}", tx.local_id).as_bytes());
+            b.put(atx, Vec::new());
+            if let Some(ext) = &tx.external_id {
+                b.put(with_suffix(ext_prefix(tx.account_id), ext), local.clone());
+            }
+            if let Some(d) = &tx.dict {
+                let v = to_json(&(tx.local_id, &d.request_hash))?;
+                b.put(with_suffix(idem_prefix(tx.account_id), &d.idempotency_key), v);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn put_ledger(&self, b: &mut Batch, id: AccountId, state: &LedgerState) -> Result<(), RepoError> {
+        b.put(ledger_key(id), to_json(state)?);
+        Ok(())
+    }
+
+    pub fn put_pending(
+        &self,
+        b: &mut Batch,
+        id: AccountId,
+        local: u64,
+        hold: Money,
+    ) -> Result<(), RepoError> {
+        b.put(with_suffix(pend_prefix(id), &format!("{local:020}")), to_json(&hold)?);
+        Ok(())
+    }
+
+    pub fn delete_pending(&self, b: &mut Batch, id: AccountId, local: u64) {
+        b.delete(with_suffix(pend_prefix(id), &format!("{local:020}")));
+    }
+
+    pub fn put_outbox(&self, b: &mut Batch, event: &OutboxEvent) -> Result<(), RepoError> {
+        let seq = self.store.generate_id()?;
+        b.put(format!("outbox/{seq:020}").into_bytes(), to_json(event)?);
+        Ok(())
+    }
+
+    pub fn outbox(&self) -> Result<Vec<OutboxEvent>, RepoError> {
+        self.store
+            .scan_prefix(b"outbox/")?
+            .into_iter()
+            .map(|(k, v)| {
+                serde_json::from_slice(&v).map_err(|e| RepoError::Corrupt {
+                    key: String::from_utf8_lossy(&k).into_owned(),
+                    reason: e.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    pub fn transaction(&self, local: u64) -> Result<Option<Transaction>, RepoError> {
+        self.get_json(&tx_key(local))
+    }
+
+    fn local_by(&self, key: &[u8]) -> Result<Option<u64>, RepoError> {
+        match self.store.get(key)? {
+            None => Ok(None),
+            Some(b) => {
+                Ok(Some(u64::from_be_bytes(b.as_slice().try_into().map_err(|_| RepoError::Corrupt {
+                    key: String::from_utf8_lossy(key).into_owned(),
+                    reason: "not a u64".into(),
+                })?)))
+            }
+        }
+    }
+
+    pub fn transaction_by_uuid(&self, id: &Uuid) -> Result<Option<Transaction>, RepoError> {
+        match self.local_by(&txid_key(id))? {
+            Some(local) => self.transaction(local),
+            None => Ok(None),
+        }
+    }
+
+    pub fn transaction_by_e2e(&self, e2e: &str) -> Result<Option<Transaction>, RepoError> {
+        match self.local_by(&e2e_key(e2e))? {
+            Some(local) => self.transaction(local),
+            None => Ok(None),
+        }
+    }
+
+    /// The account's ledger as stored, or its opening ledger when it never moved money.
+    pub fn load_ledger(&self, account: &AccountRecord) -> Result<Ledger, RepoError> {
+        let id = account.id;
+        let corrupt = |what: &str, reason: String| RepoError::Corrupt { key: format!("{what}/{id}"), reason };
+        let Some(state) = self.get_json::<LedgerState>(&ledger_key(id))? else {
+            return Ok(Ledger::opening(account.opening_balance));
+        };
+        let strip = |prefix: &[u8], k: &[u8]| String::from_utf8_lossy(&k[prefix.len()..]).into_owned();
+        let mut external = HashMap::new();
+        let p = ext_prefix(id);
+        for (k, v) in self.store.scan_prefix(&p)? {
+            let local =
+                u64::from_be_bytes(v.as_slice().try_into().map_err(|_| corrupt("ext", "not a u64".into()))?);
+            external.insert(strip(&p, &k), local);
+        }
+        let mut idem = HashMap::new();
+        let p = idem_prefix(id);
+        for (k, v) in self.store.scan_prefix(&p)? {
+            let (local, hash): (u64, String) =
+                serde_json::from_slice(&v).map_err(|e| corrupt("idem", e.to_string()))?;
+            idem.insert(strip(&p, &k), (local, hash));
+        }
+        let mut pending = HashMap::new();
+        let p = pend_prefix(id);
+        for (k, v) in self.store.scan_prefix(&p)? {
+            let local: u64 = strip(&p, &k).parse().map_err(|_| corrupt("pend", "bad key".into()))?;
+            let hold: Money = serde_json::from_slice(&v).map_err(|e| corrupt("pend", e.to_string()))?;
+            pending.insert(local, hold);
+        }
+        Ledger::restore(state, external, idem, pending).map_err(|e| corrupt("ledger", e.to_string()))
     }
 
     /// Whether storage answers (for `/healthz`).
@@ -262,10 +416,8 @@ impl Repo {
 }
 
 fn to_json<T: Serialize>(value: &T) -> Result<Vec<u8>, RepoError> {
-    serde_json::to_vec(value).map_err(|e| RepoError::Corrupt {
-        key: "<encode>".into(),
-        reason: e.to_string(),
-    })
+    serde_json::to_vec(value)
+        .map_err(|e| RepoError::Corrupt { key: "<encode>".into(), reason: e.to_string() })
 }
 
 #[cfg(test)]
@@ -320,10 +472,7 @@ mod tests {
     fn a_record_that_does_not_decode_is_reported_as_corrupt() {
         let store = Arc::new(MemoryStore::new());
         let mut b = Batch::default();
-        b.put(
-            account_key(AccountId::new(7).unwrap_or_else(|| unreachable!())),
-            b"{".to_vec(),
-        );
+        b.put(account_key(AccountId::new(7).unwrap_or_else(|| unreachable!())), b"{".to_vec());
         assert!(store.apply(&b).is_ok());
         let repo = Repo::new(store);
         let got = repo.account(AccountId::new(7).unwrap_or_else(|| unreachable!()));

@@ -57,4 +57,8 @@ impl Store for SledStore {
     fn flush(&self) -> Result<(), StoreError> {
         self.db.flush().map(|_| ()).map_err(engine)
     }
+
+    fn generate_id(&self) -> Result<u64, StoreError> {
+        self.db.generate_id().map_err(engine)
+    }
 }

@@ -15,10 +15,7 @@ async fn admin_routes_refuse_a_missing_or_wrong_admin_token() {
         ("GET", "/admin/accounts/1"),
         ("PATCH", "/admin/accounts/1"),
         ("POST", "/admin/accounts/1/certificates"),
-        (
-            "DELETE",
-            &format!("/admin/accounts/1/certificates/{}", "a".repeat(64)),
-        ),
+        ("DELETE", &format!("/admin/accounts/1/certificates/{}", "a".repeat(64))),
         ("POST", "/admin/accounts/1/secret"),
         ("POST", "/admin/clock"),
     ];
@@ -27,18 +24,12 @@ async fn admin_routes_refuse_a_missing_or_wrong_admin_token() {
         let (s, body) = send(req, Some(json!({}))).await;
         assert_eq!(s, 401, "{method} {path}");
         assert_extended(&body, 401, "HTTP_ERROR");
-        let req = app
-            .client
-            .request(method.parse().unwrap(), app.url(path))
-            .bearer_auth("pgwadm_wrong");
+        let req = app.client.request(method.parse().unwrap(), app.url(path)).bearer_auth("pgwadm_wrong");
         let (s, _) = send(req, Some(json!({}))).await;
         assert_eq!(s, 401, "{method} {path}");
         // A client token is not an admin token.
         let token = app.demo_token().await;
-        let req = app
-            .client
-            .request(method.parse().unwrap(), app.url(path))
-            .bearer_auth(token);
+        let req = app.client.request(method.parse().unwrap(), app.url(path)).bearer_auth(token);
         assert_eq!(send(req, Some(json!({}))).await.0, 401, "{method} {path}");
     }
 }
@@ -55,12 +46,8 @@ async fn creating_an_account_validates_every_field_at_once() {
         .await;
     assert_eq!(s, 400);
     assert_extended(&body, 400, "HTTP_ERROR");
-    let messages: Vec<&str> = body["message"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m.as_str().unwrap())
-        .collect();
+    let messages: Vec<&str> =
+        body["message"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
     assert_eq!(
         messages,
         vec![
@@ -83,10 +70,7 @@ async fn creating_an_account_validates_every_field_at_once() {
     assert_eq!(body["accountId"], 2);
     assert!(uuid::Uuid::parse_str(body["clientId"].as_str().unwrap()).is_ok());
     assert_eq!(body["clientSecret"].as_str().unwrap().len(), 43);
-    assert!(body["webhookSecret"]
-        .as_str()
-        .unwrap()
-        .starts_with("whsec_"));
+    assert!(body["webhookSecret"].as_str().unwrap().starts_with("whsec_"));
     let (s, view) = app.admin("GET", "/admin/accounts/2", None).await;
     assert_eq!(s, 200);
     assert_eq!(view["name"], "Acme");
@@ -97,22 +81,12 @@ async fn creating_an_account_validates_every_field_at_once() {
 #[actix_rt::test]
 async fn a_body_that_is_not_json_or_not_declared_json_is_400() {
     let app = spawn_app().await;
-    let req = app
-        .client
-        .post(app.url("/admin/accounts"))
-        .bearer_auth(&app.creds.admin_token);
+    let req = app.client.post(app.url("/admin/accounts")).bearer_auth(&app.creds.admin_token);
     let (s, body) = send(req.content_type("text/plain"), None).await;
     assert_eq!(s, 400);
     assert_extended(&body, 400, "HTTP_ERROR");
-    let req = app
-        .client
-        .post(app.url("/admin/accounts"))
-        .bearer_auth(&app.creds.admin_token);
-    let mut res = req
-        .content_type("application/json")
-        .send_body("{not json")
-        .await
-        .unwrap();
+    let req = app.client.post(app.url("/admin/accounts")).bearer_auth(&app.creds.admin_token);
+    let mut res = req.content_type("application/json").send_body("{not json").await.unwrap();
     assert_eq!(res.status().as_u16(), 400);
     let body: Value = res.json().await.unwrap();
     assert_extended(&body, 400, "HTTP_ERROR");
@@ -122,10 +96,7 @@ async fn a_body_that_is_not_json_or_not_declared_json_is_400() {
 async fn certificates_belong_to_one_account_and_revocation_is_permanent() {
     let app = spawn_app().await;
     let (id, ..) = app.new_account("Owner").await;
-    let pem = cert(
-        Utc::now() - Duration::hours(1),
-        Utc::now() + Duration::days(1),
-    );
+    let pem = cert(Utc::now() - Duration::hours(1), Utc::now() + Duration::days(1));
     let path = format!("/admin/accounts/{id}/certificates");
     let (s, first) = app.admin("POST", &path, Some(json!({"pem": pem}))).await;
     assert_eq!(s, 201);
@@ -136,53 +107,27 @@ async fn certificates_belong_to_one_account_and_revocation_is_permanent() {
     assert_eq!((s, again["fingerprint"].as_str()), (200, Some(fp.as_str())));
     // For another account: conflict.
     let demo_path = format!("/admin/accounts/{}/certificates", app.creds.account_id);
-    let (s, body) = app
-        .admin("POST", &demo_path, Some(json!({"pem": pem})))
-        .await;
+    let (s, body) = app.admin("POST", &demo_path, Some(json!({"pem": pem}))).await;
     assert_eq!(s, 409);
     assert_extended(&body, 409, "CONFLICT");
     // Revoke, twice, then it cannot come back.
     let revoke = format!("/admin/accounts/{id}/certificates/{fp}");
     assert_eq!(app.admin("DELETE", &revoke, None).await.0, 204);
     assert_eq!(app.admin("DELETE", &revoke, None).await.0, 204);
-    assert_eq!(
-        app.admin("POST", &path, Some(json!({"pem": pem}))).await.0,
-        409
-    );
-    let (_, view) = app
-        .admin("GET", &format!("/admin/accounts/{id}"), None)
-        .await;
-    let listed: Vec<&Value> = view["certificates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["fingerprint"] == fp.as_str())
-        .collect();
+    assert_eq!(app.admin("POST", &path, Some(json!({"pem": pem}))).await.0, 409);
+    let (_, view) = app.admin("GET", &format!("/admin/accounts/{id}"), None).await;
+    let listed: Vec<&Value> =
+        view["certificates"].as_array().unwrap().iter().filter(|c| c["fingerprint"] == fp.as_str()).collect();
     assert_eq!(listed.len(), 1);
     assert!(listed[0]["revokedAt"].is_string());
     // Another account cannot revoke it; unknown and malformed fingerprints are 404.
     let other = format!("/admin/accounts/{}/certificates/{fp}", app.creds.account_id);
     assert_eq!(app.admin("DELETE", &other, None).await.0, 404);
     assert_eq!(
-        app.admin(
-            "DELETE",
-            &format!("/admin/accounts/{id}/certificates/{}", "b".repeat(64)),
-            None
-        )
-        .await
-        .0,
+        app.admin("DELETE", &format!("/admin/accounts/{id}/certificates/{}", "b".repeat(64)), None).await.0,
         404
     );
-    assert_eq!(
-        app.admin(
-            "DELETE",
-            &format!("/admin/accounts/{id}/certificates/XYZ"),
-            None
-        )
-        .await
-        .0,
-        404
-    );
+    assert_eq!(app.admin("DELETE", &format!("/admin/accounts/{id}/certificates/XYZ"), None).await.0, 404);
 }
 
 #[actix_rt::test]
@@ -199,13 +144,8 @@ async fn a_pem_that_does_not_parse_and_an_unknown_account_are_refused() {
     assert_extended(&body, 400, "HTTP_ERROR");
     let pem = cert(Utc::now(), Utc::now() + Duration::days(1));
     for id in ["999", "0", "abc"] {
-        let (s, body) = app
-            .admin(
-                "POST",
-                &format!("/admin/accounts/{id}/certificates"),
-                Some(json!({"pem": pem})),
-            )
-            .await;
+        let (s, body) =
+            app.admin("POST", &format!("/admin/accounts/{id}/certificates"), Some(json!({"pem": pem}))).await;
         assert_eq!(s, 404, "{id}");
         assert_extended(&body, 404, "NOT_FOUND");
     }
@@ -249,12 +189,8 @@ async fn patch_changes_settings_and_a_bad_patch_changes_nothing() {
         )
         .await;
     assert_eq!(s, 400);
-    let messages: Vec<&str> = err["message"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m.as_str().unwrap())
-        .collect();
+    let messages: Vec<&str> =
+        err["message"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
     assert_eq!(
         messages,
         vec![
@@ -267,40 +203,21 @@ async fn patch_changes_settings_and_a_bad_patch_changes_nothing() {
     );
     let (_, view) = app.admin("GET", &path, None).await;
     assert_eq!(view["settings"], before);
-    assert_eq!(
-        app.admin("PATCH", "/admin/accounts/999", Some(json!({})))
-            .await
-            .0,
-        404
-    );
+    assert_eq!(app.admin("PATCH", "/admin/accounts/999", Some(json!({}))).await.0, 404);
 }
 
 #[actix_rt::test]
 async fn the_test_clock_moves_forward_only() {
     let app = spawn_app().await;
-    let (s, body) = app
-        .admin(
-            "POST",
-            "/admin/clock",
-            Some(json!({"advanceSeconds": 86400})),
-        )
-        .await;
+    let (s, body) = app.admin("POST", "/admin/clock", Some(json!({"advanceSeconds": 86400}))).await;
     assert_eq!(s, 200);
     let now = DateTime::parse_from_rfc3339(body["now"].as_str().unwrap()).unwrap();
     let skew = now.with_timezone(&Utc) - Utc::now();
-    assert!(
-        (skew - Duration::days(1)).num_seconds().abs() <= 5,
-        "{skew}"
-    );
+    assert!((skew - Duration::days(1)).num_seconds().abs() <= 5, "{skew}");
     let target = "2040-01-01T00:00:00.000Z";
-    let (s, body) = app
-        .admin("POST", "/admin/clock", Some(json!({"set": target})))
-        .await;
+    let (s, body) = app.admin("POST", "/admin/clock", Some(json!({"set": target}))).await;
     assert_eq!(s, 200);
-    assert!(body["now"]
-        .as_str()
-        .unwrap()
-        .starts_with("2040-01-01T00:00:0"));
+    assert!(body["now"].as_str().unwrap().starts_with("2040-01-01T00:00:0"));
     for bad in [
         json!({"set": "2030-01-01T00:00:00Z"}),
         json!({"advanceSeconds": -5}),
@@ -316,14 +233,8 @@ async fn the_test_clock_moves_forward_only() {
 
 #[actix_rt::test]
 async fn without_the_test_clock_flag_the_clock_route_is_404() {
-    let app = spawn_with(Options {
-        test_clock: false,
-        env: vec![],
-    })
-    .await;
-    let (s, body) = app
-        .admin("POST", "/admin/clock", Some(json!({"advanceSeconds": 1})))
-        .await;
+    let app = spawn_with(Options { test_clock: false, env: vec![] }).await;
+    let (s, body) = app.admin("POST", "/admin/clock", Some(json!({"advanceSeconds": 1}))).await;
     assert_eq!(s, 404);
     assert_extended(&body, 404, "NOT_FOUND");
 }
@@ -331,14 +242,8 @@ async fn without_the_test_clock_flag_the_clock_route_is_404() {
 #[actix_rt::test]
 async fn the_admin_token_from_the_environment_overrides_the_generated_one() {
     let token = "operator-chosen-admin-token-123";
-    let app = spawn_with(Options {
-        test_clock: true,
-        env: vec![("PIXGW_ADMIN_TOKEN".into(), token.into())],
-    })
-    .await;
-    let req = app
-        .client
-        .get(app.url("/admin/accounts/1"))
-        .bearer_auth(token);
+    let app =
+        spawn_with(Options { test_clock: true, env: vec![("PIXGW_ADMIN_TOKEN".into(), token.into())] }).await;
+    let req = app.client.get(app.url("/admin/accounts/1")).bearer_auth(token);
     assert_eq!(send(req, None).await.0, 200);
 }

@@ -11,24 +11,10 @@ use crate::helpers::{assert_extended, assert_simple, send, spawn_app, spawn_in_p
 #[actix_rt::test]
 async fn an_unknown_route_is_a_json_404_whose_error_id_is_the_request_id() {
     let app = spawn_app().await;
-    let mut res = app
-        .client
-        .get(app.url("/no/such/route"))
-        .send()
-        .await
-        .unwrap();
+    let mut res = app.client.get(app.url("/no/such/route")).send().await.unwrap();
     assert_eq!(res.status().as_u16(), 404);
-    assert_eq!(
-        res.headers().get("content-type").unwrap(),
-        "application/json"
-    );
-    let request_id = res
-        .headers()
-        .get("x-request-id")
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_owned();
+    assert_eq!(res.headers().get("content-type").unwrap(), "application/json");
+    let request_id = res.headers().get("x-request-id").unwrap().to_str().unwrap().to_owned();
     let body: Value = res.json().await.unwrap();
     assert_extended(&body, 404, "NOT_FOUND");
     assert_eq!(body["errorId"], request_id.as_str());
@@ -62,15 +48,8 @@ async fn a_wrong_method_is_a_json_405() {
 async fn a_body_over_the_limit_is_a_json_413() {
     let app = spawn_app().await;
     let big = "x".repeat(pixgw::config::REQUEST_BODY_BYTES_MAX + 1);
-    let req = app
-        .client
-        .post(app.url("/admin/accounts"))
-        .bearer_auth(&app.creds.admin_token);
-    let mut res = req
-        .content_type("application/json")
-        .send_body(big)
-        .await
-        .unwrap();
+    let req = app.client.post(app.url("/admin/accounts")).bearer_auth(&app.creds.admin_token);
+    let mut res = req.content_type("application/json").send_body(big).await.unwrap();
     assert_eq!(res.status().as_u16(), 413);
     let body: Value = res.json().await.unwrap();
     assert_extended(&body, 413, "PAYLOAD_TOO_LARGE");
@@ -93,35 +72,20 @@ async fn health_metrics_openapi_and_docs_are_served() {
     assert!(html.contains("swagger"), "{html}");
     // The page's assets come from this server, not from the internet.
     assert!(!html.contains("https://"), "{html}");
-    let res = app
-        .client
-        .get(app.url("/docs/swagger-initializer.js"))
-        .send()
-        .await
-        .unwrap();
+    let res = app.client.get(app.url("/docs/swagger-initializer.js")).send().await.unwrap();
     assert_eq!(res.status().as_u16(), 200);
     let res = app.client.get(app.url("/docs")).send().await.unwrap();
     // awc follows the redirect to /docs/.
     assert_eq!(res.status().as_u16(), 200);
-    let res = crate::helpers::client_without_redirects()
-        .get(app.url("/docs"))
-        .send()
-        .await
-        .unwrap();
+    let res = crate::helpers::client_without_redirects().get(app.url("/docs")).send().await.unwrap();
     assert_eq!(res.status().as_u16(), 308);
     assert_eq!(res.headers().get("location").unwrap(), "/docs/");
 
     let mut res = app.client.get(app.url("/metrics")).send().await.unwrap();
     assert_eq!(res.status().as_u16(), 200);
     let text = String::from_utf8(res.body().await.unwrap().to_vec()).unwrap();
-    assert!(
-        text.contains(r#"http_requests_total{route="/healthz",method="GET",status="200"}"#),
-        "{text}"
-    );
-    assert!(
-        text.contains("http_request_duration_seconds_bucket"),
-        "{text}"
-    );
+    assert!(text.contains(r#"http_requests_total{route="/healthz",method="GET",status="200"}"#), "{text}");
+    assert!(text.contains("http_request_duration_seconds_bucket"), "{text}");
 }
 
 #[actix_rt::test]

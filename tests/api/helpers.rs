@@ -45,10 +45,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            test_clock: true,
-            env: vec![],
-        }
+        Options { test_clock: true, env: vec![] }
     }
 }
 
@@ -90,8 +87,7 @@ pub fn start_process(dir: &Path, opts: &Options) -> (Child, String) {
 
 pub fn read_credentials(dir: &Path) -> Credentials {
     let demo = dir.join("demo");
-    let v: Value =
-        serde_json::from_slice(&std::fs::read(demo.join("credentials.json")).unwrap()).unwrap();
+    let v: Value = serde_json::from_slice(&std::fs::read(demo.join("credentials.json")).unwrap()).unwrap();
     Credentials {
         account_id: v["accountId"].as_u64().unwrap(),
         client_id: v["clientId"].as_str().unwrap().to_owned(),
@@ -106,10 +102,7 @@ pub fn client() -> Client {
 }
 
 pub fn client_without_redirects() -> Client {
-    Client::builder()
-        .disable_redirects()
-        .timeout(Duration::from_secs(30))
-        .finish()
+    Client::builder().disable_redirects().timeout(Duration::from_secs(30)).finish()
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -119,13 +112,7 @@ pub async fn spawn_app() -> TestApp {
 pub async fn spawn_with(opts: Options) -> TestApp {
     let dir = Arc::new(tempfile::tempdir().unwrap());
     let (child, base) = start_process(dir.path(), &opts);
-    TestApp {
-        base,
-        client: client(),
-        creds: read_credentials(dir.path()),
-        dir,
-        child: Some(child),
-    }
+    TestApp { base, client: client(), creds: read_credentials(dir.path()), dir, child: Some(child) }
 }
 
 /// Builds the application in this process on `store` (no subprocess).
@@ -138,19 +125,14 @@ pub async fn spawn_in_process(store: SharedStore) -> TestApp {
         log_format: LogFormat::Human,
         admin_token: None,
         sim_settle_ms: 200,
+        dict_file: None,
         workers: 1,
         shutdown_timeout_seconds: 1,
     };
     let app = Application::build_with_store(settings, store).unwrap();
     let base = format!("http://{}", app.address());
     actix_rt::spawn(app.run_until_stopped());
-    TestApp {
-        base,
-        client: client(),
-        creds: read_credentials(dir.path()),
-        dir,
-        child: None,
-    }
+    TestApp { base, client: client(), creds: read_credentials(dir.path()), dir, child: None }
 }
 
 impl TestApp {
@@ -180,10 +162,8 @@ impl TestApp {
 
     /// POSTs a JSON body with the admin token; answers status and body.
     pub async fn admin(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        let req = self
-            .client
-            .request(method.parse().unwrap(), self.url(path))
-            .bearer_auth(&self.creds.admin_token);
+        let req =
+            self.client.request(method.parse().unwrap(), self.url(path)).bearer_auth(&self.creds.admin_token);
         send(req, body).await
     }
 
@@ -193,22 +173,13 @@ impl TestApp {
             .client
             .post(self.url("/api/auth/token"))
             .insert_header(("X-SSL-Client-Cert", certs::url_encode_pem(pem)));
-        send(
-            req,
-            Some(json!({"clientId": client_id, "clientSecret": secret})),
-        )
-        .await
+        send(req, Some(json!({"clientId": client_id, "clientSecret": secret}))).await
     }
 
     /// A token for the Demo account.
     pub async fn demo_token(&self) -> String {
-        let (status, body) = self
-            .token_with(
-                &self.creds.cert_pem,
-                &self.creds.client_id,
-                &self.creds.client_secret,
-            )
-            .await;
+        let (status, body) =
+            self.token_with(&self.creds.cert_pem, &self.creds.client_id, &self.creds.client_secret).await;
         assert_eq!(status, 201, "{body}");
         body["access_token"].as_str().unwrap().to_owned()
     }
@@ -220,46 +191,24 @@ impl TestApp {
 
     /// Moves the test clock forward.
     pub async fn advance(&self, seconds: i64) {
-        let (s, b) = self
-            .admin(
-                "POST",
-                "/admin/clock",
-                Some(json!({"advanceSeconds": seconds})),
-            )
-            .await;
+        let (s, b) = self.admin("POST", "/admin/clock", Some(json!({"advanceSeconds": seconds}))).await;
         assert_eq!(s, 200, "{b}");
     }
 
     /// Creates an account with a certificate; answers (accountId, clientId, secret, pem).
     pub async fn new_account(&self, name: &str) -> (u64, String, String, String) {
         let (s, b) = self
-            .admin(
-                "POST",
-                "/admin/accounts",
-                Some(json!({"name": name, "document": "52998224725"})),
-            )
+            .admin("POST", "/admin/accounts", Some(json!({"name": name, "document": "52998224725"})))
             .await;
         assert_eq!(s, 201, "{b}");
         let id = b["accountId"].as_u64().unwrap();
         let now = Utc::now();
-        let pem = cert(
-            now - chrono::Duration::hours(1),
-            now + chrono::Duration::days(30),
-        );
+        let pem = cert(now - chrono::Duration::hours(1), now + chrono::Duration::days(30));
         let (s, r) = self
-            .admin(
-                "POST",
-                &format!("/admin/accounts/{id}/certificates"),
-                Some(json!({"pem": pem})),
-            )
+            .admin("POST", &format!("/admin/accounts/{id}/certificates"), Some(json!({"pem": pem})))
             .await;
         assert_eq!(s, 201, "{r}");
-        (
-            id,
-            b["clientId"].as_str().unwrap().to_owned(),
-            b["clientSecret"].as_str().unwrap().to_owned(),
-            pem,
-        )
+        (id, b["clientId"].as_str().unwrap().to_owned(), b["clientSecret"].as_str().unwrap().to_owned(), pem)
     }
 }
 
@@ -274,9 +223,7 @@ impl Drop for TestApp {
 
 /// A fresh self-signed client certificate with the given window.
 pub fn cert(not_before: DateTime<Utc>, not_after: DateTime<Utc>) -> String {
-    certs::generate("test client", not_before, not_after)
-        .unwrap()
-        .cert_pem
+    certs::generate("test client", not_before, not_after).unwrap().cert_pem
 }
 
 /// Sends a request with an optional JSON body; answers status and the JSON body (Null if
@@ -300,14 +247,7 @@ pub async fn send(req: awc::ClientRequest, body: Option<Value>) -> (u16, Value) 
 pub fn assert_extended(body: &Value, status: u16, code: &str) {
     assert_eq!(body["statusCode"], status, "{body}");
     assert_eq!(body["code"], code, "{body}");
-    for key in [
-        "timestamp",
-        "path",
-        "method",
-        "message",
-        "userMessage",
-        "errorId",
-    ] {
+    for key in ["timestamp", "path", "method", "message", "userMessage", "errorId"] {
         assert!(!body[key].is_null(), "missing {key} in {body}");
     }
 }

@@ -21,9 +21,7 @@ async fn a_restart_keeps_accounts_certificates_credentials_and_the_signing_key()
     assert_eq!(app.get_with("/api/account", &token).await.0, 200);
     let (s, body) = app.token_with(&pem, &client_id, &secret).await;
     assert_eq!(s, 201, "{body}");
-    let (s, view) = app
-        .admin("GET", &format!("/admin/accounts/{id}"), None)
-        .await;
+    let (s, view) = app.admin("GET", &format!("/admin/accounts/{id}"), None).await;
     assert_eq!(s, 200);
     assert_eq!(view["name"], "Durable");
     assert_eq!(view["certificates"].as_array().unwrap().len(), 1);
@@ -42,18 +40,10 @@ async fn a_second_server_on_the_same_data_dir_fails_cleanly() {
         .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("in use by another pixgw process"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("in use by another pixgw process"), "{stderr}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"));
     // The first server is unaffected.
-    assert_eq!(
-        crate::helpers::send(app.client.get(app.url("/healthz")), None)
-            .await
-            .0,
-        200
-    );
+    assert_eq!(crate::helpers::send(app.client.get(app.url("/healthz")), None).await.0, 200);
 }
 
 #[actix_rt::test]
@@ -65,23 +55,12 @@ async fn sigterm_stops_the_server_with_success() {
 #[actix_rt::test]
 async fn the_test_clock_offset_survives_a_restart() {
     let mut app = spawn_app().await;
-    let (s, _) = app
-        .admin(
-            "POST",
-            "/admin/clock",
-            Some(json!({"set": "2045-06-01T12:00:00Z"})),
-        )
-        .await;
+    let (s, _) = app.admin("POST", "/admin/clock", Some(json!({"set": "2045-06-01T12:00:00Z"}))).await;
     assert_eq!(s, 200);
     app.restart(&Options::default());
-    let (s, body) = app
-        .admin("POST", "/admin/clock", Some(json!({"advanceSeconds": 0})))
-        .await;
+    let (s, body) = app.admin("POST", "/admin/clock", Some(json!({"advanceSeconds": 0}))).await;
     assert_eq!(s, 200);
-    assert!(
-        body["now"].as_str().unwrap().starts_with("2045-06-01T12:0"),
-        "{body}"
-    );
+    assert!(body["now"].as_str().unwrap().starts_with("2045-06-01T12:0"), "{body}");
 }
 
 #[actix_rt::test]

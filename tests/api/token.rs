@@ -23,13 +23,8 @@ fn assert_token_error(body: &Value, status: u16, code: &str) {
 #[actix_rt::test]
 async fn the_demo_credentials_get_a_token_that_opens_the_api() {
     let app = spawn_app().await;
-    let (status, body) = app
-        .token_with(
-            &app.creds.cert_pem,
-            &app.creds.client_id,
-            &app.creds.client_secret,
-        )
-        .await;
+    let (status, body) =
+        app.token_with(&app.creds.cert_pem, &app.creds.client_id, &app.creds.client_secret).await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(body["token_type"], "Bearer");
     assert_eq!(body["expires_in"], 1800);
@@ -56,19 +51,10 @@ async fn a_missing_certificate_header_is_pub_cert_header_missing() {
 #[actix_rt::test]
 async fn a_header_that_is_not_a_certificate_is_pub_cert_malformed_pem() {
     let app = spawn_app().await;
-    for garbage in [
-        "hello",
-        "-----BEGIN%20CERTIFICATE-----%0AAAAA%0A-----END%20CERTIFICATE-----",
-    ] {
-        let req = app
-            .client
-            .post(app.url("/api/auth/token"))
-            .insert_header(("X-SSL-Client-Cert", garbage));
-        let (status, body) = send(
-            req,
-            Some(json!({"clientId": app.creds.client_id, "clientSecret": "x"})),
-        )
-        .await;
+    for garbage in ["hello", "-----BEGIN%20CERTIFICATE-----%0AAAAA%0A-----END%20CERTIFICATE-----"] {
+        let req = app.client.post(app.url("/api/auth/token")).insert_header(("X-SSL-Client-Cert", garbage));
+        let (status, body) =
+            send(req, Some(json!({"clientId": app.creds.client_id, "clientSecret": "x"}))).await;
         assert_eq!(status, 400);
         assert_token_error(&body, 400, "PUB_CERT_MALFORMED_PEM");
     }
@@ -79,19 +65,11 @@ async fn a_plus_sent_as_percent_20_is_a_malformed_pem() {
     let app = spawn_app().await;
     // The Demo certificate is random; use one that has a '+' in its base64.
     let pem = (0..100)
-        .map(|_| {
-            cert(
-                Utc::now() - Duration::hours(1),
-                Utc::now() + Duration::days(1),
-            )
-        })
+        .map(|_| cert(Utc::now() - Duration::hours(1), Utc::now() + Duration::days(1)))
         .find(|p| p.contains('+'))
         .expect("a certificate with a '+'");
     let wrong = certs::url_encode_pem(&pem).replace("%2B", "%20");
-    let req = app
-        .client
-        .post(app.url("/api/auth/token"))
-        .insert_header(("X-SSL-Client-Cert", wrong));
+    let req = app.client.post(app.url("/api/auth/token")).insert_header(("X-SSL-Client-Cert", wrong));
     let body = json!({"clientId": app.creds.client_id, "clientSecret": app.creds.client_secret});
     let (status, body) = send(req, Some(body)).await;
     assert_eq!(status, 400);
@@ -102,32 +80,17 @@ async fn a_plus_sent_as_percent_20_is_a_malformed_pem() {
 #[actix_rt::test]
 async fn a_body_that_breaks_the_schema_is_pub_request_body_invalid_with_violations() {
     let app = spawn_app().await;
-    let header = (
-        "X-SSL-Client-Cert",
-        certs::url_encode_pem(&app.creds.cert_pem),
-    );
+    let header = ("X-SSL-Client-Cert", certs::url_encode_pem(&app.creds.cert_pem));
     let cases = [
         (json!({"clientSecret": "x"}), vec!["clientId"]),
-        (
-            json!({"clientId": 42, "clientSecret": true}),
-            vec!["clientId", "clientSecret"],
-        ),
+        (json!({"clientId": 42, "clientSecret": true}), vec!["clientId", "clientSecret"]),
         // a UUID of version 1 is not a UUID v4
-        (
-            json!({"clientId": "3f2b8c1e-9d4a-1e6b-8a7c-1d2e3f4a5b6c", "clientSecret": "x"}),
-            vec!["clientId"],
-        ),
-        (
-            json!({"clientId": app.creds.client_id, "clientSecret": ""}),
-            vec!["clientSecret"],
-        ),
+        (json!({"clientId": "3f2b8c1e-9d4a-1e6b-8a7c-1d2e3f4a5b6c", "clientSecret": "x"}), vec!["clientId"]),
+        (json!({"clientId": app.creds.client_id, "clientSecret": ""}), vec!["clientSecret"]),
         (json!([1, 2]), vec!["body"]),
     ];
     for (payload, fields) in cases {
-        let req = app
-            .client
-            .post(app.url("/api/auth/token"))
-            .insert_header(header.clone());
+        let req = app.client.post(app.url("/api/auth/token")).insert_header(header.clone());
         let (status, body) = send(req, Some(payload.clone())).await;
         assert_eq!(status, 400, "{payload}");
         assert_token_error(&body, 400, "PUB_REQUEST_BODY_INVALID");
@@ -140,10 +103,7 @@ async fn a_body_that_breaks_the_schema_is_pub_request_body_invalid_with_violatio
         assert_eq!(got, fields, "{payload}");
     }
     // Not JSON at all.
-    let req = app
-        .client
-        .post(app.url("/api/auth/token"))
-        .insert_header(header.clone());
+    let req = app.client.post(app.url("/api/auth/token")).insert_header(header.clone());
     let (status, body) = send(req.content_type("application/json"), None).await;
     assert_eq!(status, 400);
     assert_token_error(&body, 400, "PUB_REQUEST_BODY_INVALID");
@@ -155,13 +115,8 @@ async fn a_certificate_before_its_not_before_is_refused_until_the_clock_reaches_
     let (id, client_id, secret, _) = app.new_account("Future").await;
     let now = Utc::now();
     let pem = cert(now + Duration::hours(1), now + Duration::days(2));
-    let (s, _) = app
-        .admin(
-            "POST",
-            &format!("/admin/accounts/{id}/certificates"),
-            Some(json!({"pem": pem})),
-        )
-        .await;
+    let (s, _) =
+        app.admin("POST", &format!("/admin/accounts/{id}/certificates"), Some(json!({"pem": pem}))).await;
     assert_eq!(s, 201);
     let (status, body) = app.token_with(&pem, &client_id, &secret).await;
     assert_eq!(status, 401);
@@ -186,13 +141,8 @@ async fn a_certificate_past_its_not_after_is_pub_cert_expired() {
 #[actix_rt::test]
 async fn an_unregistered_certificate_is_pub_cert_not_registered() {
     let app = spawn_app().await;
-    let pem = cert(
-        Utc::now() - Duration::hours(1),
-        Utc::now() + Duration::days(1),
-    );
-    let (status, body) = app
-        .token_with(&pem, &app.creds.client_id, &app.creds.client_secret)
-        .await;
+    let pem = cert(Utc::now() - Duration::hours(1), Utc::now() + Duration::days(1));
+    let (status, body) = app.token_with(&pem, &app.creds.client_id, &app.creds.client_secret).await;
     assert_eq!(status, 401);
     assert_token_error(&body, 401, "PUB_CERT_NOT_REGISTERED");
 }
@@ -205,13 +155,7 @@ async fn a_revoked_certificate_is_not_registered_and_its_tokens_stop_working() {
     assert_eq!(status, 201);
     let token = body["access_token"].as_str().unwrap().to_owned();
     let fp = certs::parse_pem(&pem).unwrap().fingerprint;
-    let (s, b) = app
-        .admin(
-            "DELETE",
-            &format!("/admin/accounts/{id}/certificates/{fp}"),
-            None,
-        )
-        .await;
+    let (s, b) = app.admin("DELETE", &format!("/admin/accounts/{id}/certificates/{fp}"), None).await;
     assert_eq!(s, 204, "{b}");
     let (status, body) = app.token_with(&pem, &client_id, &secret).await;
     assert_eq!(status, 401);
@@ -224,13 +168,10 @@ async fn a_revoked_certificate_is_not_registered_and_its_tokens_stop_working() {
 #[actix_rt::test]
 async fn unknown_client_and_wrong_secret_answer_the_same() {
     let app = spawn_app().await;
-    let (s1, wrong_secret) = app
-        .token_with(&app.creds.cert_pem, &app.creds.client_id, "not-the-secret")
-        .await;
+    let (s1, wrong_secret) =
+        app.token_with(&app.creds.cert_pem, &app.creds.client_id, "not-the-secret").await;
     let unknown = uuid::Uuid::new_v4().to_string();
-    let (s2, unknown_client) = app
-        .token_with(&app.creds.cert_pem, &unknown, &app.creds.client_secret)
-        .await;
+    let (s2, unknown_client) = app.token_with(&app.creds.cert_pem, &unknown, &app.creds.client_secret).await;
     assert_eq!((s1, s2), (401, 401));
     assert_token_error(&wrong_secret, 401, "PUB_INVALID_CREDENTIALS");
     assert_token_error(&unknown_client, 401, "PUB_INVALID_CREDENTIALS");
@@ -248,9 +189,7 @@ async fn unknown_client_and_wrong_secret_answer_the_same() {
 async fn a_certificate_of_another_account_is_forbidden() {
     let app = spawn_app().await;
     let (_, _, _, other_pem) = app.new_account("Other").await;
-    let (status, body) = app
-        .token_with(&other_pem, &app.creds.client_id, &app.creds.client_secret)
-        .await;
+    let (status, body) = app.token_with(&other_pem, &app.creds.client_id, &app.creds.client_secret).await;
     assert_eq!(status, 403);
     assert_token_error(&body, 403, "PUB_CERT_NOT_AUTHORIZED_FOR_ACCOUNT");
 }
@@ -260,23 +199,13 @@ async fn storage_that_does_not_answer_is_pub_auth_upstream_unavailable() {
     let store = Arc::new(MemoryStore::new());
     let app = spawn_in_process(store.clone()).await;
     store.set_failing(true);
-    let (status, body) = app
-        .token_with(
-            &app.creds.cert_pem,
-            &app.creds.client_id,
-            &app.creds.client_secret,
-        )
-        .await;
+    let (status, body) =
+        app.token_with(&app.creds.cert_pem, &app.creds.client_id, &app.creds.client_secret).await;
     assert_eq!(status, 503);
     assert_token_error(&body, 503, "PUB_AUTH_UPSTREAM_UNAVAILABLE");
     store.set_failing(false);
-    let (status, _) = app
-        .token_with(
-            &app.creds.cert_pem,
-            &app.creds.client_id,
-            &app.creds.client_secret,
-        )
-        .await;
+    let (status, _) =
+        app.token_with(&app.creds.cert_pem, &app.creds.client_id, &app.creds.client_secret).await;
     assert_eq!(status, 201);
 }
 
@@ -285,18 +214,10 @@ async fn a_credential_record_that_does_not_decode_is_pub_auth_upstream_error() {
     let store = Arc::new(MemoryStore::new());
     let app = spawn_in_process(store.clone()).await;
     let mut b = Batch::default();
-    b.put(
-        format!("client/{}", app.creds.client_id),
-        b"not json".to_vec(),
-    );
+    b.put(format!("client/{}", app.creds.client_id), b"not json".to_vec());
     store.apply(&b).unwrap();
-    let (status, body) = app
-        .token_with(
-            &app.creds.cert_pem,
-            &app.creds.client_id,
-            &app.creds.client_secret,
-        )
-        .await;
+    let (status, body) =
+        app.token_with(&app.creds.cert_pem, &app.creds.client_id, &app.creds.client_secret).await;
     assert_eq!(status, 502);
     assert_token_error(&body, 502, "PUB_AUTH_UPSTREAM_ERROR");
 }
@@ -311,10 +232,7 @@ async fn a_token_expires_after_1800_seconds_on_the_server_clock() {
     let (s, body) = app.get_with("/api/account", &token).await;
     assert_eq!(s, 401);
     assert_extended(&body, 401, "HTTP_ERROR");
-    assert!(
-        body["message"].as_str().unwrap().contains("expired"),
-        "{body}"
-    );
+    assert!(body["message"].as_str().unwrap().contains("expired"), "{body}");
 }
 
 #[actix_rt::test]
@@ -325,26 +243,12 @@ async fn tampered_alg_none_foreign_and_missing_tokens_are_401() {
     let parts: Vec<&str> = token.split('.').collect();
     let mut claims: Value = serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
     claims["exp"] = json!(claims["exp"].as_i64().unwrap() + 100_000);
-    let tampered = format!(
-        "{}.{}.{}",
-        parts[0],
-        b64.encode(claims.to_string()),
-        parts[2]
-    );
-    let none = format!(
-        "{}.{}.",
-        b64.encode(r#"{"alg":"none","typ":"JWT"}"#),
-        parts[1]
-    );
+    let tampered = format!("{}.{}.{}", parts[0], b64.encode(claims.to_string()), parts[2]);
+    let none = format!("{}.{}.", b64.encode(r#"{"alg":"none","typ":"JWT"}"#), parts[1]);
     // A token signed by another server (another key) for the same ids.
     let other = spawn_app().await;
     let foreign = other.demo_token().await;
-    for bad in [
-        tampered.as_str(),
-        none.as_str(),
-        foreign.as_str(),
-        "garbage",
-    ] {
+    for bad in [tampered.as_str(), none.as_str(), foreign.as_str(), "garbage"] {
         let (s, body) = app.get_with("/api/account", bad).await;
         assert_eq!(s, 401, "{bad}");
         assert_extended(&body, 401, "HTTP_ERROR");
@@ -360,27 +264,14 @@ async fn rotating_the_secret_retires_the_old_secret_and_its_tokens() {
     let old_token = app.demo_token().await;
     // Tokens carry whole seconds; make the rotation fall in a later second.
     app.advance(1).await;
-    let (s, body) = app
-        .admin(
-            "POST",
-            &format!("/admin/accounts/{}/secret", app.creds.account_id),
-            None,
-        )
-        .await;
+    let (s, body) =
+        app.admin("POST", &format!("/admin/accounts/{}/secret", app.creds.account_id), None).await;
     assert_eq!(s, 200, "{body}");
     let new_secret = body["clientSecret"].as_str().unwrap();
-    let (s, body) = app
-        .token_with(
-            &app.creds.cert_pem,
-            &app.creds.client_id,
-            &app.creds.client_secret,
-        )
-        .await;
+    let (s, body) = app.token_with(&app.creds.cert_pem, &app.creds.client_id, &app.creds.client_secret).await;
     assert_eq!(s, 401);
     assert_token_error(&body, 401, "PUB_INVALID_CREDENTIALS");
-    let (s, body) = app
-        .token_with(&app.creds.cert_pem, &app.creds.client_id, new_secret)
-        .await;
+    let (s, body) = app.token_with(&app.creds.cert_pem, &app.creds.client_id, new_secret).await;
     assert_eq!(s, 201, "{body}");
     assert_eq!(app.get_with("/api/account", &old_token).await.0, 401);
     let fresh = body["access_token"].as_str().unwrap();

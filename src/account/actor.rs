@@ -1,0 +1,422 @@
+//! The account actor: apply, commit, reply.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::messages::*;
+use crate::clock::Clock;
+use crate::domain::account::FeeRule;
+use crate::domain::events::event_for;
+use crate::domain::ledger::{Balance, DebitDecision, DebitRequest, Ledger};
+use crate::domain::pix_key::parse_directory_key;
+use crate::domain::transaction::{
+    end_to_end_id, BankInfo, DictDetails, ErrorCode, Transaction, TxKind, TxStatus,
+};
+use crate::sim::bank::{Bank, Settled, Submit};
+use crate::sim::directory::Directory;
+use crate::sim::GATEWAY_ISPB;
+use crate::store::{AccountRecord, Batch, GroupCommit, Repo};
+
+/// Messages an actor's mailbox holds before senders wait.
+const MAILBOX_CAPACITY: usize = 4096;
+/// How often an actor looks for expired transfers on its own.
+const TICK_EVERY: Duration = Duration::from_secs(1);
+
+/// What every account actor shares.
+pub struct Deps {
+    pub repo: Repo,
+    pub commit: Arc<GroupCommit>,
+    pub clock: Arc<Clock>,
+    pub bank: Addr<Bank>,
+    pub directory: Arc<Directory>,
+}
+
+pub struct AccountActor {
+    account: AccountRecord,
+    deps: Arc<Deps>,
+    /// `Err` when the ledger could not be loaded: the actor stops at once.
+    ledger: Result<Ledger, String>,
+    /// Pending debits, to settle without a storage read.
+    pending: HashMap<u64, Transaction>,
+    /// `/dict/pix` expirations: (deadline, local id).
+    deadlines: BTreeSet<(DateTime<Utc>, u64)>,
+    /// The newest group-commit ticket of this actor's writes; replies wait for it.
+    last_ticket: u64,
+}
+
+type PayResult = Result<(Transaction, bool), PayError>;
+
+impl AccountActor {
+    /// Loads the account's ledger and pending debits from storage.
+    pub fn load(account: AccountRecord, deps: Arc<Deps>) -> AccountActor {
+        let ledger = deps.repo.load_ledger(&account).map_err(|e| e.to_string());
+        let mut actor = AccountActor {
+            account,
+            deps,
+            ledger,
+            pending: HashMap::new(),
+            deadlines: BTreeSet::new(),
+            last_ticket: 0,
+        };
+        if let Err(e) = actor.load_pending() {
+            actor.ledger = Err(e);
+        }
+        actor
+    }
+
+    fn load_pending(&mut self) -> Result<(), String> {
+        let Ok(ledger) = &self.ledger else { return Ok(()) };
+        let ids: Vec<u64> = ledger.pending().map(|(id, _)| id).collect();
+        for id in ids {
+            let tx = self
+                .deps
+                .repo
+                .transaction(id)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("pending transaction {id} has no record"))?;
+            self.track(tx);
+        }
+        Ok(())
+    }
+
+    fn track(&mut self, tx: Transaction) {
+        if let Some(d) = &tx.dict {
+            let deadline = tx.created_at + chrono::Duration::seconds(i64::from(d.expiration_seconds));
+            self.deadlines.insert((deadline, tx.local_id));
+        }
+        self.pending.insert(tx.local_id, tx);
+    }
+
+    fn fee_rule(&self, kind: TxKind) -> FeeRule {
+        let fees = &self.account.settings.fees;
+        match kind {
+            TxKind::CashOut | TxKind::QrCashOut => fees.cash_out,
+            TxKind::DictPix => fees.dict_pix,
+            TxKind::PixIn => fees.cash_in,
+        }
+    }
+
+    fn submit(&self, tx: &Transaction, ctx: &mut Context<Self>) {
+        let key = match (&tx.counterpart.key, tx.counterpart.key_type) {
+            (Some(k), Some(_)) => parse_directory_key(k).ok(),
+            _ => None,
+        };
+        let immediate =
+            tx.dict.as_ref().is_some_and(|d| d.priority == crate::domain::transaction::Priority::High);
+        self.deps.bank.do_send(Submit {
+            local_id: tx.local_id,
+            key,
+            scenario: tx.scenario,
+            immediate,
+            reply_to: ctx.address().recipient(),
+        });
+    }
+
+    fn commit(&mut self, batch: &Batch) -> Result<(), PayError> {
+        let ticket = self.deps.commit.apply(batch).map_err(|e| PayError::Unavailable(e.to_string()))?;
+        self.last_ticket = ticket;
+        Ok(())
+    }
+
+    fn broken(&self, why: &str, ctx: &mut Context<Self>) -> PayError {
+        tracing::error!(account = %self.account.id, why, "account actor stops; it reloads from storage on next use");
+        ctx.stop();
+        PayError::Internal(why.to_owned())
+    }
+
+    fn pay(&mut self, req: PayRequest, ctx: &mut Context<Self>) -> PayResult {
+        let ledger = self.ledger.as_ref().map_err(|e| PayError::Unavailable(e.clone()))?;
+        let now = self.deps.clock.now();
+        let store = self.deps.repo.store();
+        let local_id = store.generate_id().map_err(|e| PayError::Unavailable(e.to_string()))?;
+        let fee = if req.document_mismatch {
+            crate::domain::money::Money::ZERO
+        } else {
+            self.fee_rule(req.kind).fee_for(req.value)
+        };
+        let debit = DebitRequest {
+            local_id,
+            external_id: req.external_id.clone(),
+            idempotency: req.dict.as_ref().map(|d| (d.idempotency_key.clone(), d.request_hash.clone())),
+            value: req.value,
+            fee,
+            hold: !req.document_mismatch,
+            now,
+        };
+        let effects = match ledger.decide_debit(&debit, &self.account.settings.limits) {
+            Err(r) => return Err(PayError::Rejected(r)),
+            Ok(DebitDecision::Replay { existing }) => {
+                let tx =
+                    self.deps.repo.transaction(existing).map_err(|e| PayError::Unavailable(e.to_string()))?;
+                return tx
+                    .map(|t| (t, true))
+                    .ok_or_else(|| PayError::Internal(format!("transaction {existing} missing")));
+            }
+            Ok(DebitDecision::Accept(e)) => e,
+        };
+        let entropy = Uuid::new_v4().into_bytes();
+        let e2e = end_to_end_id('E', GATEWAY_ISPB, now, &entropy);
+        let mut tx = Transaction {
+            local_id,
+            transaction_id: Uuid::new_v4(),
+            account_id: self.account.id,
+            kind: req.kind,
+            status: TxStatus::Pending,
+            error_code: None,
+            value: req.value,
+            fee,
+            external_id: req.external_id,
+            end_to_end_id: e2e.clone(),
+            description: req.description,
+            counterpart: req.counterpart,
+            created_at: now,
+            processed_at: None,
+            scenario: req.scenario,
+            dict: req.dict.map(|d| DictDetails {
+                idempotency_key: d.idempotency_key,
+                request_hash: d.request_hash,
+                priority: d.priority,
+                expiration_seconds: d.expiration_seconds,
+                currency: d.currency,
+                provisional_end_to_end_id: e2e,
+            }),
+            qr_txid: req.qr_txid,
+        };
+        if req.document_mismatch {
+            let _ = tx.settle(Err(ErrorCode::TaxIdMismatch), now);
+        }
+        let repo = &self.deps.repo;
+        let mut b = Batch::default();
+        let write = (|| {
+            repo.put_transaction(&mut b, &tx, true)?;
+            repo.put_ledger(&mut b, self.account.id, &effects.state)?;
+            if !effects.hold.is_zero() {
+                repo.put_pending(&mut b, self.account.id, local_id, effects.hold)?;
+            }
+            if let Some(ev) = event_for(&tx, now) {
+                repo.put_outbox(&mut b, &ev)?;
+            }
+            Ok::<(), crate::store::RepoError>(())
+        })();
+        write.map_err(|e| PayError::Unavailable(e.to_string()))?;
+        self.commit(&b)?;
+        let applied = self.ledger.as_mut().map(|l| l.apply_debit(effects));
+        if let Ok(Err(v)) = applied {
+            return Err(self.broken(&v.to_string(), ctx));
+        }
+        if tx.status == TxStatus::Pending {
+            self.track(tx.clone());
+        }
+        Ok((tx, false))
+    }
+
+    /// Ends a pending debit: the bank answered, or a `/dict/pix` transfer expired.
+    fn settle(
+        &mut self,
+        local_id: u64,
+        result: Result<Option<BankInfo>, ErrorCode>,
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(mut tx) = self.pending.get(&local_id).cloned() else { return };
+        let Ok(ledger) = &self.ledger else { return };
+        let Some(effects) = ledger.decide_settle(local_id, result.is_ok()) else { return };
+        let now = self.deps.clock.now();
+        if let Ok(Some(bank)) = &result {
+            tx.counterpart.bank = Some(bank.clone());
+        }
+        if tx.kind == TxKind::DictPix && result.is_ok() {
+            // The provisional id answered at creation gives way to the settled one.
+            tx.end_to_end_id = end_to_end_id('E', GATEWAY_ISPB, now, &Uuid::new_v4().into_bytes());
+        }
+        if tx.settle(result.map(|_| ()), now).is_err() {
+            return;
+        }
+        let repo = &self.deps.repo;
+        let mut b = Batch::default();
+        let write = (|| {
+            repo.put_transaction(&mut b, &tx, false)?;
+            repo.put_ledger(&mut b, self.account.id, &effects.state)?;
+            repo.delete_pending(&mut b, self.account.id, local_id);
+            if let Some(ev) = event_for(&tx, now) {
+                repo.put_outbox(&mut b, &ev)?;
+            }
+            Ok::<(), crate::store::RepoError>(())
+        })();
+        if let Err(e) = write.map_err(|e| PayError::Unavailable(e.to_string())).and_then(|_| self.commit(&b))
+        {
+            // Still pending in storage; a restart submits it to the bank again.
+            tracing::error!(account = %self.account.id, local_id, error = %e, "settlement not recorded");
+            return;
+        }
+        if let Ok(Err(v)) = self.ledger.as_mut().map(|l| l.apply_settle(effects)) {
+            self.broken(&v.to_string(), ctx);
+            return;
+        }
+        self.pending.remove(&local_id);
+        if let Some(d) = &tx.dict {
+            let deadline = tx.created_at + chrono::Duration::seconds(i64::from(d.expiration_seconds));
+            self.deadlines.remove(&(deadline, local_id));
+        }
+    }
+
+    fn expire_due(&mut self, ctx: &mut Context<Self>) {
+        let now = self.deps.clock.now();
+        let due: Vec<u64> = self.deadlines.iter().take_while(|(d, _)| *d <= now).map(|(_, id)| *id).collect();
+        for id in due {
+            self.settle(id, Err(ErrorCode::Expired), ctx);
+        }
+    }
+
+    fn pix_in(&mut self, msg: PixIn) -> Result<Transaction, PayError> {
+        let ledger = self.ledger.as_ref().map_err(|e| PayError::Unavailable(e.clone()))?;
+        let now = self.deps.clock.now();
+        let fee = self.fee_rule(TxKind::PixIn).fee_for(msg.value);
+        let effects = ledger.decide_credit(msg.value, fee).map_err(PayError::Rejected)?;
+        let local_id =
+            self.deps.repo.store().generate_id().map_err(|e| PayError::Unavailable(e.to_string()))?;
+        let payer_bank = self.deps.directory.institution("00000000").map(|i| BankInfo {
+            ispb: i.ispb.clone(),
+            name: i.name.clone(),
+            code: i.code.clone(),
+            branch: None,
+            account_number: None,
+        });
+        let tx = Transaction {
+            local_id,
+            transaction_id: Uuid::new_v4(),
+            account_id: self.account.id,
+            kind: TxKind::PixIn,
+            status: TxStatus::Confirmed,
+            error_code: None,
+            value: msg.value,
+            fee,
+            external_id: None,
+            end_to_end_id: end_to_end_id('E', "00000000", now, &Uuid::new_v4().into_bytes()),
+            description: None,
+            counterpart: crate::domain::transaction::Counterpart {
+                name: msg.payer_name,
+                document: msg.payer_document,
+                key: None,
+                key_type: None,
+                bank: payer_bank,
+            },
+            created_at: now,
+            processed_at: Some(now),
+            scenario: None,
+            dict: None,
+            qr_txid: None,
+        };
+        let repo = &self.deps.repo;
+        let mut b = Batch::default();
+        let write = (|| {
+            repo.put_transaction(&mut b, &tx, true)?;
+            repo.put_ledger(&mut b, self.account.id, &effects.state)?;
+            if let Some(ev) = event_for(&tx, now) {
+                repo.put_outbox(&mut b, &ev)?;
+            }
+            Ok::<(), crate::store::RepoError>(())
+        })();
+        write.map_err(|e| PayError::Unavailable(e.to_string()))?;
+        self.commit(&b)?;
+        if let Ok(Err(v)) = self.ledger.as_mut().map(|l| l.apply_credit(effects)) {
+            return Err(PayError::Internal(v.to_string()));
+        }
+        Ok(tx)
+    }
+
+    /// A reply that waits until this actor's writes so far are durable.
+    fn after_flush<T: 'static>(
+        &self,
+        reply: Result<T, PayError>,
+        then: impl FnOnce(&mut Self, &mut Context<Self>, &T) + 'static,
+    ) -> ResponseActFuture<Self, Result<T, PayError>> {
+        let commit = Arc::clone(&self.deps.commit);
+        let ticket = self.last_ticket;
+        let wait = async move { commit.durable(ticket).await };
+        Box::pin(wait.into_actor(self).map(move |durable, act, ctx| {
+            durable.map_err(|e| PayError::Unavailable(e.to_string()))?;
+            let value = reply?;
+            then(act, ctx, &value);
+            Ok(value)
+        }))
+    }
+}
+
+impl Actor for AccountActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if let Err(e) = &self.ledger {
+            tracing::error!(account = %self.account.id, error = %e, "cannot load the account");
+            ctx.stop();
+            return;
+        }
+        ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
+        // Recovery: whatever was pending when the server stopped goes to the bank again.
+        let pending: Vec<Transaction> = self.pending.values().cloned().collect();
+        for tx in &pending {
+            self.submit(tx, ctx);
+        }
+        ctx.run_interval(TICK_EVERY, |act, ctx| act.expire_due(ctx));
+    }
+}
+
+impl Handler<Pay> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<PayOutcome, PayError>>;
+
+    fn handle(&mut self, msg: Pay, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.pay(msg.0, ctx).map(|(tx, replayed)| PayOutcome { tx, replayed });
+        self.after_flush(reply, |act, ctx, out| {
+            if !out.replayed && out.tx.status == TxStatus::Pending {
+                act.submit(&out.tx, ctx);
+            }
+        })
+    }
+}
+
+impl Handler<PixIn> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
+
+    fn handle(&mut self, msg: PixIn, _: &mut Context<Self>) -> Self::Result {
+        let reply = self.pix_in(msg);
+        self.after_flush(reply, |_, _, _| {})
+    }
+}
+
+impl Handler<GetBalance> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Balance, PayError>>;
+
+    fn handle(&mut self, _: GetBalance, _: &mut Context<Self>) -> Self::Result {
+        let reply = self.ledger.as_ref().map(|l| l.balance()).map_err(|e| PayError::Unavailable(e.clone()));
+        self.after_flush(reply, |_, _, _| {})
+    }
+}
+
+impl Handler<Settled> for AccountActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Settled, ctx: &mut Context<Self>) {
+        self.settle(msg.local_id, msg.result, ctx);
+    }
+}
+
+impl Handler<Tick> for AccountActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Tick, ctx: &mut Context<Self>) {
+        self.expire_due(ctx);
+    }
+}
+
+impl Handler<SettingsChanged> for AccountActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: SettingsChanged, _: &mut Context<Self>) {
+        self.account.settings = msg.0;
+    }
+}

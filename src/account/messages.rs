@@ -1,0 +1,83 @@
+//! The messages an account actor answers.
+
+use actix::Message;
+
+use crate::domain::account::AccountSettings;
+use crate::domain::ledger::{Balance, Rejection};
+use crate::domain::money::Money;
+use crate::domain::pix_key::DirectoryKey;
+use crate::domain::scenario::PayoutScenario;
+use crate::domain::transaction::{Counterpart, Priority, Transaction, TxKind};
+
+/// The `/dict/pix` parts of a payment.
+#[derive(Debug, Clone)]
+pub struct DictRequest {
+    pub idempotency_key: String,
+    pub request_hash: String,
+    pub priority: Priority,
+    pub expiration_seconds: u32,
+    pub currency: String,
+}
+
+/// A payment out of the account (cash-out, QR cash-out, `/dict/pix`).
+#[derive(Debug, Clone)]
+pub struct PayRequest {
+    pub kind: TxKind,
+    pub external_id: Option<String>,
+    pub value: Money,
+    pub description: Option<String>,
+    pub counterpart: Counterpart,
+    /// The key the bank settles to (`None`: unknown, the bank rejects it).
+    pub settle_key: Option<DirectoryKey>,
+    pub scenario: Option<PayoutScenario>,
+    /// checkPixKeyWithDocument found another holder: record ERROR / TAX_ID_MISMATCH at
+    /// once and move no money.
+    pub document_mismatch: bool,
+    pub dict: Option<DictRequest>,
+    pub qr_txid: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PayOutcome {
+    pub tx: Transaction,
+    /// The same `/dict/pix` request was seen before; nothing moved.
+    pub replayed: bool,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PayError {
+    #[error("rejected: {0:?}")]
+    Rejected(Rejection),
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<PayOutcome, PayError>")]
+pub struct Pay(pub PayRequest);
+
+/// A received PIX that funds the account (sandbox).
+#[derive(Message)]
+#[rtype(result = "Result<Transaction, PayError>")]
+pub struct PixIn {
+    pub value: Money,
+    pub payer_name: String,
+    pub payer_document: Option<String>,
+}
+
+/// The balance, once everything the actor applied so far is durable.
+#[derive(Message)]
+#[rtype(result = "Result<Balance, PayError>")]
+pub struct GetBalance;
+
+/// Time moved: expire what is due (sent every second, and after the test clock moves).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Tick;
+
+/// The operator changed the account's settings.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SettingsChanged(pub AccountSettings);

@@ -1,0 +1,18 @@
+//! The account actors: one actix actor per account owns its ledger (balance, limit
+//! counters, idempotency indexes, pending debits) and serializes every change to it
+//! without locks. A registry starts them on first use, spread over one arbiter per core.
+//!
+//! Each command runs to completion inside the actor: decide on the pure ledger, write the
+//! resulting batch (transaction, ledger, indexes, outbox) through group commit, apply to
+//! the ledger, then reply once the batch is on disk. While one reply waits for its flush
+//! the actor already serves the next command, so one flush acknowledges many.
+
+mod actor;
+mod messages;
+mod registry;
+
+pub use actor::{AccountActor, Deps};
+pub use messages::{
+    DictRequest, GetBalance, Pay, PayError, PayOutcome, PayRequest, PixIn, SettingsChanged, Tick,
+};
+pub use registry::{Registry, RegistryError};

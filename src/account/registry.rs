@@ -1,0 +1,82 @@
+//! The registry of account actors: account id -> address, actors started on first use on
+//! one of the arbiters (one per core), restarted from storage if they stopped.
+//!
+//! Its lock guards only the address map, for a lookup, never across an await and never
+//! around a balance: the debits themselves are serialized by each actor's mailbox.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use actix::{Actor, Addr, Arbiter, ArbiterHandle};
+
+use super::actor::{AccountActor, Deps};
+use super::messages::{SettingsChanged, Tick};
+use crate::domain::account::AccountSettings;
+use crate::domain::ids::AccountId;
+use crate::store::RepoError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("account not found")]
+    NotFound,
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+pub struct Registry {
+    deps: Arc<Deps>,
+    arbiters: Vec<ArbiterHandle>,
+    actors: RwLock<HashMap<AccountId, Addr<AccountActor>>>,
+}
+
+impl Registry {
+    /// Starts `arbiters` arbiter threads for the actors.
+    pub fn new(deps: Arc<Deps>, arbiters: usize) -> Registry {
+        let arbiters = (0..arbiters.max(1)).map(|_| Arbiter::new().handle()).collect();
+        Registry { deps, arbiters, actors: RwLock::new(HashMap::new()) }
+    }
+
+    pub fn deps(&self) -> &Arc<Deps> {
+        &self.deps
+    }
+
+    /// The live actor of an account, started if needed.
+    pub fn get(&self, id: AccountId) -> Result<Addr<AccountActor>, RegistryError> {
+        {
+            let map = self.actors.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(addr) = map.get(&id).filter(|a| a.connected()) {
+                return Ok(addr.clone());
+            }
+        }
+        let mut map = self.actors.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(addr) = map.get(&id).filter(|a| a.connected()) {
+            return Ok(addr.clone());
+        }
+        let account = self.deps.repo.account(id)?.ok_or(RegistryError::NotFound)?;
+        let arbiter = &self.arbiters[(id.get() % self.arbiters.len() as u64) as usize];
+        let deps = Arc::clone(&self.deps);
+        let addr = AccountActor::start_in_arbiter(arbiter, move |_| AccountActor::load(account, deps));
+        map.insert(id, addr.clone());
+        Ok(addr)
+    }
+
+    fn live(&self) -> Vec<Addr<AccountActor>> {
+        let map = self.actors.read().unwrap_or_else(|p| p.into_inner());
+        map.values().filter(|a| a.connected()).cloned().collect()
+    }
+
+    /// Lets every live actor act on the current time, and waits until they have.
+    pub async fn tick_all(&self) {
+        for addr in self.live() {
+            let _ = addr.send(Tick).await;
+        }
+    }
+
+    /// Tells a live actor its settings changed (a stopped one reads them when it starts).
+    pub fn settings_changed(&self, id: AccountId, settings: AccountSettings) {
+        let map = self.actors.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(addr) = map.get(&id) {
+            addr.do_send(SettingsChanged(settings));
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! The events that state changes leave in the outbox, with the payloads the webhooks
+//! will carry (interface.md "Cash-out webhook", "V2 envelope"; decisions.md §7).
+//!
+//! Payloads are built here, from the transaction, in the same step that changes it, so the
+//! outbox says exactly what the state said at that moment.
+
+use std::str::FromStr;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Number, Value};
+
+use super::document::TaxId;
+use super::money::Money;
+use super::transaction::{Transaction, TxKind, TxStatus};
+
+/// The configurable webhook event types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventType {
+    CashIn,
+    CashOut,
+    RefundIn,
+    RefundOut,
+    MedCreated,
+    MedAccepted,
+    MedRejected,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutboxEvent {
+    pub account_id: u64,
+    pub local_id: u64,
+    pub event_type: EventType,
+    pub created_at: DateTime<Utc>,
+    pub payload: Value,
+}
+
+/// An amount as a JSON number with two decimals (`10.50`, not `10.5`).
+pub fn money_number(m: Money) -> Value {
+    Number::from_str(&m.to_cents_string()).map(Value::Number).unwrap_or(Value::Null)
+}
+
+pub fn iso(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn masked(doc: Option<&str>) -> Value {
+    doc.and_then(|d| TaxId::parse(d).ok()).map(|t| Value::String(t.masked())).unwrap_or(Value::Null)
+}
+
+fn counterpart_json(tx: &Transaction) -> Value {
+    let c = &tx.counterpart;
+    let bank = c.bank.as_ref().map(|b| {
+        json!({
+            "bankISPB": b.ispb, "bankName": b.name, "bankCode": b.code,
+            "accountBranch": b.branch, "accountNumber": b.account_number,
+        })
+    });
+    json!({ "name": c.name, "document": c.document, "bank": bank })
+}
+
+/// The family A flat webhook (`CashOut`, `CashIn`, …) of a transaction.
+pub fn flat_webhook(tx: &Transaction) -> Value {
+    let (event, movement) = match tx.kind {
+        TxKind::PixIn => ("CashIn", "CREDIT"),
+        TxKind::CashOut | TxKind::QrCashOut | TxKind::DictPix => ("CashOut", "DEBIT"),
+    };
+    let final_amount = if tx.kind.is_debit() {
+        tx.value.checked_add(tx.fee)
+    } else {
+        tx.value.checked_sub(tx.fee).or(Some(Money::ZERO))
+    };
+    let error = tx.error_code.filter(|_| tx.status == TxStatus::Error);
+    json!({
+        "event": event,
+        "status": tx.status.as_str(),
+        "transactionType": "PIX",
+        "movementType": movement,
+        "transactionId": tx.transaction_id.to_string(),
+        "externalId": tx.external_id,
+        "endToEndId": tx.end_to_end_id,
+        "pixKey": tx.counterpart.key,
+        "feeAmount": money_number(tx.fee),
+        "originalAmount": money_number(tx.value),
+        "finalAmount": final_amount.map(money_number).unwrap_or(Value::Null),
+        "processingDate": iso(tx.processed_at.unwrap_or(tx.created_at)),
+        "errorCode": error.map(|e| e.as_str()),
+        "errorMessage": error.map(|e| e.message()),
+        "counterpart": counterpart_json(tx),
+        "metadata": { "localId": tx.local_id, "operation": tx.kind },
+    })
+}
+
+/// The V2 TRANSFER envelope of a settled `/dict/pix` transfer. Success is `LIQUIDATED`;
+/// a failure (beyond the interface) is `REJECTED` with its `errorCode`.
+pub fn transfer_envelope(tx: &Transaction) -> Value {
+    let dict = tx.dict.as_ref();
+    let bank_ispb = tx.counterpart.bank.as_ref().map(|b| b.ispb.clone());
+    let status = if tx.status == TxStatus::Confirmed { "LIQUIDATED" } else { "REJECTED" };
+    json!({
+        "type": "TRANSFER",
+        "data": {
+            "id": tx.local_id,
+            "txId": Value::Null,
+            "pixKey": tx.counterpart.key,
+            "status": status,
+            "payment": {
+                "amount": tx.value.to_cents_string(),
+                "currency": dict.map(|d| d.currency.clone()).unwrap_or_else(|| "BRL".into()),
+            },
+            "endToEndId": tx.end_to_end_id,
+            "creditDebitType": "DEBIT",
+            "idempotencyKey": dict.map(|d| d.idempotency_key.clone()),
+            "creditorAccount": {
+                "name": tx.counterpart.name,
+                "document": masked(tx.counterpart.document.as_deref()),
+                "ispb": bank_ispb,
+            },
+            "remittanceInformation": tx.description,
+            "errorCode": tx.error_code.map(|e| e.as_str()),
+        }
+    })
+}
+
+/// The outbox event a transaction's current state calls for, if any: a final debit, or a
+/// received credit.
+pub fn event_for(tx: &Transaction, at: DateTime<Utc>) -> Option<OutboxEvent> {
+    let (event_type, payload) = match (tx.kind, tx.status) {
+        (_, TxStatus::Pending) => return None,
+        (TxKind::DictPix, _) => (EventType::CashOut, transfer_envelope(tx)),
+        (TxKind::PixIn, _) => (EventType::CashIn, flat_webhook(tx)),
+        (TxKind::CashOut | TxKind::QrCashOut, _) => (EventType::CashOut, flat_webhook(tx)),
+    };
+    Some(OutboxEvent {
+        account_id: tx.account_id.get(),
+        local_id: tx.local_id,
+        event_type,
+        created_at: at,
+        payload,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::ids::AccountId;
+    use crate::domain::transaction::{BankInfo, Counterpart, ErrorCode};
+    use uuid::Uuid;
+
+    fn tx(kind: TxKind) -> Transaction {
+        Transaction {
+            local_id: 7,
+            transaction_id: Uuid::nil(),
+            account_id: AccountId::new(1).unwrap(),
+            kind,
+            status: TxStatus::Pending,
+            error_code: None,
+            value: Money::parse("10.5").unwrap(),
+            fee: Money::parse("0.25").unwrap(),
+            external_id: Some("ext-1".into()),
+            end_to_end_id: "E".repeat(32),
+            description: Some("rent".into()),
+            counterpart: Counterpart {
+                name: "Ana".into(),
+                document: Some("52998224725".into()),
+                key: Some("ana@example.com".into()),
+                key_type: None,
+                bank: Some(BankInfo {
+                    ispb: "00000000".into(),
+                    name: "Banco".into(),
+                    code: "001".into(),
+                    branch: Some("0001".into()),
+                    account_number: None,
+                }),
+            },
+            created_at: Utc::now(),
+            processed_at: None,
+            scenario: None,
+            dict: None,
+            qr_txid: None,
+        }
+    }
+
+    #[test]
+    fn a_pending_transaction_has_no_event() {
+        assert!(event_for(&tx(TxKind::CashOut), Utc::now()).is_none());
+    }
+
+    #[test]
+    fn the_cash_out_webhook_has_every_field_of_the_interface() {
+        let mut t = tx(TxKind::CashOut);
+        t.status = TxStatus::Error;
+        t.error_code = Some(ErrorCode::BlockedAccount);
+        let e = event_for(&t, Utc::now()).unwrap();
+        assert_eq!(e.event_type, EventType::CashOut);
+        let p = serde_json::to_string(&e.payload).unwrap();
+        for f in [
+            "\"event\":\"CashOut\"",
+            "\"status\":\"ERROR\"",
+            "\"transactionType\":\"PIX\"",
+            "\"movementType\":\"DEBIT\"",
+            "\"feeAmount\":0.25",
+            "\"originalAmount\":10.50",
+            "\"finalAmount\":10.75",
+            "\"errorCode\":\"BLOCKED_ACCOUNT\"",
+            "\"bankISPB\":\"00000000\"",
+            "\"processingDate\"",
+            "\"errorMessage\"",
+            "\"pixKey\":\"ana@example.com\"",
+            "\"metadata\"",
+        ] {
+            assert!(p.contains(f), "{f} in {p}");
+        }
+    }
+
+    #[test]
+    fn a_credit_webhook_subtracts_the_fee() {
+        let mut t = tx(TxKind::PixIn);
+        t.status = TxStatus::Confirmed;
+        let p = event_for(&t, Utc::now()).unwrap().payload;
+        assert_eq!(p["event"], "CashIn");
+        assert_eq!(p["movementType"], "CREDIT");
+        assert_eq!(serde_json::to_string(&p["finalAmount"]).unwrap(), "10.25");
+        assert_eq!(p["errorCode"], Value::Null);
+    }
+}

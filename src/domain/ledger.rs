@@ -1,0 +1,462 @@
+//! The ledger of one account: its balance, limit counters, idempotency indexes and pending
+//! debits, and the rules that move money (decisions.md §3, §4).
+//!
+//! Every change is two-phase: `decide_*` reads the ledger and answers the effects (or the
+//! rejection) without changing anything; the caller persists the effects and only then
+//! calls `apply_*`. So a storage failure between the two leaves the ledger as it was.
+//!
+//! Invariants, checked after every apply:
+//! - `available >= 0` and `blocked >= 0` (the types cannot go negative);
+//! - `blocked` is the sum of the holds of pending debits;
+//! - `available + blocked + debited == credited` (money is conserved), where `credited` is
+//!   every net credit including the opening balance and `debited` every settled debit's
+//!   value and fee.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::account::Limits;
+use super::limits::{LimitBreach, LimitCounters};
+use super::money::Money;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Balance {
+    pub available: Money,
+    pub blocked: Money,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Totals {
+    pub credited: Money,
+    pub debited: Money,
+}
+
+/// The part of the ledger stored as one record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct LedgerState {
+    pub balance: Balance,
+    pub counters: LimitCounters,
+    pub totals: Totals,
+}
+
+/// Rejections of a debit, in precedence order (the first that applies is answered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    DuplicateExternalId {
+        existing: u64,
+    },
+    IdempotencyKeyReused {
+        existing: u64,
+    },
+    PerTransactionLimit,
+    DailyLimit,
+    NightlyLimit,
+    InsufficientBalance,
+    /// A sum left the representable range; unreachable with sane limits.
+    Overflow,
+}
+
+/// A debit to decide.
+#[derive(Debug, Clone)]
+pub struct DebitRequest {
+    pub local_id: u64,
+    pub external_id: Option<String>,
+    /// `(key, request hash)` of a `/dict/pix` transfer.
+    pub idempotency: Option<(String, String)>,
+    pub value: Money,
+    pub fee: Money,
+    /// False records the transaction without moving money (a document mismatch found
+    /// before the debit): it takes the externalId but no balance and no limit.
+    pub hold: bool,
+    pub now: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DebitEffects {
+    pub local_id: u64,
+    pub external_id: Option<String>,
+    pub idempotency: Option<(String, String)>,
+    pub hold: Money,
+    pub state: LedgerState,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum DebitDecision {
+    /// The same `/dict/pix` request again: answer the first transfer, move nothing.
+    Replay {
+        existing: u64,
+    },
+    Accept(DebitEffects),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettleEffects {
+    pub local_id: u64,
+    pub released: Money,
+    pub success: bool,
+    pub state: LedgerState,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreditEffects {
+    pub net: Money,
+    pub state: LedgerState,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("ledger invariant broken: {0}")]
+pub struct InvariantViolation(pub String);
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ledger {
+    state: LedgerState,
+    external_ids: HashMap<String, u64>,
+    idempotency: HashMap<String, (u64, String)>,
+    pending: HashMap<u64, Money>,
+}
+
+impl Ledger {
+    /// A new account's ledger, holding its opening balance.
+    pub fn opening(balance: Money) -> Ledger {
+        let mut l = Ledger::default();
+        l.state.balance.available = balance;
+        l.state.totals.credited = balance;
+        l
+    }
+
+    /// A ledger restored from storage.
+    pub fn restore(
+        state: LedgerState,
+        external_ids: HashMap<String, u64>,
+        idempotency: HashMap<String, (u64, String)>,
+        pending: HashMap<u64, Money>,
+    ) -> Result<Ledger, InvariantViolation> {
+        let l = Ledger { state, external_ids, idempotency, pending };
+        l.check()?;
+        Ok(l)
+    }
+
+    pub fn state(&self) -> &LedgerState {
+        &self.state
+    }
+
+    pub fn balance(&self) -> Balance {
+        self.state.balance
+    }
+
+    pub fn external_id(&self, external_id: &str) -> Option<u64> {
+        self.external_ids.get(external_id).copied()
+    }
+
+    pub fn pending(&self) -> impl Iterator<Item = (u64, Money)> + '_ {
+        self.pending.iter().map(|(k, v)| (*k, *v))
+    }
+
+    pub fn is_pending(&self, local_id: u64) -> bool {
+        self.pending.contains_key(&local_id)
+    }
+
+    pub fn decide_debit(&self, req: &DebitRequest, limits: &Limits) -> Result<DebitDecision, Rejection> {
+        if let Some(existing) = req.external_id.as_deref().and_then(|e| self.external_id(e)) {
+            return Err(Rejection::DuplicateExternalId { existing });
+        }
+        if let Some((key, hash)) = &req.idempotency {
+            if let Some((existing, first_hash)) = self.idempotency.get(key) {
+                return if first_hash == hash {
+                    Ok(DebitDecision::Replay { existing: *existing })
+                } else {
+                    Err(Rejection::IdempotencyKeyReused { existing: *existing })
+                };
+            }
+        }
+        let mut state = self.state;
+        let mut hold = Money::ZERO;
+        if req.hold {
+            state.counters = self.state.counters.admit(limits, req.value, req.now).map_err(|b| match b {
+                LimitBreach::PerTransaction => Rejection::PerTransactionLimit,
+                LimitBreach::Daily => Rejection::DailyLimit,
+                LimitBreach::Nightly => Rejection::NightlyLimit,
+            })?;
+            hold = req.value.checked_add(req.fee).ok_or(Rejection::Overflow)?;
+            state.balance.available =
+                state.balance.available.checked_sub(hold).ok_or(Rejection::InsufficientBalance)?;
+            state.balance.blocked = state.balance.blocked.checked_add(hold).ok_or(Rejection::Overflow)?;
+        }
+        Ok(DebitDecision::Accept(DebitEffects {
+            local_id: req.local_id,
+            external_id: req.external_id.clone(),
+            idempotency: req.idempotency.clone(),
+            hold,
+            state,
+        }))
+    }
+
+    pub fn apply_debit(&mut self, e: DebitEffects) -> Result<(), InvariantViolation> {
+        self.state = e.state;
+        if let Some(ext) = e.external_id {
+            self.external_ids.insert(ext, e.local_id);
+        }
+        if let Some((key, hash)) = e.idempotency {
+            self.idempotency.insert(key, (e.local_id, hash));
+        }
+        if !e.hold.is_zero() {
+            self.pending.insert(e.local_id, e.hold);
+        }
+        self.check()
+    }
+
+    /// Settles a pending debit; `None` when it is not pending (already settled, or it never
+    /// held money), which makes a repeated settlement a no-op.
+    pub fn decide_settle(&self, local_id: u64, success: bool) -> Option<SettleEffects> {
+        let hold = *self.pending.get(&local_id)?;
+        let mut state = self.state;
+        state.balance.blocked = state.balance.blocked.checked_sub(hold)?;
+        if success {
+            state.totals.debited = state.totals.debited.checked_add(hold)?;
+        } else {
+            state.balance.available = state.balance.available.checked_add(hold)?;
+        }
+        Some(SettleEffects { local_id, released: hold, success, state })
+    }
+
+    pub fn apply_settle(&mut self, e: SettleEffects) -> Result<(), InvariantViolation> {
+        self.pending.remove(&e.local_id);
+        self.state = e.state;
+        self.check()
+    }
+
+    /// A received payment of `value` with `fee` charged: `value - fee` becomes available
+    /// (never below zero).
+    pub fn decide_credit(&self, value: Money, fee: Money) -> Result<CreditEffects, Rejection> {
+        let net = value.checked_sub(fee).unwrap_or(Money::ZERO);
+        let mut state = self.state;
+        state.balance.available = state.balance.available.checked_add(net).ok_or(Rejection::Overflow)?;
+        state.totals.credited = state.totals.credited.checked_add(net).ok_or(Rejection::Overflow)?;
+        Ok(CreditEffects { net, state })
+    }
+
+    /// Records an externalId for an operation that moves no money now (a received charge's
+    /// creation, later issues).
+    pub fn apply_credit(&mut self, e: CreditEffects) -> Result<(), InvariantViolation> {
+        self.state = e.state;
+        self.check()
+    }
+
+    fn check(&self) -> Result<(), InvariantViolation> {
+        let b = self.state.balance;
+        let held = self
+            .pending
+            .values()
+            .try_fold(Money::ZERO, |acc, h| acc.checked_add(*h))
+            .ok_or_else(|| InvariantViolation("pending holds overflow".into()))?;
+        if held != b.blocked {
+            return Err(InvariantViolation(format!("blocked {} != pending holds {held}", b.blocked)));
+        }
+        let lhs = b.available.checked_add(b.blocked).and_then(|s| s.checked_add(self.state.totals.debited));
+        if lhs != Some(self.state.totals.credited) {
+            return Err(InvariantViolation(format!(
+                "available {} + blocked {} + debited {} != credited {}",
+                b.available, b.blocked, self.state.totals.debited, self.state.totals.credited
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn m(s: &str) -> Money {
+        Money::parse(s).unwrap()
+    }
+
+    fn big_limits() -> Limits {
+        Limits { per_transaction: m("1000000"), daily: m("100000000"), nightly: m("100000000") }
+    }
+
+    fn req(id: u64, ext: &str, value: &str, fee: &str) -> DebitRequest {
+        DebitRequest {
+            local_id: id,
+            external_id: Some(ext.into()),
+            idempotency: None,
+            value: m(value),
+            fee: m(fee),
+            hold: true,
+            now: DateTime::parse_from_rfc3339("2026-03-10T15:00:00Z").unwrap().with_timezone(&Utc),
+        }
+    }
+
+    fn accept(l: &mut Ledger, r: &DebitRequest) -> Result<(), Rejection> {
+        match l.decide_debit(r, &big_limits())? {
+            DebitDecision::Accept(e) => {
+                l.apply_debit(e).unwrap();
+                Ok(())
+            }
+            DebitDecision::Replay { .. } => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn a_debit_holds_value_and_fee_and_settlement_moves_it() {
+        let mut l = Ledger::opening(m("100"));
+        accept(&mut l, &req(1, "a", "10", "0.50")).unwrap();
+        assert_eq!(l.balance(), Balance { available: m("89.50"), blocked: m("10.50") });
+        let e = l.decide_settle(1, true).unwrap();
+        l.apply_settle(e).unwrap();
+        assert_eq!(l.balance(), Balance { available: m("89.50"), blocked: m("0") });
+        assert_eq!(l.decide_settle(1, true), None);
+        accept(&mut l, &req(2, "b", "20", "0")).unwrap();
+        let e = l.decide_settle(2, false).unwrap();
+        l.apply_settle(e).unwrap();
+        assert_eq!(l.balance(), Balance { available: m("89.50"), blocked: m("0") });
+    }
+
+    #[test]
+    fn rejections_come_in_precedence_order() {
+        let mut l = Ledger::opening(m("50"));
+        accept(&mut l, &req(1, "dup", "1", "0")).unwrap();
+        // A duplicate wins even over a limit and the balance.
+        let r = l.decide_debit(&req(2, "dup", "999999999", "0"), &big_limits());
+        assert_eq!(r, Err(Rejection::DuplicateExternalId { existing: 1 }));
+        let small = Limits { per_transaction: m("10"), daily: m("100"), nightly: m("100") };
+        assert_eq!(l.decide_debit(&req(3, "x", "60", "0"), &small), Err(Rejection::PerTransactionLimit));
+        assert_eq!(l.decide_debit(&req(3, "x", "10", "40"), &small), Err(Rejection::InsufficientBalance));
+        // The fee counts for the balance, not for the limits.
+        assert!(l.decide_debit(&req(3, "x", "10", "39"), &small).is_ok());
+    }
+
+    #[test]
+    fn the_balance_covers_value_plus_fee_exactly() {
+        let mut l = Ledger::opening(m("10.50"));
+        assert_eq!(
+            l.decide_debit(&req(1, "a", "10", "0.51"), &big_limits()),
+            Err(Rejection::InsufficientBalance)
+        );
+        accept(&mut l, &req(1, "a", "10", "0.50")).unwrap();
+        assert_eq!(l.balance().available, Money::ZERO);
+    }
+
+    #[test]
+    fn idempotency_keys_replay_or_conflict() {
+        let mut l = Ledger::opening(m("100"));
+        let mut r = req(1, "", "10", "0");
+        r.external_id = None;
+        r.idempotency = Some(("k".into(), "h1".into()));
+        accept(&mut l, &r).unwrap();
+        let mut again = r.clone();
+        again.local_id = 2;
+        assert_eq!(l.decide_debit(&again, &big_limits()), Ok(DebitDecision::Replay { existing: 1 }));
+        again.idempotency = Some(("k".into(), "h2".into()));
+        assert_eq!(
+            l.decide_debit(&again, &big_limits()),
+            Err(Rejection::IdempotencyKeyReused { existing: 1 })
+        );
+        assert_eq!(l.balance().available, m("90"));
+    }
+
+    #[test]
+    fn a_record_without_hold_takes_the_external_id_and_no_money() {
+        let mut l = Ledger::opening(m("5"));
+        let mut r = req(1, "mismatch", "10", "0");
+        r.hold = false;
+        accept(&mut l, &r).unwrap();
+        assert_eq!(l.balance(), Balance { available: m("5"), blocked: m("0") });
+        assert_eq!(l.external_id("mismatch"), Some(1));
+        assert_eq!(l.decide_settle(1, true), None);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Debit { ext: u8, cents: u32, fee: u8 },
+        Settle { pick: u8, ok: bool },
+        Credit { cents: u32 },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u8..20, 1u32..50_000, 0u8..3).prop_map(|(ext, cents, fee)| Op::Debit { ext, cents, fee }),
+            (any::<u8>(), any::<bool>()).prop_map(|(pick, ok)| Op::Settle { pick, ok }),
+            (1u32..30_000).prop_map(|cents| Op::Credit { cents }),
+        ]
+    }
+
+    /// A reference model in whole cents with plain integers.
+    #[derive(Default)]
+    struct Model {
+        available: i64,
+        blocked: i64,
+        pending: Vec<(u64, i64)>,
+        externals: std::collections::HashSet<u8>,
+    }
+
+    fn cents(m: Money) -> i64 {
+        (m.as_decimal() * rust_decimal::Decimal::ONE_HUNDRED).try_into().unwrap()
+    }
+
+    proptest! {
+        #[test]
+        fn the_ledger_matches_a_reference_model(ops in proptest::collection::vec(op(), 1..200)) {
+            let mut l = Ledger::opening(m("100"));
+            let mut model = Model { available: 10_000, ..Model::default() };
+            let mut next_id = 1u64;
+            let mut txs_by_external = std::collections::HashMap::new();
+            for op in ops {
+                match op {
+                    Op::Debit { ext, cents: c, fee } => {
+                        let value = Money::try_from(rust_decimal::Decimal::new(i64::from(c), 2)).unwrap();
+                        let fee_m = Money::try_from(rust_decimal::Decimal::new(i64::from(fee) * 25, 2)).unwrap();
+                        let r = req(next_id, &format!("e{ext}"), "0", "0");
+                        let r = DebitRequest { value, fee: fee_m, ..r };
+                        let hold = i64::from(c) + i64::from(fee) * 25;
+                        let got = l.decide_debit(&r, &big_limits());
+                        if model.externals.contains(&ext) {
+                            let dup = matches!(got, Err(Rejection::DuplicateExternalId { .. }));
+                            prop_assert!(dup, "expected a duplicate");
+                        } else if model.available < hold {
+                            prop_assert_eq!(got, Err(Rejection::InsufficientBalance));
+                        } else {
+                            let Ok(DebitDecision::Accept(e)) = got else { panic!("expected accept") };
+                            l.apply_debit(e).unwrap();
+                            model.available -= hold;
+                            model.blocked += hold;
+                            model.pending.push((next_id, hold));
+                            model.externals.insert(ext);
+                            txs_by_external.insert(ext, next_id);
+                        }
+                        next_id += 1;
+                    }
+                    Op::Settle { pick, ok } => {
+                        if model.pending.is_empty() {
+                            prop_assert_eq!(l.decide_settle(next_id + 1000, ok), None);
+                            continue;
+                        }
+                        let (id, hold) = model.pending.remove(usize::from(pick) % model.pending.len());
+                        let e = l.decide_settle(id, ok).unwrap();
+                        l.apply_settle(e).unwrap();
+                        model.blocked -= hold;
+                        if !ok { model.available += hold; }
+                        // Settling again changes nothing.
+                        prop_assert_eq!(l.decide_settle(id, ok), None);
+                    }
+                    Op::Credit { cents: c } => {
+                        let value = Money::try_from(rust_decimal::Decimal::new(i64::from(c), 2)).unwrap();
+                        let e = l.decide_credit(value, Money::ZERO).unwrap();
+                        l.apply_credit(e).unwrap();
+                        model.available += i64::from(c);
+                    }
+                }
+                prop_assert!(model.available >= 0);
+                prop_assert_eq!(cents(l.balance().available), model.available);
+                prop_assert_eq!(cents(l.balance().blocked), model.blocked);
+            }
+            // One transaction per externalId.
+            for (ext, id) in txs_by_external {
+                prop_assert_eq!(l.external_id(&format!("e{ext}")), Some(id));
+            }
+        }
+    }
+}

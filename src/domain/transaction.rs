@@ -1,0 +1,246 @@
+//! Transactions: the record every operation leaves, its states and their legal moves.
+//!
+//! A debit is PENDING from acceptance (its value and fee held in `blocked`) until it is
+//! CONFIRMED or ERROR; a credit is recorded CONFIRMED. Final states never change
+//! ([`Transaction::settle`] refuses them), which is what makes a repeated settlement from
+//! the bank a no-op.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::ids::AccountId;
+use super::money::Money;
+use super::pix_key::DirectoryKeyType;
+use super::scenario::PayoutScenario;
+
+/// Characters of an `externalId`.
+pub const EXTERNAL_ID_LEN_MAX: usize = 100;
+/// Characters of a description.
+pub const DESCRIPTION_LEN_MAX: usize = 140;
+/// Characters of a counterpart name.
+pub const COUNTERPART_NAME_LEN_MAX: usize = 100;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum TxKind {
+    CashOut,
+    QrCashOut,
+    DictPix,
+    PixIn,
+}
+
+impl TxKind {
+    pub fn is_debit(self) -> bool {
+        !matches!(self, TxKind::PixIn)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum TxStatus {
+    Pending,
+    Confirmed,
+    Error,
+}
+
+impl TxStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TxStatus::Pending => "PENDING",
+            TxStatus::Confirmed => "CONFIRMED",
+            TxStatus::Error => "ERROR",
+        }
+    }
+}
+
+/// Why a payment ended in ERROR (interface.md "Cash-out rejection reasons", plus
+/// `EXPIRED` for a `/dict/pix` transfer queued past its expiration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    TaxIdMismatch,
+    InvalidTaxId,
+    BlockedAccount,
+    AccountClosed,
+    OrderRejected,
+    PaymentExpired,
+    SettlementTimeout,
+    Expired,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::TaxIdMismatch => "TAX_ID_MISMATCH",
+            ErrorCode::InvalidTaxId => "INVALID_TAX_ID",
+            ErrorCode::BlockedAccount => "BLOCKED_ACCOUNT",
+            ErrorCode::AccountClosed => "ACCOUNT_CLOSED",
+            ErrorCode::OrderRejected => "ORDER_REJECTED",
+            ErrorCode::PaymentExpired => "PAYMENT_EXPIRED",
+            ErrorCode::SettlementTimeout => "SETTLEMENT_TIMEOUT",
+            ErrorCode::Expired => "EXPIRED",
+        }
+    }
+
+    pub fn message(self) -> &'static str {
+        match self {
+            ErrorCode::TaxIdMismatch => "The document does not match the key holder.",
+            ErrorCode::InvalidTaxId => "The CPF or CNPJ is invalid.",
+            ErrorCode::BlockedAccount => "The destination account is blocked.",
+            ErrorCode::AccountClosed => "The destination account is closed.",
+            ErrorCode::OrderRejected => "The destination bank rejected the payment.",
+            ErrorCode::PaymentExpired => "The payment expired before processing; send it again.",
+            ErrorCode::SettlementTimeout => "The destination bank did not answer in time; send it again.",
+            ErrorCode::Expired => "The transfer stayed queued past its expiration.",
+        }
+    }
+}
+
+/// A bank as the directory names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BankInfo {
+    pub ispb: String,
+    pub name: String,
+    pub code: String,
+    pub branch: Option<String>,
+    pub account_number: Option<String>,
+}
+
+/// The other side of a transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Counterpart {
+    pub name: String,
+    /// Digits only.
+    pub document: Option<String>,
+    pub key: Option<String>,
+    pub key_type: Option<DirectoryKeyType>,
+    pub bank: Option<BankInfo>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Priority {
+    High,
+    Norm,
+}
+
+/// What a `/dict/pix` transfer keeps beyond the common fields.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DictDetails {
+    pub idempotency_key: String,
+    pub request_hash: String,
+    pub priority: Priority,
+    pub expiration_seconds: u32,
+    pub currency: String,
+    /// The end-to-end id answered at creation; the real one comes with settlement.
+    pub provisional_end_to_end_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Transaction {
+    pub local_id: u64,
+    pub transaction_id: Uuid,
+    pub account_id: AccountId,
+    pub kind: TxKind,
+    pub status: TxStatus,
+    pub error_code: Option<ErrorCode>,
+    pub value: Money,
+    pub fee: Money,
+    pub external_id: Option<String>,
+    pub end_to_end_id: String,
+    pub description: Option<String>,
+    pub counterpart: Counterpart,
+    pub created_at: DateTime<Utc>,
+    pub processed_at: Option<DateTime<Utc>>,
+    pub scenario: Option<PayoutScenario>,
+    pub dict: Option<DictDetails>,
+    /// The txid of the BR Code a QR cash-out paid.
+    pub qr_txid: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("transaction {0} is already final")]
+pub struct AlreadyFinal(pub u64);
+
+impl Transaction {
+    pub fn is_final(&self) -> bool {
+        self.status != TxStatus::Pending
+    }
+
+    /// Moves a PENDING debit to its final state.
+    pub fn settle(&mut self, result: Result<(), ErrorCode>, at: DateTime<Utc>) -> Result<(), AlreadyFinal> {
+        if self.is_final() {
+            return Err(AlreadyFinal(self.local_id));
+        }
+        match result {
+            Ok(()) => self.status = TxStatus::Confirmed,
+            Err(code) => {
+                self.status = TxStatus::Error;
+                self.error_code = Some(code);
+            }
+        }
+        self.processed_at = Some(at);
+        Ok(())
+    }
+
+    /// What the account pays in all: value plus fee for a debit.
+    pub fn total_debit(&self) -> Option<Money> {
+        self.value.checked_add(self.fee)
+    }
+}
+
+/// An end-to-end id: `E` (or `D` for a refund return) + the 8-digit ISPB + `yyyyMMddHHmm`
+/// in UTC + 11 alphanumeric characters = 32 characters. `entropy` supplies the last part.
+pub fn end_to_end_id(prefix: char, ispb: &str, at: DateTime<Utc>, entropy: &[u8; 16]) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstuvwxyz";
+    let tail: String =
+        entropy.iter().take(11).map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char).collect();
+    format!("{prefix}{ispb:0>8.8}{}{tail}", at.format("%Y%m%d%H%M"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn end_to_end_ids_have_32_characters_in_the_documented_form() {
+        let at = DateTime::parse_from_rfc3339("2026-11-22T10:05:00Z").unwrap().with_timezone(&Utc);
+        let id = end_to_end_id('E', "12345678", at, &[7u8; 16]);
+        assert_eq!(id.len(), 32);
+        assert!(id.starts_with("E12345678202611221005"));
+        assert!(id.chars().all(|c| c.is_ascii_alphanumeric()));
+        assert_eq!(end_to_end_id('D', "1", at, &[0u8; 16]).len(), 32);
+    }
+
+    #[test]
+    fn a_final_transaction_does_not_settle_again() {
+        let mut t = Transaction {
+            local_id: 1,
+            transaction_id: Uuid::nil(),
+            account_id: AccountId::new(1).unwrap(),
+            kind: TxKind::CashOut,
+            status: TxStatus::Pending,
+            error_code: None,
+            value: Money::ZERO,
+            fee: Money::ZERO,
+            external_id: None,
+            end_to_end_id: String::new(),
+            description: None,
+            counterpart: Counterpart::default(),
+            created_at: Utc::now(),
+            processed_at: None,
+            scenario: None,
+            dict: None,
+            qr_txid: None,
+        };
+        assert!(t.settle(Err(ErrorCode::OrderRejected), Utc::now()).is_ok());
+        assert_eq!(t.error_code, Some(ErrorCode::OrderRejected));
+        assert_eq!(t.settle(Ok(()), Utc::now()), Err(AlreadyFinal(1)));
+        assert_eq!(t.status, TxStatus::Error);
+    }
+}

@@ -1,0 +1,244 @@
+//! Family B: `POST /dict/pix`, a transfer to a key of the directory, idempotent by
+//! `x-idempotency-key` (decisions.md §4, §5).
+
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+use super::auth::Caller;
+use super::body::{json_object, Fields};
+use super::error::{ApiError, SimpleErrorBody, Violation, ViolationKind};
+use super::payments::{family_b_error, pay, payout_scenario};
+use super::AppState;
+use crate::account::{DictRequest, PayRequest};
+use crate::domain::ids::ClientId;
+use crate::domain::money::Money;
+use crate::domain::pix_key::{parse_directory_key, DirectoryKey};
+use crate::domain::scenario::PayoutScenario;
+use crate::domain::transaction::{Counterpart, Priority, TxKind, DESCRIPTION_LEN_MAX};
+
+pub const IDEMPOTENCY_HEADER: &str = "x-idempotency-key";
+pub const EXPIRATION_SECONDS_MIN: u64 = 1;
+pub const EXPIRATION_SECONDS_MAX: u64 = 10_800;
+pub const EXPIRATION_SECONDS_DEFAULT: u32 = 600;
+/// Institutions an `ispbDeny` list may name.
+pub const ISPB_DENY_LEN_MAX: usize = 50;
+
+struct DictInput {
+    key: DirectoryKey,
+    creditor_document: Option<String>,
+    priority: Priority,
+    description: Option<String>,
+    expiration: u32,
+    currency: String,
+    amount: Money,
+    ispb_deny: Vec<String>,
+}
+
+impl DictInput {
+    /// A digest of the request as understood (not as spelled), so `10.5` and `10.50` are
+    /// the same request and a different amount is not.
+    fn hash(&self) -> String {
+        let canonical = serde_json::json!([
+            self.key.key,
+            self.creditor_document,
+            self.priority,
+            self.description,
+            self.expiration,
+            self.currency,
+            self.amount.to_cents_string(),
+            self.ispb_deny,
+        ]);
+        crate::auth::secrets::hex(&Sha256::digest(canonical.to_string().as_bytes()))
+    }
+}
+
+fn read(obj: &serde_json::Map<String, Value>) -> Result<DictInput, ApiError> {
+    let mut f = Fields::new(obj);
+    let key = f.string("pixKey", true).and_then(|k| match parse_directory_key(k) {
+        Ok(k) => Some(k),
+        Err(e) => {
+            f.fail_as("pixKey", e.to_string(), ViolationKind::Key);
+            None
+        }
+    });
+    let creditor_document = f.document("creditorDocument", false).map(|t| t.to_string());
+    let priority = match f.string("priority", false) {
+        None | Some("NORM") => Priority::Norm,
+        Some("HIGH") => Priority::High,
+        Some(_) => {
+            f.fail("priority", "must be HIGH or NORM");
+            Priority::Norm
+        }
+    };
+    if priority == Priority::High && creditor_document.is_none() && obj.get("creditorDocument").is_none() {
+        f.fail("creditorDocument", "is required when priority is HIGH");
+    }
+    let description = f.text("description", false, DESCRIPTION_LEN_MAX).map(str::to_owned);
+    let expiration = f.integer("expiration", EXPIRATION_SECONDS_MIN, EXPIRATION_SECONDS_MAX);
+    let payment = f.object("payment", |p| {
+        let currency = p.string("currency", true).and_then(|c| {
+            if c == "BRL" {
+                Some(c.to_owned())
+            } else {
+                p.fail("currency", "must be BRL");
+                None
+            }
+        });
+        (currency, p.amount("amount", true))
+    });
+    if payment.is_none() {
+        f.fail("payment", "is required");
+    }
+    let ispb_deny = read_ispb_deny(&mut f, obj);
+    match (key, payment) {
+        (Some(key), Some((Some(currency), Some(amount)))) if f.violations.is_empty() => Ok(DictInput {
+            key,
+            creditor_document,
+            priority,
+            description,
+            expiration: expiration.and_then(|e| u32::try_from(e).ok()).unwrap_or(EXPIRATION_SECONDS_DEFAULT),
+            currency,
+            amount,
+            ispb_deny,
+        }),
+        _ => Err(ApiError::Validation(f.violations)),
+    }
+}
+
+fn read_ispb_deny(f: &mut Fields<'_>, obj: &serde_json::Map<String, Value>) -> Vec<String> {
+    match obj.get("ispbDeny") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) if items.len() <= ISPB_DENY_LEN_MAX => {
+            let ispbs: Vec<String> = items
+                .iter()
+                .filter_map(|v| v.as_str().filter(|s| s.len() == 8 && s.bytes().all(|b| b.is_ascii_digit())))
+                .map(str::to_owned)
+                .collect();
+            if ispbs.len() != items.len() {
+                f.fail("ispbDeny", "must list ISPB codes of 8 digits");
+            }
+            ispbs
+        }
+        Some(_) => {
+            f.fail("ispbDeny", format!("must be an array of at most {ISPB_DENY_LEN_MAX} ISPB codes"));
+            Vec::new()
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DictPayment {
+    #[schema(value_type = f64)]
+    amount: Value,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DictTransfer {
+    /// Provisional; the settled one comes in the TRANSFER webhook.
+    end_to_end_id: String,
+    event_date: String,
+    id: u64,
+    payment: DictPayment,
+    /// `PENDING` at creation.
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[utoipa::path(
+    post, path = "/dict/pix", tag = "family B",
+    request_body(content = Object, description = "{pixKey, creditorDocument?, priority?, description?, expiration?, payment: {currency, amount}, ispbDeny?}"),
+    params(
+        ("x-idempotency-key" = String, Header, description = "UUID v4"),
+        ("X-Sandbox-Scenario" = Option<String>, Header, description = "sandbox accounts only"),
+    ),
+    responses(
+        (status = 201, body = DictTransfer),
+        (status = 200, description = "A replay of the same request: the first transfer", body = DictTransfer),
+        (status = 400, body = SimpleErrorBody),
+        (status = 401, body = SimpleErrorBody),
+        (status = 422, description = "key not in the directory, insufficient balance, denied institution, key reused with another body", body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn dict_pix(
+    caller: Caller,
+    req: HttpRequest,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let idempotency_key = req
+        .headers()
+        .get(IDEMPOTENCY_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|k| ClientId::parse(k).is_some())
+        .ok_or_else(|| {
+            ApiError::Validation(vec![Violation::new(
+                IDEMPOTENCY_HEADER,
+                "header is required and must be a UUID v4",
+            )])
+        })?
+        .to_ascii_lowercase();
+    let scenario = payout_scenario(&req, &caller)?;
+    let obj = json_object(&req, &bytes).map_err(|e| ApiError::Validation(vec![e.violation()]))?;
+    let input = read(&obj)?;
+    if scenario == Some(PayoutScenario::ProviderDown) {
+        return Err(ApiError::ProviderDown);
+    }
+    let entry = state.directory.lookup(&input.key);
+    let directory_decides = matches!(scenario, None | Some(PayoutScenario::Confirm));
+    if entry.is_none() && directory_decides {
+        return Err(ApiError::Unprocessable("pixKey not found in the directory".into()));
+    }
+    if let Some(e) = entry {
+        if input.ispb_deny.contains(&e.ispb) {
+            return Err(ApiError::Unprocessable("the key's institution is in ispbDeny".into()));
+        }
+        if input.creditor_document.as_ref().is_some_and(|d| *d != e.document) {
+            return Err(ApiError::Unprocessable("creditorDocument does not match the key holder".into()));
+        }
+    }
+    let request_hash = input.hash();
+    let counterpart = Counterpart {
+        name: entry.map(|e| e.name.clone()).unwrap_or_default(),
+        document: entry.map(|e| e.document.clone()).or(input.creditor_document.clone()),
+        key: Some(input.key.key.clone()),
+        key_type: Some(input.key.key_type),
+        bank: entry.and_then(|e| state.directory.bank_of(e)),
+    };
+    let request = PayRequest {
+        kind: TxKind::DictPix,
+        external_id: None,
+        value: input.amount,
+        description: input.description,
+        counterpart,
+        settle_key: Some(input.key),
+        scenario,
+        document_mismatch: false,
+        dict: Some(DictRequest {
+            idempotency_key,
+            request_hash,
+            priority: input.priority,
+            expiration_seconds: input.expiration,
+            currency: input.currency,
+        }),
+        qr_txid: None,
+    };
+    let outcome = pay(&state, &caller, request).await?.map_err(family_b_error)?;
+    let tx = &outcome.tx;
+    let body = DictTransfer {
+        end_to_end_id: tx
+            .dict
+            .as_ref()
+            .map_or_else(|| tx.end_to_end_id.clone(), |d| d.provisional_end_to_end_id.clone()),
+        event_date: super::iso(tx.created_at),
+        id: tx.local_id,
+        payment: DictPayment { amount: crate::domain::events::money_number(tx.value) },
+        kind: "PENDING",
+    };
+    Ok(if outcome.replayed { HttpResponse::Ok().json(body) } else { HttpResponse::Created().json(body) })
+}

@@ -1,0 +1,129 @@
+//! What the payment routes share: the sandbox scenario header, sending a payment to the
+//! account actor, and mapping its outcome to each family's errors.
+
+use actix_web::HttpRequest;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::auth::Caller;
+use super::error::{ApiError, Business, Violation};
+use super::AppState;
+use crate::account::{GetBalance, Pay, PayError, PayOutcome, PayRequest, RegistryError};
+use crate::domain::ledger::{Balance, Rejection};
+use crate::domain::scenario::{PayoutScenario, PAYOUT_SCENARIOS};
+
+pub const SCENARIO_HEADER: &str = "x-sandbox-scenario";
+
+/// The `X-Sandbox-Scenario` of a payment: only sandbox accounts may send it, and only a
+/// value of the cash-out family (decisions.md §6).
+pub fn payout_scenario(req: &HttpRequest, caller: &Caller) -> Result<Option<PayoutScenario>, ApiError> {
+    let Some(raw) = req.headers().get(SCENARIO_HEADER) else { return Ok(None) };
+    let fail = |m: String| ApiError::Validation(vec![Violation::new("X-Sandbox-Scenario", m)]);
+    if !caller.sandbox {
+        return Err(fail("is only accepted for sandbox accounts".into()));
+    }
+    raw.to_str()
+        .ok()
+        .and_then(PayoutScenario::parse)
+        .map(Some)
+        .ok_or_else(|| fail(format!("must be one of {PAYOUT_SCENARIOS}")))
+}
+
+fn registry_error(e: RegistryError) -> ApiError {
+    match e {
+        RegistryError::NotFound => ApiError::Unauthorized("the access token was revoked"),
+        RegistryError::Repo(r) => ApiError::Storage(r),
+    }
+}
+
+/// Sends a payment to the caller's account actor.
+pub async fn pay(
+    state: &AppState,
+    caller: &Caller,
+    req: PayRequest,
+) -> Result<Result<PayOutcome, PayError>, ApiError> {
+    let addr = state.registry.get(caller.account_id).map_err(registry_error)?;
+    addr.send(Pay(req)).await.map_err(|e| ApiError::Unavailable(e.to_string()))
+}
+
+/// The caller's balance, once everything its actor applied is durable.
+pub async fn balance(state: &AppState, caller: &Caller) -> Result<Balance, ApiError> {
+    let addr = state.registry.get(caller.account_id).map_err(registry_error)?;
+    match addr.send(GetBalance).await {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(e)) => Err(ApiError::Unavailable(e.to_string())),
+        Err(e) => Err(ApiError::Unavailable(e.to_string())),
+    }
+}
+
+/// Family A: a rejection is a 400 with its code (a QR cash-out's duplicate is 409).
+pub fn family_a_error(e: PayError, external_id: &str, duplicate_is_conflict: bool) -> ApiError {
+    match e {
+        PayError::Rejected(r) => match r {
+            Rejection::DuplicateExternalId { existing } if duplicate_is_conflict => {
+                ApiError::Business(Business::DuplicateExternalIdConflict {
+                    external_id: external_id.into(),
+                    existing,
+                })
+            }
+            Rejection::DuplicateExternalId { existing } => {
+                ApiError::Business(Business::DuplicateExternalId {
+                    external_id: external_id.into(),
+                    existing,
+                })
+            }
+            Rejection::PerTransactionLimit => ApiError::Business(Business::TransactionLimitExceeded),
+            Rejection::DailyLimit => ApiError::Business(Business::DailyLimitExceeded),
+            Rejection::NightlyLimit => ApiError::Business(Business::NightLimitExceeded),
+            Rejection::InsufficientBalance => ApiError::Business(Business::InsufficientBalance),
+            Rejection::IdempotencyKeyReused { .. } | Rejection::Overflow => {
+                ApiError::Internal(format!("unexpected rejection {r:?}"))
+            }
+        },
+        PayError::Unavailable(m) => ApiError::Unavailable(m),
+        PayError::Internal(m) => ApiError::Internal(m),
+    }
+}
+
+/// Family B: a business rejection is a 422 with a sentence.
+pub fn family_b_error(e: PayError) -> ApiError {
+    let m = |s: &str| ApiError::Unprocessable(s.to_owned());
+    match e {
+        PayError::Rejected(r) => match r {
+            Rejection::InsufficientBalance => m("insufficient balance"),
+            Rejection::PerTransactionLimit => m("the amount is above the per-transaction limit"),
+            Rejection::DailyLimit => m("the amount would exceed the daily limit"),
+            Rejection::NightlyLimit => m("the amount would exceed the night limit"),
+            Rejection::IdempotencyKeyReused { .. } => {
+                m("x-idempotency-key was already used with a different request")
+            }
+            Rejection::DuplicateExternalId { .. } | Rejection::Overflow => {
+                ApiError::Internal(format!("unexpected rejection {r:?}"))
+            }
+        },
+        PayError::Unavailable(msg) => ApiError::Unavailable(msg),
+        PayError::Internal(msg) => ApiError::Internal(msg),
+    }
+}
+
+/// The 201 body of the family A payments.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentCreated {
+    pub transaction_id: String,
+    pub external_id: Option<String>,
+    /// `PENDING`, or `ERROR` for a document mismatch found before the debit.
+    pub status: &'static str,
+    pub generate_time: String,
+}
+
+impl From<&PayOutcome> for PaymentCreated {
+    fn from(o: &PayOutcome) -> Self {
+        PaymentCreated {
+            transaction_id: o.tx.transaction_id.to_string(),
+            external_id: o.tx.external_id.clone(),
+            status: o.tx.status.as_str(),
+            generate_time: super::iso(o.tx.created_at),
+        }
+    }
+}

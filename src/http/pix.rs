@@ -1,0 +1,230 @@
+//! Family A money out: `POST /api/pix/cash-out` and `POST /api/pix/cash-out-qrcode`.
+
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+
+use super::auth::Caller;
+use super::body::{json_object, Fields};
+use super::error::{ApiError, ExtendedErrorBody, ViolationKind};
+use super::payments::{family_a_error, pay, payout_scenario, PaymentCreated};
+use super::AppState;
+use crate::account::PayRequest;
+use crate::domain::brcode;
+use crate::domain::money::Money;
+use crate::domain::pix_key::{parse_cash_out_key, parse_directory_key, CashOutKeyType, DirectoryKey};
+use crate::domain::scenario::PayoutScenario;
+use crate::domain::transaction::{
+    Counterpart, TxKind, COUNTERPART_NAME_LEN_MAX, DESCRIPTION_LEN_MAX, EXTERNAL_ID_LEN_MAX,
+};
+
+fn body(req: &HttpRequest, bytes: &[u8]) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
+    json_object(req, bytes).map_err(|e| ApiError::Validation(vec![e.violation()]))
+}
+
+/// A checked cash-out body.
+struct CashOut {
+    value: Money,
+    external_id: String,
+    description: Option<String>,
+    key: DirectoryKey,
+    name: String,
+    document: String,
+    check_document: bool,
+}
+
+fn read_cash_out(obj: &serde_json::Map<String, serde_json::Value>) -> Result<CashOut, ApiError> {
+    let mut f = Fields::new(obj);
+    let value = f.amount("value", true);
+    let external_id = f.text("externalId", true, EXTERNAL_ID_LEN_MAX);
+    let description = f.text("description", false, DESCRIPTION_LEN_MAX);
+    let details = f.object("details", |d| {
+        let key_type = match d.string("keyType", true) {
+            None => None,
+            Some(t) => {
+                let parsed = CashOutKeyType::parse(t);
+                if parsed.is_none() {
+                    d.fail_as("keyType", "must be DOCUMENT, EMAIL, PHONE or RANDOM", ViolationKind::Key);
+                }
+                parsed
+            }
+        };
+        let key = match (d.string("key", true), key_type) {
+            (Some(k), Some(t)) => match parse_cash_out_key(t, k) {
+                Ok(k) => Some(k),
+                Err(e) => {
+                    d.fail_as("key", e.to_string(), ViolationKind::Key);
+                    None
+                }
+            },
+            _ => None,
+        };
+        let name = d.text("name", true, COUNTERPART_NAME_LEN_MAX).map(str::to_owned);
+        let check = d.boolean("checkPixKeyWithDocument").unwrap_or(false);
+        let document = d.document("document", true).map(|t| t.to_string());
+        (key, name, document, check)
+    });
+    if details.is_none() {
+        f.fail("details", "is required");
+    }
+    let violations = std::mem::take(&mut f.violations);
+    match (value, external_id, details) {
+        (Some(value), Some(ext), Some((Some(key), Some(name), Some(document), check)))
+            if violations.is_empty() =>
+        {
+            Ok(CashOut {
+                value,
+                external_id: ext.to_owned(),
+                description: description.map(str::to_owned),
+                key,
+                name,
+                document,
+                check_document: check,
+            })
+        }
+        _ => Err(ApiError::Validation(violations)),
+    }
+}
+
+#[utoipa::path(
+    post, path = "/api/pix/cash-out", tag = "pix",
+    request_body(content = Object, description = "{value, externalId, description?, details: {key, keyType, name, document, checkPixKeyWithDocument?}}"),
+    params(("X-Sandbox-Scenario" = Option<String>, Header, description = "sandbox accounts only")),
+    responses(
+        (status = 201, body = PaymentCreated),
+        (status = 400, description = "HTTP_ERROR (validation), PIX_INSUFFICIENT_BALANCE, PIX_*_LIMIT_EXCEEDED, PIX_DUPLICATE_EXTERNAL_ID", body = ExtendedErrorBody),
+        (status = 401, body = ExtendedErrorBody),
+        (status = 500, description = "The PIX provider is unreachable; nothing recorded", body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn cash_out(
+    caller: Caller,
+    req: HttpRequest,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let scenario = payout_scenario(&req, &caller)?;
+    let input = read_cash_out(&body(&req, &bytes)?)?;
+    if scenario == Some(PayoutScenario::ProviderDown) {
+        return Err(ApiError::ProviderDown);
+    }
+    let entry = state.directory.lookup(&input.key);
+    let document_mismatch = input.check_document && entry.is_some_and(|e| e.document != input.document);
+    let counterpart = Counterpart {
+        name: input.name,
+        document: Some(input.document),
+        key: Some(input.key.key.clone()),
+        key_type: Some(input.key.key_type),
+        bank: entry.and_then(|e| state.directory.bank_of(e)),
+    };
+    let request = PayRequest {
+        kind: TxKind::CashOut,
+        external_id: Some(input.external_id.clone()),
+        value: input.value,
+        description: input.description,
+        counterpart,
+        settle_key: Some(input.key),
+        scenario,
+        document_mismatch,
+        dict: None,
+        qr_txid: None,
+    };
+    let outcome =
+        pay(&state, &caller, request).await?.map_err(|e| family_a_error(e, &input.external_id, false))?;
+    Ok(HttpResponse::Created().json(PaymentCreated::from(&outcome)))
+}
+
+struct QrCashOut {
+    value: Money,
+    code: brcode::BrCode,
+    external_id: String,
+    description: Option<String>,
+    name: Option<String>,
+    document: Option<String>,
+}
+
+fn read_qr(obj: &serde_json::Map<String, serde_json::Value>) -> Result<QrCashOut, ApiError> {
+    let mut f = Fields::new(obj);
+    let value = f.amount("value", true);
+    let code = f.string("qrCode", true).and_then(|c| match brcode::parse(c) {
+        Ok(code) => Some(code),
+        Err(e) => {
+            f.fail("qrCode", format!("is not a valid PIX code: it {e}"));
+            None
+        }
+    });
+    let external_id = f.text("externalId", true, EXTERNAL_ID_LEN_MAX);
+    let description = f.text("description", false, DESCRIPTION_LEN_MAX).map(str::to_owned);
+    let name = f.text("name", false, COUNTERPART_NAME_LEN_MAX).map(str::to_owned);
+    let document = f.document("document", false).map(|t| t.to_string());
+    if let (Some(v), Some(embedded)) = (value, code.as_ref().and_then(|c| c.amount)) {
+        if v != embedded {
+            f.fail_as(
+                "value",
+                format!("must equal the amount in the QR code ({embedded})"),
+                ViolationKind::Amount,
+            );
+        }
+    }
+    match (value, code, external_id) {
+        (Some(value), Some(code), Some(ext)) if f.violations.is_empty() => {
+            Ok(QrCashOut { value, code, external_id: ext.to_owned(), description, name, document })
+        }
+        _ => Err(ApiError::Validation(f.violations)),
+    }
+}
+
+#[utoipa::path(
+    post, path = "/api/pix/cash-out-qrcode", tag = "pix",
+    request_body(content = Object, description = "{value, qrCode, externalId, description?, name?, document?}"),
+    params(("X-Sandbox-Scenario" = Option<String>, Header, description = "sandbox accounts only")),
+    responses(
+        (status = 201, body = PaymentCreated),
+        (status = 400, description = "invalid data or QR code, value differing from the code, insufficient balance, limits", body = ExtendedErrorBody),
+        (status = 401, body = ExtendedErrorBody),
+        (status = 409, description = "PIX_DUPLICATE_EXTERNAL_ID", body = ExtendedErrorBody),
+        (status = 500, body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn cash_out_qrcode(
+    caller: Caller,
+    req: HttpRequest,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let scenario = payout_scenario(&req, &caller)?;
+    let input = read_qr(&body(&req, &bytes)?)?;
+    if scenario == Some(PayoutScenario::ProviderDown) {
+        return Err(ApiError::ProviderDown);
+    }
+    // A static code names its key; a dynamic one (URL) is resolved by the simulator.
+    let key = match (&input.code.key, &input.code.url) {
+        (Some(k), _) => parse_directory_key(k).ok(),
+        (None, Some(url)) => state.directory.resolve_url(url).and_then(|e| parse_directory_key(&e.key).ok()),
+        (None, None) => None,
+    };
+    let entry = key.as_ref().and_then(|k| state.directory.lookup(k));
+    let counterpart = Counterpart {
+        name: input.name.unwrap_or_else(|| input.code.merchant_name.clone()),
+        document: input.document.or_else(|| entry.map(|e| e.document.clone())),
+        key: key.as_ref().map(|k| k.key.clone()),
+        key_type: key.as_ref().map(|k| k.key_type),
+        bank: entry.and_then(|e| state.directory.bank_of(e)),
+    };
+    let request = PayRequest {
+        kind: TxKind::QrCashOut,
+        external_id: Some(input.external_id.clone()),
+        value: input.value,
+        description: input.description,
+        counterpart,
+        settle_key: key,
+        scenario,
+        document_mismatch: false,
+        dict: None,
+        qr_txid: input.code.txid,
+    };
+    let outcome =
+        pay(&state, &caller, request).await?.map_err(|e| family_a_error(e, &input.external_id, true))?;
+    Ok(HttpResponse::Created().json(PaymentCreated::from(&outcome)))
+}

@@ -1,0 +1,83 @@
+//! `GET /api/transactions/{id}` (beyond the interface): one of the caller's transactions
+//! by transactionId, numeric id or end-to-end id, with its current status.
+
+use actix_web::{web, HttpResponse};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::auth::Caller;
+use super::error::{ApiError, ExtendedErrorBody};
+use super::{iso, AppState};
+use crate::domain::events::money_number;
+use crate::domain::transaction::Transaction;
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TransactionView {
+    transaction_id: String,
+    id: u64,
+    external_id: Option<String>,
+    /// CASH_OUT, QR_CASH_OUT, DICT_PIX, PIX_IN
+    operation: String,
+    status: &'static str,
+    error_code: Option<&'static str>,
+    error_message: Option<&'static str>,
+    #[schema(value_type = f64)]
+    original_amount: Value,
+    #[schema(value_type = f64)]
+    fee_amount: Value,
+    end_to_end_id: String,
+    created_at: String,
+    processed_at: Option<String>,
+    #[schema(value_type = Object)]
+    counterpart: Value,
+}
+
+impl From<&Transaction> for TransactionView {
+    fn from(t: &Transaction) -> Self {
+        TransactionView {
+            transaction_id: t.transaction_id.to_string(),
+            id: t.local_id,
+            external_id: t.external_id.clone(),
+            operation: serde_json::to_value(t.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            status: t.status.as_str(),
+            error_code: t.error_code.map(|e| e.as_str()),
+            error_message: t.error_code.map(|e| e.message()),
+            original_amount: money_number(t.value),
+            fee_amount: money_number(t.fee),
+            end_to_end_id: t.end_to_end_id.clone(),
+            created_at: iso(t.created_at),
+            processed_at: t.processed_at.map(iso),
+            counterpart: serde_json::to_value(&t.counterpart).unwrap_or(Value::Null),
+        }
+    }
+}
+
+#[utoipa::path(
+    get, path = "/api/transactions/{id}", tag = "account",
+    params(("id" = String, Path, description = "transactionId, numeric id or end-to-end id")),
+    responses((status = 200, body = TransactionView), (status = 404, body = ExtendedErrorBody)),
+    security(("bearer" = []))
+)]
+pub async fn get_transaction(
+    caller: Caller,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = path.into_inner();
+    let found = if let Ok(uuid) = uuid::Uuid::try_parse(&id) {
+        state.repo.transaction_by_uuid(&uuid)?
+    } else if let Ok(local) = id.parse::<u64>() {
+        state.repo.transaction(local)?
+    } else {
+        state.repo.transaction_by_e2e(&id)?
+    };
+    match found.filter(|t| t.account_id == caller.account_id) {
+        Some(t) => Ok(HttpResponse::Ok().json(TransactionView::from(&t))),
+        None => Err(ApiError::NotFound("transaction not found".into())),
+    }
+}
