@@ -85,6 +85,15 @@ impl Application {
             directory: Arc::clone(&directory),
         });
         let registry = Arc::new(Registry::new(deps, settings.workers));
+        // Recovery: wake every account with pending debits so they go to the bank again
+        // now, not when the account is next used.
+        let resumed = repo.accounts_with_pending()?;
+        for id in &resumed {
+            registry.get(*id).with_context(|| format!("resuming account {id}"))?;
+        }
+        if !resumed.is_empty() {
+            tracing::info!(accounts = resumed.len(), "resumed accounts with pending payments");
+        }
         let state = web::Data::new(AppState { repo, clock, tokens, admin_token_hash, registry, directory });
         telemetry::metrics_handle();
 

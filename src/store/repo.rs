@@ -362,6 +362,43 @@ impl Repo {
         }
     }
 
+    /// The accounts that have pending debits (to resume them at start).
+    pub fn accounts_with_pending(&self) -> Result<Vec<AccountId>, RepoError> {
+        let mut out: Vec<AccountId> = Vec::new();
+        for (k, _) in self.store.scan_prefix(b"pend/")? {
+            let id = std::str::from_utf8(&k[5..])
+                .ok()
+                .and_then(|rest| rest.split('/').next())
+                .and_then(|digits| digits.parse::<u64>().ok())
+                .and_then(AccountId::new)
+                .ok_or_else(|| RepoError::Corrupt {
+                    key: String::from_utf8_lossy(&k).into_owned(),
+                    reason: "bad pending key".into(),
+                })?;
+            if out.last() != Some(&id) {
+                out.push(id);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every transaction of an account, oldest first (a full scan of its index).
+    pub fn transactions_of(&self, id: AccountId) -> Result<Vec<Transaction>, RepoError> {
+        let prefix = format!("atx/{:020}/", id.get()).into_bytes();
+        let mut out = Vec::new();
+        for (k, _) in self.store.scan_prefix(&prefix)? {
+            let local: u64 =
+                String::from_utf8_lossy(&k[prefix.len()..]).parse().map_err(|_| RepoError::Corrupt {
+                    key: String::from_utf8_lossy(&k).into_owned(),
+                    reason: "bad local id".into(),
+                })?;
+            if let Some(t) = self.transaction(local)? {
+                out.push(t);
+            }
+        }
+        Ok(out)
+    }
+
     pub fn transaction_by_uuid(&self, id: &Uuid) -> Result<Option<Transaction>, RepoError> {
         match self.local_by(&txid_key(id))? {
             Some(local) => self.transaction(local),

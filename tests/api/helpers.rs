@@ -152,12 +152,23 @@ impl TestApp {
         child.wait().unwrap()
     }
 
-    /// Stops the server gracefully and starts it again on the same data dir.
-    pub fn restart(&mut self, opts: &Options) {
-        assert!(self.stop().success());
+    /// Hands over the server process (the crash test kills it itself).
+    pub fn take_child(&mut self) -> Option<Child> {
+        self.child.take()
+    }
+
+    /// Starts the server on the same data dir after it was killed.
+    pub fn start_again(&mut self, opts: &Options) {
+        assert!(self.child.is_none(), "the server is still running");
         let (child, base) = start_process(self.dir.path(), opts);
         self.child = Some(child);
         self.base = base;
+    }
+
+    /// Stops the server gracefully and starts it again on the same data dir.
+    pub fn restart(&mut self, opts: &Options) {
+        assert!(self.stop().success());
+        self.start_again(opts);
     }
 
     /// POSTs a JSON body with the admin token; answers status and body.
@@ -258,4 +269,78 @@ pub fn assert_simple(body: &Value, status: u16) {
     assert!(body["message"].is_string(), "{body}");
     assert!(body["error"].is_string(), "{body}");
     assert!(body.get("code").is_none(), "{body}");
+}
+
+/// A key of the shipped directory of the given type: (key as the directory writes it,
+/// holder document, holder ISPB).
+pub fn directory_key(key_type: &str, nth: usize) -> (String, String, String) {
+    let dict: Value = serde_json::from_str(include_str!("../../data/dict.json")).unwrap();
+    let e = dict["keys"].as_array().unwrap().iter().filter(|k| k["keyType"] == key_type).nth(nth).unwrap();
+    (
+        e["key"].as_str().unwrap().to_owned(),
+        e["document"].as_str().unwrap().to_owned(),
+        e["ispb"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// A cash-out body to a known e-mail key.
+pub fn cash_out_body(external_id: &str, value: &str) -> String {
+    let (key, doc, _) = directory_key("EMAIL", 0);
+    format!(
+        r#"{{"value": {value}, "externalId": "{external_id}", "details": {{"key": "{key}", "keyType": "EMAIL", "name": "Payee", "document": "{doc}"}}}}"#
+    )
+}
+
+impl TestApp {
+    /// Starts with a short settle delay so tests see final states quickly.
+    pub async fn spawn_fast() -> TestApp {
+        spawn_with(Options { test_clock: true, env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())] }).await
+    }
+
+    /// POSTs a raw JSON text (amounts exactly as written) with a bearer token.
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        token: &str,
+        body: &str,
+        headers: &[(&str, &str)],
+    ) -> (u16, Value) {
+        let mut req = self.client.post(self.url(path)).bearer_auth(token).content_type("application/json");
+        for (k, v) in headers {
+            req = req.insert_header((*k, *v));
+        }
+        let mut res = req.send_body(body.to_owned()).await.unwrap();
+        let status = res.status().as_u16();
+        let bytes = res.body().await.unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+
+    /// Funds the account through the sandbox.
+    pub async fn fund(&self, token: &str, amount: &str) {
+        let (s, b) =
+            self.post_raw("/sandbox/pix-in", token, &format!(r#"{{"amount": {amount}}}"#), &[]).await;
+        assert_eq!(s, 201, "{b}");
+    }
+
+    /// The standard balance: (gross, blocked, net) as text with two decimals.
+    pub async fn balance(&self, token: &str) -> (String, String, String) {
+        let (s, b) = self.get_with("/api/balance", token).await;
+        assert_eq!(s, 200, "{b}");
+        let text = |v: &Value| serde_json::to_string(v).unwrap();
+        (text(&b["grossBalance"]), text(&b["blockedBalance"]), text(&b["netBalance"]))
+    }
+
+    /// Polls a transaction until it leaves PENDING (bounded: 10 s); answers its record.
+    pub async fn wait_final(&self, token: &str, id: &str) -> Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let (s, t) = self.get_with(&format!("/api/transactions/{id}"), token).await;
+            assert_eq!(s, 200, "{t}");
+            if t["status"] != "PENDING" {
+                return t;
+            }
+            assert!(std::time::Instant::now() < deadline, "still pending: {t}");
+            actix_rt::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
 }

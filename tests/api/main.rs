@@ -2,7 +2,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod admin;
+mod dict;
 mod errors;
 mod helpers;
 mod lifecycle;
+mod money_out;
+mod recovery;
 mod token;
