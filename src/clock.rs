@@ -63,7 +63,13 @@ impl Clock {
         if (target - now).num_seconds() > CLOCK_ADVANCE_SECONDS_MAX {
             return Err(ClockError::TooFar);
         }
-        let delta = (target - now).num_milliseconds();
+        // Round up: the clock must not land short of the target by a fraction of a
+        // millisecond (a rule at exactly `target` would not fire yet).
+        let gap = target - now;
+        let mut delta = gap.num_milliseconds();
+        if gap > Duration::milliseconds(delta) {
+            delta += 1;
+        }
         Ok(self.offset_ms.fetch_add(delta, Ordering::SeqCst) + delta)
     }
 
@@ -101,8 +107,9 @@ mod tests {
         assert_eq!(c.advance(-1), Err(ClockError::Backwards));
         assert_eq!(c.set(c.now() - Duration::seconds(5)), Err(ClockError::Backwards));
         assert_eq!(c.advance(CLOCK_ADVANCE_SECONDS_MAX + 1), Err(ClockError::TooFar));
-        let target = c.now() + Duration::days(2);
+        let target = c.now() + Duration::days(2) + Duration::microseconds(1);
         let offset = c.set(target).unwrap();
+        assert!(c.now() >= target, "the clock lands at or after the target");
         assert!(offset >= 2 * 24 * 3600 * 1000 + 60_000 - 1000);
         assert!((c.now() - target).num_seconds().abs() <= 1);
     }

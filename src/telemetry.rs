@@ -32,6 +32,12 @@ pub fn metrics_handle() -> &'static PrometheusHandle {
                 Matcher::Full("http_request_duration_seconds".into()),
                 LATENCY_BUCKETS_SECONDS,
             )
+            .and_then(|b| {
+                b.set_buckets_for_metric(
+                    Matcher::Full("pixgw_commit_seconds".into()),
+                    LATENCY_BUCKETS_SECONDS,
+                )
+            })
             .map(|b| b.build_recorder())
             .unwrap_or_else(|_| PrometheusBuilder::new().build_recorder());
         let handle = recorder.handle();

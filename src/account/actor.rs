@@ -117,8 +117,10 @@ impl AccountActor {
         });
     }
 
-    fn commit(&mut self, batch: &Batch) -> Result<(), PayError> {
-        let ticket = self.deps.commit.apply(batch).map_err(|e| PayError::Unavailable(e.to_string()))?;
+    /// Queues the batch for the committer; the ledger may then apply its effects, and
+    /// replies wait for durability in [`AccountActor::after_flush`].
+    fn commit(&mut self, batch: Batch) -> Result<(), PayError> {
+        let ticket = self.deps.commit.submit(batch).map_err(|e| PayError::Unavailable(e.to_string()))?;
         self.last_ticket = ticket;
         Ok(())
     }
@@ -204,7 +206,7 @@ impl AccountActor {
             Ok::<(), crate::store::RepoError>(())
         })();
         write.map_err(|e| PayError::Unavailable(e.to_string()))?;
-        self.commit(&b)?;
+        self.commit(b)?;
         let applied = self.ledger.as_mut().map(|l| l.apply_debit(effects));
         if let Ok(Err(v)) = applied {
             return Err(self.broken(&v.to_string(), ctx));
@@ -247,8 +249,7 @@ impl AccountActor {
             }
             Ok::<(), crate::store::RepoError>(())
         })();
-        if let Err(e) = write.map_err(|e| PayError::Unavailable(e.to_string())).and_then(|_| self.commit(&b))
-        {
+        if let Err(e) = write.map_err(|e| PayError::Unavailable(e.to_string())).and_then(|_| self.commit(b)) {
             // Still pending in storage; a restart submits it to the bank again.
             tracing::error!(account = %self.account.id, local_id, error = %e, "settlement not recorded");
             return;
@@ -322,7 +323,7 @@ impl AccountActor {
             Ok::<(), crate::store::RepoError>(())
         })();
         write.map_err(|e| PayError::Unavailable(e.to_string()))?;
-        self.commit(&b)?;
+        self.commit(b)?;
         if let Ok(Err(v)) = self.ledger.as_mut().map(|l| l.apply_credit(effects)) {
             return Err(PayError::Internal(v.to_string()));
         }
@@ -339,7 +340,12 @@ impl AccountActor {
         let ticket = self.last_ticket;
         let wait = async move { commit.durable(ticket).await };
         Box::pin(wait.into_actor(self).map(move |durable, act, ctx| {
-            durable.map_err(|e| PayError::Unavailable(e.to_string()))?;
+            if let Err(e) = durable {
+                // This actor's memory may hold effects that never reached the disk.
+                tracing::error!(account = %act.account.id, error = %e, "write not durable; actor stops");
+                ctx.stop();
+                return Err(PayError::Unavailable(e.to_string()));
+            }
             let value = reply?;
             then(act, ctx, &value);
             Ok(value)

@@ -60,6 +60,35 @@ impl Batch {
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
+
+    /// Appends another batch's writes after this one's.
+    pub fn extend(&mut self, other: Batch) {
+        self.ops.extend(other.ops);
+    }
+
+    /// Drops every write that a later write of the same key in this batch overrides. The
+    /// batch applies atomically, so no reader could have seen the dropped values: the result
+    /// is the same, with less to write (a hot account's ledger record, written once per
+    /// payment, is written once per group).
+    pub fn compact(&mut self) {
+        let mut seen = std::collections::HashSet::new();
+        let mut kept: Vec<Op> = Vec::with_capacity(self.ops.len());
+        for op in self.ops.drain(..).rev() {
+            let key = match &op {
+                Op::Put(k, _) | Op::Delete(k) => k.clone(),
+            };
+            if seen.insert(key) {
+                kept.push(op);
+            }
+        }
+        kept.reverse();
+        self.ops = kept;
+    }
+
+    /// The number of writes.
+    pub fn len_hint(&self) -> usize {
+        self.ops.len()
+    }
 }
 
 /// Key-value pairs in key order.
@@ -79,3 +108,28 @@ pub trait Store: Send + Sync + 'static {
 }
 
 pub type SharedStore = Arc<dyn Store>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compaction_keeps_the_last_write_of_each_key_in_order() {
+        let mut b = Batch::default();
+        b.put("a", vec![1]);
+        b.put("b", vec![1]);
+        b.put("a", vec![2]);
+        b.delete("b");
+        b.put("c", vec![3]);
+        b.compact();
+        let ops: Vec<String> = b
+            .ops()
+            .iter()
+            .map(|o| match o {
+                Op::Put(k, v) => format!("put {}={}", String::from_utf8_lossy(k), v[0]),
+                Op::Delete(k) => format!("del {}", String::from_utf8_lossy(k)),
+            })
+            .collect();
+        assert_eq!(ops, vec!["put a=2", "del b", "put c=3"]);
+    }
+}

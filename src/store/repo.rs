@@ -286,11 +286,15 @@ impl Repo {
     }
 
     /// Puts a transaction; `first` also writes its indexes (they never change afterwards,
-    /// except the end-to-end id, which a settlement may replace).
+    /// except the end-to-end id, which a `/dict/pix` settlement replaces: the provisional
+    /// one stays indexed too).
     pub fn put_transaction(&self, b: &mut Batch, tx: &Transaction, first: bool) -> Result<(), RepoError> {
         b.put(tx_key(tx.local_id), to_json(tx)?);
         let local = tx.local_id.to_be_bytes().to_vec();
-        b.put(e2e_key(&tx.end_to_end_id), local.clone());
+        let provisional = tx.dict.as_ref().map(|d| d.provisional_end_to_end_id.as_str());
+        if first || provisional.is_some_and(|p| p != tx.end_to_end_id) {
+            b.put(e2e_key(&tx.end_to_end_id), local.clone());
+        }
         if first {
             b.put(txid_key(&tx.transaction_id), local.clone());
             let mut atx = format!("atx/{:020}/", tx.account_id.get()).into_bytes();

@@ -14,8 +14,9 @@ impl SledStore {
     pub fn open(dir: &Path) -> Result<SledStore, StoreError> {
         let db = sled::Config::new()
             .path(dir)
-            // Flushes are explicit (group commit); sled's timer flush stays as a backstop.
-            .flush_every_ms(Some(1000))
+            // Flushes are explicit (group commit). sled's own timer flush is off: a flush
+            // running beside writers stalls them (docs/benchmarks.md).
+            .flush_every_ms(None)
             .open()
             .map_err(|e| match e {
                 sled::Error::Io(ref io) if io.to_string().contains("could not acquire lock") => {
