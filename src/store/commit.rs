@@ -1,9 +1,11 @@
 //! Group commit: many writers, one thread that writes.
 //!
-//! Writers submit batches to a queue and get a ticket (their position in it). A single
-//! committer thread drains everything queued, merges it into one atomic batch, applies it,
-//! flushes once, and publishes the newest ticket as durable; a writer answers its client
-//! only once its ticket is durable (rule 2). Applying and flushing on one thread is not a
+//! Writers take a ticket from an atomic counter and queue their batch; nothing is locked.
+//! A single committer thread drains everything queued, merges it into one atomic batch,
+//! applies it, flushes once, and publishes the durable *watermark*: the highest ticket such
+//! that it and every ticket below it are on disk (two writers may queue in the other order
+//! than their tickets, so a ticket is durable only once every lower one is). A writer
+//! answers its client only once its ticket is under the watermark (rule 2). Applying and flushing on one thread is not a
 //! detail: sled slows to a crawl, with multi-second stalls, when a flush runs while other
 //! threads write (measured in docs/benchmarks.md), and one merged batch per group costs a
 //! fraction of one batch per write.
@@ -13,9 +15,10 @@
 //! keep their state in memory ahead of durability, so letting a later batch through after
 //! a lost one could persist a state built on something that never was.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -49,10 +52,29 @@ struct Job {
 }
 
 pub struct GroupCommit {
-    /// The queue and the ticket counter, under one lock so tickets follow queue order.
-    queue: Mutex<(u64, Option<Sender<Job>>)>,
+    tickets: AtomicU64,
+    queue: Sender<Job>,
+    stopped: AtomicBool,
     progress: watch::Sender<Progress>,
     flushes: AtomicU64,
+}
+
+/// The committer's view of which tickets are on disk.
+#[derive(Default)]
+struct Watermark {
+    durable: u64,
+    /// Tickets flushed above a gap (a lower ticket not yet received).
+    ahead: BTreeSet<u64>,
+}
+
+impl Watermark {
+    fn flushed(&mut self, tickets: impl IntoIterator<Item = u64>) -> u64 {
+        self.ahead.extend(tickets);
+        while self.ahead.remove(&(self.durable + 1)) {
+            self.durable += 1;
+        }
+        self.durable
+    }
 }
 
 impl GroupCommit {
@@ -60,8 +82,13 @@ impl GroupCommit {
     pub fn start(store: SharedStore) -> std::io::Result<Arc<GroupCommit>> {
         let (tx, rx) = mpsc::channel();
         let (progress, _) = watch::channel(Progress::default());
-        let gc =
-            Arc::new(GroupCommit { queue: Mutex::new((0, Some(tx))), progress, flushes: AtomicU64::new(0) });
+        let gc = Arc::new(GroupCommit {
+            tickets: AtomicU64::new(0),
+            queue: tx,
+            stopped: AtomicBool::new(false),
+            progress,
+            flushes: AtomicU64::new(0),
+        });
         let committer = Arc::clone(&gc);
         std::thread::Builder::new()
             .name("pixgw-committer".into())
@@ -80,13 +107,14 @@ impl GroupCommit {
     }
 
     fn run(&self, store: &SharedStore, rx: &Receiver<Job>) {
+        let mut watermark = Watermark::default();
         while let Ok(first) = rx.recv() {
-            let mut last = first.ticket;
+            let mut tickets = vec![first.ticket];
             let mut merged = first.batch;
-            while merged.len_hint() < GROUP_BATCHES_MAX * 8 {
+            while tickets.len() < GROUP_BATCHES_MAX {
                 match rx.try_recv() {
                     Ok(job) => {
-                        last = job.ticket;
+                        tickets.push(job.ticket);
                         merged.extend(job.batch);
                     }
                     Err(_) => break,
@@ -104,10 +132,9 @@ impl GroupCommit {
                     metrics::histogram!("pixgw_commit_apply_seconds").record(apply_seconds);
                     metrics::histogram!("pixgw_commit_seconds").record(started.elapsed().as_secs_f64());
                     self.flushes.fetch_add(1, Ordering::Relaxed);
-                    self.progress.send_modify(|p| {
-                        metrics::counter!("pixgw_committed_batches_total").increment(last - p.durable);
-                        p.durable = last;
-                    });
+                    metrics::counter!("pixgw_committed_batches_total").increment(tickets.len() as u64);
+                    let durable = watermark.flushed(tickets);
+                    self.progress.send_modify(|p| p.durable = durable);
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "storage failed; refusing every write until restart");
@@ -118,10 +145,9 @@ impl GroupCommit {
         }
     }
 
-    /// Stops taking batches; the committer ends after the ones queued.
+    /// Stops taking batches (at shutdown, after the server stopped serving).
     pub fn stop(&self) {
-        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        q.1 = None;
+        self.stopped.store(true, Ordering::Release);
     }
 
     /// Queues a batch; it is durable once [`GroupCommit::durable`] for the ticket returns.
@@ -129,11 +155,13 @@ impl GroupCommit {
         if let Some((_, why)) = &self.progress.borrow().failed_from {
             return Err(CommitError::Failed(why.clone()));
         }
-        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        let ticket = q.0 + 1;
-        let sender = q.1.as_ref().ok_or_else(|| CommitError::Failed("shutting down".into()))?;
-        sender.send(Job { ticket, batch }).map_err(|_| CommitError::Failed("committer stopped".into()))?;
-        q.0 = ticket;
+        if self.stopped.load(Ordering::Acquire) {
+            return Err(CommitError::Failed("shutting down".into()));
+        }
+        let ticket = self.tickets.fetch_add(1, Ordering::AcqRel) + 1;
+        self.queue
+            .send(Job { ticket, batch })
+            .map_err(|_| CommitError::Failed("committer stopped".into()))?;
         Ok(ticket)
     }
 
@@ -174,6 +202,15 @@ impl From<StoreError> for CommitError {
 mod tests {
     use super::*;
     use crate::store::{MemoryStore, Store};
+
+    #[test]
+    fn the_watermark_waits_for_every_lower_ticket() {
+        let mut w = Watermark::default();
+        assert_eq!(w.flushed([2, 3]), 0);
+        assert_eq!(w.flushed([1]), 3);
+        assert_eq!(w.flushed([5]), 3);
+        assert_eq!(w.flushed([4, 6]), 6);
+    }
 
     #[actix_rt::test]
     async fn writes_are_acknowledged_after_a_flush_that_serves_many() {
