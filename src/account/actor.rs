@@ -412,10 +412,12 @@ impl Handler<Settled> for AccountActor {
 }
 
 impl Handler<Tick> for AccountActor {
-    type Result = ();
+    type Result = ResponseActFuture<Self, Result<(), PayError>>;
 
-    fn handle(&mut self, _: Tick, ctx: &mut Context<Self>) {
+    /// Answers once what expired is on disk, so the clock route's caller reads it back.
+    fn handle(&mut self, _: Tick, ctx: &mut Context<Self>) -> Self::Result {
         self.expire_due(ctx);
+        self.after_flush(Ok(()), |_, _, _| {})
     }
 }
 

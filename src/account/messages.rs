@@ -72,9 +72,10 @@ pub struct PixIn {
 #[rtype(result = "Result<Balance, PayError>")]
 pub struct GetBalance;
 
-/// Time moved: expire what is due (sent every second, and after the test clock moves).
+/// Time moved: expire what is due (sent after the test clock moves; actors also check
+/// every second on their own). Answers once the expirations are durable.
 #[derive(Message)]
-#[rtype(result = "()")]
+#[rtype(result = "Result<(), PayError>")]
 pub struct Tick;
 
 /// The operator changed the account's settings.

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use super::auth::Admin;
-use super::body::{json_object, Fields};
+use super::body::{request_object, Fields};
 use super::error::{ApiError, ExtendedErrorBody, Violation};
 use super::{iso, AppState};
 use crate::accounts;
@@ -24,10 +24,6 @@ use crate::domain::document::TaxId;
 use crate::domain::ids::AccountId;
 use crate::domain::money::{Money, Percent};
 use crate::store::{AccountRecord, CertificateRecord, KEY_CLOCK_OFFSET};
-
-fn body(req: &HttpRequest, bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    json_object(req, bytes).map_err(|e| ApiError::Validation(vec![e.violation()]))
-}
 
 fn finish(violations: Vec<Violation>) -> Result<(), ApiError> {
     if violations.is_empty() {
@@ -68,7 +64,7 @@ pub async fn create_account(
     bytes: Bytes,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let obj = body(&req, &bytes)?;
+    let obj = request_object(&req, &bytes)?;
     let mut f = Fields::new(&obj);
     f.only(&["name", "document", "sandbox", "initialBalance"]);
     let name = f.string("name", true).and_then(|n| match AccountName::parse(n) {
@@ -251,7 +247,7 @@ pub async fn patch_account(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = account_id(&path)?;
-    let obj = body(&req, &bytes)?;
+    let obj = request_object(&req, &bytes)?;
     let current = accounts::account(&state.repo, id)?.settings;
     // Validate against the current settings first so a bad body changes nothing; the
     // update then re-applies the same body under the admin lock.
@@ -290,7 +286,7 @@ pub async fn register_certificate(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = account_id(&path)?;
-    let obj = body(&req, &bytes)?;
+    let obj = request_object(&req, &bytes)?;
     let mut f = Fields::new(&obj);
     f.only(&["pem"]);
     let pem = f.string("pem", true);
@@ -372,7 +368,7 @@ pub async fn move_clock(
     if !state.clock.is_adjustable() {
         return Err(ApiError::NotFound("no route matches this path".into()));
     }
-    let obj = body(&req, &bytes)?;
+    let obj = request_object(&req, &bytes)?;
     let mut f = Fields::new(&obj);
     f.only(&["set", "advanceSeconds"]);
     let set = f.string("set", false);

@@ -44,6 +44,11 @@ pub fn json_object(req: &HttpRequest, body: &[u8]) -> Result<Map<String, Value>,
     }
 }
 
+/// The body as a JSON object, or the 400 validation error that says why not.
+pub fn request_object(req: &HttpRequest, body: &[u8]) -> Result<Map<String, Value>, super::error::ApiError> {
+    json_object(req, body).map_err(|e| super::error::ApiError::Validation(vec![e.violation()]))
+}
+
 /// Collects the violations of one object's fields. `prefix` names nested objects
 /// (`limits.daily`).
 pub struct Fields<'a> {

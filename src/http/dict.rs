@@ -9,9 +9,9 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::auth::Caller;
-use super::body::{json_object, Fields};
+use super::body::{request_object, Fields};
 use super::error::{ApiError, SimpleErrorBody, Violation, ViolationKind};
-use super::payments::{family_b_error, pay, payout_scenario};
+use super::payments::{family_b_error, pay, payout_scenario, refuse_if_provider_down};
 use super::AppState;
 use crate::account::{DictRequest, PayRequest};
 use crate::domain::ids::ClientId;
@@ -184,11 +184,9 @@ pub async fn dict_pix(
         })?
         .to_ascii_lowercase();
     let scenario = payout_scenario(&req, &caller)?;
-    let obj = json_object(&req, &bytes).map_err(|e| ApiError::Validation(vec![e.violation()]))?;
+    let obj = request_object(&req, &bytes)?;
     let input = read(&obj)?;
-    if scenario == Some(PayoutScenario::ProviderDown) {
-        return Err(ApiError::ProviderDown);
-    }
+    refuse_if_provider_down(scenario)?;
     let entry = state.directory.lookup(&input.key);
     let directory_decides = matches!(scenario, None | Some(PayoutScenario::Confirm));
     if entry.is_none() && directory_decides {

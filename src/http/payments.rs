@@ -29,6 +29,15 @@ pub fn payout_scenario(req: &HttpRequest, caller: &Caller) -> Result<Option<Payo
         .ok_or_else(|| fail(format!("must be one of {PAYOUT_SCENARIOS}")))
 }
 
+/// `PROVIDER_DOWN`: the provider is unreachable; answer 500 and record nothing
+/// (decisions.md §6), after the body was validated like any other.
+pub fn refuse_if_provider_down(scenario: Option<PayoutScenario>) -> Result<(), ApiError> {
+    match scenario {
+        Some(PayoutScenario::ProviderDown) => Err(ApiError::ProviderDown),
+        _ => Ok(()),
+    }
+}
+
 fn registry_error(e: RegistryError) -> ApiError {
     match e {
         RegistryError::NotFound => ApiError::Unauthorized("the access token was revoked"),

@@ -4,22 +4,17 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 
 use super::auth::Caller;
-use super::body::{json_object, Fields};
+use super::body::{request_object, Fields};
 use super::error::{ApiError, ExtendedErrorBody, ViolationKind};
-use super::payments::{family_a_error, pay, payout_scenario, PaymentCreated};
+use super::payments::{family_a_error, pay, payout_scenario, refuse_if_provider_down, PaymentCreated};
 use super::AppState;
 use crate::account::PayRequest;
 use crate::domain::brcode;
 use crate::domain::money::Money;
 use crate::domain::pix_key::{parse_cash_out_key, parse_directory_key, CashOutKeyType, DirectoryKey};
-use crate::domain::scenario::PayoutScenario;
 use crate::domain::transaction::{
     Counterpart, TxKind, COUNTERPART_NAME_LEN_MAX, DESCRIPTION_LEN_MAX, EXTERNAL_ID_LEN_MAX,
 };
-
-fn body(req: &HttpRequest, bytes: &[u8]) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
-    json_object(req, bytes).map_err(|e| ApiError::Validation(vec![e.violation()]))
-}
 
 /// A checked cash-out body.
 struct CashOut {
@@ -104,10 +99,8 @@ pub async fn cash_out(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let scenario = payout_scenario(&req, &caller)?;
-    let input = read_cash_out(&body(&req, &bytes)?)?;
-    if scenario == Some(PayoutScenario::ProviderDown) {
-        return Err(ApiError::ProviderDown);
-    }
+    let input = read_cash_out(&request_object(&req, &bytes)?)?;
+    refuse_if_provider_down(scenario)?;
     let entry = state.directory.lookup(&input.key);
     let document_mismatch = input.check_document && entry.is_some_and(|e| e.document != input.document);
     let counterpart = Counterpart {
@@ -194,10 +187,8 @@ pub async fn cash_out_qrcode(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let scenario = payout_scenario(&req, &caller)?;
-    let input = read_qr(&body(&req, &bytes)?)?;
-    if scenario == Some(PayoutScenario::ProviderDown) {
-        return Err(ApiError::ProviderDown);
-    }
+    let input = read_qr(&request_object(&req, &bytes)?)?;
+    refuse_if_provider_down(scenario)?;
     // A static code names its key; a dynamic one (URL) is resolved by the simulator.
     let key = match (&input.code.key, &input.code.url) {
         (Some(k), _) => parse_directory_key(k).ok(),

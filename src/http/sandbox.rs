@@ -7,7 +7,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::auth::Caller;
-use super::body::{json_object, Fields};
+use super::body::{request_object, Fields};
 use super::error::{ApiError, ExtendedErrorBody};
 use super::AppState;
 use crate::account::{PayError, PixIn};
@@ -45,7 +45,7 @@ pub async fn pix_in(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     sandbox_only(&caller)?;
-    let obj = json_object(&req, &bytes).map_err(|e| ApiError::Validation(vec![e.violation()]))?;
+    let obj = request_object(&req, &bytes)?;
     let mut f = Fields::new(&obj);
     let amount = f.amount("amount", true);
     let payer_name =

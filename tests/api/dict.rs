@@ -142,3 +142,25 @@ async fn a_transfer_queued_past_its_expiration_fails_and_returns_the_hold() {
     assert_eq!(app.balance(&token).await, ("100.00".into(), "0.00".into(), "100.00".into()));
     let _ = json!(null);
 }
+
+#[actix_rt::test]
+async fn provider_down_is_a_500_that_records_nothing() {
+    let (app, token) = setup().await;
+    let (phone, _, _) = directory_key("PHONE", 1);
+    let k = key();
+    let (s, b) = app
+        .post_raw(
+            "/dict/pix",
+            &token,
+            &transfer(&phone, "5"),
+            &[("x-idempotency-key", &k), ("X-Sandbox-Scenario", "PROVIDER_DOWN")],
+        )
+        .await;
+    assert_eq!(s, 500);
+    assert_simple(&b, 500);
+    assert_eq!(app.balance(&token).await.0, "100.00");
+    // The key was not used: the same key with the same body is a new transfer.
+    let (s, _) =
+        app.post_raw("/dict/pix", &token, &transfer(&phone, "5"), &[("x-idempotency-key", &k)]).await;
+    assert_eq!(s, 201);
+}
