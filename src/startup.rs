@@ -128,9 +128,12 @@ impl Application {
     /// Serves until a stop signal; then flushes storage.
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
         let served = self.server.await;
-        tracing::info!("server stopped; flushing storage");
+        tracing::info!("server stopped; writing what is queued and flushing storage");
+        // Let the committer finish what it took before flushing beside it.
+        if let Err(e) = self.commit.drain().await {
+            tracing::error!(error = %e, "queued writes were not all written");
+        }
         self.store.flush().context("flushing storage at shutdown")?;
-        self.commit.stop();
         served.context("serving")?;
         Ok(())
     }

@@ -185,6 +185,14 @@ impl GroupCommit {
         outcome.unwrap_or(Err(CommitError::NotDurable(FLUSH_WAIT_MAX)))
     }
 
+    /// Stops taking batches and waits (up to [`FLUSH_WAIT_MAX`]) until every batch taken
+    /// is on disk: the last step of a graceful shutdown.
+    pub async fn drain(&self) -> Result<(), CommitError> {
+        self.stop();
+        let issued = self.tickets.load(Ordering::Acquire);
+        self.durable(issued).await
+    }
+
     /// Queues a batch and waits until it is durable.
     pub async fn commit(&self, batch: Batch) -> Result<(), CommitError> {
         let ticket = self.submit(batch)?;
