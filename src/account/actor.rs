@@ -37,13 +37,15 @@ pub struct Deps {
 }
 
 pub struct AccountActor {
-    account: AccountRecord,
-    deps: Arc<Deps>,
+    pub(super) account: AccountRecord,
+    pub(super) deps: Arc<Deps>,
     /// `Err` when the ledger could not be loaded: the actor stops at once.
-    ledger: Result<Ledger, String>,
+    pub(super) ledger: Result<Ledger, String>,
     /// Pending debits, to settle without a storage read.
     pending: HashMap<u64, Transaction>,
-    /// `/dict/pix` expirations: (deadline, local id).
+    /// Open charges (PENDING cash-ins).
+    pub(super) open_charges: HashMap<u64, Transaction>,
+    /// `/dict/pix` and charge expirations: (deadline, local id).
     deadlines: BTreeSet<(DateTime<Utc>, u64)>,
     /// The newest group-commit ticket of this actor's writes; replies wait for it.
     last_ticket: u64,
@@ -60,6 +62,7 @@ impl AccountActor {
             deps,
             ledger,
             pending: HashMap::new(),
+            open_charges: HashMap::new(),
             deadlines: BTreeSet::new(),
             last_ticket: 0,
         };
@@ -81,7 +84,24 @@ impl AccountActor {
                 .ok_or_else(|| format!("pending transaction {id} has no record"))?;
             self.track(tx);
         }
+        for charge in self.deps.repo.open_charges(self.account.id).map_err(|e| e.to_string())? {
+            self.track_charge(charge);
+        }
         Ok(())
+    }
+
+    pub(super) fn track_charge(&mut self, tx: Transaction) {
+        if let Some(c) = &tx.charge {
+            self.deadlines.insert((c.expires_at, tx.local_id));
+        }
+        self.open_charges.insert(tx.local_id, tx);
+    }
+
+    pub(super) fn untrack_charge(&mut self, tx: &Transaction) {
+        if let Some(c) = &tx.charge {
+            self.deadlines.remove(&(c.expires_at, tx.local_id));
+        }
+        self.open_charges.remove(&tx.local_id);
     }
 
     fn track(&mut self, tx: Transaction) {
@@ -92,12 +112,12 @@ impl AccountActor {
         self.pending.insert(tx.local_id, tx);
     }
 
-    fn fee_rule(&self, kind: TxKind) -> FeeRule {
+    pub(super) fn fee_rule(&self, kind: TxKind) -> FeeRule {
         let fees = &self.account.settings.fees;
         match kind {
             TxKind::CashOut | TxKind::QrCashOut => fees.cash_out,
             TxKind::DictPix => fees.dict_pix,
-            TxKind::PixIn => fees.cash_in,
+            TxKind::PixIn | TxKind::CashIn => fees.cash_in,
         }
     }
 
@@ -119,13 +139,13 @@ impl AccountActor {
 
     /// Queues the batch for the committer; the ledger may then apply its effects, and
     /// replies wait for durability in [`AccountActor::after_flush`].
-    fn commit(&mut self, batch: Batch) -> Result<(), PayError> {
+    pub(super) fn commit(&mut self, batch: Batch) -> Result<(), PayError> {
         let ticket = self.deps.commit.submit(batch).map_err(|e| PayError::Unavailable(e.to_string()))?;
         self.last_ticket = ticket;
         Ok(())
     }
 
-    fn broken(&self, why: &str, ctx: &mut Context<Self>) -> PayError {
+    pub(super) fn broken(&self, why: &str, ctx: &mut Context<Self>) -> PayError {
         tracing::error!(account = %self.account.id, why, "account actor stops; it reloads from storage on next use");
         ctx.stop();
         PayError::Internal(why.to_owned())
@@ -188,6 +208,7 @@ impl AccountActor {
                 provisional_end_to_end_id: e2e,
             }),
             qr_txid: req.qr_txid,
+            charge: None,
         };
         if req.document_mismatch {
             let _ = tx.settle(Err(ErrorCode::TaxIdMismatch), now);
@@ -195,7 +216,7 @@ impl AccountActor {
         let repo = &self.deps.repo;
         let mut b = Batch::default();
         let write = (|| {
-            repo.put_transaction(&mut b, &tx, true)?;
+            repo.put_transaction(&mut b, &tx, true, true)?;
             repo.put_ledger(&mut b, self.account.id, &effects.state)?;
             if !effects.hold.is_zero() {
                 repo.put_pending(&mut b, self.account.id, local_id, effects.hold)?;
@@ -231,7 +252,8 @@ impl AccountActor {
         if let Ok(Some(bank)) = &result {
             tx.counterpart.bank = Some(bank.clone());
         }
-        if tx.kind == TxKind::DictPix && result.is_ok() {
+        let new_e2e = tx.kind == TxKind::DictPix && result.is_ok();
+        if new_e2e {
             // The provisional id answered at creation gives way to the settled one.
             tx.end_to_end_id = end_to_end_id('E', GATEWAY_ISPB, now, &Uuid::new_v4().into_bytes());
         }
@@ -241,7 +263,7 @@ impl AccountActor {
         let repo = &self.deps.repo;
         let mut b = Batch::default();
         let write = (|| {
-            repo.put_transaction(&mut b, &tx, false)?;
+            repo.put_transaction(&mut b, &tx, false, new_e2e)?;
             repo.put_ledger(&mut b, self.account.id, &effects.state)?;
             repo.delete_pending(&mut b, self.account.id, local_id);
             if let Some(ev) = event_for(&tx, now) {
@@ -269,7 +291,13 @@ impl AccountActor {
         let now = self.deps.clock.now();
         let due: Vec<u64> = self.deadlines.iter().take_while(|(d, _)| *d <= now).map(|(_, id)| *id).collect();
         for id in due {
-            self.settle(id, Err(ErrorCode::Expired), ctx);
+            if self.open_charges.contains_key(&id) {
+                if let Err(e) = self.expire_charge(id) {
+                    tracing::error!(account = %self.account.id, id, error = %e, "charge expiry not recorded");
+                }
+            } else {
+                self.settle(id, Err(ErrorCode::Expired), ctx);
+            }
         }
     }
 
@@ -311,11 +339,12 @@ impl AccountActor {
             scenario: None,
             dict: None,
             qr_txid: None,
+            charge: None,
         };
         let repo = &self.deps.repo;
         let mut b = Batch::default();
         let write = (|| {
-            repo.put_transaction(&mut b, &tx, true)?;
+            repo.put_transaction(&mut b, &tx, true, true)?;
             repo.put_ledger(&mut b, self.account.id, &effects.state)?;
             if let Some(ev) = event_for(&tx, now) {
                 repo.put_outbox(&mut b, &ev)?;
@@ -331,7 +360,7 @@ impl AccountActor {
     }
 
     /// A reply that waits until this actor's writes so far are durable.
-    fn after_flush<T: 'static>(
+    pub(super) fn after_flush<T: 'static>(
         &self,
         reply: Result<T, PayError>,
         then: impl FnOnce(&mut Self, &mut Context<Self>, &T) + 'static,

@@ -48,6 +48,12 @@ pub struct PayOutcome {
 pub enum PayError {
     #[error("rejected: {0:?}")]
     Rejected(Rejection),
+    /// A charge's expiration is below the provider's minimum (seconds).
+    #[error("expiration below the provider minimum of {0} s")]
+    BelowProviderMinimum(u32),
+    /// The charge is not open: paid, or expired (its status).
+    #[error("the charge is not payable: {0}")]
+    NotPayable(&'static str),
     #[error("unavailable: {0}")]
     Unavailable(String),
     #[error("internal: {0}")]
@@ -82,3 +88,27 @@ pub struct Tick;
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct SettingsChanged(pub AccountSettings);
+
+/// A charge to create (`POST /api/pix/cash-in`).
+#[derive(Debug, Clone)]
+pub struct ChargeRequest {
+    pub external_id: String,
+    pub value: Money,
+    pub description: String,
+    pub payer_name: String,
+    pub payer_document: String,
+    pub expiration_seconds: u32,
+    pub additional_info: std::collections::BTreeMap<String, String>,
+    pub scenario: Option<crate::domain::scenario::ChargeScenario>,
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<Transaction, PayError>")]
+pub struct CreateCharge(pub ChargeRequest);
+
+/// A payer pays an open charge (sandbox).
+#[derive(Message)]
+#[rtype(result = "Result<Transaction, PayError>")]
+pub struct PayCharge {
+    pub local_id: u64,
+}

@@ -8,11 +8,13 @@
 //! the actor already serves the next command, so one flush acknowledges many.
 
 mod actor;
+mod charges;
 mod messages;
 mod registry;
 
 pub use actor::{AccountActor, Deps};
 pub use messages::{
-    DictRequest, GetBalance, Pay, PayError, PayOutcome, PayRequest, PixIn, SettingsChanged, Tick,
+    ChargeRequest, CreateCharge, DictRequest, GetBalance, Pay, PayCharge, PayError, PayOutcome, PayRequest,
+    PixIn, SettingsChanged, Tick,
 };
 pub use registry::{Registry, RegistryError};

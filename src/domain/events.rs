@@ -64,7 +64,7 @@ fn counterpart_json(tx: &Transaction) -> Value {
 /// The family A flat webhook (`CashOut`, `CashIn`, …) of a transaction.
 pub fn flat_webhook(tx: &Transaction) -> Value {
     let (event, movement) = match tx.kind {
-        TxKind::PixIn => ("CashIn", "CREDIT"),
+        TxKind::PixIn | TxKind::CashIn => ("CashIn", "CREDIT"),
         TxKind::CashOut | TxKind::QrCashOut | TxKind::DictPix => ("CashOut", "DEBIT"),
     };
     let final_amount = if tx.kind.is_debit() {
@@ -130,7 +130,7 @@ pub fn event_for(tx: &Transaction, at: DateTime<Utc>) -> Option<OutboxEvent> {
     let (event_type, payload) = match (tx.kind, tx.status) {
         (_, TxStatus::Pending) => return None,
         (TxKind::DictPix, _) => (EventType::CashOut, transfer_envelope(tx)),
-        (TxKind::PixIn, _) => (EventType::CashIn, flat_webhook(tx)),
+        (TxKind::PixIn | TxKind::CashIn, _) => (EventType::CashIn, flat_webhook(tx)),
         (TxKind::CashOut | TxKind::QrCashOut, _) => (EventType::CashOut, flat_webhook(tx)),
     };
     Some(OutboxEvent {
@@ -180,6 +180,7 @@ mod tests {
             scenario: None,
             dict: None,
             qr_txid: None,
+            charge: None,
         }
     }
 

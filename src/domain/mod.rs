@@ -15,5 +15,6 @@ pub mod ledger;
 pub mod limits;
 pub mod money;
 pub mod pix_key;
+pub mod qr_image;
 pub mod scenario;
 pub mod transaction;

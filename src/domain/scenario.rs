@@ -47,9 +47,50 @@ impl PayoutScenario {
     }
 }
 
+/// Scenarios of a cash-in charge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChargeScenario {
+    /// Paid right after creation.
+    PayNow,
+    /// Expires right after creation.
+    ExpireNow,
+    /// The provider's minimum expiration is this many seconds.
+    ProviderExpirationMin(u32),
+}
+
+pub const CHARGE_SCENARIOS: &str = "PAY_NOW, EXPIRE_NOW, PROVIDER_EXPIRATION_MIN_<seconds>";
+
+impl ChargeScenario {
+    pub fn parse(text: &str) -> Option<ChargeScenario> {
+        match text {
+            "PAY_NOW" => Some(ChargeScenario::PayNow),
+            "EXPIRE_NOW" => Some(ChargeScenario::ExpireNow),
+            other => {
+                let s = other.strip_prefix("PROVIDER_EXPIRATION_MIN_")?;
+                if s.is_empty() || s.len() > 7 || !s.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                s.parse().ok().map(ChargeScenario::ProviderExpirationMin)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn charge_scenarios_parse() {
+        assert_eq!(ChargeScenario::parse("PAY_NOW"), Some(ChargeScenario::PayNow));
+        assert_eq!(ChargeScenario::parse("EXPIRE_NOW"), Some(ChargeScenario::ExpireNow));
+        assert_eq!(
+            ChargeScenario::parse("PROVIDER_EXPIRATION_MIN_3600"),
+            Some(ChargeScenario::ProviderExpirationMin(3600))
+        );
+        assert_eq!(ChargeScenario::parse("PROVIDER_EXPIRATION_MIN_"), None);
+        assert_eq!(ChargeScenario::parse("CONFIRM"), None);
+    }
 
     #[test]
     fn every_documented_value_parses() {

@@ -28,12 +28,34 @@ pub enum TxKind {
     QrCashOut,
     DictPix,
     PixIn,
+    /// A charge (`POST /api/pix/cash-in`): PENDING until paid or expired.
+    CashIn,
 }
 
 impl TxKind {
     pub fn is_debit(self) -> bool {
-        !matches!(self, TxKind::PixIn)
+        !matches!(self, TxKind::PixIn | TxKind::CashIn)
     }
+}
+
+/// Bounds of a charge's `expirationTime`, in seconds (interface.md "Limits").
+pub const CHARGE_EXPIRATION_SECONDS_MIN: u64 = 30;
+pub const CHARGE_EXPIRATION_SECONDS_MAX: u64 = 604_800;
+pub const CHARGE_EXPIRATION_SECONDS_DEFAULT: u64 = 86_400;
+/// Keys of a charge's `additionalInfo`.
+pub const ADDITIONAL_INFO_KEYS_MAX: usize = 10;
+
+/// What a charge keeps beyond the common fields.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChargeDetails {
+    pub correlation_id: Uuid,
+    /// The txid in the BR Code (field 62/05).
+    pub txid: String,
+    /// The BR Code to pay (copy and paste).
+    pub pix_code: String,
+    pub expires_at: DateTime<Utc>,
+    pub additional_info: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -161,6 +183,8 @@ pub struct Transaction {
     pub dict: Option<DictDetails>,
     /// The txid of the BR Code a QR cash-out paid.
     pub qr_txid: Option<String>,
+    #[serde(default)]
+    pub charge: Option<ChargeDetails>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -237,6 +261,7 @@ mod tests {
             scenario: None,
             dict: None,
             qr_txid: None,
+            charge: None,
         };
         assert!(t.settle(Err(ErrorCode::OrderRejected), Utc::now()).is_ok());
         assert_eq!(t.error_code, Some(ErrorCode::OrderRejected));

@@ -96,6 +96,10 @@ pub enum Business {
     DailyLimitExceeded,
     NightLimitExceeded,
     InsufficientBalance,
+    /// A charge's expirationTime is below the provider's minimum (seconds).
+    ProviderExpirationBelowMinimum {
+        minimum: u32,
+    },
 }
 
 /// Every error a client can be answered with.
@@ -268,6 +272,12 @@ fn business_parts(b: &Business) -> ErrorParts {
             "PIX_INSUFFICIENT_BALANCE",
             "the available balance is below value plus fee",
             None,
+        ),
+        Business::ProviderExpirationBelowMinimum { minimum } => (
+            StatusCode::BAD_REQUEST,
+            "PROVIDER_EXPIRATION_BELOW_MINIMUM",
+            "expirationTime is below the provider's minimum",
+            Some(json!({"minimumExpirationTime": minimum})),
         ),
     };
     ErrorParts {

@@ -8,6 +8,7 @@ pub mod admin;
 pub mod auth;
 pub mod balance;
 pub mod body;
+pub mod charges;
 pub mod dict;
 pub mod error;
 pub mod me;
@@ -90,12 +91,14 @@ pub fn routes(cfg: &mut web::ServiceConfig) -> Vec<(Method, &'static str)> {
     t.add(Method::GET, "/api/account", me::my_account);
     t.add(Method::POST, "/api/pix/cash-out", pix::cash_out);
     t.add(Method::POST, "/api/pix/cash-out-qrcode", pix::cash_out_qrcode);
+    t.add(Method::POST, "/api/pix/cash-in", charges::cash_in);
     t.add(Method::GET, "/api/balance", balance::api_balance);
     t.add(Method::GET, "/api/transactions/{id}", transactions::get_transaction);
     t.add(Method::POST, "/dict/pix", dict::dict_pix);
     t.add(Method::GET, "/accounts/balances", balance::balances);
     t.add(Method::GET, "/balance", balance::plain_balance);
     t.add(Method::POST, "/sandbox/pix-in", sandbox::pix_in);
+    t.add(Method::POST, "/sandbox/pay", sandbox::pay);
 
     t.add(Method::POST, "/admin/accounts", admin::create_account);
     t.add(Method::GET, "/admin/accounts/{id}", admin::get_account);

@@ -4,7 +4,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, balance, dict, error, me, ops, pix, sandbox, token, transactions};
+use super::{admin, balance, charges, dict, error, me, ops, pix, sandbox, token, transactions};
 
 struct Security;
 
@@ -29,12 +29,14 @@ impl Modify for Security {
         me::my_account,
         pix::cash_out,
         pix::cash_out_qrcode,
+        charges::cash_in,
         balance::api_balance,
         transactions::get_transaction,
         dict::dict_pix,
         balance::balances,
         balance::plain_balance,
         sandbox::pix_in,
+        sandbox::pay,
         admin::create_account,
         admin::get_account,
         admin::patch_account,

@@ -89,9 +89,17 @@ pub fn family_a_error(e: PayError, external_id: &str, duplicate_is_conflict: boo
                 ApiError::Internal(format!("unexpected rejection {r:?}"))
             }
         },
+        PayError::BelowProviderMinimum(minimum) => {
+            ApiError::Business(Business::ProviderExpirationBelowMinimum { minimum })
+        }
+        PayError::NotPayable(status) => not_payable(status),
         PayError::Unavailable(m) => ApiError::Unavailable(m),
         PayError::Internal(m) => ApiError::Internal(m),
     }
+}
+
+fn not_payable(status: &str) -> ApiError {
+    ApiError::Unprocessable(format!("the charge cannot be paid: its status is {status}"))
 }
 
 /// Family B: a business rejection is a 422 with a sentence.
@@ -110,6 +118,10 @@ pub fn family_b_error(e: PayError) -> ApiError {
                 ApiError::Internal(format!("unexpected rejection {r:?}"))
             }
         },
+        PayError::BelowProviderMinimum(minimum) => {
+            ApiError::Unprocessable(format!("the expiration is below the provider minimum of {minimum} s"))
+        }
+        PayError::NotPayable(status) => not_payable(status),
         PayError::Unavailable(msg) => ApiError::Unavailable(msg),
         PayError::Internal(msg) => ApiError::Internal(msg),
     }

@@ -10,7 +10,7 @@ use super::auth::Caller;
 use super::body::{request_object, Fields};
 use super::error::{ApiError, ExtendedErrorBody};
 use super::AppState;
-use crate::account::{PayError, PixIn};
+use crate::account::{PayCharge, PayError, PixIn};
 use crate::domain::events::money_number;
 use crate::domain::transaction::COUNTERPART_NAME_LEN_MAX;
 
@@ -61,13 +61,93 @@ pub async fn pix_in(
         .map_err(|e| ApiError::Unavailable(e.to_string()))?
         .map_err(|e| match e {
             PayError::Rejected(r) => ApiError::BadRequest(format!("amount cannot be credited: {r:?}")),
-            PayError::Unavailable(m) => ApiError::Unavailable(m),
-            PayError::Internal(m) => ApiError::Internal(m),
+            other => super::payments::family_a_error(other, "", false),
         })?;
     Ok(HttpResponse::Created().json(PixInCreated {
         transaction_id: tx.transaction_id.to_string(),
         end_to_end_id: tx.end_to_end_id,
         amount: money_number(tx.value),
         status: tx.status.as_str(),
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Paid {
+    status: &'static str,
+    end_to_end_id: String,
+    transaction_id: String,
+    txid: Option<String>,
+}
+
+/// Finds the caller's charge named by exactly one of pixCode, transactionId, txid.
+fn find_charge(
+    state: &AppState,
+    caller: &Caller,
+    obj: &serde_json::Map<String, Value>,
+) -> Result<crate::domain::transaction::Transaction, ApiError> {
+    let mut f = Fields::new(obj);
+    let code = f.string("pixCode", false);
+    let id = f.string("transactionId", false);
+    let txid = f.string("txid", false);
+    let given = [code.is_some(), id.is_some(), txid.is_some()].iter().filter(|g| **g).count();
+    if given != 1 {
+        f.fail("body", "must have exactly one of pixCode, transactionId and txid");
+    }
+    let from_code = code.and_then(|c| match crate::domain::brcode::parse(c) {
+        Ok(p) => p.txid,
+        Err(e) => {
+            f.fail("pixCode", format!("is not a valid PIX code: it {e}"));
+            None
+        }
+    });
+    if !f.violations.is_empty() {
+        return Err(ApiError::Validation(f.violations));
+    }
+    let found = match (from_code.or(txid.map(str::to_owned)), id) {
+        (Some(t), _) => state.repo.charge_by_txid(caller.account_id, &t)?,
+        (None, Some(id)) => match uuid::Uuid::try_parse(id) {
+            Ok(u) => state.repo.transaction_by_uuid(&u)?,
+            Err(_) => None,
+        },
+        (None, None) => None,
+    };
+    found
+        .filter(|t| t.account_id == caller.account_id && t.charge.is_some())
+        .ok_or_else(|| ApiError::NotFound("no charge of this account matches".into()))
+}
+
+#[utoipa::path(
+    post, path = "/sandbox/pay", tag = "sandbox",
+    request_body(content = Object, description = "{pixCode} or {transactionId} or {txid}: pays one of the caller's charges"),
+    responses(
+        (status = 200, body = Paid),
+        (status = 400, body = ExtendedErrorBody),
+        (status = 403, body = ExtendedErrorBody),
+        (status = 404, body = ExtendedErrorBody),
+        (status = 422, description = "the charge is paid or expired", body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn pay(
+    caller: Caller,
+    req: HttpRequest,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    sandbox_only(&caller)?;
+    let obj = request_object(&req, &bytes)?;
+    let charge = find_charge(&state, &caller, &obj)?;
+    let addr = state.registry.get(caller.account_id).map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    let tx = addr
+        .send(PayCharge { local_id: charge.local_id })
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?
+        .map_err(|e| super::payments::family_a_error(e, "", false))?;
+    Ok(HttpResponse::Ok().json(Paid {
+        status: tx.status.as_str(),
+        end_to_end_id: tx.end_to_end_id,
+        transaction_id: tx.transaction_id.to_string(),
+        txid: tx.charge.map(|c| c.txid),
     }))
 }

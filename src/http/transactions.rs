@@ -18,7 +18,7 @@ pub struct TransactionView {
     transaction_id: String,
     id: u64,
     external_id: Option<String>,
-    /// CASH_OUT, QR_CASH_OUT, DICT_PIX, PIX_IN
+    /// CASH_OUT, QR_CASH_OUT, DICT_PIX, PIX_IN, CASH_IN
     operation: String,
     status: &'static str,
     error_code: Option<&'static str>,

@@ -20,6 +20,8 @@
 //! ext/{id:020}/{externalId} u64: the externalId index (decisions.md §4)
 //! idem/{id:020}/{key}       JSON [local id, request hash]: `/dict/pix` idempotency keys
 //! pend/{id:020}/{local:020} Money (JSON): the hold of a pending debit
+//! copen/{id:020}/{local:020} empty: an open charge (PENDING, not yet paid or expired)
+//! ctxid/{id:020}/{txid}     u64: a charge by the txid of its BR Code
 //! outbox/{seq:020}          OutboxEvent (JSON): events for the webhooks to deliver
 //! ```
 //! Writes of the payment paths are batches that the account actor commits through group
@@ -285,15 +287,23 @@ impl Repo {
         Ok(out)
     }
 
-    /// Puts a transaction; `first` also writes its indexes (they never change afterwards,
-    /// except the end-to-end id, which a `/dict/pix` settlement replaces: the provisional
-    /// one stays indexed too).
-    pub fn put_transaction(&self, b: &mut Batch, tx: &Transaction, first: bool) -> Result<(), RepoError> {
+    /// Puts a transaction; `first` also writes its indexes (they never change afterwards);
+    /// `new_e2e` indexes its end-to-end id, which a `/dict/pix` settlement replaces (the
+    /// provisional one stays indexed too) and a charge receives when it is paid.
+    pub fn put_transaction(
+        &self,
+        b: &mut Batch,
+        tx: &Transaction,
+        first: bool,
+        new_e2e: bool,
+    ) -> Result<(), RepoError> {
         b.put(tx_key(tx.local_id), to_json(tx)?);
         let local = tx.local_id.to_be_bytes().to_vec();
-        let provisional = tx.dict.as_ref().map(|d| d.provisional_end_to_end_id.as_str());
-        if first || provisional.is_some_and(|p| p != tx.end_to_end_id) {
+        if new_e2e && !tx.end_to_end_id.is_empty() {
             b.put(e2e_key(&tx.end_to_end_id), local.clone());
+        }
+        if let (true, Some(c)) = (first, &tx.charge) {
+            b.put(format!("ctxid/{:020}/{}", tx.account_id.get(), c.txid).into_bytes(), local.clone());
         }
         if first {
             b.put(txid_key(&tx.transaction_id), local.clone());
@@ -331,6 +341,37 @@ impl Repo {
         b.delete(with_suffix(pend_prefix(id), &format!("{local:020}")));
     }
 
+    pub fn put_open_charge(&self, b: &mut Batch, id: AccountId, local: u64) {
+        b.put(format!("copen/{:020}/{local:020}", id.get()).into_bytes(), Vec::new());
+    }
+
+    pub fn delete_open_charge(&self, b: &mut Batch, id: AccountId, local: u64) {
+        b.delete(format!("copen/{:020}/{local:020}", id.get()).into_bytes());
+    }
+
+    /// The account's open charges, oldest first.
+    pub fn open_charges(&self, id: AccountId) -> Result<Vec<Transaction>, RepoError> {
+        let prefix = format!("copen/{:020}/", id.get()).into_bytes();
+        let mut out = Vec::new();
+        for (k, _) in self.store.scan_prefix(&prefix)? {
+            let local: u64 = String::from_utf8_lossy(&k[prefix.len()..]).parse().map_err(|_| {
+                RepoError::Corrupt { key: String::from_utf8_lossy(&k).into_owned(), reason: "bad id".into() }
+            })?;
+            if let Some(t) = self.transaction(local)? {
+                out.push(t);
+            }
+        }
+        Ok(out)
+    }
+
+    /// An account's charge by the txid of its BR Code.
+    pub fn charge_by_txid(&self, id: AccountId, txid: &str) -> Result<Option<Transaction>, RepoError> {
+        match self.local_by(format!("ctxid/{:020}/{txid}", id.get()).as_bytes())? {
+            Some(local) => self.transaction(local),
+            None => Ok(None),
+        }
+    }
+
     pub fn put_outbox(&self, b: &mut Batch, event: &OutboxEvent) -> Result<(), RepoError> {
         let seq = self.store.generate_id()?;
         b.put(format!("outbox/{seq:020}").into_bytes(), to_json(event)?);
@@ -366,11 +407,14 @@ impl Repo {
         }
     }
 
-    /// The accounts that have pending debits (to resume them at start).
+    /// The accounts that have pending debits or open charges (to resume them at start).
     pub fn accounts_with_pending(&self) -> Result<Vec<AccountId>, RepoError> {
         let mut out: Vec<AccountId> = Vec::new();
-        for (k, _) in self.store.scan_prefix(b"pend/")? {
-            let id = std::str::from_utf8(&k[5..])
+        let mut keys = self.store.scan_prefix(b"pend/")?;
+        keys.extend(self.store.scan_prefix(b"copen/")?);
+        for (k, _) in keys {
+            let start = k.iter().position(|b| *b == b'/').map_or(k.len(), |p| p + 1);
+            let id = std::str::from_utf8(&k[start..])
                 .ok()
                 .and_then(|rest| rest.split('/').next())
                 .and_then(|digits| digits.parse::<u64>().ok())
@@ -379,7 +423,7 @@ impl Repo {
                     key: String::from_utf8_lossy(&k).into_owned(),
                     reason: "bad pending key".into(),
                 })?;
-            if out.last() != Some(&id) {
+            if !out.contains(&id) {
                 out.push(id);
             }
         }

@@ -206,11 +206,15 @@ impl TestApp {
         assert_eq!(s, 200, "{b}");
     }
 
-    /// Creates an account with a certificate; answers (accountId, clientId, secret, pem).
+    /// Creates a live account with a certificate; answers (accountId, clientId, secret, pem).
     pub async fn new_account(&self, name: &str) -> (u64, String, String, String) {
-        let (s, b) = self
-            .admin("POST", "/admin/accounts", Some(json!({"name": name, "document": "52998224725"})))
-            .await;
+        self.new_account_with(name, false).await
+    }
+
+    /// Creates an account with a certificate; answers (accountId, clientId, secret, pem).
+    pub async fn new_account_with(&self, name: &str, sandbox: bool) -> (u64, String, String, String) {
+        let body = json!({"name": name, "document": "52998224725", "sandbox": sandbox});
+        let (s, b) = self.admin("POST", "/admin/accounts", Some(body)).await;
         assert_eq!(s, 201, "{b}");
         let id = b["accountId"].as_u64().unwrap();
         let now = Utc::now();

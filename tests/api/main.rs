@@ -6,6 +6,7 @@ mod dict;
 mod errors;
 mod helpers;
 mod lifecycle;
+mod money_in;
 mod money_out;
 mod recovery;
 mod token;

@@ -1,0 +1,205 @@
+//! Charges in the account actor: create, pay, expire (issue "Money in and back").
+//!
+//! A charge moves no money until it is paid: creating it only takes its externalId. Paid
+//! while `now < expiresAt` on the server clock, it credits value minus the cash-in fee and
+//! becomes CONFIRMED; at `expiresAt` it becomes ERROR / EXPIRED and can no longer be paid.
+//! Both changes write the `cash_in` event.
+
+use actix::prelude::*;
+use uuid::Uuid;
+
+use super::actor::AccountActor;
+use super::messages::{ChargeRequest, CreateCharge, PayCharge, PayError};
+use crate::domain::brcode::{generate, BrCodeSpec};
+use crate::domain::events::event_for;
+use crate::domain::ledger::{DebitDecision, DebitRequest};
+use crate::domain::money::Money;
+use crate::domain::scenario::ChargeScenario;
+use crate::domain::transaction::{
+    end_to_end_id, BankInfo, ChargeDetails, Counterpart, ErrorCode, Transaction, TxKind, TxStatus,
+};
+use crate::store::{Batch, RepoError};
+
+/// The city a charge's BR Code names (the gateway's accounts carry no address).
+pub const CHARGE_CITY: &str = "SAO PAULO";
+/// The ISPB of the simulated payers' bank.
+pub const PAYER_ISPB: &str = "00000000";
+
+fn unavailable(e: RepoError) -> PayError {
+    PayError::Unavailable(e.to_string())
+}
+
+impl AccountActor {
+    fn create_charge(
+        &mut self,
+        req: ChargeRequest,
+        ctx: &mut Context<Self>,
+    ) -> Result<Transaction, PayError> {
+        let ledger = self.ledger.as_ref().map_err(|e| PayError::Unavailable(e.clone()))?;
+        let minimum = match req.scenario {
+            Some(ChargeScenario::ProviderExpirationMin(s)) => s,
+            _ => self.account.settings.provider_min_expiration_seconds,
+        };
+        if req.expiration_seconds < minimum {
+            return Err(PayError::BelowProviderMinimum(minimum));
+        }
+        let now = self.deps.clock.now();
+        let local_id =
+            self.deps.repo.store().generate_id().map_err(|e| PayError::Unavailable(e.to_string()))?;
+        // Creating a charge takes its externalId and nothing else.
+        let take_id = DebitRequest {
+            local_id,
+            external_id: Some(req.external_id.clone()),
+            idempotency: None,
+            value: req.value,
+            fee: Money::ZERO,
+            hold: false,
+            now,
+        };
+        let effects = match ledger.decide_debit(&take_id, &self.account.settings.limits) {
+            Ok(DebitDecision::Accept(e)) => e,
+            Ok(DebitDecision::Replay { .. }) => return Err(PayError::Internal("replay of a charge".into())),
+            Err(r) => return Err(PayError::Rejected(r)),
+        };
+        let txid: String = Uuid::new_v4().simple().to_string().chars().take(25).collect();
+        let pix_code = generate(&BrCodeSpec {
+            single_use: true,
+            key: self.account.receiving_key.clone(),
+            info: None,
+            amount: Some(req.value),
+            merchant_name: self.account.profile.name.as_str().to_owned(),
+            merchant_city: CHARGE_CITY.into(),
+            txid: Some(txid.clone()),
+        });
+        let tx = Transaction {
+            local_id,
+            transaction_id: Uuid::new_v4(),
+            account_id: self.account.id,
+            kind: TxKind::CashIn,
+            status: TxStatus::Pending,
+            error_code: None,
+            value: req.value,
+            fee: Money::ZERO,
+            external_id: Some(req.external_id),
+            end_to_end_id: String::new(),
+            description: Some(req.description),
+            counterpart: Counterpart {
+                name: req.payer_name,
+                document: Some(req.payer_document),
+                ..Counterpart::default()
+            },
+            created_at: now,
+            processed_at: None,
+            scenario: None,
+            dict: None,
+            qr_txid: None,
+            charge: Some(ChargeDetails {
+                correlation_id: Uuid::new_v4(),
+                txid,
+                pix_code,
+                expires_at: now + chrono::Duration::seconds(i64::from(req.expiration_seconds)),
+                additional_info: req.additional_info,
+            }),
+        };
+        let repo = &self.deps.repo;
+        let mut b = Batch::default();
+        repo.put_transaction(&mut b, &tx, true, false).map_err(unavailable)?;
+        repo.put_open_charge(&mut b, self.account.id, local_id);
+        self.commit(b)?;
+        if let Ok(Err(v)) = self.ledger.as_mut().map(|l| l.apply_debit(effects)) {
+            return Err(self.broken(&v.to_string(), ctx));
+        }
+        self.track_charge(tx.clone());
+        match req.scenario {
+            Some(ChargeScenario::PayNow) => {
+                self.pay_charge(local_id, ctx)?;
+            }
+            Some(ChargeScenario::ExpireNow) => self.expire_charge(local_id)?,
+            _ => {}
+        }
+        Ok(tx)
+    }
+
+    /// Pays an open charge; one paid at or after its expiration expires instead.
+    pub(super) fn pay_charge(
+        &mut self,
+        local_id: u64,
+        ctx: &mut Context<Self>,
+    ) -> Result<Transaction, PayError> {
+        let now = self.deps.clock.now();
+        let Some(mut tx) = self.open_charges.get(&local_id).cloned() else {
+            let status = self.deps.repo.transaction(local_id).map_err(unavailable)?.map(|t| t.status);
+            return Err(PayError::NotPayable(status.map_or("UNKNOWN", TxStatus::as_str)));
+        };
+        let expires_at = tx.charge.as_ref().map(|c| c.expires_at).unwrap_or(now);
+        if now >= expires_at {
+            self.expire_charge(local_id)?;
+            return Err(PayError::NotPayable("ERROR"));
+        }
+        let ledger = self.ledger.as_ref().map_err(|e| PayError::Unavailable(e.clone()))?;
+        let fee = self.fee_rule(TxKind::CashIn).fee_for(tx.value);
+        let effects = ledger.decide_credit(tx.value, fee).map_err(PayError::Rejected)?;
+        tx.status = TxStatus::Confirmed;
+        tx.fee = fee;
+        tx.processed_at = Some(now);
+        tx.end_to_end_id = end_to_end_id('E', PAYER_ISPB, now, &Uuid::new_v4().into_bytes());
+        tx.counterpart.bank = self.deps.directory.institution(PAYER_ISPB).map(|i| BankInfo {
+            ispb: i.ispb.clone(),
+            name: i.name.clone(),
+            code: i.code.clone(),
+            branch: None,
+            account_number: None,
+        });
+        let repo = &self.deps.repo;
+        let mut b = Batch::default();
+        repo.put_transaction(&mut b, &tx, false, true).map_err(unavailable)?;
+        repo.put_ledger(&mut b, self.account.id, &effects.state).map_err(unavailable)?;
+        repo.delete_open_charge(&mut b, self.account.id, local_id);
+        if let Some(ev) = event_for(&tx, now) {
+            repo.put_outbox(&mut b, &ev).map_err(unavailable)?;
+        }
+        self.commit(b)?;
+        if let Ok(Err(v)) = self.ledger.as_mut().map(|l| l.apply_credit(effects)) {
+            return Err(self.broken(&v.to_string(), ctx));
+        }
+        self.untrack_charge(&tx);
+        Ok(tx)
+    }
+
+    /// Closes an open charge as ERROR / EXPIRED.
+    pub(super) fn expire_charge(&mut self, local_id: u64) -> Result<(), PayError> {
+        let Some(mut tx) = self.open_charges.get(&local_id).cloned() else { return Ok(()) };
+        let now = self.deps.clock.now();
+        tx.status = TxStatus::Error;
+        tx.error_code = Some(ErrorCode::Expired);
+        tx.processed_at = Some(now);
+        let repo = &self.deps.repo;
+        let mut b = Batch::default();
+        repo.put_transaction(&mut b, &tx, false, false).map_err(unavailable)?;
+        repo.delete_open_charge(&mut b, self.account.id, local_id);
+        if let Some(ev) = event_for(&tx, now) {
+            repo.put_outbox(&mut b, &ev).map_err(unavailable)?;
+        }
+        self.commit(b)?;
+        self.untrack_charge(&tx);
+        Ok(())
+    }
+}
+
+impl Handler<CreateCharge> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
+
+    fn handle(&mut self, msg: CreateCharge, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.create_charge(msg.0, ctx);
+        self.after_flush(reply, |_, _, _| {})
+    }
+}
+
+impl Handler<PayCharge> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
+
+    fn handle(&mut self, msg: PayCharge, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.pay_charge(msg.local_id, ctx);
+        self.after_flush(reply, |_, _, _| {})
+    }
+}

@@ -1,0 +1,183 @@
+//! `POST /api/pix/cash-in`: a charge with its BR Code (and QR image on request).
+//!
+//! Splits are not executed yet; a charge with splits is refused with a 400 that says so
+//! rather than accepted and silently not split.
+
+use std::collections::BTreeMap;
+
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::auth::Caller;
+use super::body::{request_object, Fields};
+use super::error::{ApiError, ExtendedErrorBody, Violation};
+use super::payments::{family_a_error, SCENARIO_HEADER};
+use super::{iso, AppState};
+use crate::account::{ChargeRequest, CreateCharge};
+use crate::domain::qr_image;
+use crate::domain::scenario::{ChargeScenario, CHARGE_SCENARIOS};
+use crate::domain::transaction::{
+    ADDITIONAL_INFO_KEYS_MAX, CHARGE_EXPIRATION_SECONDS_DEFAULT, CHARGE_EXPIRATION_SECONDS_MAX,
+    CHARGE_EXPIRATION_SECONDS_MIN, COUNTERPART_NAME_LEN_MAX, DESCRIPTION_LEN_MAX, EXTERNAL_ID_LEN_MAX,
+};
+
+/// Characters of an additionalInfo key and value.
+pub const ADDITIONAL_INFO_KEY_LEN_MAX: usize = 50;
+pub const ADDITIONAL_INFO_VALUE_LEN_MAX: usize = 200;
+
+fn charge_scenario(req: &HttpRequest, caller: &Caller) -> Result<Option<ChargeScenario>, ApiError> {
+    let Some(raw) = req.headers().get(SCENARIO_HEADER) else { return Ok(None) };
+    let fail = |m: String| ApiError::Validation(vec![Violation::new("X-Sandbox-Scenario", m)]);
+    if !caller.sandbox {
+        return Err(fail("is only accepted for sandbox accounts".into()));
+    }
+    raw.to_str()
+        .ok()
+        .and_then(ChargeScenario::parse)
+        .map(Some)
+        .ok_or_else(|| fail(format!("must be one of {CHARGE_SCENARIOS}")))
+}
+
+fn additional_info(f: &mut Fields<'_>, obj: &serde_json::Map<String, Value>) -> BTreeMap<String, String> {
+    match obj.get("additionalInfo") {
+        None | Some(Value::Null) => BTreeMap::new(),
+        Some(Value::Object(m)) if m.len() <= ADDITIONAL_INFO_KEYS_MAX => {
+            let mut out = BTreeMap::new();
+            for (k, v) in m {
+                match v.as_str() {
+                    Some(v)
+                        if k.chars().count() <= ADDITIONAL_INFO_KEY_LEN_MAX
+                            && v.chars().count() <= ADDITIONAL_INFO_VALUE_LEN_MAX =>
+                    {
+                        out.insert(k.clone(), v.to_owned());
+                    }
+                    _ => f.fail(
+                        "additionalInfo",
+                        format!("values must be strings (keys up to {ADDITIONAL_INFO_KEY_LEN_MAX} characters, values up to {ADDITIONAL_INFO_VALUE_LEN_MAX})"),
+                    ),
+                }
+            }
+            out
+        }
+        Some(Value::Object(_)) => {
+            f.fail("additionalInfo", format!("must have at most {ADDITIONAL_INFO_KEYS_MAX} keys"));
+            BTreeMap::new()
+        }
+        Some(_) => {
+            f.fail("additionalInfo", "must be an object of strings");
+            BTreeMap::new()
+        }
+    }
+}
+
+/// The checked body, and whether a QR image was asked for.
+fn read(obj: &serde_json::Map<String, Value>) -> Result<(ChargeRequest, bool), ApiError> {
+    let mut f = Fields::new(obj);
+    let t = f.object("transaction", |t| {
+        let value = t.amount("value", true);
+        let description = t.text("description", true, DESCRIPTION_LEN_MAX).map(str::to_owned);
+        let external_id = t.text("externalId", true, EXTERNAL_ID_LEN_MAX).map(str::to_owned);
+        let expiration = t
+            .integer("expirationTime", CHARGE_EXPIRATION_SECONDS_MIN, CHARGE_EXPIRATION_SECONDS_MAX)
+            .unwrap_or(CHARGE_EXPIRATION_SECONDS_DEFAULT);
+        let qr = t.boolean("generateQrCode").unwrap_or(false);
+        (value, description, external_id, expiration, qr)
+    });
+    if t.is_none() {
+        f.fail("transaction", "is required");
+    }
+    let payer = f.object("payer", |p| {
+        (p.text("fullName", true, COUNTERPART_NAME_LEN_MAX).map(str::to_owned), p.document("document", true))
+    });
+    if payer.is_none() {
+        f.fail("payer", "is required");
+    }
+    let info = additional_info(&mut f, obj);
+    if obj.get("splits").and_then(Value::as_array).is_some_and(|s| !s.is_empty()) {
+        f.fail("splits", "are not supported yet: send the charge without splits");
+    }
+    match (t, payer) {
+        (
+            Some((Some(value), Some(description), Some(external_id), expiration, qr)),
+            Some((Some(name), Some(doc))),
+        ) if f.violations.is_empty() => {
+            let request = ChargeRequest {
+                external_id,
+                value,
+                description,
+                payer_name: name,
+                payer_document: doc.to_string(),
+                expiration_seconds: u32::try_from(expiration).unwrap_or(u32::MAX),
+                additional_info: info,
+                scenario: None,
+            };
+            Ok((request, qr))
+        }
+        _ => Err(ApiError::Validation(f.violations)),
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChargeCreated {
+    transaction_id: String,
+    correlation_id: String,
+    external_id: Option<String>,
+    /// `PENDING` (awaiting payment)
+    status: &'static str,
+    /// The BR Code (copy and paste)
+    pix_code: String,
+    generate_time: String,
+    expiration_date: String,
+    /// Base64 PNG; only when generateQrCode is true
+    #[serde(skip_serializing_if = "Option::is_none")]
+    qr_code_image: Option<String>,
+}
+
+#[utoipa::path(
+    post, path = "/api/pix/cash-in", tag = "pix",
+    request_body(content = Object, description = "{transaction: {value, description, externalId, expirationTime?, generateQrCode?}, payer: {fullName, document}, additionalInfo?}"),
+    params(("X-Sandbox-Scenario" = Option<String>, Header, description = "PAY_NOW, EXPIRE_NOW, PROVIDER_EXPIRATION_MIN_<s>; sandbox accounts only")),
+    responses(
+        (status = 201, body = ChargeCreated),
+        (status = 400, description = "HTTP_ERROR (validation), PIX_DUPLICATE_EXTERNAL_ID, PROVIDER_EXPIRATION_BELOW_MINIMUM", body = ExtendedErrorBody),
+        (status = 401, body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn cash_in(
+    caller: Caller,
+    req: HttpRequest,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let scenario = charge_scenario(&req, &caller)?;
+    let (mut request, with_image) = read(&request_object(&req, &bytes)?)?;
+    request.scenario = scenario;
+    let external_id = request.external_id.clone();
+    let addr = state.registry.get(caller.account_id).map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    let tx = addr
+        .send(CreateCharge(request))
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?
+        .map_err(|e| family_a_error(e, &external_id, false))?;
+    let charge = tx.charge.as_ref().ok_or_else(|| ApiError::Internal("charge without details".into()))?;
+    let qr_code_image = if with_image {
+        Some(qr_image::png_base64(&charge.pix_code).map_err(|e| ApiError::Internal(e.to_string()))?)
+    } else {
+        None
+    };
+    Ok(HttpResponse::Created().json(ChargeCreated {
+        transaction_id: tx.transaction_id.to_string(),
+        correlation_id: charge.correlation_id.to_string(),
+        external_id: tx.external_id.clone(),
+        status: tx.status.as_str(),
+        pix_code: charge.pix_code.clone(),
+        generate_time: iso(tx.created_at),
+        expiration_date: iso(charge.expires_at),
+        qr_code_image,
+    }))
+}
