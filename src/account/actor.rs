@@ -1,6 +1,6 @@
 //! The account actor: apply, commit, reply.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use crate::clock::Clock;
 use crate::domain::account::FeeRule;
 use crate::domain::events::event_for;
 use crate::domain::ledger::{Balance, DebitDecision, DebitRequest, Ledger};
+use crate::domain::money::Money;
 use crate::domain::pix_key::parse_directory_key;
 use crate::domain::transaction::{
     end_to_end_id, BankInfo, DictDetails, ErrorCode, Transaction, TxKind, TxStatus,
@@ -49,6 +50,11 @@ pub struct AccountActor {
     deadlines: BTreeSet<(DateTime<Utc>, u64)>,
     /// The newest group-commit ticket of this actor's writes; replies wait for it.
     last_ticket: u64,
+    /// Transactions this actor wrote that the committer may not have applied yet, with the
+    /// ticket that carries them: the actor reads its own writes here first, because storage
+    /// lags its memory by up to one group.
+    unapplied: HashMap<u64, Transaction>,
+    unapplied_order: VecDeque<(u64, u64)>,
 }
 
 type PayResult = Result<(Transaction, bool), PayError>;
@@ -65,6 +71,8 @@ impl AccountActor {
             open_charges: HashMap::new(),
             deadlines: BTreeSet::new(),
             last_ticket: 0,
+            unapplied: HashMap::new(),
+            unapplied_order: VecDeque::new(),
         };
         if let Err(e) = actor.load_pending() {
             actor.ledger = Err(e);
@@ -104,7 +112,7 @@ impl AccountActor {
         self.open_charges.remove(&tx.local_id);
     }
 
-    fn track(&mut self, tx: Transaction) {
+    pub(super) fn track(&mut self, tx: Transaction) {
         if let Some(d) = &tx.dict {
             let deadline = tx.created_at + chrono::Duration::seconds(i64::from(d.expiration_seconds));
             self.deadlines.insert((deadline, tx.local_id));
@@ -118,10 +126,13 @@ impl AccountActor {
             TxKind::CashOut | TxKind::QrCashOut => fees.cash_out,
             TxKind::DictPix => fees.dict_pix,
             TxKind::PixIn | TxKind::CashIn => fees.cash_in,
+            TxKind::RefundIn => fees.refund,
+            // Money of ours coming back carries no fee.
+            TxKind::RefundOut => FeeRule::default(),
         }
     }
 
-    fn submit(&self, tx: &Transaction, ctx: &mut Context<Self>) {
+    pub(super) fn submit(&self, tx: &Transaction, ctx: &mut Context<Self>) {
         let key = match (&tx.counterpart.key, tx.counterpart.key_type) {
             (Some(k), Some(_)) => parse_directory_key(k).ok(),
             _ => None,
@@ -133,16 +144,39 @@ impl AccountActor {
             key,
             scenario: tx.scenario,
             immediate,
+            refund: tx.kind == TxKind::RefundIn,
             reply_to: ctx.address().recipient(),
         });
     }
 
-    /// Queues the batch for the committer; the ledger may then apply its effects, and
-    /// replies wait for durability in [`AccountActor::after_flush`].
-    pub(super) fn commit(&mut self, batch: Batch) -> Result<(), PayError> {
+    /// Queues the batch, which writes `txs`, for the committer; the ledger may then apply
+    /// its effects, and replies wait for durability in [`AccountActor::after_flush`].
+    pub(super) fn commit(&mut self, batch: Batch, txs: &[&Transaction]) -> Result<(), PayError> {
         let ticket = self.deps.commit.submit(batch).map_err(|e| PayError::Unavailable(e.to_string()))?;
         self.last_ticket = ticket;
+        for tx in txs {
+            self.unapplied.insert(tx.local_id, (*tx).clone());
+            self.unapplied_order.push_back((ticket, tx.local_id));
+        }
         Ok(())
+    }
+
+    /// One of this account's transactions as this actor last wrote it.
+    pub(super) fn transaction(&mut self, local_id: u64) -> Result<Option<Transaction>, PayError> {
+        let durable = self.deps.commit.durable_now();
+        while let Some(&(ticket, id)) = self.unapplied_order.front() {
+            if ticket > durable {
+                break;
+            }
+            self.unapplied_order.pop_front();
+            if !self.unapplied_order.iter().any(|(_, other)| *other == id) {
+                self.unapplied.remove(&id);
+            }
+        }
+        if let Some(tx) = self.unapplied.get(&local_id) {
+            return Ok(Some(tx.clone()));
+        }
+        self.deps.repo.transaction(local_id).map_err(|e| PayError::Unavailable(e.to_string()))
     }
 
     pub(super) fn broken(&self, why: &str, ctx: &mut Context<Self>) -> PayError {
@@ -156,11 +190,8 @@ impl AccountActor {
         let now = self.deps.clock.now();
         let store = self.deps.repo.store();
         let local_id = store.generate_id().map_err(|e| PayError::Unavailable(e.to_string()))?;
-        let fee = if req.document_mismatch {
-            crate::domain::money::Money::ZERO
-        } else {
-            self.fee_rule(req.kind).fee_for(req.value)
-        };
+        let fee =
+            if req.document_mismatch { Money::ZERO } else { self.fee_rule(req.kind).fee_for(req.value) };
         let debit = DebitRequest {
             local_id,
             external_id: req.external_id.clone(),
@@ -168,13 +199,13 @@ impl AccountActor {
             value: req.value,
             fee,
             hold: !req.document_mismatch,
+            limited: true,
             now,
         };
         let effects = match ledger.decide_debit(&debit, &self.account.settings.limits) {
             Err(r) => return Err(PayError::Rejected(r)),
             Ok(DebitDecision::Replay { existing }) => {
-                let tx =
-                    self.deps.repo.transaction(existing).map_err(|e| PayError::Unavailable(e.to_string()))?;
+                let tx = self.transaction(existing)?;
                 return tx
                     .map(|t| (t, true))
                     .ok_or_else(|| PayError::Internal(format!("transaction {existing} missing")));
@@ -209,6 +240,8 @@ impl AccountActor {
             }),
             qr_txid: req.qr_txid,
             charge: None,
+            refund: None,
+            refunded: Money::ZERO,
         };
         if req.document_mismatch {
             let _ = tx.settle(Err(ErrorCode::TaxIdMismatch), now);
@@ -227,7 +260,7 @@ impl AccountActor {
             Ok::<(), crate::store::RepoError>(())
         })();
         write.map_err(|e| PayError::Unavailable(e.to_string()))?;
-        self.commit(b)?;
+        self.commit(b, &[&tx])?;
         let applied = self.ledger.as_mut().map(|l| l.apply_debit(effects));
         if let Ok(Err(v)) = applied {
             return Err(self.broken(&v.to_string(), ctx));
@@ -260,9 +293,27 @@ impl AccountActor {
         if tx.settle(result.map(|_| ()), now).is_err() {
             return;
         }
+        // A refund that did not happen no longer counts against the original.
+        let mut original = None;
+        if let (TxKind::RefundIn, TxStatus::Error, Some(r)) = (tx.kind, tx.status, &tx.refund) {
+            match self.transaction(r.original_local_id) {
+                Ok(Some(mut o)) => {
+                    o.refunded = o.refunded.checked_sub(tx.value).unwrap_or(Money::ZERO);
+                    original = Some(o);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(account = %self.account.id, local_id, error = %e, "settlement not recorded");
+                    return;
+                }
+            }
+        }
         let repo = &self.deps.repo;
         let mut b = Batch::default();
         let write = (|| {
+            if let Some(o) = &original {
+                repo.put_transaction(&mut b, o, false, false)?;
+            }
             repo.put_transaction(&mut b, &tx, false, new_e2e)?;
             repo.put_ledger(&mut b, self.account.id, &effects.state)?;
             repo.delete_pending(&mut b, self.account.id, local_id);
@@ -271,7 +322,11 @@ impl AccountActor {
             }
             Ok::<(), crate::store::RepoError>(())
         })();
-        if let Err(e) = write.map_err(|e| PayError::Unavailable(e.to_string())).and_then(|_| self.commit(b)) {
+        let mut written = vec![&tx];
+        written.extend(original.as_ref());
+        if let Err(e) =
+            write.map_err(|e| PayError::Unavailable(e.to_string())).and_then(|_| self.commit(b, &written))
+        {
             // Still pending in storage; a restart submits it to the bank again.
             tracing::error!(account = %self.account.id, local_id, error = %e, "settlement not recorded");
             return;
@@ -340,6 +395,8 @@ impl AccountActor {
             dict: None,
             qr_txid: None,
             charge: None,
+            refund: None,
+            refunded: Money::ZERO,
         };
         let repo = &self.deps.repo;
         let mut b = Batch::default();
@@ -352,7 +409,7 @@ impl AccountActor {
             Ok::<(), crate::store::RepoError>(())
         })();
         write.map_err(|e| PayError::Unavailable(e.to_string()))?;
-        self.commit(b)?;
+        self.commit(b, &[&tx])?;
         if let Ok(Err(v)) = self.ledger.as_mut().map(|l| l.apply_credit(effects)) {
             return Err(PayError::Internal(v.to_string()));
         }

@@ -54,6 +54,7 @@ impl AccountActor {
             value: req.value,
             fee: Money::ZERO,
             hold: false,
+            limited: false,
             now,
         };
         let effects = match ledger.decide_debit(&take_id, &self.account.settings.limits) {
@@ -93,6 +94,8 @@ impl AccountActor {
             scenario: None,
             dict: None,
             qr_txid: None,
+            refund: None,
+            refunded: Money::ZERO,
             charge: Some(ChargeDetails {
                 correlation_id: Uuid::new_v4(),
                 txid,
@@ -105,7 +108,7 @@ impl AccountActor {
         let mut b = Batch::default();
         repo.put_transaction(&mut b, &tx, true, false).map_err(unavailable)?;
         repo.put_open_charge(&mut b, self.account.id, local_id);
-        self.commit(b)?;
+        self.commit(b, &[&tx])?;
         if let Ok(Err(v)) = self.ledger.as_mut().map(|l| l.apply_debit(effects)) {
             return Err(self.broken(&v.to_string(), ctx));
         }
@@ -128,7 +131,7 @@ impl AccountActor {
     ) -> Result<Transaction, PayError> {
         let now = self.deps.clock.now();
         let Some(mut tx) = self.open_charges.get(&local_id).cloned() else {
-            let status = self.deps.repo.transaction(local_id).map_err(unavailable)?.map(|t| t.status);
+            let status = self.transaction(local_id)?.map(|t| t.status);
             return Err(PayError::NotPayable(status.map_or("UNKNOWN", TxStatus::as_str)));
         };
         let expires_at = tx.charge.as_ref().map(|c| c.expires_at).unwrap_or(now);
@@ -158,7 +161,7 @@ impl AccountActor {
         if let Some(ev) = event_for(&tx, now) {
             repo.put_outbox(&mut b, &ev).map_err(unavailable)?;
         }
-        self.commit(b)?;
+        self.commit(b, &[&tx])?;
         if let Ok(Err(v)) = self.ledger.as_mut().map(|l| l.apply_credit(effects)) {
             return Err(self.broken(&v.to_string(), ctx));
         }
@@ -180,7 +183,7 @@ impl AccountActor {
         if let Some(ev) = event_for(&tx, now) {
             repo.put_outbox(&mut b, &ev).map_err(unavailable)?;
         }
-        self.commit(b)?;
+        self.commit(b, &[&tx])?;
         self.untrack_charge(&tx);
         Ok(())
     }

@@ -54,6 +54,9 @@ pub enum PayError {
     /// The charge is not open: paid, or expired (its status).
     #[error("the charge is not payable: {0}")]
     NotPayable(&'static str),
+    /// A refund (or a return) the rules refuse.
+    #[error("refund refused: {0:?}")]
+    Refund(crate::domain::refunds::RefundRejection),
     #[error("unavailable: {0}")]
     Unavailable(String),
     #[error("internal: {0}")]
@@ -111,4 +114,30 @@ pub struct CreateCharge(pub ChargeRequest);
 #[rtype(result = "Result<Transaction, PayError>")]
 pub struct PayCharge {
     pub local_id: u64,
+}
+
+/// A refund of a received PIX, from either family.
+#[derive(Debug, Clone)]
+pub struct RefundRequest {
+    pub original_local_id: u64,
+    pub value: Money,
+    /// The refund-in externalId or the devolução id (one namespace).
+    pub refund_id: Option<String>,
+    pub reason: Option<String>,
+    pub natureza: crate::domain::transaction::Natureza,
+    pub family: crate::domain::transaction::Family,
+    pub scenario: Option<PayoutScenario>,
+}
+
+/// Answers the refund and whether it is a replay of an earlier one with the same id.
+#[derive(Message)]
+#[rtype(result = "Result<(Transaction, bool), PayError>")]
+pub struct Refund(pub RefundRequest);
+
+/// The counterparty of one of our payments returns `value` of it (sandbox).
+#[derive(Message)]
+#[rtype(result = "Result<Transaction, PayError>")]
+pub struct ReturnPayment {
+    pub original_local_id: u64,
+    pub value: Money,
 }

@@ -10,11 +10,12 @@
 mod actor;
 mod charges;
 mod messages;
+mod refunds;
 mod registry;
 
 pub use actor::{AccountActor, Deps};
 pub use messages::{
     ChargeRequest, CreateCharge, DictRequest, GetBalance, Pay, PayCharge, PayError, PayOutcome, PayRequest,
-    PixIn, SettingsChanged, Tick,
+    PixIn, Refund, RefundRequest, ReturnPayment, SettingsChanged, Tick,
 };
 pub use registry::{Registry, RegistryError};

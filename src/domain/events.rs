@@ -12,7 +12,7 @@ use serde_json::{json, Number, Value};
 
 use super::document::TaxId;
 use super::money::Money;
-use super::transaction::{Transaction, TxKind, TxStatus};
+use super::transaction::{Family, Transaction, TxKind, TxStatus};
 
 /// The configurable webhook event types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -65,6 +65,8 @@ fn counterpart_json(tx: &Transaction) -> Value {
 pub fn flat_webhook(tx: &Transaction) -> Value {
     let (event, movement) = match tx.kind {
         TxKind::PixIn | TxKind::CashIn => ("CashIn", "CREDIT"),
+        TxKind::RefundIn => ("RefundIn", "DEBIT"),
+        TxKind::RefundOut => ("RefundOut", "CREDIT"),
         TxKind::CashOut | TxKind::QrCashOut | TxKind::DictPix => ("CashOut", "DEBIT"),
     };
     let final_amount = if tx.kind.is_debit() {
@@ -124,6 +126,32 @@ pub fn transfer_envelope(tx: &Transaction) -> Value {
     })
 }
 
+/// The V2 REFUND envelope of a family B refund (devolução) that reached its final state.
+/// Success is `REFUNDED` with a `LIQUIDATED` refund; a failure (beyond the interface) is
+/// `NOT_REFUNDED` with a `REJECTED` refund.
+pub fn refund_envelope(tx: &Transaction) -> Value {
+    let r = tx.refund.as_ref();
+    let ok = tx.status == TxStatus::Confirmed;
+    json!({
+        "type": "REFUND",
+        "data": {
+            "id": r.map(|r| r.original_local_id),
+            "txId": Value::Null,
+            "status": if ok { "REFUNDED" } else { "NOT_REFUNDED" },
+            "payment": { "amount": tx.value.to_cents_string(), "currency": "BRL" },
+            "refunds": [{
+                "status": if ok { "LIQUIDATED" } else { "REJECTED" },
+                "payment": { "amount": money_number(tx.value), "currency": "BRL" },
+                "endToEndId": r.map(|r| r.rtr_id.clone()),
+                "eventDate": iso(tx.processed_at.unwrap_or(tx.created_at)),
+                "information": r.and_then(|r| r.reason.clone()),
+            }],
+            "endToEndId": r.map(|r| r.original_end_to_end_id.clone()),
+            "creditDebitType": "DEBIT",
+        }
+    })
+}
+
 /// The outbox event a transaction's current state calls for, if any: a final debit, or a
 /// received credit.
 pub fn event_for(tx: &Transaction, at: DateTime<Utc>) -> Option<OutboxEvent> {
@@ -132,6 +160,11 @@ pub fn event_for(tx: &Transaction, at: DateTime<Utc>) -> Option<OutboxEvent> {
         (TxKind::DictPix, _) => (EventType::CashOut, transfer_envelope(tx)),
         (TxKind::PixIn | TxKind::CashIn, _) => (EventType::CashIn, flat_webhook(tx)),
         (TxKind::CashOut | TxKind::QrCashOut, _) => (EventType::CashOut, flat_webhook(tx)),
+        (TxKind::RefundIn, _) if tx.refund.as_ref().is_some_and(|r| r.family == Family::B) => {
+            (EventType::RefundIn, refund_envelope(tx))
+        }
+        (TxKind::RefundIn, _) => (EventType::RefundIn, flat_webhook(tx)),
+        (TxKind::RefundOut, _) => (EventType::RefundOut, flat_webhook(tx)),
     };
     Some(OutboxEvent {
         account_id: tx.account_id.get(),
@@ -181,6 +214,8 @@ mod tests {
             dict: None,
             qr_txid: None,
             charge: None,
+            refund: None,
+            refunded: Money::ZERO,
         }
     }
 

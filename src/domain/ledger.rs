@@ -70,6 +70,8 @@ pub struct DebitRequest {
     /// False records the transaction without moving money (a document mismatch found
     /// before the debit): it takes the externalId but no balance and no limit.
     pub hold: bool,
+    /// Whether the debit counts against the limits (refunds do not).
+    pub limited: bool,
     pub now: DateTime<Utc>,
 }
 
@@ -173,12 +175,14 @@ impl Ledger {
         }
         let mut state = self.state;
         let mut hold = Money::ZERO;
-        if req.hold {
+        if req.hold && req.limited {
             state.counters = self.state.counters.admit(limits, req.value, req.now).map_err(|b| match b {
                 LimitBreach::PerTransaction => Rejection::PerTransactionLimit,
                 LimitBreach::Daily => Rejection::DailyLimit,
                 LimitBreach::Nightly => Rejection::NightlyLimit,
             })?;
+        }
+        if req.hold {
             hold = req.value.checked_add(req.fee).ok_or(Rejection::Overflow)?;
             state.balance.available =
                 state.balance.available.checked_sub(hold).ok_or(Rejection::InsufficientBalance)?;
@@ -286,6 +290,7 @@ mod tests {
             value: m(value),
             fee: m(fee),
             hold: true,
+            limited: true,
             now: DateTime::parse_from_rfc3339("2026-03-10T15:00:00Z").unwrap().with_timezone(&Utc),
         }
     }
@@ -327,6 +332,18 @@ mod tests {
         assert_eq!(l.decide_debit(&req(3, "x", "10", "40"), &small), Err(Rejection::InsufficientBalance));
         // The fee counts for the balance, not for the limits.
         assert!(l.decide_debit(&req(3, "x", "10", "39"), &small).is_ok());
+    }
+
+    #[test]
+    fn an_unlimited_debit_skips_the_limits_but_not_the_balance() {
+        let l = Ledger::opening(m("500"));
+        let tiny = Limits { per_transaction: m("1"), daily: m("1"), nightly: m("1") };
+        let mut r = req(1, "refund", "400", "0");
+        assert_eq!(l.decide_debit(&r, &tiny), Err(Rejection::PerTransactionLimit));
+        r.limited = false;
+        assert!(matches!(l.decide_debit(&r, &tiny), Ok(DebitDecision::Accept(_))));
+        r.value = m("501");
+        assert_eq!(l.decide_debit(&r, &tiny), Err(Rejection::InsufficientBalance));
     }
 
     #[test]

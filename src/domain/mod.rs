@@ -16,5 +16,6 @@ pub mod limits;
 pub mod money;
 pub mod pix_key;
 pub mod qr_image;
+pub mod refunds;
 pub mod scenario;
 pub mod transaction;

@@ -30,12 +30,60 @@ pub enum TxKind {
     PixIn,
     /// A charge (`POST /api/pix/cash-in`): PENDING until paid or expired.
     CashIn,
+    /// A refund of a received PIX (family A refund-in, family B devolução): a debit.
+    RefundIn,
+    /// A counterparty returns part of a payment we made: a credit.
+    RefundOut,
 }
 
 impl TxKind {
     pub fn is_debit(self) -> bool {
-        !matches!(self, TxKind::PixIn | TxKind::CashIn)
+        !matches!(self, TxKind::PixIn | TxKind::CashIn | TxKind::RefundOut)
     }
+}
+
+/// Which family asked for a refund (its webhook and statuses differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Family {
+    A,
+    B,
+}
+
+/// `natureza` of a family B refund.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Natureza {
+    Original,
+    Retirada,
+    MedOperacional,
+    MedFraude,
+}
+
+impl Natureza {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Natureza::Original => "ORIGINAL",
+            Natureza::Retirada => "RETIRADA",
+            Natureza::MedOperacional => "MED_OPERACIONAL",
+            Natureza::MedFraude => "MED_FRAUDE",
+        }
+    }
+}
+
+/// What a refund (in or out) keeps beyond the common fields.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RefundDetails {
+    pub original_local_id: u64,
+    pub original_end_to_end_id: String,
+    /// The refund-in externalId or the devolução id (one namespace).
+    pub refund_id: Option<String>,
+    /// The return id (`D…`, 32 characters).
+    pub rtr_id: String,
+    pub natureza: Natureza,
+    pub reason: Option<String>,
+    pub family: Family,
 }
 
 /// Bounds of a charge's `expirationTime`, in seconds (interface.md "Limits").
@@ -185,6 +233,12 @@ pub struct Transaction {
     pub qr_txid: Option<String>,
     #[serde(default)]
     pub charge: Option<ChargeDetails>,
+    #[serde(default)]
+    pub refund: Option<RefundDetails>,
+    /// On a received PIX: the sum of its refunds, pending ones included. On a payment we
+    /// made: the sum the counterparty returned.
+    #[serde(default)]
+    pub refunded: Money,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -262,6 +316,8 @@ mod tests {
             dict: None,
             qr_txid: None,
             charge: None,
+            refund: None,
+            refunded: Money::ZERO,
         };
         assert!(t.settle(Err(ErrorCode::OrderRejected), Utc::now()).is_ok());
         assert_eq!(t.error_code, Some(ErrorCode::OrderRejected));

@@ -96,6 +96,12 @@ pub enum Business {
     DailyLimitExceeded,
     NightLimitExceeded,
     InsufficientBalance,
+    /// 89 days have passed since the PIX was received.
+    RefundDeadlineExceeded,
+    /// Refunds would exceed the amount received; `refundable` is what is left.
+    RefundExceedsRefundable {
+        refundable: String,
+    },
     /// A charge's expirationTime is below the provider's minimum (seconds).
     ProviderExpirationBelowMinimum {
         minimum: u32,
@@ -272,6 +278,18 @@ fn business_parts(b: &Business) -> ErrorParts {
             "PIX_INSUFFICIENT_BALANCE",
             "the available balance is below value plus fee",
             None,
+        ),
+        Business::RefundDeadlineExceeded => (
+            StatusCode::BAD_REQUEST,
+            "REFUND_DEADLINE_EXCEEDED",
+            "the refund deadline (89 days after receipt) has passed",
+            None,
+        ),
+        Business::RefundExceedsRefundable { refundable } => (
+            StatusCode::BAD_REQUEST,
+            "REFUND_AMOUNT_EXCEEDS_REFUNDABLE",
+            "refunds would exceed the amount received",
+            Some(json!({"refundable": refundable})),
         ),
         Business::ProviderExpirationBelowMinimum { minimum } => (
             StatusCode::BAD_REQUEST,

@@ -16,6 +16,7 @@ pub mod openapi;
 pub mod ops;
 pub mod payments;
 pub mod pix;
+pub mod refunds;
 pub mod sandbox;
 pub mod token;
 pub mod transactions;
@@ -92,6 +93,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) -> Vec<(Method, &'static str)> {
     t.add(Method::POST, "/api/pix/cash-out", pix::cash_out);
     t.add(Method::POST, "/api/pix/cash-out-qrcode", pix::cash_out_qrcode);
     t.add(Method::POST, "/api/pix/cash-in", charges::cash_in);
+    t.add(Method::POST, "/api/pix/refund-in/{id}", refunds::refund_in);
+    t.add(Method::PUT, "/pix/{e2eid}/devolucao/{id}", refunds::devolucao);
     t.add(Method::GET, "/api/balance", balance::api_balance);
     t.add(Method::GET, "/api/transactions/{id}", transactions::get_transaction);
     t.add(Method::POST, "/dict/pix", dict::dict_pix);
@@ -99,6 +102,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) -> Vec<(Method, &'static str)> {
     t.add(Method::GET, "/balance", balance::plain_balance);
     t.add(Method::POST, "/sandbox/pix-in", sandbox::pix_in);
     t.add(Method::POST, "/sandbox/pay", sandbox::pay);
+    t.add(Method::POST, "/sandbox/refund-out", sandbox::refund_out);
 
     t.add(Method::POST, "/admin/accounts", admin::create_account);
     t.add(Method::GET, "/admin/accounts/{id}", admin::get_account);

@@ -4,7 +4,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, balance, charges, dict, error, me, ops, pix, sandbox, token, transactions};
+use super::{admin, balance, charges, dict, error, me, ops, pix, refunds, sandbox, token, transactions};
 
 struct Security;
 
@@ -30,6 +30,8 @@ impl Modify for Security {
         pix::cash_out,
         pix::cash_out_qrcode,
         charges::cash_in,
+        refunds::refund_in,
+        refunds::devolucao,
         balance::api_balance,
         transactions::get_transaction,
         dict::dict_pix,
@@ -37,6 +39,7 @@ impl Modify for Security {
         balance::plain_balance,
         sandbox::pix_in,
         sandbox::pay,
+        sandbox::refund_out,
         admin::create_account,
         admin::get_account,
         admin::patch_account,

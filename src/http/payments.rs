@@ -10,6 +10,7 @@ use super::error::{ApiError, Business, Violation};
 use super::AppState;
 use crate::account::{GetBalance, Pay, PayError, PayOutcome, PayRequest, RegistryError};
 use crate::domain::ledger::{Balance, Rejection};
+use crate::domain::refunds::RefundRejection;
 use crate::domain::scenario::{PayoutScenario, PAYOUT_SCENARIOS};
 
 pub const SCENARIO_HEADER: &str = "x-sandbox-scenario";
@@ -93,9 +94,22 @@ pub fn family_a_error(e: PayError, external_id: &str, duplicate_is_conflict: boo
             ApiError::Business(Business::ProviderExpirationBelowMinimum { minimum })
         }
         PayError::NotPayable(status) => not_payable(status),
+        PayError::Refund(r) => match r {
+            RefundRejection::NotReceived => not_received(),
+            RefundRejection::DeadlineExceeded => ApiError::Business(Business::RefundDeadlineExceeded),
+            RefundRejection::ExceedsRefundable { refundable } => {
+                ApiError::Business(Business::RefundExceedsRefundable {
+                    refundable: refundable.to_cents_string(),
+                })
+            }
+        },
         PayError::Unavailable(m) => ApiError::Unavailable(m),
         PayError::Internal(m) => ApiError::Internal(m),
     }
+}
+
+fn not_received() -> ApiError {
+    ApiError::NotFound("the original transaction is not a received PIX of this account".into())
 }
 
 fn not_payable(status: &str) -> ApiError {
@@ -122,6 +136,14 @@ pub fn family_b_error(e: PayError) -> ApiError {
             ApiError::Unprocessable(format!("the expiration is below the provider minimum of {minimum} s"))
         }
         PayError::NotPayable(status) => not_payable(status),
+        PayError::Refund(r) => match r {
+            RefundRejection::NotReceived => not_received(),
+            RefundRejection::DeadlineExceeded => m("the refund deadline (89 days after receipt) has passed"),
+            RefundRejection::ExceedsRefundable { refundable } => ApiError::Validation(vec![Violation::new(
+                "valor",
+                format!("exceeds the amount still refundable ({refundable})"),
+            )]),
+        },
         PayError::Unavailable(msg) => ApiError::Unavailable(msg),
         PayError::Internal(msg) => ApiError::Internal(msg),
     }

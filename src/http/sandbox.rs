@@ -10,7 +10,7 @@ use super::auth::Caller;
 use super::body::{request_object, Fields};
 use super::error::{ApiError, ExtendedErrorBody};
 use super::AppState;
-use crate::account::{PayCharge, PayError, PixIn};
+use crate::account::{PayCharge, PayError, PixIn, ReturnPayment};
 use crate::domain::events::money_number;
 use crate::domain::transaction::COUNTERPART_NAME_LEN_MAX;
 
@@ -150,4 +150,56 @@ pub async fn pay(
         transaction_id: tx.transaction_id.to_string(),
         txid: tx.charge.map(|c| c.txid),
     }))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Returned {
+    transaction_id: String,
+    end_to_end_id: String,
+}
+
+#[utoipa::path(
+    post, path = "/sandbox/refund-out", tag = "sandbox",
+    request_body(content = Object, description = "{endToEndId of a confirmed payment of the caller, amount}"),
+    responses(
+        (status = 201, body = Returned),
+        (status = 400, body = ExtendedErrorBody),
+        (status = 403, body = ExtendedErrorBody),
+        (status = 404, body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn refund_out(
+    caller: Caller,
+    req: HttpRequest,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    sandbox_only(&caller)?;
+    let obj = request_object(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    let e2e = f.text("endToEndId", true, 32).map(str::to_owned);
+    let amount = f.amount("amount", true);
+    let (Some(e2e), Some(value), true) = (e2e, amount, f.violations.is_empty()) else {
+        return Err(ApiError::Validation(f.violations));
+    };
+    let original = state
+        .repo
+        .transaction_by_e2e(&e2e)?
+        .filter(|t| t.account_id == caller.account_id)
+        .ok_or_else(|| ApiError::NotFound("no payment of this account with this end-to-end id".into()))?;
+    let addr = state.registry.get(caller.account_id).map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    let tx = addr
+        .send(ReturnPayment { original_local_id: original.local_id, value })
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?
+        .map_err(|e| match e {
+            PayError::Refund(crate::domain::refunds::RefundRejection::NotReceived) => {
+                ApiError::NotFound("no confirmed payment of this account with this end-to-end id".into())
+            }
+            other => super::payments::family_a_error(other, "", false),
+        })?;
+    Ok(HttpResponse::Created()
+        .json(Returned { transaction_id: tx.transaction_id.to_string(), end_to_end_id: tx.end_to_end_id }))
 }

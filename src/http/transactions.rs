@@ -68,16 +68,20 @@ pub async fn get_transaction(
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path.into_inner();
-    let found = if let Ok(uuid) = uuid::Uuid::try_parse(&id) {
+    match find_own(&state, &caller, &path.into_inner())? {
+        Some(t) => Ok(HttpResponse::Ok().json(TransactionView::from(&t))),
+        None => Err(ApiError::NotFound("transaction not found".into())),
+    }
+}
+
+/// One of the caller's transactions by transactionId, numeric id or end-to-end id.
+pub fn find_own(state: &AppState, caller: &Caller, id: &str) -> Result<Option<Transaction>, ApiError> {
+    let found = if let Ok(uuid) = uuid::Uuid::try_parse(id) {
         state.repo.transaction_by_uuid(&uuid)?
     } else if let Ok(local) = id.parse::<u64>() {
         state.repo.transaction(local)?
     } else {
-        state.repo.transaction_by_e2e(&id)?
+        state.repo.transaction_by_e2e(id)?
     };
-    match found.filter(|t| t.account_id == caller.account_id) {
-        Some(t) => Ok(HttpResponse::Ok().json(TransactionView::from(&t))),
-        None => Err(ApiError::NotFound("transaction not found".into())),
-    }
+    Ok(found.filter(|t| t.account_id == caller.account_id))
 }

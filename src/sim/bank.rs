@@ -29,6 +29,9 @@ pub struct Submit {
     pub scenario: Option<PayoutScenario>,
     /// `/dict/pix` priority HIGH settles at once.
     pub immediate: bool,
+    /// A refund to the payer of a received PIX: the payer's bank takes it back unless a
+    /// scenario says otherwise.
+    pub refund: bool,
     pub reply_to: Recipient<Settled>,
 }
 
@@ -48,6 +51,7 @@ impl Bank {
         key: Option<&DirectoryKey>,
         scenario: Option<PayoutScenario>,
         immediate: bool,
+        refund: bool,
     ) -> Option<(Duration, Result<Option<BankInfo>, ErrorCode>)> {
         let base = if immediate { Duration::ZERO } else { self.settle_delay };
         let entry = key.and_then(|k| self.directory.lookup(k));
@@ -57,6 +61,9 @@ impl Bank {
             Some(PayoutScenario::Reject(code)) => Some((base, Err(code))),
             Some(PayoutScenario::Delay(ms)) => Some((Duration::from_millis(ms), Ok(bank))),
             // PROVIDER_DOWN never reaches the bank; treat it as the default if it does.
+            Some(PayoutScenario::Confirm | PayoutScenario::ProviderDown) | None if refund => {
+                Some((base, Ok(bank)))
+            }
             Some(PayoutScenario::Confirm | PayoutScenario::ProviderDown) | None => {
                 Some((base, entry.map(|_| bank).ok_or(ErrorCode::OrderRejected)))
             }
@@ -72,7 +79,8 @@ impl Handler<Submit> for Bank {
     type Result = ();
 
     fn handle(&mut self, msg: Submit, ctx: &mut Context<Self>) {
-        let Some((delay, result)) = self.outcome(msg.key.as_ref(), msg.scenario, msg.immediate) else {
+        let Some((delay, result)) = self.outcome(msg.key.as_ref(), msg.scenario, msg.immediate, msg.refund)
+        else {
             return;
         };
         let settled = Settled { local_id: msg.local_id, result };
@@ -102,16 +110,18 @@ mod tests {
         let unknown = parse_directory_key("nobody@nowhere.example").ok();
         let (known, unknown) = (known.as_ref(), unknown.as_ref());
         let ms = Duration::from_millis;
-        assert!(matches!(b.outcome(known, None, false), Some((d, Ok(Some(_)))) if d == ms(200)));
-        assert!(matches!(b.outcome(known, None, true), Some((d, Ok(Some(_)))) if d.is_zero()));
-        assert_eq!(b.outcome(unknown, None, false), Some((ms(200), Err(ErrorCode::OrderRejected))));
+        assert!(matches!(b.outcome(known, None, false, false), Some((d, Ok(Some(_)))) if d == ms(200)));
+        assert!(matches!(b.outcome(known, None, true, false), Some((d, Ok(Some(_)))) if d.is_zero()));
+        assert_eq!(b.outcome(unknown, None, false, false), Some((ms(200), Err(ErrorCode::OrderRejected))));
         assert_eq!(
-            b.outcome(known, Some(PayoutScenario::Reject(ErrorCode::BlockedAccount)), false),
+            b.outcome(known, Some(PayoutScenario::Reject(ErrorCode::BlockedAccount)), false, false),
             Some((ms(200), Err(ErrorCode::BlockedAccount)))
         );
         assert!(
-            matches!(b.outcome(unknown, Some(PayoutScenario::Delay(5)), false), Some((d, Ok(None))) if d == ms(5))
+            matches!(b.outcome(unknown, Some(PayoutScenario::Delay(5)), false, false), Some((d, Ok(None))) if d == ms(5))
         );
-        assert_eq!(b.outcome(known, Some(PayoutScenario::Stuck), false), None);
+        assert_eq!(b.outcome(known, Some(PayoutScenario::Stuck), false, false), None);
+        // A refund goes back to the payer, who needs no key in the directory.
+        assert_eq!(b.outcome(None, None, false, true), Some((ms(200), Ok(None))));
     }
 }

@@ -101,6 +101,11 @@ impl GroupCommit {
         self.flushes.load(Ordering::Relaxed)
     }
 
+    /// The durability watermark now: every ticket up to it is applied and on disk.
+    pub fn durable_now(&self) -> u64 {
+        self.progress.borrow().durable
+    }
+
     /// Whether storage has failed (health reports it).
     pub fn has_failed(&self) -> bool {
         self.progress.borrow().failed_from.is_some()

@@ -53,7 +53,8 @@ async fn a_replay_answers_the_first_transfer_and_moves_nothing() {
         app.post_raw("/dict/pix", &token, &transfer(&phone, "11"), &[("x-idempotency-key", &k)]).await;
     assert_eq!(s, 422);
     assert_simple(&b, 422);
-    assert_eq!(app.balance(&token).await.0, "100.00");
+    // Only the first moved money (gross may already show its settlement).
+    assert_eq!(app.balance(&token).await.2, "89.50");
     let t = app.wait_final(&token, &first["id"].to_string()).await;
     assert_eq!(t["status"], "CONFIRMED");
     assert_eq!(app.balance(&token).await, ("89.50".into(), "0.00".into(), "89.50".into()));
@@ -163,4 +164,23 @@ async fn provider_down_is_a_500_that_records_nothing() {
     let (s, _) =
         app.post_raw("/dict/pix", &token, &transfer(&phone, "5"), &[("x-idempotency-key", &k)]).await;
     assert_eq!(s, 201);
+}
+
+#[actix_rt::test]
+async fn concurrent_replays_all_answer_the_one_transfer() {
+    let (app, token) = setup().await;
+    let (phone, _, _) = directory_key("PHONE", 2);
+    let k = key();
+    let body = transfer(&phone, "7");
+    let headers = [("x-idempotency-key", k.as_str())];
+    let results =
+        futures::future::join_all((0..20).map(|_| app.post_raw("/dict/pix", &token, &body, &headers))).await;
+    let created: Vec<&Value> = results.iter().filter(|(s, _)| *s == 201).map(|(_, b)| b).collect();
+    assert_eq!(created.len(), 1, "{results:?}");
+    for (s, b) in &results {
+        assert!(*s == 201 || *s == 200, "{s} {b}");
+        assert_eq!(b, created[0]);
+    }
+    app.wait_final(&token, &created[0]["id"].to_string()).await;
+    assert_eq!(app.balance(&token).await, ("93.00".into(), "0.00".into(), "93.00".into()));
 }

@@ -9,4 +9,5 @@ mod lifecycle;
 mod money_in;
 mod money_out;
 mod recovery;
+mod refunds;
 mod token;

@@ -1,0 +1,239 @@
+//! Refunds of received PIX, one model for both families: `POST /api/pix/refund-in/{id}`
+//! (family A) and `PUT /pix/{e2eid}/devolucao/{id}` (family B). The refund-in externalId
+//! and the devolução id are one namespace: the same id again answers the same refund.
+
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::auth::Caller;
+use super::body::{request_object, Fields};
+use super::error::{ApiError, ExtendedErrorBody, SimpleErrorBody, Violation, ViolationKind};
+use super::payments::{family_a_error, family_b_error, payout_scenario, refuse_if_provider_down};
+use super::transactions::find_own;
+use super::{iso, AppState};
+use crate::account::{Refund, RefundRequest};
+use crate::domain::events::money_number;
+use crate::domain::ledger::Rejection;
+use crate::domain::money::Money;
+use crate::domain::transaction::{
+    Family, Natureza, Transaction, TxStatus, DESCRIPTION_LEN_MAX, EXTERNAL_ID_LEN_MAX,
+};
+
+/// Characters of a devolução id.
+pub const DEVOLUCAO_ID_LEN_MAX: usize = 35;
+/// Characters of an end-to-end id.
+pub const E2E_LEN: usize = 32;
+
+async fn ask(
+    state: &AppState,
+    caller: &Caller,
+    req: RefundRequest,
+) -> Result<Result<(Transaction, bool), crate::account::PayError>, ApiError> {
+    let addr = state.registry.get(caller.account_id).map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    addr.send(Refund(req)).await.map_err(|e| ApiError::Unavailable(e.to_string()))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RefundInCreated {
+    transaction_id: String,
+    external_id: Option<String>,
+    /// PENDING, then CONFIRMED or ERROR
+    status: &'static str,
+    #[schema(value_type = f64)]
+    refund_value: Value,
+    /// The return id (rtrId) the webhooks carry.
+    provider_transaction_id: String,
+    generate_time: String,
+}
+
+#[utoipa::path(
+    post, path = "/api/pix/refund-in/{id}", tag = "pix",
+    params(("id" = String, Path, description = "the received transaction: transactionId, numeric id or end-to-end id"),
+           ("X-Sandbox-Scenario" = Option<String>, Header, description = "cash-out family values; sandbox accounts only")),
+    request_body(content = Object, description = "{refundValue, reason?, externalId?}"),
+    responses(
+        (status = 201, body = RefundInCreated),
+        (status = 200, description = "The same externalId again: the same refund", body = RefundInCreated),
+        (status = 400, description = "invalid data, deadline exceeded, amount above what is refundable, insufficient balance", body = ExtendedErrorBody),
+        (status = 404, description = "no received PIX of this account with that id", body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn refund_in(
+    caller: Caller,
+    req: HttpRequest,
+    path: web::Path<String>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let scenario = payout_scenario(&req, &caller)?;
+    let obj = request_object(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    let value = f.amount("refundValue", true);
+    let reason = f.text("reason", false, DESCRIPTION_LEN_MAX).map(str::to_owned);
+    let external_id = f.text("externalId", false, EXTERNAL_ID_LEN_MAX).map(str::to_owned);
+    let (Some(value), true) = (value, f.violations.is_empty()) else {
+        return Err(ApiError::Validation(f.violations));
+    };
+    refuse_if_provider_down(scenario)?;
+    let original = find_own(&state, &caller, &path.into_inner())?
+        .ok_or_else(|| ApiError::NotFound("the original transaction was not found".into()))?;
+    let request = RefundRequest {
+        original_local_id: original.local_id,
+        value,
+        refund_id: external_id.clone(),
+        reason,
+        natureza: Natureza::Original,
+        family: Family::A,
+        scenario,
+    };
+    let (tx, replayed) = ask(&state, &caller, request)
+        .await?
+        .map_err(|e| family_a_error(e, external_id.as_deref().unwrap_or(""), false))?;
+    let body = RefundInCreated {
+        transaction_id: tx.transaction_id.to_string(),
+        external_id: tx.external_id.clone(),
+        status: tx.status.as_str(),
+        refund_value: money_number(tx.value),
+        provider_transaction_id: tx.refund.as_ref().map(|r| r.rtr_id.clone()).unwrap_or_default(),
+        generate_time: iso(tx.created_at),
+    };
+    Ok(if replayed { HttpResponse::Ok().json(body) } else { HttpResponse::Created().json(body) })
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Horario {
+    solicitacao: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Devolucao {
+    id: String,
+    rtr_id: String,
+    valor: String,
+    natureza: &'static str,
+    descricao: Option<String>,
+    horario: Horario,
+    /// EM_PROCESSAMENTO, DEVOLVIDO or NAO_REALIZADO
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    motivo: Option<&'static str>,
+}
+
+impl Devolucao {
+    fn of(tx: &Transaction) -> Devolucao {
+        let r = tx.refund.as_ref();
+        Devolucao {
+            id: r.and_then(|r| r.refund_id.clone()).unwrap_or_default(),
+            rtr_id: r.map(|r| r.rtr_id.clone()).unwrap_or_default(),
+            valor: tx.value.to_cents_string(),
+            natureza: r.map_or("ORIGINAL", |r| r.natureza.as_str()),
+            descricao: tx.description.clone(),
+            horario: Horario { solicitacao: iso(tx.created_at) },
+            status: match tx.status {
+                TxStatus::Pending => "EM_PROCESSAMENTO",
+                TxStatus::Confirmed => "DEVOLVIDO",
+                TxStatus::Error => "NAO_REALIZADO",
+            },
+            motivo: tx.error_code.map(|e| e.message()),
+        }
+    }
+}
+
+/// `valor`: a decimal string with exactly two places.
+fn valor(f: &mut Fields<'_>) -> Option<Money> {
+    let text = f.string("valor", true)?;
+    let well_formed = text.split_once('.').is_some_and(|(int, dec)| {
+        !int.is_empty()
+            && int.len() <= 13
+            && int.bytes().all(|b| b.is_ascii_digit())
+            && dec.len() == 2
+            && dec.bytes().all(|b| b.is_ascii_digit())
+    });
+    match Money::parse(text).ok().filter(|m| well_formed && !m.is_zero()) {
+        Some(m) => Some(m),
+        None => {
+            f.fail_as(
+                "valor",
+                "must be a decimal string with 2 places, at least 0.01",
+                ViolationKind::Amount,
+            );
+            None
+        }
+    }
+}
+
+#[utoipa::path(
+    put, path = "/pix/{e2eid}/devolucao/{id}", tag = "family B",
+    params(("e2eid" = String, Path, description = "end-to-end id of the received PIX, 32 characters"),
+           ("id" = String, Path, description = "the refund's id, 1 to 35 alphanumeric characters")),
+    request_body(content = Object, description = "{valor: \"0.00\", natureza?: ORIGINAL | RETIRADA, descricao?}"),
+    responses(
+        (status = 201, body = Devolucao),
+        (status = 200, description = "The same id and valor again: the same refund", body = Devolucao),
+        (status = 400, body = SimpleErrorBody),
+        (status = 404, description = "not a received PIX of this account", body = SimpleErrorBody),
+        (status = 409, description = "the id exists with another valor", body = SimpleErrorBody),
+        (status = 422, description = "the 89-day deadline has passed; insufficient balance", body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn devolucao(
+    caller: Caller,
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (e2eid, id) = path.into_inner();
+    let mut bad = Vec::new();
+    if e2eid.len() != E2E_LEN || !e2eid.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        bad.push(Violation::new("e2eid", "must be 32 alphanumeric characters"));
+    }
+    if id.is_empty() || id.len() > DEVOLUCAO_ID_LEN_MAX || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        bad.push(Violation::new("id", "must be 1 to 35 alphanumeric characters"));
+    }
+    let obj = request_object(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    f.violations = bad;
+    let value = valor(&mut f);
+    let natureza = match f.string("natureza", false) {
+        None | Some("ORIGINAL") => Natureza::Original,
+        Some("RETIRADA") => Natureza::Retirada,
+        Some(_) => {
+            f.fail("natureza", "must be ORIGINAL or RETIRADA");
+            Natureza::Original
+        }
+    };
+    let descricao = f.text("descricao", false, DESCRIPTION_LEN_MAX).map(str::to_owned);
+    let (Some(value), true) = (value, f.violations.is_empty()) else {
+        return Err(ApiError::Validation(f.violations));
+    };
+    let original = state
+        .repo
+        .transaction_by_e2e(&e2eid)?
+        .filter(|t| t.account_id == caller.account_id)
+        .ok_or_else(|| ApiError::NotFound("no received PIX with this end-to-end id".into()))?;
+    let request = RefundRequest {
+        original_local_id: original.local_id,
+        value,
+        refund_id: Some(id),
+        reason: descricao,
+        natureza,
+        family: Family::B,
+        scenario: None,
+    };
+    let (tx, replayed) = ask(&state, &caller, request).await?.map_err(|e| match e {
+        crate::account::PayError::Rejected(Rejection::DuplicateExternalId { .. }) => {
+            ApiError::Conflict("this id is already used with another valor or PIX".into())
+        }
+        other => family_b_error(other),
+    })?;
+    let body = Devolucao::of(&tx);
+    Ok(if replayed { HttpResponse::Ok().json(body) } else { HttpResponse::Created().json(body) })
+}
