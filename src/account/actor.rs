@@ -161,6 +161,11 @@ impl AccountActor {
         Ok(())
     }
 
+    /// Whether any write still queued matches.
+    pub(super) fn unapplied_any(&self, f: impl Fn(&Transaction) -> bool) -> bool {
+        self.unapplied.values().any(f)
+    }
+
     /// One of this account's transactions as this actor last wrote it.
     pub(super) fn transaction(&mut self, local_id: u64) -> Result<Option<Transaction>, PayError> {
         let durable = self.deps.commit.durable_now();

@@ -9,7 +9,7 @@ use actix::prelude::*;
 use uuid::Uuid;
 
 use super::actor::AccountActor;
-use super::messages::{ChargeRequest, CreateCharge, PayCharge, PayError};
+use super::messages::{CancelCharge, ChargeRequest, CreateCharge, PayCharge, PayError};
 use crate::domain::brcode::{generate, BrCodeSpec};
 use crate::domain::events::event_for;
 use crate::domain::ledger::{DebitDecision, DebitRequest};
@@ -30,26 +30,41 @@ fn unavailable(e: RepoError) -> PayError {
 }
 
 impl AccountActor {
+    /// Whether a charge of this account has this txid: open, queued, or stored.
+    fn txid_taken(&mut self, txid: &str) -> Result<bool, PayError> {
+        let has = |t: &Transaction| t.charge.as_ref().is_some_and(|c| c.txid == txid);
+        if self.open_charges.values().any(has) || self.unapplied_any(has) {
+            return Ok(true);
+        }
+        Ok(self.deps.repo.charge_by_txid(self.account.id, txid).map_err(unavailable)?.is_some())
+    }
+
     fn create_charge(
         &mut self,
         req: ChargeRequest,
         ctx: &mut Context<Self>,
     ) -> Result<Transaction, PayError> {
-        let ledger = self.ledger.as_ref().map_err(|e| PayError::Unavailable(e.clone()))?;
         let minimum = match req.scenario {
             Some(ChargeScenario::ProviderExpirationMin(s)) => s,
             _ => self.account.settings.provider_min_expiration_seconds,
         };
-        if req.expiration_seconds < minimum {
+        // The provider minimum is a family A rule; a cob's expiracao is the client's.
+        if req.cob.is_none() && req.expiration_seconds < minimum {
             return Err(PayError::BelowProviderMinimum(minimum));
         }
+        if let Some(txid) = &req.txid {
+            if self.txid_taken(txid)? {
+                return Err(PayError::TxidTaken);
+            }
+        }
+        let ledger = self.ledger.as_ref().map_err(|e| PayError::Unavailable(e.clone()))?;
         let now = self.deps.clock.now();
         let local_id =
             self.deps.repo.store().generate_id().map_err(|e| PayError::Unavailable(e.to_string()))?;
         // Creating a charge takes its externalId and nothing else.
         let take_id = DebitRequest {
             local_id,
-            external_id: Some(req.external_id.clone()),
+            external_id: req.external_id.clone(),
             idempotency: None,
             value: req.value,
             fee: Money::ZERO,
@@ -62,7 +77,10 @@ impl AccountActor {
             Ok(DebitDecision::Replay { .. }) => return Err(PayError::Internal("replay of a charge".into())),
             Err(r) => return Err(PayError::Rejected(r)),
         };
-        let txid: String = Uuid::new_v4().simple().to_string().chars().take(25).collect();
+        let txid: String = req
+            .txid
+            .clone()
+            .unwrap_or_else(|| Uuid::new_v4().simple().to_string().chars().take(25).collect());
         let pix_code = generate(&BrCodeSpec {
             single_use: true,
             key: self.account.receiving_key.clone(),
@@ -81,12 +99,12 @@ impl AccountActor {
             error_code: None,
             value: req.value,
             fee: Money::ZERO,
-            external_id: Some(req.external_id),
+            external_id: req.external_id,
             end_to_end_id: String::new(),
             description: Some(req.description),
             counterpart: Counterpart {
                 name: req.payer_name,
-                document: Some(req.payer_document),
+                document: req.payer_document,
                 ..Counterpart::default()
             },
             created_at: now,
@@ -102,6 +120,7 @@ impl AccountActor {
                 pix_code,
                 expires_at: now + chrono::Duration::seconds(i64::from(req.expiration_seconds)),
                 additional_info: req.additional_info,
+                cob: req.cob,
             }),
         };
         let repo = &self.deps.repo;
@@ -171,10 +190,15 @@ impl AccountActor {
 
     /// Closes an open charge as ERROR / EXPIRED.
     pub(super) fn expire_charge(&mut self, local_id: u64) -> Result<(), PayError> {
-        let Some(mut tx) = self.open_charges.get(&local_id).cloned() else { return Ok(()) };
+        self.close_charge(local_id, ErrorCode::Expired).map(|_| ())
+    }
+
+    /// Closes an open charge as ERROR with `why`; answers it (None if it was not open).
+    fn close_charge(&mut self, local_id: u64, why: ErrorCode) -> Result<Option<Transaction>, PayError> {
+        let Some(mut tx) = self.open_charges.get(&local_id).cloned() else { return Ok(None) };
         let now = self.deps.clock.now();
         tx.status = TxStatus::Error;
-        tx.error_code = Some(ErrorCode::Expired);
+        tx.error_code = Some(why);
         tx.processed_at = Some(now);
         let repo = &self.deps.repo;
         let mut b = Batch::default();
@@ -185,7 +209,7 @@ impl AccountActor {
         }
         self.commit(b, &[&tx])?;
         self.untrack_charge(&tx);
-        Ok(())
+        Ok(Some(tx))
     }
 }
 
@@ -203,6 +227,25 @@ impl Handler<PayCharge> for AccountActor {
 
     fn handle(&mut self, msg: PayCharge, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.pay_charge(msg.local_id, ctx);
+        self.after_flush(reply, |_, _, _| {})
+    }
+}
+
+impl Handler<CancelCharge> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
+
+    fn handle(&mut self, msg: CancelCharge, _: &mut Context<Self>) -> Self::Result {
+        let reply = match self.close_charge(msg.local_id, ErrorCode::Cancelled) {
+            Ok(Some(tx)) => Ok(tx),
+            Ok(None) => {
+                let status = self.transaction(msg.local_id).map(|t| t.map(|t| t.status));
+                match status {
+                    Ok(s) => Err(PayError::NotPayable(s.map_or("UNKNOWN", TxStatus::as_str))),
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        };
         self.after_flush(reply, |_, _, _| {})
     }
 }

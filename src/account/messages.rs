@@ -54,6 +54,9 @@ pub enum PayError {
     /// The charge is not open: paid, or expired (its status).
     #[error("the charge is not payable: {0}")]
     NotPayable(&'static str),
+    /// A cob with this txid exists (409).
+    #[error("txid already exists")]
+    TxidTaken,
     /// A refund (or a return) the rules refuse.
     #[error("refund refused: {0:?}")]
     Refund(crate::domain::refunds::RefundRejection),
@@ -95,11 +98,15 @@ pub struct SettingsChanged(pub AccountSettings);
 /// A charge to create (`POST /api/pix/cash-in`).
 #[derive(Debug, Clone)]
 pub struct ChargeRequest {
-    pub external_id: String,
+    /// Family A charges have one; a cob has its txid instead.
+    pub external_id: Option<String>,
+    /// A cob's txid, chosen by the client (unique per account).
+    pub txid: Option<String>,
+    pub cob: Option<crate::domain::transaction::CobDetails>,
     pub value: Money,
     pub description: String,
     pub payer_name: String,
-    pub payer_document: String,
+    pub payer_document: Option<String>,
     pub expiration_seconds: u32,
     pub additional_info: std::collections::BTreeMap<String, String>,
     pub scenario: Option<crate::domain::scenario::ChargeScenario>,
@@ -140,4 +147,11 @@ pub struct Refund(pub RefundRequest);
 pub struct ReturnPayment {
     pub original_local_id: u64,
     pub value: Money,
+}
+
+/// The receiver cancels an open charge (`PATCH /cob/{txid}`).
+#[derive(Message)]
+#[rtype(result = "Result<Transaction, PayError>")]
+pub struct CancelCharge {
+    pub local_id: u64,
 }

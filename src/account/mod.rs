@@ -15,7 +15,7 @@ mod registry;
 
 pub use actor::{AccountActor, Deps};
 pub use messages::{
-    ChargeRequest, CreateCharge, DictRequest, GetBalance, Pay, PayCharge, PayError, PayOutcome, PayRequest,
-    PixIn, Refund, RefundRequest, ReturnPayment, SettingsChanged, Tick,
+    CancelCharge, ChargeRequest, CreateCharge, DictRequest, GetBalance, Pay, PayCharge, PayError, PayOutcome,
+    PayRequest, PixIn, Refund, RefundRequest, ReturnPayment, SettingsChanged, Tick,
 };
 pub use registry::{Registry, RegistryError};

@@ -126,6 +126,28 @@ pub fn transfer_envelope(tx: &Transaction) -> Value {
     })
 }
 
+fn is_cob(tx: &Transaction) -> bool {
+    tx.charge.as_ref().is_some_and(|c| c.cob.is_some())
+}
+
+/// The V2 RECEIVE envelope of a paid cob.
+pub fn receive_envelope(tx: &Transaction) -> Value {
+    json!({
+        "type": "RECEIVE",
+        "data": {
+            "id": tx.local_id,
+            "txId": tx.charge.as_ref().map(|c| c.txid.clone()),
+            "status": "LIQUIDATED",
+            "payment": { "amount": tx.value.to_cents_string(), "currency": "BRL" },
+            "endToEndId": tx.end_to_end_id,
+            "debtorAccount": {
+                "name": tx.counterpart.name,
+                "document": masked(tx.counterpart.document.as_deref()),
+            },
+        }
+    })
+}
+
 /// The V2 REFUND envelope of a family B refund (devolução) that reached its final state.
 /// Success is `REFUNDED` with a `LIQUIDATED` refund; a failure (beyond the interface) is
 /// `NOT_REFUNDED` with a `REJECTED` refund.
@@ -158,6 +180,9 @@ pub fn event_for(tx: &Transaction, at: DateTime<Utc>) -> Option<OutboxEvent> {
     let (event_type, payload) = match (tx.kind, tx.status) {
         (_, TxStatus::Pending) => return None,
         (TxKind::DictPix, _) => (EventType::CashOut, transfer_envelope(tx)),
+        // A cob's payment is a RECEIVE; its expiry or cancellation is no event.
+        (TxKind::CashIn, TxStatus::Confirmed) if is_cob(tx) => (EventType::CashIn, receive_envelope(tx)),
+        (TxKind::CashIn, _) if is_cob(tx) => return None,
         (TxKind::PixIn | TxKind::CashIn, _) => (EventType::CashIn, flat_webhook(tx)),
         (TxKind::CashOut | TxKind::QrCashOut, _) => (EventType::CashOut, flat_webhook(tx)),
         (TxKind::RefundIn, _) if tx.refund.as_ref().is_some_and(|r| r.family == Family::B) => {
@@ -249,6 +274,37 @@ mod tests {
         ] {
             assert!(p.contains(f), "{f} in {p}");
         }
+    }
+
+    #[test]
+    fn a_paid_cob_is_a_receive_and_its_expiry_no_event() {
+        use crate::domain::transaction::{ChargeDetails, CobDetails};
+        let mut t = tx(TxKind::CashIn);
+        t.charge = Some(ChargeDetails {
+            correlation_id: Uuid::nil(),
+            txid: "abc".into(),
+            pix_code: "000201".into(),
+            expires_at: Utc::now(),
+            additional_info: Default::default(),
+            cob: Some(CobDetails {
+                expiracao: 60,
+                modalidade_alteracao: 0,
+                chave: "k".into(),
+                solicitacao_pagador: None,
+                info_adicionais: vec![],
+                devedor: None,
+            }),
+        });
+        t.status = TxStatus::Confirmed;
+        let e = event_for(&t, Utc::now()).unwrap();
+        assert_eq!(e.event_type, EventType::CashIn);
+        assert_eq!(e.payload["type"], "RECEIVE");
+        assert_eq!(e.payload["data"]["txId"], "abc");
+        assert_eq!(e.payload["data"]["status"], "LIQUIDATED");
+        assert_eq!(e.payload["data"]["payment"]["amount"], "10.50");
+        assert_eq!(e.payload["data"]["debtorAccount"]["document"], "***.982.247-**");
+        t.status = TxStatus::Error;
+        assert!(event_for(&t, Utc::now()).is_none());
     }
 
     #[test]

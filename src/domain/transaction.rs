@@ -104,6 +104,26 @@ pub struct ChargeDetails {
     pub pix_code: String,
     pub expires_at: DateTime<Utc>,
     pub additional_info: std::collections::BTreeMap<String, String>,
+    /// Present for an immediate charge of family B (`PUT /cob/{txid}`).
+    #[serde(default)]
+    pub cob: Option<CobDetails>,
+}
+
+/// Cob txid: 26 to 35 alphanumeric characters (interface.md).
+pub const COB_TXID_LEN_MIN: usize = 26;
+pub const COB_TXID_LEN_MAX: usize = 35;
+
+/// What a `cob` keeps of its request, to answer it back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CobDetails {
+    pub expiracao: u32,
+    pub modalidade_alteracao: u8,
+    pub chave: String,
+    pub solicitacao_pagador: Option<String>,
+    pub info_adicionais: Vec<(String, String)>,
+    /// `cpf` or `cnpj` and `nome`, as sent.
+    pub devedor: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,6 +157,8 @@ pub enum ErrorCode {
     PaymentExpired,
     SettlementTimeout,
     Expired,
+    /// A charge the receiver cancelled (`cob` REMOVIDA_PELO_USUARIO_RECEBEDOR).
+    Cancelled,
 }
 
 impl ErrorCode {
@@ -150,6 +172,7 @@ impl ErrorCode {
             ErrorCode::PaymentExpired => "PAYMENT_EXPIRED",
             ErrorCode::SettlementTimeout => "SETTLEMENT_TIMEOUT",
             ErrorCode::Expired => "EXPIRED",
+            ErrorCode::Cancelled => "CANCELLED",
         }
     }
 
@@ -162,7 +185,8 @@ impl ErrorCode {
             ErrorCode::OrderRejected => "The destination bank rejected the payment.",
             ErrorCode::PaymentExpired => "The payment expired before processing; send it again.",
             ErrorCode::SettlementTimeout => "The destination bank did not answer in time; send it again.",
-            ErrorCode::Expired => "The transfer stayed queued past its expiration.",
+            ErrorCode::Expired => "It expired.",
+            ErrorCode::Cancelled => "The receiver cancelled the charge.",
         }
     }
 }

@@ -105,11 +105,13 @@ fn read(obj: &serde_json::Map<String, Value>) -> Result<(ChargeRequest, bool), A
             Some((Some(name), Some(doc))),
         ) if f.violations.is_empty() => {
             let request = ChargeRequest {
-                external_id,
+                external_id: Some(external_id),
+                txid: None,
+                cob: None,
                 value,
                 description,
                 payer_name: name,
-                payer_document: doc.to_string(),
+                payer_document: Some(doc.to_string()),
                 expiration_seconds: u32::try_from(expiration).unwrap_or(u32::MAX),
                 additional_info: info,
                 scenario: None,
@@ -157,7 +159,7 @@ pub async fn cash_in(
     let scenario = charge_scenario(&req, &caller)?;
     let (mut request, with_image) = read(&request_object(&req, &bytes)?)?;
     request.scenario = scenario;
-    let external_id = request.external_id.clone();
+    let external_id = request.external_id.clone().unwrap_or_default();
     let addr = state.registry.get(caller.account_id).map_err(|e| ApiError::Unavailable(e.to_string()))?;
     let tx = addr
         .send(CreateCharge(request))

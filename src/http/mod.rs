@@ -9,6 +9,7 @@ pub mod auth;
 pub mod balance;
 pub mod body;
 pub mod charges;
+pub mod cob;
 pub mod dict;
 pub mod error;
 pub mod me;
@@ -95,6 +96,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) -> Vec<(Method, &'static str)> {
     t.add(Method::POST, "/api/pix/cash-in", charges::cash_in);
     t.add(Method::POST, "/api/pix/refund-in/{id}", refunds::refund_in);
     t.add(Method::PUT, "/pix/{e2eid}/devolucao/{id}", refunds::devolucao);
+    t.add(Method::PUT, "/cob/{txid}", cob::put_cob);
+    t.add(Method::GET, "/cob/{txid}", cob::get_cob);
+    t.add(Method::PATCH, "/cob/{txid}", cob::patch_cob);
     t.add(Method::GET, "/api/balance", balance::api_balance);
     t.add(Method::GET, "/api/transactions/{id}", transactions::get_transaction);
     t.add(Method::POST, "/dict/pix", dict::dict_pix);

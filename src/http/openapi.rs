@@ -4,7 +4,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, balance, charges, dict, error, me, ops, pix, refunds, sandbox, token, transactions};
+use super::{admin, balance, charges, cob, dict, error, me, ops, pix, refunds, sandbox, token, transactions};
 
 struct Security;
 
@@ -32,6 +32,9 @@ impl Modify for Security {
         charges::cash_in,
         refunds::refund_in,
         refunds::devolucao,
+        cob::put_cob,
+        cob::get_cob,
+        cob::patch_cob,
         balance::api_balance,
         transactions::get_transaction,
         dict::dict_pix,

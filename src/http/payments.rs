@@ -94,6 +94,7 @@ pub fn family_a_error(e: PayError, external_id: &str, duplicate_is_conflict: boo
             ApiError::Business(Business::ProviderExpirationBelowMinimum { minimum })
         }
         PayError::NotPayable(status) => not_payable(status),
+        PayError::TxidTaken => ApiError::Conflict("txid already exists".into()),
         PayError::Refund(r) => match r {
             RefundRejection::NotReceived => not_received(),
             RefundRejection::DeadlineExceeded => ApiError::Business(Business::RefundDeadlineExceeded),
@@ -136,6 +137,7 @@ pub fn family_b_error(e: PayError) -> ApiError {
             ApiError::Unprocessable(format!("the expiration is below the provider minimum of {minimum} s"))
         }
         PayError::NotPayable(status) => not_payable(status),
+        PayError::TxidTaken => ApiError::Conflict("txid already exists".into()),
         PayError::Refund(r) => match r {
             RefundRejection::NotReceived => not_received(),
             RefundRejection::DeadlineExceeded => m("the refund deadline (89 days after receipt) has passed"),

@@ -1,0 +1,288 @@
+//! Family B immediate charges: `PUT /cob/{txid}` creates, `GET /cob/{txid}` reads and
+//! `PATCH /cob/{txid}` cancels (the last two beyond the interface). A cob is a charge like
+//! a cash-in (same expiry, same payment through `/sandbox/pay`), with the client's txid and
+//! the statuses ATIVA, CONCLUIDA, REMOVIDA_PELO_PSP, REMOVIDA_PELO_USUARIO_RECEBEDOR.
+
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use serde_json::{json, Value};
+
+use super::auth::Caller;
+use super::body::{request_object, Fields};
+use super::error::{ApiError, SimpleErrorBody, Violation, ViolationKind};
+use super::payments::family_b_error;
+use super::{iso, AppState};
+use crate::account::{CancelCharge, ChargeRequest, CreateCharge, PayError};
+use crate::domain::document::TaxId;
+use crate::domain::money::Money;
+use crate::domain::transaction::{
+    CobDetails, ErrorCode, Transaction, TxStatus, COB_TXID_LEN_MAX, COB_TXID_LEN_MIN, DESCRIPTION_LEN_MAX,
+};
+
+/// Bounds of `calendario.expiracao`, in seconds.
+pub const COB_EXPIRACAO_MIN: u64 = 1;
+pub const COB_EXPIRACAO_MAX: u64 = 604_800;
+pub const COB_EXPIRACAO_DEFAULT: u64 = 86_400;
+pub const CHAVE_LEN_MAX: usize = 77;
+pub const INFO_ADICIONAIS_MAX: usize = 50;
+pub const DEVEDOR_NOME_LEN_MAX: usize = 200;
+
+fn check_txid(txid: &str) -> Result<(), ApiError> {
+    let ok = (COB_TXID_LEN_MIN..=COB_TXID_LEN_MAX).contains(&txid.len())
+        && txid.bytes().all(|b| b.is_ascii_alphanumeric());
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::Validation(vec![Violation::new("txid", "must be 26 to 35 alphanumeric characters")]))
+    }
+}
+
+fn status(t: &Transaction) -> &'static str {
+    match (t.status, t.error_code) {
+        (TxStatus::Pending, _) => "ATIVA",
+        (TxStatus::Confirmed, _) => "CONCLUIDA",
+        (TxStatus::Error, Some(ErrorCode::Cancelled)) => "REMOVIDA_PELO_USUARIO_RECEBEDOR",
+        (TxStatus::Error, _) => "REMOVIDA_PELO_PSP",
+    }
+}
+
+fn view(t: &Transaction) -> Value {
+    let (Some(charge), Some(cob)) = (t.charge.as_ref(), t.charge.as_ref().and_then(|c| c.cob.as_ref()))
+    else {
+        return Value::Null;
+    };
+    let mut v = json!({
+        "calendario": {"criacao": iso(t.created_at), "expiracao": cob.expiracao},
+        "txid": charge.txid,
+        "revisao": 0,
+        "loc": {"id": t.local_id, "location": charge.pix_code, "tipoCob": "cob"},
+        "location": charge.pix_code,
+        "status": status(t),
+        "valor": {"original": t.value.to_cents_string(), "modalidadeAlteracao": cob.modalidade_alteracao},
+        "chave": cob.chave,
+        "infoAdicionais": cob.info_adicionais.iter().map(|(n, v)| json!({"nome": n, "valor": v})).collect::<Vec<_>>(),
+    });
+    if let Some(d) = &cob.devedor {
+        v["devedor"] = d.clone();
+    }
+    if let Some(s) = &cob.solicitacao_pagador {
+        v["solicitacaoPagador"] = json!(s);
+    }
+    v
+}
+
+/// `devedor`: `nome` and exactly one of `cpf` (11 digits) and `cnpj` (14 digits).
+fn devedor(f: &mut Fields<'_>) -> Option<(String, String, Value)> {
+    f.object("devedor", |d| {
+        let nome = d.text("nome", true, DEVEDOR_NOME_LEN_MAX).map(str::to_owned);
+        let cpf = d.string("cpf", false);
+        let cnpj = d.string("cnpj", false);
+        let doc = match (cpf, cnpj) {
+            (Some(c), None) if c.len() == 11 => TaxId::parse(c).ok(),
+            (None, Some(c)) if c.len() == 14 => TaxId::parse(c).ok(),
+            _ => None,
+        };
+        if doc.is_none() {
+            d.fail(
+                "cpf",
+                "exactly one of cpf (11 digits) and cnpj (14 digits), with valid check digits, is required",
+            );
+        }
+        match (nome, doc) {
+            (Some(n), Some(doc)) => {
+                let key = if doc.as_str().len() == 11 { "cpf" } else { "cnpj" };
+                Some((n.clone(), doc.to_string(), json!({ key: doc.as_str(), "nome": n })))
+            }
+            _ => None,
+        }
+    })
+    .flatten()
+}
+
+fn info_adicionais(f: &mut Fields<'_>, obj: &serde_json::Map<String, Value>) -> Vec<(String, String)> {
+    match obj.get("infoAdicionais") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) if items.len() <= INFO_ADICIONAIS_MAX => {
+            let pairs: Vec<(String, String)> = items
+                .iter()
+                .filter_map(|i| {
+                    Some((i.get("nome")?.as_str()?.to_owned(), i.get("valor")?.as_str()?.to_owned()))
+                })
+                .filter(|(n, v)| n.chars().count() <= 50 && v.chars().count() <= 200)
+                .collect();
+            if pairs.len() != items.len() {
+                f.fail(
+                    "infoAdicionais",
+                    "items must be {nome, valor} strings (50 and 200 characters at most)",
+                );
+            }
+            pairs
+        }
+        Some(_) => {
+            f.fail("infoAdicionais", format!("must be an array of at most {INFO_ADICIONAIS_MAX} items"));
+            Vec::new()
+        }
+    }
+}
+
+#[utoipa::path(
+    put, path = "/cob/{txid}", tag = "family B",
+    params(("txid" = String, Path, description = "26 to 35 alphanumeric characters, unique")),
+    request_body(content = Object, description = "{calendario: {expiracao}, devedor?: {cpf | cnpj, nome}, valor: {original: \"0.00\", modalidadeAlteracao?}, chave?, solicitacaoPagador?, infoAdicionais?}"),
+    responses(
+        (status = 201, description = "The cob, status ATIVA, location = its BR Code"),
+        (status = 400, body = SimpleErrorBody),
+        (status = 401, body = SimpleErrorBody),
+        (status = 409, description = "txid already exists", body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn put_cob(
+    caller: Caller,
+    req: HttpRequest,
+    path: web::Path<String>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let txid = path.into_inner();
+    check_txid(&txid)?;
+    let account = state
+        .repo
+        .account(caller.account_id)?
+        .ok_or(ApiError::Unauthorized("the access token was revoked"))?;
+    let obj = request_object(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    let expiracao = f
+        .object("calendario", |c| c.integer("expiracao", COB_EXPIRACAO_MIN, COB_EXPIRACAO_MAX))
+        .flatten()
+        .unwrap_or(COB_EXPIRACAO_DEFAULT);
+    if obj.get("calendario").is_none() {
+        f.fail("calendario", "is required");
+    }
+    let valor = f.object("valor", |v| {
+        let original = v.string("original", true).and_then(|t| {
+            let ok = t.split_once('.').is_some_and(|(i, d)| {
+                !i.is_empty()
+                    && i.len() <= 13
+                    && i.bytes().all(|b| b.is_ascii_digit())
+                    && d.len() == 2
+                    && d.bytes().all(|b| b.is_ascii_digit())
+            });
+            let m = Money::parse(t).ok().filter(|m| ok && !m.is_zero());
+            if m.is_none() {
+                v.fail_as(
+                    "original",
+                    "must be a decimal string with 2 places, at least 0.01",
+                    ViolationKind::Amount,
+                );
+            }
+            m
+        });
+        let modalidade = v.integer("modalidadeAlteracao", 0, 1).unwrap_or(0);
+        (original, modalidade)
+    });
+    if valor.is_none() {
+        f.fail("valor", "is required");
+    }
+    let debtor = devedor(&mut f);
+    let chave = f.text("chave", false, CHAVE_LEN_MAX).map(str::to_owned);
+    if chave.as_ref().is_some_and(|c| *c != account.receiving_key) {
+        f.fail("chave", "must be this account's receiving key");
+    }
+    let solicitacao = f.text("solicitacaoPagador", false, DESCRIPTION_LEN_MAX).map(str::to_owned);
+    let info = info_adicionais(&mut f, &obj);
+    let (Some((Some(value), modalidade)), true) = (valor, f.violations.is_empty()) else {
+        return Err(ApiError::Validation(f.violations));
+    };
+    let expiration_seconds = u32::try_from(expiracao).unwrap_or(u32::MAX);
+    let request = ChargeRequest {
+        external_id: None,
+        txid: Some(txid),
+        value,
+        description: solicitacao.clone().unwrap_or_else(|| "cob".into()),
+        payer_name: debtor.as_ref().map(|d| d.0.clone()).unwrap_or_default(),
+        payer_document: debtor.as_ref().map(|d| d.1.clone()),
+        expiration_seconds,
+        additional_info: Default::default(),
+        scenario: None,
+        cob: Some(CobDetails {
+            expiracao: expiration_seconds,
+            modalidade_alteracao: u8::try_from(modalidade).unwrap_or(0),
+            chave: account.receiving_key.clone(),
+            solicitacao_pagador: solicitacao,
+            info_adicionais: info,
+            devedor: debtor.map(|d| d.2),
+        }),
+    };
+    let addr = state.registry.get(caller.account_id).map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    let tx = addr
+        .send(CreateCharge(request))
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?
+        .map_err(family_b_error)?;
+    Ok(HttpResponse::Created().json(view(&tx)))
+}
+
+fn find(state: &AppState, caller: &Caller, txid: &str) -> Result<Transaction, ApiError> {
+    check_txid(txid)?;
+    state
+        .repo
+        .charge_by_txid(caller.account_id, txid)?
+        .filter(|t| t.charge.as_ref().is_some_and(|c| c.cob.is_some()))
+        .ok_or_else(|| ApiError::NotFound("no cob with this txid".into()))
+}
+
+#[utoipa::path(
+    get, path = "/cob/{txid}", tag = "family B",
+    params(("txid" = String, Path)),
+    responses((status = 200, description = "The cob as it is now"), (status = 404, body = SimpleErrorBody)),
+    security(("bearer" = []))
+)]
+pub async fn get_cob(
+    caller: Caller,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(view(&find(&state, &caller, &path.into_inner())?)))
+}
+
+#[utoipa::path(
+    patch, path = "/cob/{txid}", tag = "family B",
+    params(("txid" = String, Path)),
+    request_body(content = Object, description = "{status: \"REMOVIDA_PELO_USUARIO_RECEBEDOR\"}"),
+    responses(
+        (status = 200, description = "The cancelled cob"),
+        (status = 400, body = SimpleErrorBody),
+        (status = 404, body = SimpleErrorBody),
+        (status = 409, description = "the cob is no longer ATIVA", body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn patch_cob(
+    caller: Caller,
+    req: HttpRequest,
+    path: web::Path<String>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let cob = find(&state, &caller, &path.into_inner())?;
+    let obj = request_object(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    f.only(&["status"]);
+    if f.string("status", true).is_some_and(|s| s != "REMOVIDA_PELO_USUARIO_RECEBEDOR") {
+        f.fail("status", "must be REMOVIDA_PELO_USUARIO_RECEBEDOR");
+    }
+    if !f.violations.is_empty() {
+        return Err(ApiError::Validation(f.violations));
+    }
+    let addr = state.registry.get(caller.account_id).map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    let tx = addr
+        .send(CancelCharge { local_id: cob.local_id })
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?
+        .map_err(|e| match e {
+            PayError::NotPayable(_) => ApiError::Conflict("the cob is no longer ATIVA".into()),
+            other => family_b_error(other),
+        })?;
+    Ok(HttpResponse::Ok().json(view(&tx)))
+}

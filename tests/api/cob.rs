@@ -1,0 +1,138 @@
+//! Family B immediate charges: `PUT`, `GET`, `PATCH /cob/{txid}`.
+
+use futures::future::join_all;
+use pixgw::domain::brcode;
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_simple, send, TestApp};
+
+const TXID: &str = "pedido20261122abcdefghijk01";
+
+async fn put(app: &TestApp, token: &str, txid: &str, body: Value) -> (u16, Value) {
+    send(app.client.put(app.url(&format!("/cob/{txid}"))).bearer_auth(token), Some(body)).await
+}
+
+fn cob(valor: &str) -> Value {
+    json!({
+        "calendario": {"expiracao": 3600},
+        "devedor": {"cpf": "52998224725", "nome": "Ana Devedora"},
+        "valor": {"original": valor},
+        "solicitacaoPagador": "pedido 42",
+        "infoAdicionais": [{"nome": "loja", "valor": "centro"}]
+    })
+}
+
+#[actix_rt::test]
+async fn a_cob_is_created_read_paid_and_refundable() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let (_, me) = app.get_with("/api/account", &token).await;
+    let (s, b) = put(&app, &token, TXID, cob("42.00")).await;
+    assert_eq!(s, 201, "{b}");
+    assert_eq!(b["txid"], TXID);
+    assert_eq!(b["status"], "ATIVA");
+    assert_eq!(b["revisao"], 0);
+    assert_eq!(b["calendario"]["expiracao"], 3600);
+    assert_eq!(b["valor"]["original"], "42.00");
+    assert_eq!(b["chave"], me["receivingKey"]);
+    assert_eq!(b["devedor"], json!({"cpf": "52998224725", "nome": "Ana Devedora"}));
+    assert_eq!(b["loc"]["tipoCob"], "cob");
+    assert_eq!(b["location"], b["loc"]["location"]);
+    let code = brcode::parse(b["location"].as_str().unwrap()).unwrap();
+    assert_eq!(code.txid.as_deref(), Some(&TXID[..25]));
+    assert_eq!(code.amount.map(|a| a.to_cents_string()), Some("42.00".into()));
+    let (s, got) = app.get_with(&format!("/cob/{TXID}"), &token).await;
+    assert_eq!((s, &got), (200, &b));
+    let (s, paid) = app.post_raw("/sandbox/pay", &token, &json!({"txid": TXID}).to_string(), &[]).await;
+    assert_eq!(s, 200, "{paid}");
+    let (_, got) = app.get_with(&format!("/cob/{TXID}"), &token).await;
+    assert_eq!(got["status"], "CONCLUIDA");
+    assert_eq!(app.balance(&token).await.0, "42.00");
+    // A paid cob is a received PIX: it can be refunded.
+    let e2e = paid["endToEndId"].as_str().unwrap();
+    let req = app.client.put(app.url(&format!("/pix/{e2e}/devolucao/d1"))).bearer_auth(&token);
+    assert_eq!(send(req, Some(json!({"valor": "2.00"}))).await.0, 201);
+}
+
+#[actix_rt::test]
+async fn a_txid_is_created_once_even_concurrently() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let results = join_all((0..10).map(|_| put(&app, &token, TXID, cob("1.00")))).await;
+    assert_eq!(results.iter().filter(|(s, _)| *s == 201).count(), 1);
+    for (s, b) in results.iter().filter(|(s, _)| *s != 201) {
+        assert_eq!(*s, 409);
+        assert_simple(b, 409);
+    }
+}
+
+#[actix_rt::test]
+async fn invalid_cobs_are_400() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let cases = [
+        ("short", cob("1.00")),
+        ("pedido-20261122-abcdefghijk", cob("1.00")),
+        (TXID, cob("1.0")),
+        (TXID, cob("1")),
+        (TXID, cob("0.00")),
+        (TXID, json!({"calendario": {"expiracao": 60}, "valor": {"original": 1.00}})),
+        (TXID, json!({"valor": {"original": "1.00"}})),
+        (TXID, json!({"calendario": {"expiracao": 0}, "valor": {"original": "1.00"}})),
+        (
+            TXID,
+            json!({"calendario": {}, "valor": {"original": "1.00"}, "devedor": {"cpf": "52998224724", "nome": "X"}}),
+        ),
+        (
+            TXID,
+            json!({"calendario": {}, "valor": {"original": "1.00"}, "devedor": {"cpf": "52998224725", "cnpj": "11222333000181", "nome": "X"}}),
+        ),
+        (TXID, json!({"calendario": {}, "valor": {"original": "1.00"}, "chave": "someone@example.com"})),
+        (
+            TXID,
+            json!({"calendario": {}, "valor": {"original": "1.00"}, "solicitacaoPagador": "s".repeat(141)}),
+        ),
+    ];
+    for (txid, body) in cases {
+        let (s, b) = put(&app, &token, txid, body.clone()).await;
+        assert_eq!(s, 400, "{txid} {body}: {b}");
+        assert_simple(&b, 400);
+    }
+    assert_eq!(app.get_with(&format!("/cob/{TXID}"), &token).await.0, 404);
+}
+
+#[actix_rt::test]
+async fn a_cob_can_be_cancelled_once_and_expires_on_the_clock() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    assert_eq!(put(&app, &token, TXID, cob("5.00")).await.0, 201);
+    let patch = |txid: &str, body: Value| {
+        let (app, token, path) = (&app, token.clone(), format!("/cob/{txid}"));
+        async move { send(app.client.patch(app.url(&path)).bearer_auth(&token), Some(body)).await }
+    };
+    let (s, b) = patch(TXID, json!({"status": "CONCLUIDA"})).await;
+    assert_eq!(s, 400, "{b}");
+    let (s, b) = patch(TXID, json!({"status": "REMOVIDA_PELO_USUARIO_RECEBEDOR"})).await;
+    assert_eq!((s, b["status"].as_str()), (200, Some("REMOVIDA_PELO_USUARIO_RECEBEDOR")));
+    let (s, b) = patch(TXID, json!({"status": "REMOVIDA_PELO_USUARIO_RECEBEDOR"})).await;
+    assert_eq!(s, 409);
+    assert_simple(&b, 409);
+    let (s, _) = app.post_raw("/sandbox/pay", &token, &json!({"txid": TXID}).to_string(), &[]).await;
+    assert_eq!(s, 422);
+    let other = "expira20261122abcdefghijk0";
+    assert_eq!(
+        put(&app, &token, other, json!({"calendario": {"expiracao": 60}, "valor": {"original": "3.00"}}))
+            .await
+            .0,
+        201
+    );
+    app.advance(60).await;
+    let token = app.demo_token().await;
+    let (_, got) = app.get_with(&format!("/cob/{other}"), &token).await;
+    assert_eq!(got["status"], "REMOVIDA_PELO_PSP");
+    assert_eq!(app.balance(&token).await.0, "0.00");
+    // Another account does not see it.
+    let (_, client_id, secret, pem) = app.new_account("Other").await;
+    let (_, t) = app.token_with(&pem, &client_id, &secret).await;
+    assert_eq!(app.get_with(&format!("/cob/{other}"), t["access_token"].as_str().unwrap()).await.0, 404);
+}
