@@ -48,6 +48,10 @@ pub struct AccountActor {
     pub(super) open_charges: HashMap<u64, Transaction>,
     /// `/dict/pix` and charge expirations: (deadline, local id).
     deadlines: BTreeSet<(DateTime<Utc>, u64)>,
+    /// Scheduled splits: (when they go to the bank, local id).
+    pub(super) scheduled: BTreeSet<(DateTime<Utc>, u64)>,
+    /// Pending transfers to submit to the bank once the writes that made them are durable.
+    pub(super) ready: Vec<Transaction>,
     /// The newest group-commit ticket of this actor's writes; replies wait for it.
     last_ticket: u64,
     /// Transactions this actor wrote that the committer may not have applied yet, with the
@@ -70,6 +74,8 @@ impl AccountActor {
             pending: HashMap::new(),
             open_charges: HashMap::new(),
             deadlines: BTreeSet::new(),
+            scheduled: BTreeSet::new(),
+            ready: Vec::new(),
             last_ticket: 0,
             unapplied: HashMap::new(),
             unapplied_order: VecDeque::new(),
@@ -129,6 +135,13 @@ impl AccountActor {
             TxKind::RefundIn => fees.refund,
             // Money of ours coming back carries no fee.
             TxKind::RefundOut => FeeRule::default(),
+        }
+    }
+
+    /// Submits what [`AccountActor::ready`] holds (call once its writes are durable).
+    pub(super) fn submit_ready(&mut self, ctx: &mut Context<Self>) {
+        for tx in std::mem::take(&mut self.ready) {
+            self.submit(&tx, ctx);
         }
     }
 
@@ -247,6 +260,8 @@ impl AccountActor {
             charge: None,
             refund: None,
             refunded: Money::ZERO,
+            split_of: None,
+            scheduled_for: None,
         };
         if req.document_mismatch {
             let _ = tx.settle(Err(ErrorCode::TaxIdMismatch), now);
@@ -349,6 +364,15 @@ impl AccountActor {
 
     fn expire_due(&mut self, ctx: &mut Context<Self>) {
         let now = self.deps.clock.now();
+        // Scheduled splits whose time has come go to the bank (their writes are long durable).
+        let due: Vec<(DateTime<Utc>, u64)> =
+            self.scheduled.iter().take_while(|(at, _)| *at <= now).copied().collect();
+        for key in due {
+            self.scheduled.remove(&key);
+            if let Some(tx) = self.pending.get(&key.1).cloned() {
+                self.submit(&tx, ctx);
+            }
+        }
         let due: Vec<u64> = self.deadlines.iter().take_while(|(d, _)| *d <= now).map(|(_, id)| *id).collect();
         for id in due {
             if self.open_charges.contains_key(&id) {
@@ -402,6 +426,8 @@ impl AccountActor {
             charge: None,
             refund: None,
             refunded: Money::ZERO,
+            split_of: None,
+            scheduled_for: None,
         };
         let repo = &self.deps.repo;
         let mut b = Batch::default();
@@ -454,10 +480,17 @@ impl Actor for AccountActor {
             return;
         }
         ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
-        // Recovery: whatever was pending when the server stopped goes to the bank again.
+        // Recovery: whatever was pending when the server stopped goes to the bank again,
+        // but a scheduled split waits for its time.
+        let now = self.deps.clock.now();
         let pending: Vec<Transaction> = self.pending.values().cloned().collect();
         for tx in &pending {
-            self.submit(tx, ctx);
+            match tx.scheduled_for {
+                Some(at) if at > now => {
+                    self.scheduled.insert((at, tx.local_id));
+                }
+                _ => self.submit(tx, ctx),
+            }
         }
         ctx.run_interval(TICK_EVERY, |act, ctx| act.expire_due(ctx));
     }

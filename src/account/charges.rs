@@ -15,6 +15,7 @@ use crate::domain::events::event_for;
 use crate::domain::ledger::{DebitDecision, DebitRequest};
 use crate::domain::money::Money;
 use crate::domain::scenario::ChargeScenario;
+use crate::domain::splits::next_run;
 use crate::domain::transaction::{
     end_to_end_id, BankInfo, ChargeDetails, Counterpart, ErrorCode, Transaction, TxKind, TxStatus,
 };
@@ -114,6 +115,8 @@ impl AccountActor {
             qr_txid: None,
             refund: None,
             refunded: Money::ZERO,
+            split_of: None,
+            scheduled_for: None,
             charge: Some(ChargeDetails {
                 correlation_id: Uuid::new_v4(),
                 txid,
@@ -121,6 +124,8 @@ impl AccountActor {
                 expires_at: now + chrono::Duration::seconds(i64::from(req.expiration_seconds)),
                 additional_info: req.additional_info,
                 cob: req.cob,
+                splits: req.splits,
+                split_transactions: Vec::new(),
             }),
         };
         let repo = &self.deps.repo;
@@ -161,6 +166,9 @@ impl AccountActor {
         let ledger = self.ledger.as_ref().map_err(|e| PayError::Unavailable(e.clone()))?;
         let fee = self.fee_rule(TxKind::CashIn).fee_for(tx.value);
         let effects = ledger.decide_credit(tx.value, fee).map_err(PayError::Rejected)?;
+        let split_ids = (0..tx.charge.as_ref().map_or(0, |c| c.splits.len()))
+            .map(|_| self.deps.repo.store().generate_id().map_err(|e| PayError::Unavailable(e.to_string())))
+            .collect::<Result<Vec<u64>, _>>()?;
         tx.status = TxStatus::Confirmed;
         tx.fee = fee;
         tx.processed_at = Some(now);
@@ -172,20 +180,124 @@ impl AccountActor {
             branch: None,
             account_number: None,
         });
+        // The credit and every split's hold are one step: applied to the ledger in order
+        // here, written in one batch below. If that batch cannot be queued the actor stops
+        // and reloads from disk, where none of it happened.
+        if let Ok(Err(v)) = self.ledger.as_mut().map(|l| l.apply_credit(effects)) {
+            return Err(self.broken(&v.to_string(), ctx));
+        }
+        let splits = self.split_transfers(&tx, &split_ids, now, ctx)?;
+        if let Some(c) = tx.charge.as_mut() {
+            c.split_transactions = split_ids;
+        }
+        let state = *self.ledger.as_ref().map_err(|e| PayError::Unavailable(e.clone()))?.state();
         let repo = &self.deps.repo;
         let mut b = Batch::default();
         repo.put_transaction(&mut b, &tx, false, true).map_err(unavailable)?;
-        repo.put_ledger(&mut b, self.account.id, &effects.state).map_err(unavailable)?;
+        repo.put_ledger(&mut b, self.account.id, &state).map_err(unavailable)?;
         repo.delete_open_charge(&mut b, self.account.id, local_id);
         if let Some(ev) = event_for(&tx, now) {
             repo.put_outbox(&mut b, &ev).map_err(unavailable)?;
         }
-        self.commit(b, &[&tx])?;
-        if let Ok(Err(v)) = self.ledger.as_mut().map(|l| l.apply_credit(effects)) {
-            return Err(self.broken(&v.to_string(), ctx));
+        for s in &splits {
+            repo.put_transaction(&mut b, s, true, true).map_err(unavailable)?;
+            if s.status == TxStatus::Pending {
+                repo.put_pending(&mut b, self.account.id, s.local_id, s.value).map_err(unavailable)?;
+            } else if let Some(ev) = event_for(s, now) {
+                repo.put_outbox(&mut b, &ev).map_err(unavailable)?;
+            }
+        }
+        let mut written: Vec<&Transaction> = vec![&tx];
+        written.extend(splits.iter());
+        if let Err(e) = self.commit(b, &written) {
+            return Err(self.broken(&e.to_string(), ctx));
         }
         self.untrack_charge(&tx);
+        for s in splits.into_iter().filter(|s| s.status == TxStatus::Pending) {
+            self.track(s.clone());
+            match s.scheduled_for {
+                Some(at) => {
+                    self.scheduled.insert((at, s.local_id));
+                }
+                None => self.ready.push(s),
+            }
+        }
         Ok(tx)
+    }
+
+    /// The transfers a paid charge's splits become: each holds its amount (no fee, no
+    /// limit); one the balance cannot cover is recorded ERROR / INSUFFICIENT_BALANCE.
+    fn split_transfers(
+        &mut self,
+        charge: &Transaction,
+        ids: &[u64],
+        now: chrono::DateTime<chrono::Utc>,
+        ctx: &mut Context<Self>,
+    ) -> Result<Vec<Transaction>, PayError> {
+        let splits = charge.charge.as_ref().map(|c| c.splits.clone()).unwrap_or_default();
+        let frequency = self.account.settings.split_frequency;
+        let mut out = Vec::new();
+        for (split, id) in splits.into_iter().zip(ids) {
+            let entry = self.deps.directory.lookup(&split.key);
+            let mut t = Transaction {
+                local_id: *id,
+                transaction_id: Uuid::new_v4(),
+                account_id: self.account.id,
+                kind: TxKind::CashOut,
+                status: TxStatus::Pending,
+                error_code: None,
+                value: split.amount,
+                fee: Money::ZERO,
+                external_id: None,
+                end_to_end_id: end_to_end_id(
+                    'E',
+                    crate::sim::GATEWAY_ISPB,
+                    now,
+                    &Uuid::new_v4().into_bytes(),
+                ),
+                description: Some(format!("split of charge {}", charge.local_id)),
+                counterpart: Counterpart {
+                    name: split.name.clone(),
+                    document: Some(split.document.clone()),
+                    key: Some(split.key.key.clone()),
+                    key_type: Some(split.key.key_type),
+                    bank: entry.and_then(|e| self.deps.directory.bank_of(e)),
+                },
+                created_at: now,
+                processed_at: None,
+                scenario: None,
+                dict: None,
+                qr_txid: None,
+                charge: None,
+                refund: None,
+                refunded: Money::ZERO,
+                split_of: Some(charge.local_id),
+                scheduled_for: (!split.immediate).then(|| next_run(frequency, now)),
+            };
+            let ledger = self.ledger.as_ref().map_err(|e| PayError::Unavailable(e.clone()))?;
+            let debit = DebitRequest {
+                local_id: *id,
+                external_id: None,
+                idempotency: None,
+                value: split.amount,
+                fee: Money::ZERO,
+                hold: true,
+                limited: false,
+                now,
+            };
+            match ledger.decide_debit(&debit, &self.account.settings.limits) {
+                Ok(DebitDecision::Accept(e)) => {
+                    if let Ok(Err(v)) = self.ledger.as_mut().map(|l| l.apply_debit(e)) {
+                        return Err(self.broken(&v.to_string(), ctx));
+                    }
+                }
+                _ => {
+                    let _ = t.settle(Err(ErrorCode::InsufficientBalance), now);
+                }
+            }
+            out.push(t);
+        }
+        Ok(out)
     }
 
     /// Closes an open charge as ERROR / EXPIRED.
@@ -218,7 +330,7 @@ impl Handler<CreateCharge> for AccountActor {
 
     fn handle(&mut self, msg: CreateCharge, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.create_charge(msg.0, ctx);
-        self.after_flush(reply, |_, _, _| {})
+        self.after_flush(reply, |act, ctx, _| act.submit_ready(ctx))
     }
 }
 
@@ -227,7 +339,7 @@ impl Handler<PayCharge> for AccountActor {
 
     fn handle(&mut self, msg: PayCharge, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.pay_charge(msg.local_id, ctx);
-        self.after_flush(reply, |_, _, _| {})
+        self.after_flush(reply, |act, ctx, _| act.submit_ready(ctx))
     }
 }
 

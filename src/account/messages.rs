@@ -110,6 +110,7 @@ pub struct ChargeRequest {
     pub expiration_seconds: u32,
     pub additional_info: std::collections::BTreeMap<String, String>,
     pub scenario: Option<crate::domain::scenario::ChargeScenario>,
+    pub splits: Vec<crate::domain::splits::Split>,
 }
 
 #[derive(Message)]

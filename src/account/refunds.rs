@@ -107,6 +107,8 @@ impl AccountActor {
                 family: req.family,
             }),
             refunded: Money::ZERO,
+            split_of: None,
+            scheduled_for: None,
         };
         original.refunded =
             original.refunded.checked_add(req.value).ok_or(PayError::Rejected(Rejection::Overflow))?;
@@ -163,6 +165,8 @@ impl AccountActor {
                 family: Family::A,
             }),
             refunded: Money::ZERO,
+            split_of: None,
+            scheduled_for: None,
         };
         original.refunded =
             original.refunded.checked_add(msg.value).ok_or(PayError::Rejected(Rejection::Overflow))?;

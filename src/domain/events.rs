@@ -91,7 +91,7 @@ pub fn flat_webhook(tx: &Transaction) -> Value {
         "errorCode": error.map(|e| e.as_str()),
         "errorMessage": error.map(|e| e.message()),
         "counterpart": counterpart_json(tx),
-        "metadata": { "localId": tx.local_id, "operation": tx.kind },
+        "metadata": { "localId": tx.local_id, "operation": tx.kind, "splitOf": tx.split_of },
     })
 }
 
@@ -241,6 +241,8 @@ mod tests {
             charge: None,
             refund: None,
             refunded: Money::ZERO,
+            split_of: None,
+            scheduled_for: None,
         }
     }
 
@@ -294,6 +296,8 @@ mod tests {
                 info_adicionais: vec![],
                 devedor: None,
             }),
+            splits: vec![],
+            split_transactions: vec![],
         });
         t.status = TxStatus::Confirmed;
         let e = event_for(&t, Utc::now()).unwrap();

@@ -18,4 +18,5 @@ pub mod pix_key;
 pub mod qr_image;
 pub mod refunds;
 pub mod scenario;
+pub mod splits;
 pub mod transaction;

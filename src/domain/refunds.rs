@@ -89,6 +89,8 @@ mod tests {
             charge: None,
             refund: None,
             refunded: Money::ZERO,
+            split_of: None,
+            scheduled_for: None,
         }
     }
 

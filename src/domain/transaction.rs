@@ -107,6 +107,11 @@ pub struct ChargeDetails {
     /// Present for an immediate charge of family B (`PUT /cob/{txid}`).
     #[serde(default)]
     pub cob: Option<CobDetails>,
+    #[serde(default)]
+    pub splits: Vec<super::splits::Split>,
+    /// The numeric ids of the transfers its splits became, once paid.
+    #[serde(default)]
+    pub split_transactions: Vec<u64>,
 }
 
 /// Cob txid: 26 to 35 alphanumeric characters (interface.md).
@@ -159,6 +164,8 @@ pub enum ErrorCode {
     Expired,
     /// A charge the receiver cancelled (`cob` REMOVIDA_PELO_USUARIO_RECEBEDOR).
     Cancelled,
+    /// A split the account could not cover (its charge's fee left too little).
+    InsufficientBalance,
 }
 
 impl ErrorCode {
@@ -173,6 +180,7 @@ impl ErrorCode {
             ErrorCode::SettlementTimeout => "SETTLEMENT_TIMEOUT",
             ErrorCode::Expired => "EXPIRED",
             ErrorCode::Cancelled => "CANCELLED",
+            ErrorCode::InsufficientBalance => "INSUFFICIENT_BALANCE",
         }
     }
 
@@ -187,6 +195,7 @@ impl ErrorCode {
             ErrorCode::SettlementTimeout => "The destination bank did not answer in time; send it again.",
             ErrorCode::Expired => "It expired.",
             ErrorCode::Cancelled => "The receiver cancelled the charge.",
+            ErrorCode::InsufficientBalance => "The account could not cover the split.",
         }
     }
 }
@@ -263,6 +272,12 @@ pub struct Transaction {
     /// made: the sum the counterparty returned.
     #[serde(default)]
     pub refunded: Money,
+    /// A split's transfer: the numeric id of the charge it comes from.
+    #[serde(default)]
+    pub split_of: Option<u64>,
+    /// A scheduled split waits until then to go to the bank.
+    #[serde(default)]
+    pub scheduled_for: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -342,6 +357,8 @@ mod tests {
             charge: None,
             refund: None,
             refunded: Money::ZERO,
+            split_of: None,
+            scheduled_for: None,
         };
         assert!(t.settle(Err(ErrorCode::OrderRejected), Utc::now()).is_ok());
         assert_eq!(t.error_code, Some(ErrorCode::OrderRejected));

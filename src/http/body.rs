@@ -62,6 +62,11 @@ impl<'a> Fields<'a> {
         Fields { obj, prefix: String::new(), violations: Vec::new() }
     }
 
+    /// Fields of an object inside an array, named `prefix` + field (`splits[2].value`).
+    pub fn nested(obj: &'a Map<String, Value>, prefix: String) -> Fields<'a> {
+        Fields { obj, prefix, violations: Vec::new() }
+    }
+
     fn name(&self, field: &str) -> String {
         format!("{}{field}", self.prefix)
     }

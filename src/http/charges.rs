@@ -1,7 +1,7 @@
 //! `POST /api/pix/cash-in`: a charge with its BR Code (and QR image on request).
 //!
-//! Splits are not executed yet; a charge with splits is refused with a 400 that says so
-//! rather than accepted and silently not split.
+//! Splits are checked here (format, and together not above the amount) and executed by the
+//! account actor when the charge is paid.
 
 use std::collections::BTreeMap;
 
@@ -13,12 +13,15 @@ use utoipa::ToSchema;
 
 use super::auth::Caller;
 use super::body::{request_object, Fields};
-use super::error::{ApiError, ExtendedErrorBody, Violation};
+use super::error::{ApiError, ExtendedErrorBody, Violation, ViolationKind};
 use super::payments::{family_a_error, SCENARIO_HEADER};
 use super::{iso, AppState};
 use crate::account::{ChargeRequest, CreateCharge};
+use crate::domain::money::Money;
+use crate::domain::pix_key::{parse_cash_out_key, CashOutKeyType, DirectoryKey};
 use crate::domain::qr_image;
 use crate::domain::scenario::{ChargeScenario, CHARGE_SCENARIOS};
+use crate::domain::splits::{amounts, Split, SplitValue, SPLITS_MAX, SPLIT_TEXT_LEN_MAX};
 use crate::domain::transaction::{
     ADDITIONAL_INFO_KEYS_MAX, CHARGE_EXPIRATION_SECONDS_DEFAULT, CHARGE_EXPIRATION_SECONDS_MAX,
     CHARGE_EXPIRATION_SECONDS_MIN, COUNTERPART_NAME_LEN_MAX, DESCRIPTION_LEN_MAX, EXTERNAL_ID_LEN_MAX,
@@ -73,6 +76,104 @@ fn additional_info(f: &mut Fields<'_>, obj: &serde_json::Map<String, Value>) -> 
     }
 }
 
+/// One split's key: its type and a key of that format, in the directory's form.
+fn split_key(f: &mut Fields<'_>) -> Option<DirectoryKey> {
+    let kind = f.string("pixKeyType", true);
+    let key = f.text("pixKey", true, SPLIT_TEXT_LEN_MAX)?;
+    let (parse_as, digits) = match kind? {
+        "EMAIL" => (CashOutKeyType::Email, None),
+        "PHONE" => (CashOutKeyType::Phone, None),
+        "CPF" => (CashOutKeyType::Document, Some(11)),
+        "CNPJ" => (CashOutKeyType::Document, Some(14)),
+        "RANDOM" => (CashOutKeyType::Random, None),
+        _ => {
+            f.fail_as("pixKeyType", "must be EMAIL, PHONE, CPF, CNPJ or RANDOM", ViolationKind::Key);
+            return None;
+        }
+    };
+    match parse_cash_out_key(parse_as, key) {
+        Ok(k) if digits.is_none_or(|n| key.len() == n) => Some(k),
+        Ok(_) => {
+            f.fail_as("pixKey", "does not match pixKeyType", ViolationKind::Key);
+            None
+        }
+        Err(e) => {
+            f.fail_as("pixKey", e.to_string(), ViolationKind::Key);
+            None
+        }
+    }
+}
+
+fn split_value(f: &mut Fields<'_>) -> Option<SplitValue> {
+    let kind = f.string("type", true);
+    let value = f.amount("value", true);
+    match (kind?, value?) {
+        ("FIXED", v) => Some(SplitValue::Fixed(v)),
+        ("PERCENTAGE", v) if v.as_decimal() <= rust_decimal::Decimal::ONE_HUNDRED => {
+            Some(SplitValue::Percentage(v.as_decimal()))
+        }
+        ("PERCENTAGE", _) => {
+            f.fail_as("value", "a percentage must be at most 100", ViolationKind::Amount);
+            None
+        }
+        _ => {
+            f.fail("type", "must be FIXED or PERCENTAGE");
+            None
+        }
+    }
+}
+
+/// `splits`: at most 10, each valid, together not above the gross amount.
+fn read_splits(f: &mut Fields<'_>, obj: &serde_json::Map<String, Value>, gross: Option<Money>) -> Vec<Split> {
+    let items = match obj.get("splits") {
+        None | Some(Value::Null) => return Vec::new(),
+        Some(Value::Array(items)) if items.len() <= SPLITS_MAX => items,
+        Some(_) => {
+            f.fail("splits", format!("must be an array of at most {SPLITS_MAX} splits"));
+            return Vec::new();
+        }
+    };
+    let mut read = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let Some(o) = item.as_object() else {
+            f.fail(&format!("splits[{i}]"), "must be an object");
+            continue;
+        };
+        let mut s = Fields::nested(o, format!("splits[{i}]."));
+        let key = split_key(&mut s);
+        let name = s.text("name", true, SPLIT_TEXT_LEN_MAX).map(str::to_owned);
+        let document = s.document("document", true).map(|d| d.to_string());
+        let value = split_value(&mut s);
+        let immediate = s.boolean("immediate").unwrap_or(false);
+        f.violations.append(&mut s.violations);
+        if let (Some(key), Some(name), Some(document), Some(value)) = (key, name, document, value) {
+            read.push((key, name, document, value, immediate));
+        }
+    }
+    if read.len() != items.len() {
+        return Vec::new();
+    }
+    let Some(gross) = gross else { return Vec::new() };
+    let values: Vec<SplitValue> = read.iter().map(|r| r.3).collect();
+    match amounts(gross, &values) {
+        Some(amounts) => read
+            .into_iter()
+            .zip(amounts)
+            .map(|((key, name, document, _, immediate), amount)| Split {
+                key,
+                name,
+                document,
+                amount,
+                immediate,
+            })
+            .collect(),
+        None => {
+            f.fail("splits", "add up to more than the transaction value");
+            Vec::new()
+        }
+    }
+}
+
 /// The checked body, and whether a QR image was asked for.
 fn read(obj: &serde_json::Map<String, Value>) -> Result<(ChargeRequest, bool), ApiError> {
     let mut f = Fields::new(obj);
@@ -96,9 +197,8 @@ fn read(obj: &serde_json::Map<String, Value>) -> Result<(ChargeRequest, bool), A
         f.fail("payer", "is required");
     }
     let info = additional_info(&mut f, obj);
-    if obj.get("splits").and_then(Value::as_array).is_some_and(|s| !s.is_empty()) {
-        f.fail("splits", "are not supported yet: send the charge without splits");
-    }
+    let gross = t.as_ref().and_then(|t| t.0);
+    let splits = read_splits(&mut f, obj, gross);
     match (t, payer) {
         (
             Some((Some(value), Some(description), Some(external_id), expiration, qr)),
@@ -115,6 +215,7 @@ fn read(obj: &serde_json::Map<String, Value>) -> Result<(ChargeRequest, bool), A
                 expiration_seconds: u32::try_from(expiration).unwrap_or(u32::MAX),
                 additional_info: info,
                 scenario: None,
+                splits,
             };
             Ok((request, qr))
         }

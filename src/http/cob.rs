@@ -205,6 +205,7 @@ pub async fn put_cob(
         expiration_seconds,
         additional_info: Default::default(),
         scenario: None,
+        splits: Vec::new(),
         cob: Some(CobDetails {
             expiracao: expiration_seconds,
             modalidade_alteracao: u8::try_from(modalidade).unwrap_or(0),

@@ -32,6 +32,15 @@ pub struct TransactionView {
     processed_at: Option<String>,
     #[schema(value_type = Object)]
     counterpart: Value,
+    /// A split's transfer: the numeric id of its charge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    split_of: Option<u64>,
+    /// A paid charge: the numeric ids of the transfers its splits became.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    split_transactions: Vec<u64>,
+    /// A scheduled split: when it goes to the bank.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scheduled_for: Option<String>,
 }
 
 impl From<&Transaction> for TransactionView {
@@ -53,6 +62,9 @@ impl From<&Transaction> for TransactionView {
             created_at: iso(t.created_at),
             processed_at: t.processed_at.map(iso),
             counterpart: serde_json::to_value(&t.counterpart).unwrap_or(Value::Null),
+            split_of: t.split_of,
+            split_transactions: t.charge.as_ref().map(|c| c.split_transactions.clone()).unwrap_or_default(),
+            scheduled_for: t.scheduled_for.map(iso),
         }
     }
 }

@@ -70,7 +70,7 @@ async fn every_field_rule_of_a_charge_is_checked() {
         "transaction": {"value": 0.001, "description": "", "externalId": "", "expirationTime": 29},
         "payer": {"fullName": "n".repeat(101), "document": "123"},
         "additionalInfo": info,
-        "splits": [{"pixKey": "a@b.co", "pixKeyType": "EMAIL", "name": "A", "document": "52998224725", "type": "FIXED", "value": 1}]
+        "splits": [{"pixKey": "a@b.co", "pixKeyType": "CPF", "name": "A", "document": "52998224725", "type": "FIXED", "value": 1}]
     });
     let (s, b) = app.post_raw("/api/pix/cash-in", &token, &body.to_string(), &[]).await;
     assert_eq!(s, 400);
@@ -87,7 +87,7 @@ async fn every_field_rule_of_a_charge_is_checked() {
             "payer.fullName",
             "payer.document",
             "additionalInfo",
-            "splits"
+            "splits[0].pixKey"
         ]
     );
     for (extra, field) in [
@@ -243,4 +243,144 @@ async fn another_account_cannot_pay_my_charge_and_a_restart_keeps_it_open() {
     let (_, t) =
         app.get_with(&format!("/api/transactions/{}", open["transactionId"].as_str().unwrap()), &token).await;
     assert_eq!(t["errorCode"], "EXPIRED", "{t}");
+}
+
+fn split(key: &str, key_type: &str, kind: &str, value: &str, immediate: bool) -> Value {
+    let value: Value = serde_json::from_str(value).unwrap();
+    json!({"pixKey": key, "pixKeyType": key_type, "name": "Partner", "document": "11222333000181", "type": kind, "value": value, "immediate": immediate})
+}
+
+fn with_splits(ext: &str, value: &str, splits: Value) -> String {
+    let value: Value = serde_json::from_str(value).unwrap();
+    json!({
+        "transaction": {"value": value, "description": "split order", "externalId": ext},
+        "payer": {"fullName": "Ana Payer", "document": "52998224725"},
+        "splits": splits
+    })
+    .to_string()
+}
+
+#[actix_rt::test]
+async fn split_rules_and_their_sum_at_the_boundary() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let (email, _, _) = crate::helpers::directory_key("EMAIL", 3);
+    let ok = json!([
+        split(&email, "EMAIL", "FIXED", "60", false),
+        split(&email, "EMAIL", "PERCENTAGE", "40", false)
+    ]);
+    create(&app, &token, &with_splits("s1", "100", ok), &[]).await;
+    let over = json!([
+        split(&email, "EMAIL", "FIXED", "60.01", false),
+        split(&email, "EMAIL", "PERCENTAGE", "40", false)
+    ]);
+    let (s, b) = app.post_raw("/api/pix/cash-in", &token, &with_splits("s2", "100", over), &[]).await;
+    assert_eq!(s, 400);
+    assert_eq!(b["details"]["violations"][0]["field"], "splits", "{b}");
+    let eleven = Value::Array((0..11).map(|_| split(&email, "EMAIL", "FIXED", "1", false)).collect());
+    let (s, _) = app.post_raw("/api/pix/cash-in", &token, &with_splits("s3", "100", eleven), &[]).await;
+    assert_eq!(s, 400);
+    let bad = json!([
+        split("1133334444", "PHONE", "PERCENTAGE", "100.01", false),
+        split("52998224725", "CNPJ", "FIXED", "1", false),
+        split("x", "PIX", "FIXED", "0.001", false),
+        {"pixKey": "a@b.co", "pixKeyType": "EMAIL", "name": "", "document": "1", "type": "SHARE", "value": 1}
+    ]);
+    let (s, b) = app.post_raw("/api/pix/cash-in", &token, &with_splits("s4", "100", bad), &[]).await;
+    assert_eq!(s, 400);
+    let fields: Vec<&str> =
+        b["details"]["violations"].as_array().unwrap().iter().map(|v| v["field"].as_str().unwrap()).collect();
+    assert_eq!(
+        fields,
+        vec![
+            "splits[0].value",
+            "splits[1].pixKey",
+            "splits[2].pixKeyType",
+            "splits[2].value",
+            "splits[3].name",
+            "splits[3].document",
+            "splits[3].type"
+        ]
+    );
+}
+
+#[actix_rt::test]
+async fn immediate_splits_run_right_after_payment_and_never_fail_for_limits() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let path = format!("/admin/accounts/{}", app.creds.account_id);
+    let tiny = json!({"limits": {"perTransaction": "1.00", "daily": "1.00", "nightly": "1.00"}});
+    assert_eq!(app.admin("PATCH", &path, Some(tiny)).await.0, 200);
+    let (email, _, _) = crate::helpers::directory_key("EMAIL", 4);
+    let (evp, _, _) = crate::helpers::directory_key("EVP", 4);
+    let splits =
+        json!([split(&email, "EMAIL", "FIXED", "30", true), split(&evp, "RANDOM", "PERCENTAGE", "10", true)]);
+    let c = create(&app, &token, &with_splits("imm", "100", splits), &[]).await;
+    let (s, _) = pay(&app, &token, json!({"transactionId": c["transactionId"]})).await;
+    assert_eq!(s, 200);
+    let (_, charge) =
+        app.get_with(&format!("/api/transactions/{}", c["transactionId"].as_str().unwrap()), &token).await;
+    let ids = charge["splitTransactions"].as_array().unwrap().clone();
+    assert_eq!(ids.len(), 2, "{charge}");
+    for (id, amount) in ids.iter().zip(["30.00", "10.00"]) {
+        let t = app.wait_final(&token, &id.to_string()).await;
+        assert_eq!(t["status"], "CONFIRMED", "{t}");
+        assert_eq!(t["operation"], "CASH_OUT");
+        assert_eq!(serde_json::to_string(&t["originalAmount"]).unwrap(), amount);
+        assert_eq!(t["splitOf"], charge["id"]);
+    }
+    assert_eq!(app.balance(&token).await, ("60.00".into(), "0.00".into(), "60.00".into()));
+}
+
+#[actix_rt::test]
+async fn scheduled_splits_wait_for_the_split_frequency_on_the_server_clock() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let (email, _, _) = crate::helpers::directory_key("EMAIL", 5);
+    let c = create(
+        &app,
+        &token,
+        &with_splits("day", "50", json!([split(&email, "EMAIL", "FIXED", "20", false)])),
+        &[],
+    )
+    .await;
+    pay(&app, &token, json!({"transactionId": c["transactionId"]})).await;
+    let (_, charge) =
+        app.get_with(&format!("/api/transactions/{}", c["transactionId"].as_str().unwrap()), &token).await;
+    let id = charge["splitTransactions"][0].to_string();
+    let (_, t) = app.get_with(&format!("/api/transactions/{id}"), &token).await;
+    assert_eq!(t["status"], "PENDING");
+    let at = time(&t["scheduledFor"]);
+    // Daily: the next midnight in Sao Paulo (03:00 UTC).
+    assert_eq!(at.format("%H:%M:%S").to_string(), "03:00:00", "{t}");
+    assert_eq!(app.balance(&token).await, ("50.00".into(), "20.00".into(), "30.00".into()));
+    // A second before, it still waits.
+    let (s, _) = app
+        .admin("POST", "/admin/clock", Some(json!({"set": (at - Duration::seconds(1)).to_rfc3339()})))
+        .await;
+    assert_eq!(s, 200);
+    // The clock route returns after every account acted on the new time.
+    let token = app.demo_token().await;
+    let (_, t) = app.get_with(&format!("/api/transactions/{id}"), &token).await;
+    assert_eq!(t["status"], "PENDING");
+    let (s, _) = app.admin("POST", "/admin/clock", Some(json!({"set": at.to_rfc3339()}))).await;
+    assert_eq!(s, 200);
+    let token = app.demo_token().await;
+    assert_eq!(app.wait_final(&token, &id).await["status"], "CONFIRMED");
+    assert_eq!(app.balance(&token).await, ("30.00".into(), "0.00".into(), "30.00".into()));
+    // Hourly: the top of the next hour.
+    let path = format!("/admin/accounts/{}", app.creds.account_id);
+    assert_eq!(app.admin("PATCH", &path, Some(json!({"splitFrequency": "HOURLY"}))).await.0, 200);
+    let c = create(
+        &app,
+        &token,
+        &with_splits("hour", "10", json!([split(&email, "EMAIL", "FIXED", "5", false)])),
+        &[],
+    )
+    .await;
+    pay(&app, &token, json!({"transactionId": c["transactionId"]})).await;
+    let (_, charge) =
+        app.get_with(&format!("/api/transactions/{}", c["transactionId"].as_str().unwrap()), &token).await;
+    let (_, t) = app.get_with(&format!("/api/transactions/{}", charge["splitTransactions"][0]), &token).await;
+    assert_eq!(time(&t["scheduledFor"]).format("%M:%S").to_string(), "00:00", "{t}");
 }
