@@ -69,6 +69,15 @@ impl Money {
         Money::try_from(value)
     }
 
+    /// A positive amount written as a string with exactly two decimals (`"10.50"`), as
+    /// family B writes `valor`: `"10.5"`, `"10"` and `"0.00"` are refused.
+    pub fn parse_two_places(text: &str) -> Option<Money> {
+        let (int, dec) = text.split_once('.')?;
+        let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+        let well_formed = !int.is_empty() && int.len() <= 13 && digits(int) && dec.len() == 2 && digits(dec);
+        Money::parse(text).ok().filter(|m| well_formed && !m.is_zero())
+    }
+
     pub fn as_decimal(self) -> Decimal {
         self.0
     }
@@ -227,6 +236,14 @@ mod tests {
         assert_eq!(b.checked_sub(a), None);
         let max = Money::try_from(MONEY_MAX).unwrap_or(Money::ZERO);
         assert_eq!(max.checked_add(b), None);
+    }
+
+    #[test]
+    fn two_place_strings_are_exact() {
+        assert_eq!(Money::parse_two_places("10.50").map(Money::to_cents_string), Some("10.50".into()));
+        for bad in ["10.5", "10", "0.00", "-1.00", "1.000", ".50", "1e2.00", "１.00"] {
+            assert_eq!(Money::parse_two_places(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 use super::auth::Caller;
 use super::body::{request_object, Fields};
 use super::error::{ApiError, ExtendedErrorBody, Violation, ViolationKind};
-use super::payments::{family_a_error, SCENARIO_HEADER};
+use super::payments::{ask, family_a_error, SCENARIO_HEADER};
 use super::{iso, AppState};
 use crate::account::{ChargeRequest, CreateCharge};
 use crate::domain::money::Money;
@@ -261,11 +261,8 @@ pub async fn cash_in(
     let (mut request, with_image) = read(&request_object(&req, &bytes)?)?;
     request.scenario = scenario;
     let external_id = request.external_id.clone().unwrap_or_default();
-    let addr = state.registry.get(caller.account_id).map_err(|e| ApiError::Unavailable(e.to_string()))?;
-    let tx = addr
-        .send(CreateCharge(request))
-        .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?
+    let tx = ask(&state, &caller, CreateCharge(request))
+        .await?
         .map_err(|e| family_a_error(e, &external_id, false))?;
     let charge = tx.charge.as_ref().ok_or_else(|| ApiError::Internal("charge without details".into()))?;
     let qr_code_image = if with_image {

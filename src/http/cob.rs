@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::auth::Caller;
 use super::body::{request_object, Fields};
 use super::error::{ApiError, SimpleErrorBody, Violation, ViolationKind};
-use super::payments::family_b_error;
+use super::payments::{ask, family_b_error};
 use super::{iso, AppState};
 use crate::account::{CancelCharge, ChargeRequest, CreateCharge, PayError};
 use crate::domain::document::TaxId;
@@ -161,14 +161,7 @@ pub async fn put_cob(
     }
     let valor = f.object("valor", |v| {
         let original = v.string("original", true).and_then(|t| {
-            let ok = t.split_once('.').is_some_and(|(i, d)| {
-                !i.is_empty()
-                    && i.len() <= 13
-                    && i.bytes().all(|b| b.is_ascii_digit())
-                    && d.len() == 2
-                    && d.bytes().all(|b| b.is_ascii_digit())
-            });
-            let m = Money::parse(t).ok().filter(|m| ok && !m.is_zero());
+            let m = Money::parse_two_places(t);
             if m.is_none() {
                 v.fail_as(
                     "original",
@@ -215,12 +208,7 @@ pub async fn put_cob(
             devedor: debtor.map(|d| d.2),
         }),
     };
-    let addr = state.registry.get(caller.account_id).map_err(|e| ApiError::Unavailable(e.to_string()))?;
-    let tx = addr
-        .send(CreateCharge(request))
-        .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?
-        .map_err(family_b_error)?;
+    let tx = ask(&state, &caller, CreateCharge(request)).await?.map_err(family_b_error)?;
     Ok(HttpResponse::Created().json(view(&tx)))
 }
 
@@ -276,14 +264,9 @@ pub async fn patch_cob(
     if !f.violations.is_empty() {
         return Err(ApiError::Validation(f.violations));
     }
-    let addr = state.registry.get(caller.account_id).map_err(|e| ApiError::Unavailable(e.to_string()))?;
-    let tx = addr
-        .send(CancelCharge { local_id: cob.local_id })
-        .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?
-        .map_err(|e| match e {
-            PayError::NotPayable(_) => ApiError::Conflict("the cob is no longer ATIVA".into()),
-            other => family_b_error(other),
-        })?;
+    let tx = ask(&state, &caller, CancelCharge { local_id: cob.local_id }).await?.map_err(|e| match e {
+        PayError::NotPayable(_) => ApiError::Conflict("the cob is no longer ATIVA".into()),
+        other => family_b_error(other),
+    })?;
     Ok(HttpResponse::Ok().json(view(&tx)))
 }

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use super::auth::Caller;
 use super::error::{ApiError, Business, Violation};
 use super::AppState;
-use crate::account::{GetBalance, Pay, PayError, PayOutcome, PayRequest, RegistryError};
+use crate::account::{AccountActor, GetBalance, Pay, PayError, PayOutcome, PayRequest, RegistryError};
 use crate::domain::ledger::{Balance, Rejection};
 use crate::domain::refunds::RefundRejection;
 use crate::domain::scenario::{PayoutScenario, PAYOUT_SCENARIOS};
@@ -52,18 +52,24 @@ pub async fn pay(
     caller: &Caller,
     req: PayRequest,
 ) -> Result<Result<PayOutcome, PayError>, ApiError> {
+    ask(state, caller, Pay(req)).await
+}
+
+/// Sends a message to the caller's account actor and answers its reply; an actor that
+/// cannot be reached is a 503.
+pub async fn ask<M>(state: &AppState, caller: &Caller, msg: M) -> Result<M::Result, ApiError>
+where
+    M: actix::Message + Send + 'static,
+    M::Result: Send,
+    AccountActor: actix::Handler<M>,
+{
     let addr = state.registry.get(caller.account_id).map_err(registry_error)?;
-    addr.send(Pay(req)).await.map_err(|e| ApiError::Unavailable(e.to_string()))
+    addr.send(msg).await.map_err(|e| ApiError::Unavailable(e.to_string()))
 }
 
 /// The caller's balance, once everything its actor applied is durable.
 pub async fn balance(state: &AppState, caller: &Caller) -> Result<Balance, ApiError> {
-    let addr = state.registry.get(caller.account_id).map_err(registry_error)?;
-    match addr.send(GetBalance).await {
-        Ok(Ok(b)) => Ok(b),
-        Ok(Err(e)) => Err(ApiError::Unavailable(e.to_string())),
-        Err(e) => Err(ApiError::Unavailable(e.to_string())),
-    }
+    ask(state, caller, GetBalance).await?.map_err(|e| ApiError::Unavailable(e.to_string()))
 }
 
 /// Family A: a rejection is a 400 with its code (a QR cash-out's duplicate is 409).

@@ -27,13 +27,12 @@ pub const DEVOLUCAO_ID_LEN_MAX: usize = 35;
 /// Characters of an end-to-end id.
 pub const E2E_LEN: usize = 32;
 
-async fn ask(
+async fn ask_refund(
     state: &AppState,
     caller: &Caller,
     req: RefundRequest,
 ) -> Result<Result<(Transaction, bool), crate::account::PayError>, ApiError> {
-    let addr = state.registry.get(caller.account_id).map_err(|e| ApiError::Unavailable(e.to_string()))?;
-    addr.send(Refund(req)).await.map_err(|e| ApiError::Unavailable(e.to_string()))
+    super::payments::ask(state, caller, Refund(req)).await
 }
 
 #[derive(Serialize, ToSchema)]
@@ -91,7 +90,7 @@ pub async fn refund_in(
         family: Family::A,
         scenario,
     };
-    let (tx, replayed) = ask(&state, &caller, request)
+    let (tx, replayed) = ask_refund(&state, &caller, request)
         .await?
         .map_err(|e| family_a_error(e, external_id.as_deref().unwrap_or(""), false))?;
     let body = RefundInCreated {
@@ -148,14 +147,7 @@ impl Devolucao {
 /// `valor`: a decimal string with exactly two places.
 fn valor(f: &mut Fields<'_>) -> Option<Money> {
     let text = f.string("valor", true)?;
-    let well_formed = text.split_once('.').is_some_and(|(int, dec)| {
-        !int.is_empty()
-            && int.len() <= 13
-            && int.bytes().all(|b| b.is_ascii_digit())
-            && dec.len() == 2
-            && dec.bytes().all(|b| b.is_ascii_digit())
-    });
-    match Money::parse(text).ok().filter(|m| well_formed && !m.is_zero()) {
+    match Money::parse_two_places(text) {
         Some(m) => Some(m),
         None => {
             f.fail_as(
@@ -228,7 +220,7 @@ pub async fn devolucao(
         family: Family::B,
         scenario: None,
     };
-    let (tx, replayed) = ask(&state, &caller, request).await?.map_err(|e| match e {
+    let (tx, replayed) = ask_refund(&state, &caller, request).await?.map_err(|e| match e {
         crate::account::PayError::Rejected(Rejection::DuplicateExternalId { .. }) => {
             ApiError::Conflict("this id is already used with another valor or PIX".into())
         }

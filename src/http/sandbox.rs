@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 use super::auth::Caller;
 use super::body::{request_object, Fields};
 use super::error::{ApiError, ExtendedErrorBody};
+use super::payments::ask;
 use super::AppState;
 use crate::account::{PayCharge, PayError, PixIn, ReturnPayment};
 use crate::domain::events::money_number;
@@ -54,12 +55,8 @@ pub async fn pix_in(
     let (Some(value), true) = (amount, f.violations.is_empty()) else {
         return Err(ApiError::Validation(f.violations));
     };
-    let addr = state.registry.get(caller.account_id).map_err(|e| ApiError::Unavailable(e.to_string()))?;
-    let tx = addr
-        .send(PixIn { value, payer_name, payer_document })
-        .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?
-        .map_err(|e| match e {
+    let tx =
+        ask(&state, &caller, PixIn { value, payer_name, payer_document }).await?.map_err(|e| match e {
             PayError::Rejected(r) => ApiError::BadRequest(format!("amount cannot be credited: {r:?}")),
             other => super::payments::family_a_error(other, "", false),
         })?;
@@ -138,11 +135,8 @@ pub async fn pay(
     sandbox_only(&caller)?;
     let obj = request_object(&req, &bytes)?;
     let charge = find_charge(&state, &caller, &obj)?;
-    let addr = state.registry.get(caller.account_id).map_err(|e| ApiError::Unavailable(e.to_string()))?;
-    let tx = addr
-        .send(PayCharge { local_id: charge.local_id })
-        .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?
+    let tx = ask(&state, &caller, PayCharge { local_id: charge.local_id })
+        .await?
         .map_err(|e| super::payments::family_a_error(e, "", false))?;
     Ok(HttpResponse::Ok().json(Paid {
         status: tx.status.as_str(),
@@ -189,11 +183,8 @@ pub async fn refund_out(
         .transaction_by_e2e(&e2e)?
         .filter(|t| t.account_id == caller.account_id)
         .ok_or_else(|| ApiError::NotFound("no payment of this account with this end-to-end id".into()))?;
-    let addr = state.registry.get(caller.account_id).map_err(|e| ApiError::Unavailable(e.to_string()))?;
-    let tx = addr
-        .send(ReturnPayment { original_local_id: original.local_id, value })
-        .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?
+    let tx = ask(&state, &caller, ReturnPayment { original_local_id: original.local_id, value })
+        .await?
         .map_err(|e| match e {
             PayError::Refund(crate::domain::refunds::RefundRejection::NotReceived) => {
                 ApiError::NotFound("no confirmed payment of this account with this end-to-end id".into())
