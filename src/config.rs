@@ -8,7 +8,8 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::BoolishValueParser;
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -52,7 +53,7 @@ pub struct ServeArgs {
     #[arg(long, env = "PIXGW_CONFIG")]
     pub config: Option<PathBuf>,
     /// Enable the adjustable test clock (`POST /admin/clock`).
-    #[arg(long, env = "PIXGW_TEST_CLOCK")]
+    #[arg(long, env = "PIXGW_TEST_CLOCK", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub test_clock: bool,
     /// Log format.
     #[arg(long, env = "PIXGW_LOG_FORMAT", value_enum)]
@@ -63,6 +64,9 @@ pub struct ServeArgs {
     /// Settle delay of the simulated bank, in milliseconds.
     #[arg(long, env = "PIXGW_SIM_SETTLE_MS")]
     pub sim_settle_ms: Option<u64>,
+    /// Allow plain http webhook URLs (local development and tests).
+    #[arg(long, env = "PIXGW_WEBHOOK_ALLOW_HTTP", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub webhook_allow_http: bool,
     /// The simulator's key directory (default: the data/dict.json built into the binary).
     #[arg(long, env = "PIXGW_DICT_FILE")]
     pub dict_file: Option<PathBuf>,
@@ -85,6 +89,7 @@ pub struct FileConfig {
     pub admin_token: Option<String>,
     pub sim_settle_ms: Option<u64>,
     pub dict_file: Option<PathBuf>,
+    pub webhook_allow_http: Option<bool>,
     pub workers: Option<usize>,
     pub shutdown_timeout_seconds: Option<u64>,
 }
@@ -99,6 +104,7 @@ pub struct Settings {
     pub admin_token: Option<String>,
     pub sim_settle_ms: u64,
     pub dict_file: Option<PathBuf>,
+    pub webhook_allow_http: bool,
     pub workers: usize,
     pub shutdown_timeout_seconds: u64,
 }
@@ -149,6 +155,7 @@ impl Settings {
             admin_token,
             sim_settle_ms: args.sim_settle_ms.or(file.sim_settle_ms).unwrap_or(DEFAULT_SIM_SETTLE_MS),
             dict_file: args.dict_file.clone().or(file.dict_file),
+            webhook_allow_http: args.webhook_allow_http || file.webhook_allow_http.unwrap_or(false),
             workers,
             shutdown_timeout_seconds: args
                 .shutdown_timeout_seconds

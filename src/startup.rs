@@ -94,7 +94,16 @@ impl Application {
         if !resumed.is_empty() {
             tracing::info!(accounts = resumed.len(), "resumed accounts with pending payments");
         }
-        let state = web::Data::new(AppState { repo, clock, tokens, admin_token_hash, registry, directory });
+        let webhook_allow_http = settings.webhook_allow_http;
+        let state = web::Data::new(AppState {
+            repo,
+            clock,
+            tokens,
+            admin_token_hash,
+            registry,
+            directory,
+            webhook_allow_http,
+        });
         telemetry::metrics_handle();
 
         let listener =

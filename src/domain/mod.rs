@@ -20,3 +20,4 @@ pub mod refunds;
 pub mod scenario;
 pub mod splits;
 pub mod transaction;
+pub mod webhooks;

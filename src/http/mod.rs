@@ -21,6 +21,7 @@ pub mod refunds;
 pub mod sandbox;
 pub mod token;
 pub mod transactions;
+pub mod webhooks;
 
 use std::sync::Arc;
 
@@ -49,6 +50,8 @@ pub struct AppState {
     pub admin_token_hash: String,
     pub registry: Arc<Registry>,
     pub directory: Arc<Directory>,
+    /// Plain http webhook URLs are accepted (`PIXGW_WEBHOOK_ALLOW_HTTP`).
+    pub webhook_allow_http: bool,
 }
 
 /// Registers routes grouped by path (so one path answers several methods and 405 for the
@@ -101,6 +104,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) -> Vec<(Method, &'static str)> {
     t.add(Method::PATCH, "/cob/{txid}", cob::patch_cob);
     t.add(Method::GET, "/api/balance", balance::api_balance);
     t.add(Method::GET, "/api/transactions/{id}", transactions::get_transaction);
+    t.add(Method::POST, "/api/webhooks", webhooks::configure);
+    t.add(Method::GET, "/api/webhooks", webhooks::list);
     t.add(Method::POST, "/dict/pix", dict::dict_pix);
     t.add(Method::GET, "/accounts/balances", balance::balances);
     t.add(Method::GET, "/balance", balance::plain_balance);

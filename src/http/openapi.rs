@@ -4,7 +4,9 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, balance, charges, cob, dict, error, me, ops, pix, refunds, sandbox, token, transactions};
+use super::{
+    admin, balance, charges, cob, dict, error, me, ops, pix, refunds, sandbox, token, transactions, webhooks,
+};
 
 struct Security;
 
@@ -37,6 +39,8 @@ impl Modify for Security {
         cob::patch_cob,
         balance::api_balance,
         transactions::get_transaction,
+        webhooks::configure,
+        webhooks::list,
         dict::dict_pix,
         balance::balances,
         balance::plain_balance,

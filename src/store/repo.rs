@@ -23,6 +23,7 @@
 //! copen/{id:020}/{local:020} empty: an open charge (PENDING, not yet paid or expired)
 //! ctxid/{id:020}/{txid}     u64: a charge by the txid of its BR Code
 //! outbox/{seq:020}          OutboxEvent (JSON): events for the webhooks to deliver
+//! whcfg/{id:020}/{type}     WebhookConfig (JSON): one endpoint per account and event type
 //! ```
 //! Writes of the payment paths are batches that the account actor commits through group
 //! commit; the admin writes here are applied and flushed before the method returns.
@@ -126,6 +127,20 @@ pub struct ClientRecord {
     pub secret_hash_hex: String,
     /// Tokens issued before this second are refused (the secret was rotated).
     pub rotated_at: DateTime<Utc>,
+}
+
+/// Where an account wants the events of one type (decisions.md §7).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookConfig {
+    pub id: u64,
+    pub account_id: u64,
+    pub event_type: crate::domain::events::EventType,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub is_active: bool,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -370,6 +385,28 @@ impl Repo {
             Some(local) => self.transaction(local),
             None => Ok(None),
         }
+    }
+
+    /// The account's webhook configurations, by event type.
+    pub fn webhook_configs(&self, id: AccountId) -> Result<Vec<WebhookConfig>, RepoError> {
+        let prefix = format!("whcfg/{:020}/", id.get()).into_bytes();
+        self.store
+            .scan_prefix(&prefix)?
+            .into_iter()
+            .map(|(k, v)| {
+                serde_json::from_slice(&v).map_err(|e| RepoError::Corrupt {
+                    key: String::from_utf8_lossy(&k).into_owned(),
+                    reason: e.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    /// Creates or replaces the configuration of its account and event type (flushed).
+    pub fn put_webhook_config(&self, c: &WebhookConfig) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        b.put(format!("whcfg/{:020}/{}", c.account_id, c.event_type.as_str()).into_bytes(), to_json(c)?);
+        self.commit(&b)
     }
 
     pub fn put_outbox(&self, b: &mut Batch, event: &OutboxEvent) -> Result<(), RepoError> {

@@ -247,3 +247,12 @@ async fn the_admin_token_from_the_environment_overrides_the_generated_one() {
     let req = app.client.get(app.url("/admin/accounts/1")).bearer_auth(token);
     assert_eq!(send(req, None).await.0, 200);
 }
+
+#[actix_rt::test]
+async fn the_test_clock_can_be_enabled_by_environment() {
+    // PIXGW_TEST_CLOCK=1, as the decisions write it, without the flag.
+    let app =
+        spawn_with(Options { test_clock: false, env: vec![("PIXGW_TEST_CLOCK".into(), "1".into())] }).await;
+    let (s, body) = app.admin("POST", "/admin/clock", Some(json!({"advanceSeconds": 5}))).await;
+    assert_eq!(s, 200, "{body}");
+}

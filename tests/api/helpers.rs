@@ -126,6 +126,7 @@ pub async fn spawn_in_process(store: SharedStore) -> TestApp {
         admin_token: None,
         sim_settle_ms: 200,
         dict_file: None,
+        webhook_allow_http: false,
         workers: 1,
         shutdown_timeout_seconds: 1,
     };

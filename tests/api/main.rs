@@ -12,3 +12,4 @@ mod money_out;
 mod recovery;
 mod refunds;
 mod token;
+mod webhooks;

@@ -1,0 +1,113 @@
+//! Webhook configuration: `POST /api/webhooks` (upsert per event type, its validation rules
+//! one by one) and `GET /api/webhooks`.
+
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_extended, send, spawn_with, Options, TestApp};
+
+async fn configure(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
+    app.post_raw("/api/webhooks", token, &body.to_string(), &[]).await
+}
+
+#[actix_rt::test]
+async fn one_endpoint_per_event_type_is_created_then_updated() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let body = json!({"url": "https://hooks.example.com/pix", "eventType": "cash_out", "headers": [{"key": "X-Tenant", "value": "acme"}]});
+    let (s, b) = configure(&app, &token, body).await;
+    assert_eq!(s, 201, "{b}");
+    assert_eq!(b["success"], true);
+    let (s, _) =
+        configure(&app, &token, json!({"url": "https://hooks.example.com/in", "eventType": "cash_in"})).await;
+    assert_eq!(s, 201);
+    let (_, first) = app.get_with("/api/webhooks", &token).await;
+    let (s, b) =
+        configure(&app, &token, json!({"url": "https://other.example.com/v2", "eventType": "cash_out"}))
+            .await;
+    assert_eq!(s, 200, "{b}");
+    let (s, list) = app.get_with("/api/webhooks", &token).await;
+    assert_eq!(s, 200);
+    assert_eq!(list["accountId"], app.creds.account_id);
+    assert_eq!(list["total"], 2);
+    let out: Vec<&Value> =
+        list["webhooks"].as_array().unwrap().iter().filter(|w| w["type"] == "cash_out").collect();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0]["url"], "https://other.example.com/v2");
+    assert_eq!(out[0]["headers"], json!({}));
+    assert_eq!(out[0]["isActive"], true);
+    let before = first["webhooks"].as_array().unwrap().iter().find(|w| w["type"] == "cash_out").unwrap();
+    assert_eq!(out[0]["id"], before["id"], "an update keeps the id");
+    assert_eq!(out[0]["createdAt"], before["createdAt"]);
+    // Another account sees none of them.
+    let (_, client_id, secret, pem) = app.new_account("Other").await;
+    let (_, t) = app.token_with(&pem, &client_id, &secret).await;
+    let (_, theirs) = app.get_with("/api/webhooks", t["access_token"].as_str().unwrap()).await;
+    assert_eq!(theirs["total"], 0);
+    let (s, b) = send(app.client.get(app.url("/api/webhooks")), None).await;
+    assert_eq!(s, 401);
+    assert_extended(&b, 401, "HTTP_ERROR");
+}
+
+#[actix_rt::test]
+async fn every_configuration_rule_is_checked() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let h = |k: &str| json!({"key": k, "value": "v"});
+    let cases = [
+        (json!({"eventType": "cash_out"}), "url"),
+        (json!({"url": "http://hooks.example.com", "eventType": "cash_out"}), "url"),
+        (json!({"url": "ftp://hooks.example.com", "eventType": "cash_out"}), "url"),
+        (json!({"url": "not a url", "eventType": "cash_out"}), "url"),
+        (json!({"url": "https://hooks.example.com", "eventType": "CASH_OUT"}), "eventType"),
+        (json!({"url": "https://hooks.example.com"}), "eventType"),
+        (
+            json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [h("a"), h("b"), h("c"), h("d"), h("e"), h("f")]}),
+            "headers",
+        ),
+        (
+            json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [{"key": "X-A"}]}),
+            "headers[0]",
+        ),
+        (
+            json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [h("bad name")]}),
+            "headers[0]",
+        ),
+    ];
+    for (body, field) in cases {
+        let (s, b) = configure(&app, &token, body.clone()).await;
+        assert_eq!(s, 400, "{body}");
+        assert_extended(&b, 400, "HTTP_ERROR");
+        assert_eq!(b["details"]["violations"][0]["field"], field, "{body}: {b}");
+    }
+    for blocked in [
+        "host",
+        "Content-Length",
+        "connection",
+        "transfer-encoding",
+        "content-type",
+        "User-Agent",
+        "webhook-signature",
+    ] {
+        let body =
+            json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [h(blocked)]});
+        let (s, b) = configure(&app, &token, body).await;
+        assert_eq!(s, 400, "{blocked}");
+        assert!(b["message"][0].as_str().unwrap().contains("reserved"), "{b}");
+    }
+    let (_, list) = app.get_with("/api/webhooks", &token).await;
+    assert_eq!(list["total"], 0, "nothing was saved");
+    // Five headers are allowed.
+    let five = json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [h("a"), h("b"), h("c"), h("d"), h("e")]});
+    assert_eq!(configure(&app, &token, five).await.0, 201);
+}
+
+#[actix_rt::test]
+async fn plain_http_is_accepted_only_when_allowed() {
+    let app =
+        spawn_with(Options { test_clock: true, env: vec![("PIXGW_WEBHOOK_ALLOW_HTTP".into(), "1".into())] })
+            .await;
+    let token = app.demo_token().await;
+    let (s, b) =
+        configure(&app, &token, json!({"url": "http://127.0.0.1:9999/hook", "eventType": "refund_in"})).await;
+    assert_eq!(s, 201, "{b}");
+}
