@@ -1,22 +1,26 @@
 //! # pixgw: a PIX instant-payment gateway
 //!
-//! One process: actix-web handlers in front, one actix actor per account (the "Money out"
-//! work), sled underneath.
+//! One process: actix-web handlers in front, one actix actor per account, sled underneath,
+//! a group-commit thread in between.
 //!
 //! # Layout
-//! - [`domain`]: PURE values and rules (money, documents, ids, account settings,
-//!   certificates' validity). No I/O, no clock, no randomness.
+//! - [`domain`]: PURE values and rules (money, documents, ids, PIX keys, BR Code, fees,
+//!   limits, the ledger, transactions and their events, charges' splits, refunds, webhook
+//!   signing). No I/O, no clock, no randomness.
+//! - [`account`]: the account actors (apply, commit, reply) and their registry.
+//! - [`sim`]: the simulated PIX network: the settling bank and the key directory.
 //! - [`auth`]: secrets and their hashes, certificate parsing and generation, access tokens.
 //! - [`accounts`]: account administration over the repository.
-//! - [`store`]: the storage trait, sled and in-memory implementations, the typed repository
-//!   and the key layout.
+//! - [`store`]: the storage trait, sled and in-memory implementations, group commit, the
+//!   typed repository and the key layout.
 //! - [`http`]: DTOs, handlers, authentication extractors, the one error mapping, the route
 //!   table and the OpenAPI document.
 //! - [`clock`]: the server clock (system, or the adjustable test clock).
 //! - [`bootstrap`]: first start (Demo account, credentials file, keys).
 //! - [`config`], [`telemetry`], [`startup`]: settings, logs and metrics, wiring.
 //!
-//! Dependency direction: `http` -> `accounts` -> `store` -> `domain`; nothing imports `http`.
+//! Dependency direction: `http` -> `account` / `accounts` -> `store` / `sim` -> `domain`;
+//! nothing imports `http`.
 
 pub mod account;
 pub mod accounts;

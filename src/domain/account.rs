@@ -82,18 +82,6 @@ pub struct FeeRule {
     pub percent: Percent,
 }
 
-impl Default for Money {
-    fn default() -> Self {
-        Money::ZERO
-    }
-}
-
-impl Default for Percent {
-    fn default() -> Self {
-        Percent::ZERO
-    }
-}
-
 /// Fees per operation type; all zero by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]

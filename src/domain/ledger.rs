@@ -241,8 +241,7 @@ impl Ledger {
         Ok(CreditEffects { net, state })
     }
 
-    /// Records an externalId for an operation that moves no money now (a received charge's
-    /// creation, later issues).
+    /// Applies a credit decided by [`Ledger::decide_credit`].
     pub fn apply_credit(&mut self, e: CreditEffects) -> Result<(), InvariantViolation> {
         self.state = e.state;
         self.check()

@@ -100,6 +100,12 @@ impl Money {
     }
 }
 
+impl Default for Money {
+    fn default() -> Self {
+        Money::ZERO
+    }
+}
+
 impl TryFrom<Decimal> for Money {
     type Error = MoneyError;
 
@@ -160,6 +166,12 @@ impl Percent {
 
     pub fn as_decimal(self) -> Decimal {
         self.0
+    }
+}
+
+impl Default for Percent {
+    fn default() -> Self {
+        Percent::ZERO
     }
 }
 
