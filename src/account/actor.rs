@@ -55,9 +55,10 @@ pub struct AccountActor {
     /// The newest group-commit ticket of this actor's writes; replies wait for it.
     last_ticket: u64,
     /// Transactions this actor wrote that the committer may not have applied yet, with the
-    /// ticket that carries them: the actor reads its own writes here first, because storage
-    /// lags its memory by up to one group.
-    unapplied: HashMap<u64, Transaction>,
+    /// ticket of their latest write: the actor reads its own writes here first, because
+    /// storage lags its memory by up to one group. Pruned at every commit, so it holds only
+    /// writes in flight.
+    unapplied: HashMap<u64, (u64, Transaction)>,
     unapplied_order: VecDeque<(u64, u64)>,
 }
 
@@ -165,33 +166,40 @@ impl AccountActor {
     /// Queues the batch, which writes `txs`, for the committer; the ledger may then apply
     /// its effects, and replies wait for durability in [`AccountActor::after_flush`].
     pub(super) fn commit(&mut self, batch: Batch, txs: &[&Transaction]) -> Result<(), PayError> {
+        self.prune_unapplied();
         let ticket = self.deps.commit.submit(batch).map_err(|e| PayError::Unavailable(e.to_string()))?;
         self.last_ticket = ticket;
         for tx in txs {
-            self.unapplied.insert(tx.local_id, (*tx).clone());
+            self.unapplied.insert(tx.local_id, (ticket, (*tx).clone()));
             self.unapplied_order.push_back((ticket, tx.local_id));
         }
         Ok(())
     }
 
-    /// Whether any write still queued matches.
-    pub(super) fn unapplied_any(&self, f: impl Fn(&Transaction) -> bool) -> bool {
-        self.unapplied.values().any(f)
-    }
-
-    /// One of this account's transactions as this actor last wrote it.
-    pub(super) fn transaction(&mut self, local_id: u64) -> Result<Option<Transaction>, PayError> {
+    /// Forgets the writes that storage now has (their ticket is under the watermark).
+    fn prune_unapplied(&mut self) {
         let durable = self.deps.commit.durable_now();
         while let Some(&(ticket, id)) = self.unapplied_order.front() {
             if ticket > durable {
                 break;
             }
             self.unapplied_order.pop_front();
-            if !self.unapplied_order.iter().any(|(_, other)| *other == id) {
+            // A later write of the same transaction keeps its entry.
+            if self.unapplied.get(&id).is_some_and(|(latest, _)| *latest == ticket) {
                 self.unapplied.remove(&id);
             }
         }
-        if let Some(tx) = self.unapplied.get(&local_id) {
+    }
+
+    /// Whether any write still queued matches.
+    pub(super) fn unapplied_any(&self, f: impl Fn(&Transaction) -> bool) -> bool {
+        self.unapplied.values().any(|(_, t)| f(t))
+    }
+
+    /// One of this account's transactions as this actor last wrote it.
+    pub(super) fn transaction(&mut self, local_id: u64) -> Result<Option<Transaction>, PayError> {
+        self.prune_unapplied();
+        if let Some((_, tx)) = self.unapplied.get(&local_id) {
             return Ok(Some(tx.clone()));
         }
         self.deps.repo.transaction(local_id).map_err(|e| PayError::Unavailable(e.to_string()))
