@@ -31,3 +31,4 @@ echo "== cash-out: wrk -t$THREADS -c$CONNS -d$DURATION --latency -s benches/wrk/
 wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -s benches/wrk/cash_out.lua "$BASE" -- "$token" "$key" "$doc"
 echo "== balance after the run"
 curl -sf "$BASE/api/balance" -H "Authorization: Bearer $token"; echo
+echo "== server resident memory after the run: $(ps -o rss= -p "$pid") KiB"
