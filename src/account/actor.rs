@@ -241,20 +241,11 @@ impl AccountActor {
         let entropy = Uuid::new_v4().into_bytes();
         let e2e = end_to_end_id('E', GATEWAY_ISPB, now, &entropy);
         let mut tx = Transaction {
-            local_id,
-            transaction_id: Uuid::new_v4(),
-            account_id: self.account.id,
-            kind: req.kind,
-            status: TxStatus::Pending,
-            error_code: None,
-            value: req.value,
             fee,
             external_id: req.external_id,
             end_to_end_id: e2e.clone(),
             description: req.description,
             counterpart: req.counterpart,
-            created_at: now,
-            processed_at: None,
             scenario: req.scenario,
             dict: req.dict.map(|d| DictDetails {
                 idempotency_key: d.idempotency_key,
@@ -265,11 +256,7 @@ impl AccountActor {
                 provisional_end_to_end_id: e2e,
             }),
             qr_txid: req.qr_txid,
-            charge: None,
-            refund: None,
-            refunded: Money::ZERO,
-            split_of: None,
-            scheduled_for: None,
+            ..Transaction::new(local_id, Uuid::new_v4(), self.account.id, req.kind, req.value, now)
         };
         if req.document_mismatch {
             let _ = tx.settle(Err(ErrorCode::TaxIdMismatch), now);
@@ -408,17 +395,9 @@ impl AccountActor {
             account_number: None,
         });
         let tx = Transaction {
-            local_id,
-            transaction_id: Uuid::new_v4(),
-            account_id: self.account.id,
-            kind: TxKind::PixIn,
             status: TxStatus::Confirmed,
-            error_code: None,
-            value: msg.value,
             fee,
-            external_id: None,
             end_to_end_id: end_to_end_id('E', "00000000", now, &Uuid::new_v4().into_bytes()),
-            description: None,
             counterpart: crate::domain::transaction::Counterpart {
                 name: msg.payer_name,
                 document: msg.payer_document,
@@ -426,16 +405,8 @@ impl AccountActor {
                 key_type: None,
                 bank: payer_bank,
             },
-            created_at: now,
             processed_at: Some(now),
-            scenario: None,
-            dict: None,
-            qr_txid: None,
-            charge: None,
-            refund: None,
-            refunded: Money::ZERO,
-            split_of: None,
-            scheduled_for: None,
+            ..Transaction::new(local_id, Uuid::new_v4(), self.account.id, TxKind::PixIn, msg.value, now)
         };
         let repo = &self.deps.repo;
         let mut b = Batch::default();

@@ -92,31 +92,13 @@ impl AccountActor {
             txid: Some(txid.clone()),
         });
         let tx = Transaction {
-            local_id,
-            transaction_id: Uuid::new_v4(),
-            account_id: self.account.id,
-            kind: TxKind::CashIn,
-            status: TxStatus::Pending,
-            error_code: None,
-            value: req.value,
-            fee: Money::ZERO,
             external_id: req.external_id,
-            end_to_end_id: String::new(),
             description: Some(req.description),
             counterpart: Counterpart {
                 name: req.payer_name,
                 document: req.payer_document,
                 ..Counterpart::default()
             },
-            created_at: now,
-            processed_at: None,
-            scenario: None,
-            dict: None,
-            qr_txid: None,
-            refund: None,
-            refunded: Money::ZERO,
-            split_of: None,
-            scheduled_for: None,
             charge: Some(ChargeDetails {
                 correlation_id: Uuid::new_v4(),
                 txid,
@@ -127,6 +109,7 @@ impl AccountActor {
                 splits: req.splits,
                 split_transactions: Vec::new(),
             }),
+            ..Transaction::new(local_id, Uuid::new_v4(), self.account.id, TxKind::CashIn, req.value, now)
         };
         let repo = &self.deps.repo;
         let mut b = Batch::default();
@@ -240,15 +223,6 @@ impl AccountActor {
         for (split, id) in splits.into_iter().zip(ids) {
             let entry = self.deps.directory.lookup(&split.key);
             let mut t = Transaction {
-                local_id: *id,
-                transaction_id: Uuid::new_v4(),
-                account_id: self.account.id,
-                kind: TxKind::CashOut,
-                status: TxStatus::Pending,
-                error_code: None,
-                value: split.amount,
-                fee: Money::ZERO,
-                external_id: None,
                 end_to_end_id: end_to_end_id(
                     'E',
                     crate::sim::GATEWAY_ISPB,
@@ -263,16 +237,9 @@ impl AccountActor {
                     key_type: Some(split.key.key_type),
                     bank: entry.and_then(|e| self.deps.directory.bank_of(e)),
                 },
-                created_at: now,
-                processed_at: None,
-                scenario: None,
-                dict: None,
-                qr_txid: None,
-                charge: None,
-                refund: None,
-                refunded: Money::ZERO,
                 split_of: Some(charge.local_id),
                 scheduled_for: (!split.immediate).then(|| next_run(frequency, now)),
+                ..Transaction::new(*id, Uuid::new_v4(), self.account.id, TxKind::CashOut, split.amount, now)
             };
             let ledger = self.ledger.as_ref().map_err(|e| PayError::Unavailable(e.clone()))?;
             let debit = DebitRequest {

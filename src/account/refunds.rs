@@ -79,24 +79,12 @@ impl AccountActor {
         };
         let rtr_id = end_to_end_id('D', GATEWAY_ISPB, now, &Uuid::new_v4().into_bytes());
         let tx = Transaction {
-            local_id,
-            transaction_id: Uuid::new_v4(),
-            account_id: self.account.id,
-            kind: TxKind::RefundIn,
-            status: TxStatus::Pending,
-            error_code: None,
-            value: req.value,
             fee,
             external_id: req.refund_id.clone(),
             end_to_end_id: rtr_id.clone(),
             description: req.reason.clone(),
             counterpart: original.counterpart.clone(),
-            created_at: now,
-            processed_at: None,
             scenario: req.scenario,
-            dict: None,
-            qr_txid: None,
-            charge: None,
             refund: Some(RefundDetails {
                 original_local_id: original.local_id,
                 original_end_to_end_id: original.end_to_end_id.clone(),
@@ -106,9 +94,7 @@ impl AccountActor {
                 reason: req.reason,
                 family: req.family,
             }),
-            refunded: Money::ZERO,
-            split_of: None,
-            scheduled_for: None,
+            ..Transaction::new(local_id, Uuid::new_v4(), self.account.id, TxKind::RefundIn, req.value, now)
         };
         original.refunded =
             original.refunded.checked_add(req.value).ok_or(PayError::Rejected(Rejection::Overflow))?;
@@ -137,24 +123,10 @@ impl AccountActor {
         let ispb = original.counterpart.bank.as_ref().map_or("00000000", |b| b.ispb.as_str()).to_owned();
         let rtr_id = end_to_end_id('D', &ispb, now, &Uuid::new_v4().into_bytes());
         let tx = Transaction {
-            local_id,
-            transaction_id: Uuid::new_v4(),
-            account_id: self.account.id,
-            kind: TxKind::RefundOut,
             status: TxStatus::Confirmed,
-            error_code: None,
-            value: msg.value,
-            fee: Money::ZERO,
-            external_id: None,
             end_to_end_id: rtr_id.clone(),
-            description: None,
             counterpart: original.counterpart.clone(),
-            created_at: now,
             processed_at: Some(now),
-            scenario: None,
-            dict: None,
-            qr_txid: None,
-            charge: None,
             refund: Some(RefundDetails {
                 original_local_id: original.local_id,
                 original_end_to_end_id: original.end_to_end_id.clone(),
@@ -164,9 +136,7 @@ impl AccountActor {
                 reason: None,
                 family: Family::A,
             }),
-            refunded: Money::ZERO,
-            split_of: None,
-            scheduled_for: None,
+            ..Transaction::new(local_id, Uuid::new_v4(), self.account.id, TxKind::RefundOut, msg.value, now)
         };
         original.refunded =
             original.refunded.checked_add(msg.value).ok_or(PayError::Rejected(Rejection::Overflow))?;

@@ -209,13 +209,6 @@ mod tests {
 
     fn tx(kind: TxKind) -> Transaction {
         Transaction {
-            local_id: 7,
-            transaction_id: Uuid::nil(),
-            account_id: AccountId::new(1).unwrap(),
-            kind,
-            status: TxStatus::Pending,
-            error_code: None,
-            value: Money::parse("10.5").unwrap(),
             fee: Money::parse("0.25").unwrap(),
             external_id: Some("ext-1".into()),
             end_to_end_id: "E".repeat(32),
@@ -233,16 +226,14 @@ mod tests {
                     account_number: None,
                 }),
             },
-            created_at: Utc::now(),
-            processed_at: None,
-            scenario: None,
-            dict: None,
-            qr_txid: None,
-            charge: None,
-            refund: None,
-            refunded: Money::ZERO,
-            split_of: None,
-            scheduled_for: None,
+            ..Transaction::new(
+                7,
+                Uuid::nil(),
+                AccountId::new(1).unwrap(),
+                kind,
+                Money::parse("10.5").unwrap(),
+                Utc::now(),
+            )
         }
     }
 

@@ -64,33 +64,21 @@ pub fn check_return(original: &Transaction, value: Money) -> Result<(), RefundRe
 mod tests {
     use super::*;
     use crate::domain::ids::AccountId;
-    use crate::domain::transaction::Counterpart;
     use uuid::Uuid;
 
     fn received(value: &str, at: DateTime<Utc>) -> Transaction {
         Transaction {
-            local_id: 1,
-            transaction_id: Uuid::nil(),
-            account_id: AccountId::new(1).unwrap(),
-            kind: TxKind::PixIn,
             status: TxStatus::Confirmed,
-            error_code: None,
-            value: Money::parse(value).unwrap(),
-            fee: Money::ZERO,
-            external_id: None,
             end_to_end_id: "E".into(),
-            description: None,
-            counterpart: Counterpart::default(),
-            created_at: at,
             processed_at: Some(at),
-            scenario: None,
-            dict: None,
-            qr_txid: None,
-            charge: None,
-            refund: None,
-            refunded: Money::ZERO,
-            split_of: None,
-            scheduled_for: None,
+            ..Transaction::new(
+                1,
+                Uuid::nil(),
+                AccountId::new(1).unwrap(),
+                TxKind::PixIn,
+                Money::parse(value).unwrap(),
+                at,
+            )
         }
     }
 

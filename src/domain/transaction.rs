@@ -285,6 +285,42 @@ pub struct Transaction {
 pub struct AlreadyFinal(pub u64);
 
 impl Transaction {
+    /// A PENDING transaction with its identity, kind, amount and time, and nothing else:
+    /// callers set what differs with struct update syntax (`Transaction { fee, ..new }`).
+    pub fn new(
+        local_id: u64,
+        transaction_id: Uuid,
+        account_id: AccountId,
+        kind: TxKind,
+        value: Money,
+        created_at: DateTime<Utc>,
+    ) -> Transaction {
+        Transaction {
+            local_id,
+            transaction_id,
+            account_id,
+            kind,
+            status: TxStatus::Pending,
+            error_code: None,
+            value,
+            fee: Money::ZERO,
+            external_id: None,
+            end_to_end_id: String::new(),
+            description: None,
+            counterpart: Counterpart::default(),
+            created_at,
+            processed_at: None,
+            scenario: None,
+            dict: None,
+            qr_txid: None,
+            charge: None,
+            refund: None,
+            refunded: Money::ZERO,
+            split_of: None,
+            scheduled_for: None,
+        }
+    }
+
     pub fn is_final(&self) -> bool {
         self.status != TxStatus::Pending
     }
@@ -337,28 +373,14 @@ mod tests {
     #[test]
     fn a_final_transaction_does_not_settle_again() {
         let mut t = Transaction {
-            local_id: 1,
-            transaction_id: Uuid::nil(),
-            account_id: AccountId::new(1).unwrap(),
-            kind: TxKind::CashOut,
-            status: TxStatus::Pending,
-            error_code: None,
-            value: Money::ZERO,
-            fee: Money::ZERO,
-            external_id: None,
-            end_to_end_id: String::new(),
-            description: None,
-            counterpart: Counterpart::default(),
-            created_at: Utc::now(),
-            processed_at: None,
-            scenario: None,
-            dict: None,
-            qr_txid: None,
-            charge: None,
-            refund: None,
-            refunded: Money::ZERO,
-            split_of: None,
-            scheduled_for: None,
+            ..Transaction::new(
+                1,
+                Uuid::nil(),
+                AccountId::new(1).unwrap(),
+                TxKind::CashOut,
+                Money::ZERO,
+                Utc::now(),
+            )
         };
         assert!(t.settle(Err(ErrorCode::OrderRejected), Utc::now()).is_ok());
         assert_eq!(t.error_code, Some(ErrorCode::OrderRejected));
