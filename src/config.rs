@@ -17,6 +17,8 @@ pub const DEFAULT_DATA_DIR: &str = "./data/run";
 pub const DEFAULT_SIM_SETTLE_MS: u64 = 200;
 /// Seconds that in-flight requests get to finish after SIGTERM or Ctrl-C.
 pub const DEFAULT_SHUTDOWN_TIMEOUT_SECONDS: u64 = 30;
+/// Webhook sender actors (threads); each runs many requests at once.
+pub const DEFAULT_WEBHOOK_SENDERS: usize = 2;
 /// Bytes of a request body; larger bodies answer 413.
 pub const REQUEST_BODY_BYTES_MAX: usize = 64 * 1024;
 
@@ -31,6 +33,31 @@ pub struct Cli {
 pub enum Command {
     /// Run the gateway server.
     Serve(ServeArgs),
+    /// Developer tools for webhooks.
+    #[command(subcommand)]
+    Webhooks(WebhooksCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WebhooksCommand {
+    /// Receive webhooks on this machine and print each one, with its signature checked.
+    Listen(ListenArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListenArgs {
+    /// Port to listen on (0 picks a free one; the first line printed says which).
+    #[arg(long, default_value_t = 9000)]
+    pub port: u16,
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: std::net::IpAddr,
+    /// The account's webhook secret (whsec_...), to verify signatures.
+    #[arg(long, env = "PIXGW_WEBHOOK_SECRET", hide_env_values = true)]
+    pub secret: Option<String>,
+    /// The status to answer a delivery with a valid signature (try 500 to watch retries).
+    #[arg(long, default_value_t = 200)]
+    pub status: u16,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Default)]
@@ -67,6 +94,15 @@ pub struct ServeArgs {
     /// Allow plain http webhook URLs (local development and tests).
     #[arg(long, env = "PIXGW_WEBHOOK_ALLOW_HTTP", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub webhook_allow_http: bool,
+    /// Allow webhook deliveries to loopback and private addresses (local development).
+    #[arg(long, env = "PIXGW_WEBHOOK_ALLOW_PRIVATE", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub webhook_allow_private: bool,
+    /// A PEM file of CA certificates that webhook receivers may present, besides the public roots.
+    #[arg(long, env = "PIXGW_WEBHOOK_CA_FILE")]
+    pub webhook_ca_file: Option<PathBuf>,
+    /// Webhook sender actors, each on its own thread.
+    #[arg(long, env = "PIXGW_WEBHOOK_SENDERS")]
+    pub webhook_senders: Option<usize>,
     /// The simulator's key directory (default: the data/dict.json built into the binary).
     #[arg(long, env = "PIXGW_DICT_FILE")]
     pub dict_file: Option<PathBuf>,
@@ -90,6 +126,9 @@ pub struct FileConfig {
     pub sim_settle_ms: Option<u64>,
     pub dict_file: Option<PathBuf>,
     pub webhook_allow_http: Option<bool>,
+    pub webhook_allow_private: Option<bool>,
+    pub webhook_ca_file: Option<PathBuf>,
+    pub webhook_senders: Option<usize>,
     pub workers: Option<usize>,
     pub shutdown_timeout_seconds: Option<u64>,
 }
@@ -105,6 +144,9 @@ pub struct Settings {
     pub sim_settle_ms: u64,
     pub dict_file: Option<PathBuf>,
     pub webhook_allow_http: bool,
+    pub webhook_allow_private: bool,
+    pub webhook_ca_file: Option<PathBuf>,
+    pub webhook_senders: usize,
     pub workers: usize,
     pub shutdown_timeout_seconds: u64,
 }
@@ -143,6 +185,11 @@ impl Settings {
         if workers == 0 {
             return Err(ConfigError::Invalid("workers must be at least 1"));
         }
+        let webhook_senders =
+            args.webhook_senders.or(file.webhook_senders).unwrap_or(DEFAULT_WEBHOOK_SENDERS);
+        if webhook_senders == 0 {
+            return Err(ConfigError::Invalid("webhook senders must be at least 1"));
+        }
         Ok(Settings {
             listen,
             data_dir: args
@@ -156,6 +203,9 @@ impl Settings {
             sim_settle_ms: args.sim_settle_ms.or(file.sim_settle_ms).unwrap_or(DEFAULT_SIM_SETTLE_MS),
             dict_file: args.dict_file.clone().or(file.dict_file),
             webhook_allow_http: args.webhook_allow_http || file.webhook_allow_http.unwrap_or(false),
+            webhook_allow_private: args.webhook_allow_private || file.webhook_allow_private.unwrap_or(false),
+            webhook_ca_file: args.webhook_ca_file.clone().or(file.webhook_ca_file),
+            webhook_senders,
             workers,
             shutdown_timeout_seconds: args
                 .shutdown_timeout_seconds

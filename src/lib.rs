@@ -34,3 +34,4 @@ pub mod sim;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod webhooks;

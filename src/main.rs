@@ -4,7 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use pixgw::config::{Cli, Command, ServeArgs, Settings};
+use pixgw::config::{Cli, Command, ListenArgs, ServeArgs, Settings, WebhooksCommand};
 use pixgw::startup::Application;
 use pixgw::telemetry;
 
@@ -12,7 +12,21 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve(&args),
+        Command::Webhooks(WebhooksCommand::Listen(args)) => listen(args),
     }
+}
+
+fn listen(args: ListenArgs) -> ExitCode {
+    let addr = std::net::SocketAddr::new(args.host, args.port);
+    actix_web::rt::System::new().block_on(async move {
+        match pixgw::webhooks::listen::run(addr, args.secret, args.status).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("pixgw: {e:#}");
+                ExitCode::from(2)
+            }
+        }
+    })
 }
 
 fn serve(args: &ServeArgs) -> ExitCode {

@@ -15,11 +15,13 @@ use crate::auth::tokens::TokenKeys;
 use crate::bootstrap::{self, Boot};
 use crate::clock::Clock;
 use crate::config::{Settings, REQUEST_BODY_BYTES_MAX};
+use crate::domain::delivery::{RateWindow, RESEND_PER_WINDOW_MAX, RESEND_WINDOW_SECONDS};
 use crate::http::{self, AppState};
 use crate::sim::bank::Bank;
 use crate::sim::directory::Directory;
 use crate::store::{GroupCommit, Repo, SharedStore, SledStore};
 use crate::telemetry;
+use crate::webhooks::WebhookSettings;
 
 pub struct Application {
     server: Server,
@@ -84,6 +86,19 @@ impl Application {
             bank,
             directory: Arc::clone(&directory),
         });
+        // Before anything can write to the outbox (see webhooks::start).
+        let webhooks = crate::webhooks::start(
+            repo.clone(),
+            &commit,
+            Arc::clone(&clock),
+            &WebhookSettings {
+                allow_http: settings.webhook_allow_http,
+                allow_private: settings.webhook_allow_private,
+                ca_file: settings.webhook_ca_file.clone(),
+                senders: settings.webhook_senders,
+            },
+        )
+        .context("starting webhook delivery")?;
         let registry = Arc::new(Registry::new(deps, settings.workers));
         // Recovery: wake every account with pending debits so they go to the bank again
         // now, not when the account is next used.
@@ -103,6 +118,11 @@ impl Application {
             registry,
             directory,
             webhook_allow_http,
+            webhooks,
+            resend_rate: std::sync::Mutex::new(RateWindow::new(
+                RESEND_PER_WINDOW_MAX,
+                chrono::Duration::seconds(RESEND_WINDOW_SECONDS),
+            )),
         });
         telemetry::metrics_handle();
 

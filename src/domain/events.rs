@@ -200,6 +200,28 @@ pub fn event_for(tx: &Transaction, at: DateTime<Utc>) -> Option<OutboxEvent> {
     })
 }
 
+/// The event type a transaction's webhooks go to.
+pub fn event_type_of(kind: TxKind) -> EventType {
+    match kind {
+        TxKind::PixIn | TxKind::CashIn => EventType::CashIn,
+        TxKind::CashOut | TxKind::QrCashOut | TxKind::DictPix => EventType::CashOut,
+        TxKind::RefundIn => EventType::RefundIn,
+        TxKind::RefundOut => EventType::RefundOut,
+    }
+}
+
+/// The event that describes a transaction as it is now, for a resend: the event its state
+/// calls for, or else the flat webhook of that state (a PENDING cash-out, an expired charge).
+pub fn current_event(tx: &Transaction, at: DateTime<Utc>) -> OutboxEvent {
+    event_for(tx, at).unwrap_or_else(|| OutboxEvent {
+        account_id: tx.account_id.get(),
+        local_id: tx.local_id,
+        event_type: event_type_of(tx.kind),
+        created_at: at,
+        payload: flat_webhook(tx),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,6 +322,24 @@ mod tests {
         assert_eq!(e.payload["data"]["debtorAccount"]["document"], "***.982.247-**");
         t.status = TxStatus::Error;
         assert!(event_for(&t, Utc::now()).is_none());
+    }
+
+    #[test]
+    fn a_resend_describes_any_state() {
+        let t = tx(TxKind::CashOut);
+        let e = current_event(&t, Utc::now());
+        assert_eq!(e.event_type, EventType::CashOut);
+        assert_eq!(e.payload["status"], "PENDING");
+        for (kind, ty) in [
+            (TxKind::PixIn, EventType::CashIn),
+            (TxKind::CashIn, EventType::CashIn),
+            (TxKind::QrCashOut, EventType::CashOut),
+            (TxKind::DictPix, EventType::CashOut),
+            (TxKind::RefundIn, EventType::RefundIn),
+            (TxKind::RefundOut, EventType::RefundOut),
+        ] {
+            assert_eq!(current_event(&tx(kind), Utc::now()).event_type, ty, "{kind:?}");
+        }
     }
 
     #[test]

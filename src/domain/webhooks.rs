@@ -121,6 +121,18 @@ pub fn sign(key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {
     format!("v1,{}", base64::engine::general_purpose::STANDARD.encode(hmac_sha256(key, &signed)))
 }
 
+/// Whether a `webhook-signature` header (one or more space-separated `v1,<base64>`
+/// signatures, as Standard Webhooks allows during a secret rotation) signs this delivery.
+/// The comparison takes the same time wherever the strings differ.
+pub fn verify(key: &[u8], id: &str, timestamp: i64, body: &[u8], header: &str) -> bool {
+    let expected = sign(key, id, timestamp, body);
+    header.split_whitespace().fold(false, |found, candidate| found | constant_time_eq(candidate, &expected))
+}
+
+fn constant_time_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +142,25 @@ mod tests {
         let key = secret_key("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
         let got = sign(&key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1_614_265_330, br#"{"test": 2432232314}"#);
         assert_eq!(got, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+    }
+
+    #[test]
+    fn verification_accepts_any_listed_signature_and_nothing_else() {
+        let key = secret_key("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+        let body = br#"{"test": 2432232314}"#;
+        let good = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=";
+        assert!(verify(&key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1_614_265_330, body, good));
+        assert!(verify(
+            &key,
+            "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            1_614_265_330,
+            body,
+            &format!("v1,old= {good}")
+        ));
+        assert!(!verify(&key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1_614_265_331, body, good));
+        assert!(!verify(&key, "msg_other", 1_614_265_330, body, good));
+        assert!(!verify(&key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1_614_265_330, b"{}", good));
+        assert!(!verify(&key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1_614_265_330, body, ""));
     }
 
     #[test]

@@ -411,7 +411,9 @@ pub async fn move_clock(
         ClockError::Disabled => ApiError::NotFound("no route matches this path".into()),
     })?;
     state.repo.put_meta(KEY_CLOCK_OFFSET, &offset.to_be_bytes())?;
-    // Whatever came due at the new time (expired transfers) happens before we answer.
+    // Whatever came due at the new time (expired transfers) happens before we answer, and
+    // the webhooks due by then are on their way.
     state.registry.tick_all().await;
+    let _ = state.webhooks.dispatcher.send(crate::webhooks::dispatcher::Wake).await;
     Ok(HttpResponse::Ok().json(ClockResponse { now: iso(state.clock.now()) }))
 }

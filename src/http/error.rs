@@ -134,6 +134,9 @@ pub enum ApiError {
     NotFound(String),
     #[error("conflict: {0}")]
     Conflict(String),
+    /// Too many calls; `Retry-After` says in how many seconds one is allowed again.
+    #[error("rate limited for {retry_after_seconds}s")]
+    RateLimited { retry_after_seconds: u64 },
     #[error("token issuance failed: {0:?}")]
     Token(TokenFailure),
     #[error("storage: {0}")]
@@ -212,6 +215,15 @@ impl ApiError {
                 m.clone(),
                 "The request conflicts with the current state.",
             ),
+            ApiError::RateLimited { retry_after_seconds } => ErrorParts {
+                details: Some(json!({ "retryAfterSeconds": retry_after_seconds })),
+                ..simple(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "TOO_MANY_REQUESTS",
+                    format!("rate limit reached; retry in {retry_after_seconds} s"),
+                    "Too many requests; try again shortly.",
+                )
+            },
             ApiError::Token(t) => token_parts(t),
             ApiError::Storage(RepoError::Store(_)) => simple(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -413,7 +425,12 @@ impl ResponseError for ApiError {
     /// The body is written by [`envelope`], which knows the request; this response only
     /// carries the status and the error itself.
     fn error_response(&self) -> HttpResponse<BoxBody> {
-        HttpResponse::new(self.status_code())
+        match self {
+            ApiError::RateLimited { retry_after_seconds } => HttpResponse::build(self.status_code())
+                .insert_header((header::RETRY_AFTER, retry_after_seconds.to_string()))
+                .finish(),
+            _ => HttpResponse::new(self.status_code()),
+        }
     }
 }
 

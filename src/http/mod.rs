@@ -52,6 +52,9 @@ pub struct AppState {
     pub directory: Arc<Directory>,
     /// Plain http webhook URLs are accepted (`PIXGW_WEBHOOK_ALLOW_HTTP`).
     pub webhook_allow_http: bool,
+    pub webhooks: crate::webhooks::Webhooks,
+    /// Resend calls per account (interface.md: 60 per minute).
+    pub resend_rate: std::sync::Mutex<crate::domain::delivery::RateWindow>,
 }
 
 /// Registers routes grouped by path (so one path answers several methods and 405 for the
@@ -106,6 +109,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) -> Vec<(Method, &'static str)> {
     t.add(Method::GET, "/api/transactions/{id}", transactions::get_transaction);
     t.add(Method::POST, "/api/webhooks", webhooks::configure);
     t.add(Method::GET, "/api/webhooks", webhooks::list);
+    t.add(Method::GET, "/api/webhooks/logs", webhooks::logs);
+    t.add(Method::POST, "/api/resend-webhook/{transactionIdentifier}", webhooks::resend);
     t.add(Method::POST, "/dict/pix", dict::dict_pix);
     t.add(Method::GET, "/accounts/balances", balance::balances);
     t.add(Method::GET, "/balance", balance::plain_balance);

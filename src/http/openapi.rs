@@ -41,6 +41,8 @@ impl Modify for Security {
         transactions::get_transaction,
         webhooks::configure,
         webhooks::list,
+        webhooks::logs,
+        webhooks::resend,
         dict::dict_pix,
         balance::balances,
         balance::plain_balance,

@@ -1,5 +1,5 @@
 //! `GET /api/transactions/{id}` (beyond the interface): one of the caller's transactions
-//! by transactionId, numeric id or end-to-end id, with its current status.
+//! by numeric id, transactionId, end-to-end id or externalId, with its current status.
 
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
@@ -71,7 +71,7 @@ impl From<&Transaction> for TransactionView {
 
 #[utoipa::path(
     get, path = "/api/transactions/{id}", tag = "account",
-    params(("id" = String, Path, description = "transactionId, numeric id or end-to-end id")),
+    params(("id" = String, Path, description = "numeric id, transactionId, end-to-end id or externalId")),
     responses((status = 200, body = TransactionView), (status = 404, body = ExtendedErrorBody)),
     security(("bearer" = []))
 )]
@@ -86,14 +86,24 @@ pub async fn get_transaction(
     }
 }
 
-/// One of the caller's transactions by transactionId, numeric id or end-to-end id.
+/// One of the caller's transactions by numeric id, transactionId, end-to-end id or
+/// externalId, tried in that order; the first that names one of the caller's transactions
+/// wins (an externalId that looks like a number is found once no transaction of the caller
+/// has that number as its id).
 pub fn find_own(state: &AppState, caller: &Caller, id: &str) -> Result<Option<Transaction>, ApiError> {
-    let found = if let Ok(uuid) = uuid::Uuid::try_parse(id) {
-        state.repo.transaction_by_uuid(&uuid)?
-    } else if let Ok(local) = id.parse::<u64>() {
-        state.repo.transaction(local)?
-    } else {
-        state.repo.transaction_by_e2e(id)?
-    };
-    Ok(found.filter(|t| t.account_id == caller.account_id))
+    let own = |t: Option<Transaction>| t.filter(|t| t.account_id == caller.account_id);
+    if let Ok(local) = id.parse::<u64>() {
+        if let Some(t) = own(state.repo.transaction(local)?) {
+            return Ok(Some(t));
+        }
+    }
+    if let Ok(uuid) = uuid::Uuid::try_parse(id) {
+        if let Some(t) = own(state.repo.transaction_by_uuid(&uuid)?) {
+            return Ok(Some(t));
+        }
+    }
+    if let Some(t) = own(state.repo.transaction_by_e2e(id)?) {
+        return Ok(Some(t));
+    }
+    Ok(own(state.repo.transaction_by_external_id(caller.account_id, id)?))
 }

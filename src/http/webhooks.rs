@@ -1,5 +1,7 @@
-//! Webhook configuration: `POST /api/webhooks` (upsert per event type) and
-//! `GET /api/webhooks` (decisions.md §7). Delivery is not built yet.
+//! The webhook routes (decisions.md §7): configuration (`POST /api/webhooks`, an upsert per
+//! event type, and `GET /api/webhooks`), `POST /api/resend-webhook/{id}` and, beyond the
+//! interface, the delivery log `GET /api/webhooks/logs`. Delivery itself is
+//! [`crate::webhooks`].
 
 use actix_web::http::Uri;
 use actix_web::web::{self, Bytes};
@@ -11,10 +13,16 @@ use utoipa::ToSchema;
 use super::auth::Caller;
 use super::body::{request_object, Fields};
 use super::error::{ApiError, ExtendedErrorBody};
+use super::transactions::find_own;
 use super::{iso, AppState};
 use crate::domain::events::EventType;
 use crate::domain::webhooks::{check_header, WEBHOOK_HEADERS_MAX, WEBHOOK_URL_LEN_MAX};
-use crate::store::WebhookConfig;
+use crate::store::{AttemptOutcome, DeliveryLog, WebhookConfig};
+use crate::webhooks::dispatcher::{Resend, ResendError};
+
+/// Entries `GET /api/webhooks/logs` answers at most.
+pub const WEBHOOK_LOGS_LIMIT_MAX: usize = 100;
+const WEBHOOK_LOGS_LIMIT_DEFAULT: usize = 50;
 
 /// An http(s) URL with a host; plain http only when allowed.
 fn check_url(url: &str, allow_http: bool) -> Result<(), &'static str> {
@@ -28,6 +36,19 @@ fn check_url(url: &str, allow_http: bool) -> Result<(), &'static str> {
         return Err("must name a host");
     }
     Ok(())
+}
+
+/// The `url` member, checked by [`check_url`].
+fn url_field(f: &mut Fields<'_>, required: bool, allow_http: bool) -> Option<String> {
+    f.text("url", required, WEBHOOK_URL_LEN_MAX).map(str::to_owned).and_then(|u| {
+        match check_url(&u, allow_http) {
+            Ok(()) => Some(u),
+            Err(e) => {
+                f.fail("url", e);
+                None
+            }
+        }
+    })
 }
 
 fn headers(f: &mut Fields<'_>, obj: &serde_json::Map<String, Value>) -> Vec<(String, String)> {
@@ -80,14 +101,7 @@ pub async fn configure(
 ) -> Result<HttpResponse, ApiError> {
     let obj = request_object(&req, &bytes)?;
     let mut f = Fields::new(&obj);
-    let url =
-        f.text("url", true, WEBHOOK_URL_LEN_MAX).and_then(|u| match check_url(u, state.webhook_allow_http) {
-            Ok(()) => Some(u.to_owned()),
-            Err(e) => {
-                f.fail("url", e);
-                None
-            }
-        });
+    let url = url_field(&mut f, true, state.webhook_allow_http);
     let event_type = f.string("eventType", true).and_then(|t| {
         let parsed = EventType::parse(t);
         if parsed.is_none() {
@@ -171,4 +185,179 @@ pub async fn list(caller: Caller, state: web::Data<AppState>) -> Result<HttpResp
         total: webhooks.len(),
         webhooks,
     }))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Resent {
+    message: String,
+    webhook_log_id: u64,
+    sent_at: String,
+    /// The receiver's status; 0 when it could not be reached.
+    status_code: u16,
+    /// Why the receiver could not be reached (beyond the interface).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+#[utoipa::path(
+    post, path = "/api/resend-webhook/{transactionIdentifier}", tag = "webhooks",
+    params(("transactionIdentifier" = String, Path, description = "numeric id, transactionId, externalId or end-to-end id")),
+    request_body(content = Object, description = "optional {url}: send there this once instead of the configured URL"),
+    responses(
+        (status = 200, description = "Sent once, whatever the receiver answered", body = Resent),
+        (status = 400, description = "Invalid url, or no URL configured nor given", body = ExtendedErrorBody),
+        (status = 401, body = ExtendedErrorBody),
+        (status = 404, description = "Unknown, or another account's, transaction", body = ExtendedErrorBody),
+        (status = 429, description = "More than 60 calls in a minute; see Retry-After", body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn resend(
+    caller: Caller,
+    req: HttpRequest,
+    path: web::Path<String>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let limited = state
+        .resend_rate
+        .lock()
+        .map_err(|_| ApiError::Internal("resend rate lock poisoned".into()))?
+        .hit(caller.account_id.get(), state.clock.now());
+    if let Err(wait) = limited {
+        let seconds = u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(1).max(1);
+        return Err(ApiError::RateLimited { retry_after_seconds: seconds });
+    }
+    let url = if bytes.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        let obj = request_object(&req, &bytes)?;
+        let mut f = Fields::new(&obj);
+        f.only(&["url"]);
+        let url = url_field(&mut f, false, state.webhook_allow_http);
+        if !f.violations.is_empty() {
+            return Err(ApiError::Validation(f.violations));
+        }
+        url
+    };
+    let tx = find_own(&state, &caller, &path.into_inner())?
+        .ok_or_else(|| ApiError::NotFound("transaction not found".into()))?;
+    let log = state
+        .webhooks
+        .dispatcher
+        .send(Resend { tx, url })
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?
+        .map_err(|e| match e {
+            ResendError::NoUrl(_) => ApiError::BadRequest(e.to_string()),
+            ResendError::Storage(r) => ApiError::Storage(r),
+            ResendError::NotDurable(m) => ApiError::Unavailable(m),
+        })?;
+    Ok(HttpResponse::Ok().json(Resent {
+        message: "webhook resent".into(),
+        webhook_log_id: log.webhook_log_id,
+        sent_at: iso(log.sent_at),
+        status_code: log.status_code.unwrap_or(0),
+        error: log.error,
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LogEntry {
+    webhook_log_id: u64,
+    /// The transaction's numeric id.
+    transaction_id: u64,
+    event_type: &'static str,
+    webhook_id: String,
+    url: String,
+    attempt: u32,
+    /// The receiver's status; null when it could not be reached (see `error`).
+    status_code: Option<u16>,
+    error: Option<String>,
+    duration_ms: u64,
+    sent_at: String,
+    outcome: AttemptOutcome,
+    next_attempt_at: Option<String>,
+}
+
+impl From<DeliveryLog> for LogEntry {
+    fn from(l: DeliveryLog) -> Self {
+        LogEntry {
+            webhook_log_id: l.webhook_log_id,
+            transaction_id: l.transaction_id,
+            event_type: l.event_type.as_str(),
+            webhook_id: l.webhook_id,
+            url: l.url,
+            attempt: l.attempt,
+            status_code: l.status_code,
+            error: l.error,
+            duration_ms: l.duration_ms,
+            sent_at: iso(l.sent_at),
+            outcome: l.outcome,
+            next_attempt_at: l.next_attempt_at.map(iso),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LogList {
+    account_id: u64,
+    logs: Vec<LogEntry>,
+    total: usize,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogQuery {
+    transaction_id: Option<String>,
+    limit: Option<String>,
+}
+
+#[utoipa::path(
+    get, path = "/api/webhooks/logs", tag = "webhooks",
+    params(
+        ("transactionId" = Option<String>, Query, description = "only this transaction's attempts (any identifier kind)"),
+        ("limit" = Option<u32>, Query, description = "1 to 100, default 50"),
+    ),
+    responses(
+        (status = 200, description = "Attempts, newest first", body = LogList),
+        (status = 400, body = ExtendedErrorBody),
+        (status = 401, body = ExtendedErrorBody),
+        (status = 404, body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn logs(
+    caller: Caller,
+    query: web::Query<LogQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let limit = match query.limit.as_deref().map(str::parse::<usize>) {
+        None => WEBHOOK_LOGS_LIMIT_DEFAULT,
+        Some(Ok(n)) if (1..=WEBHOOK_LOGS_LIMIT_MAX).contains(&n) => n,
+        Some(_) => {
+            return Err(ApiError::Validation(vec![super::error::Violation::new(
+                "limit",
+                format!("must be an integer from 1 to {WEBHOOK_LOGS_LIMIT_MAX}"),
+            )]))
+        }
+    };
+    let transaction = match &query.transaction_id {
+        None => None,
+        Some(id) => Some(
+            find_own(&state, &caller, id)?
+                .ok_or_else(|| ApiError::NotFound("transaction not found".into()))?
+                .local_id,
+        ),
+    };
+    let logs: Vec<LogEntry> = state
+        .repo
+        .delivery_logs(caller.account_id, transaction, limit)?
+        .into_iter()
+        .map(LogEntry::from)
+        .collect();
+    Ok(HttpResponse::Ok().json(LogList { account_id: caller.account_id.get(), total: logs.len(), logs }))
 }

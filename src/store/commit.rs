@@ -18,7 +18,7 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -51,8 +51,12 @@ struct Job {
     batch: Batch,
 }
 
+/// Told of every group once it is durable (see [`GroupCommit::observe`]).
+pub type Observer = Box<dyn Fn(&Batch) + Send + Sync>;
+
 pub struct GroupCommit {
     tickets: AtomicU64,
+    observer: OnceLock<Observer>,
     queue: Sender<Job>,
     stopped: AtomicBool,
     progress: watch::Sender<Progress>,
@@ -84,6 +88,7 @@ impl GroupCommit {
         let (progress, _) = watch::channel(Progress::default());
         let gc = Arc::new(GroupCommit {
             tickets: AtomicU64::new(0),
+            observer: OnceLock::new(),
             queue: tx,
             stopped: AtomicBool::new(false),
             progress,
@@ -140,6 +145,9 @@ impl GroupCommit {
                     metrics::counter!("pixgw_committed_batches_total").increment(tickets.len() as u64);
                     let durable = watermark.flushed(tickets);
                     self.progress.send_modify(|p| p.durable = durable);
+                    if let Some(observe) = self.observer.get() {
+                        observe(&merged);
+                    }
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "storage failed; refusing every write until restart");
@@ -148,6 +156,15 @@ impl GroupCommit {
                 }
             }
         }
+    }
+
+    /// Registers the one observer, called on the committer thread with each group's writes
+    /// right after they are durable: the webhook dispatcher learns of new outbox events this
+    /// way, so it never sends an event that a crash could still take back. Answers false if
+    /// an observer was already registered. The observer must be quick; it runs before the
+    /// next group is written.
+    pub fn observe(&self, observer: Observer) -> bool {
+        self.observer.set(observer).is_ok()
     }
 
     /// Stops taking batches (at shutdown, after the server stopped serving).
@@ -239,6 +256,32 @@ mod tests {
         gc.durable(100).await.unwrap();
         assert!(store.get(b"k0").unwrap().is_some() && store.get(b"k99").unwrap().is_some());
         assert!((1..=100).contains(&gc.flush_count()));
+    }
+
+    #[actix_rt::test]
+    async fn the_observer_sees_each_group_once_it_is_durable() {
+        let store = Arc::new(MemoryStore::new());
+        let gc = GroupCommit::start(store.clone()).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let seen_store = store.clone();
+        let watcher = Arc::clone(&gc);
+        assert!(gc.observe(Box::new(move |batch: &Batch| {
+            for op in batch.ops() {
+                if let crate::store::Op::Put(k, _) = op {
+                    // Already in storage and under the watermark when observed.
+                    let stored = seen_store.get(k).unwrap().is_some();
+                    let _ = tx.send((k.clone(), stored, watcher.durable_now()));
+                }
+            }
+        })));
+        assert!(!gc.observe(Box::new(|_| {})), "one observer only");
+        let mut b = Batch::default();
+        b.put("outbox/1", vec![1]);
+        let ticket = gc.submit(b).unwrap();
+        let (key, stored, durable) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(key, b"outbox/1".to_vec());
+        assert!(stored);
+        assert!(durable >= ticket);
     }
 
     #[actix_rt::test]

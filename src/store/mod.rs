@@ -16,8 +16,8 @@ use std::sync::Arc;
 pub use commit::{CommitError, GroupCommit};
 pub use memory::MemoryStore;
 pub use repo::{
-    AccountRecord, CertificateRecord, ClientRecord, Repo, RepoError, WebhookConfig, KEY_ADMIN_TOKEN_HASH,
-    KEY_CLOCK_OFFSET, KEY_DEMO_ACCOUNT, KEY_JWT,
+    AccountRecord, AttemptOutcome, CertificateRecord, ClientRecord, DeliveryLog, DeliveryState, Repo,
+    RepoError, Undelivered, WebhookConfig, KEY_ADMIN_TOKEN_HASH, KEY_CLOCK_OFFSET, KEY_DEMO_ACCOUNT, KEY_JWT,
 };
 pub use sled_store::SledStore;
 

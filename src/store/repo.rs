@@ -22,7 +22,9 @@
 //! pend/{id:020}/{local:020} Money (JSON): the hold of a pending debit
 //! copen/{id:020}/{local:020} empty: an open charge (PENDING, not yet paid or expired)
 //! ctxid/{id:020}/{txid}     u64: a charge by the txid of its BR Code
-//! outbox/{seq:020}          OutboxEvent (JSON): events for the webhooks to deliver
+//! outbox/{seq:020}          OutboxEvent (JSON): an event whose delivery has not ended
+//! whst/{seq:020}            DeliveryState (JSON): attempts made on it, when the next is due
+//! whlog/{id:020}/{log:020}  DeliveryLog (JSON): one attempt (or resend) of a webhook
 //! whcfg/{id:020}/{type}     WebhookConfig (JSON): one endpoint per account and event type
 //! ```
 //! Writes of the payment paths are batches that the account actor commits through group
@@ -56,6 +58,29 @@ const KEY_SEQ_ACCOUNT: &[u8] = b"seq/account";
 fn account_key(id: AccountId) -> Vec<u8> {
     format!("acct/{:020}", id.get()).into_bytes()
 }
+fn outbox_key(seq: u64) -> Vec<u8> {
+    format!("outbox/{seq:020}").into_bytes()
+}
+
+/// The sequence number at the end of a key such as `outbox/00000000000000000042`.
+fn seq_of(key: &[u8], prefix: &str) -> Result<u64, RepoError> {
+    std::str::from_utf8(key)
+        .ok()
+        .and_then(|k| k.strip_prefix(prefix))
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| RepoError::Corrupt {
+            key: String::from_utf8_lossy(key).into_owned(),
+            reason: "no sequence number".into(),
+        })
+}
+
+fn parse_json<T: DeserializeOwned>(key: &[u8], value: &[u8]) -> Result<T, RepoError> {
+    serde_json::from_slice(value).map_err(|e| RepoError::Corrupt {
+        key: String::from_utf8_lossy(key).into_owned(),
+        reason: e.to_string(),
+    })
+}
+
 fn client_key(id: &ClientId) -> Vec<u8> {
     format!("client/{id}").into_bytes()
 }
@@ -143,6 +168,59 @@ pub struct WebhookConfig {
     pub updated_at: DateTime<Utc>,
 }
 
+/// Where a delivery stands between attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryState {
+    pub attempts: u32,
+    pub next_attempt_at: DateTime<Utc>,
+}
+
+/// An outbox event as the dispatcher loads it at start: no payload, which is read when
+/// the event is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Undelivered {
+    pub seq: u64,
+    pub account_id: u64,
+    pub local_id: u64,
+    pub state: Option<DeliveryState>,
+}
+
+/// What an attempt led to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum AttemptOutcome {
+    /// A 2xx answer: the delivery ended.
+    Delivered,
+    /// Failed; another attempt is scheduled.
+    Retrying,
+    /// Failed, and it was the last attempt: the delivery ended.
+    Failed,
+    /// A resend on request (`POST /api/resend-webhook`), whatever the answer.
+    Resent,
+}
+
+/// One attempt to deliver a webhook, as the delivery log keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryLog {
+    pub webhook_log_id: u64,
+    pub account_id: u64,
+    /// The transaction's local id.
+    pub transaction_id: u64,
+    pub event_type: crate::domain::events::EventType,
+    pub webhook_id: String,
+    pub url: String,
+    pub attempt: u32,
+    /// The receiver's status; `None` when no answer came (see `error`).
+    pub status_code: Option<u16>,
+    pub error: Option<String>,
+    pub duration_ms: u64,
+    pub sent_at: DateTime<Utc>,
+    pub outcome: AttemptOutcome,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CertificateRecord {
@@ -186,10 +264,7 @@ impl Repo {
     fn get_json<T: DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>, RepoError> {
         match self.store.get(key)? {
             None => Ok(None),
-            Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| RepoError::Corrupt {
-                key: String::from_utf8_lossy(key).into_owned(),
-                reason: e.to_string(),
-            }),
+            Some(bytes) => parse_json(key, &bytes).map(Some),
         }
     }
 
@@ -379,6 +454,18 @@ impl Repo {
         Ok(out)
     }
 
+    /// An account's transaction by the externalId its client gave.
+    pub fn transaction_by_external_id(
+        &self,
+        id: AccountId,
+        external_id: &str,
+    ) -> Result<Option<Transaction>, RepoError> {
+        match self.local_by(&with_suffix(ext_prefix(id), external_id))? {
+            Some(local) => self.transaction(local),
+            None => Ok(None),
+        }
+    }
+
     /// An account's charge by the txid of its BR Code.
     pub fn charge_by_txid(&self, id: AccountId, txid: &str) -> Result<Option<Transaction>, RepoError> {
         match self.local_by(format!("ctxid/{:020}/{txid}", id.get()).as_bytes())? {
@@ -390,16 +477,7 @@ impl Repo {
     /// The account's webhook configurations, by event type.
     pub fn webhook_configs(&self, id: AccountId) -> Result<Vec<WebhookConfig>, RepoError> {
         let prefix = format!("whcfg/{:020}/", id.get()).into_bytes();
-        self.store
-            .scan_prefix(&prefix)?
-            .into_iter()
-            .map(|(k, v)| {
-                serde_json::from_slice(&v).map_err(|e| RepoError::Corrupt {
-                    key: String::from_utf8_lossy(&k).into_owned(),
-                    reason: e.to_string(),
-                })
-            })
-            .collect()
+        self.store.scan_prefix(&prefix)?.into_iter().map(|(k, v)| parse_json(&k, &v)).collect()
     }
 
     /// Creates or replaces the configuration of its account and event type (flushed).
@@ -409,23 +487,86 @@ impl Repo {
         self.commit(&b)
     }
 
-    pub fn put_outbox(&self, b: &mut Batch, event: &OutboxEvent) -> Result<(), RepoError> {
+    /// Adds an event to the outbox in `b`; answers its sequence number.
+    pub fn put_outbox(&self, b: &mut Batch, event: &OutboxEvent) -> Result<u64, RepoError> {
         let seq = self.store.generate_id()?;
-        b.put(format!("outbox/{seq:020}").into_bytes(), to_json(event)?);
+        b.put(outbox_key(seq), to_json(event)?);
+        Ok(seq)
+    }
+
+    /// One event still in the outbox.
+    pub fn outbox_event(&self, seq: u64) -> Result<Option<OutboxEvent>, RepoError> {
+        self.get_json(&outbox_key(seq))
+    }
+
+    /// Events whose delivery has not ended, oldest first, with their delivery state: at
+    /// most `limit`, and whether more remain.
+    pub fn undelivered(&self, limit: usize) -> Result<(Vec<Undelivered>, bool), RepoError> {
+        let mut out = Vec::new();
+        let mut more = false;
+        for (k, v) in self.store.scan_prefix(b"outbox/")? {
+            if out.len() >= limit {
+                more = true;
+                break;
+            }
+            let seq = seq_of(&k, "outbox/")?;
+            let event: OutboxEvent = parse_json(&k, &v)?;
+            let state: Option<DeliveryState> = self.get_json(format!("whst/{seq:020}").as_bytes())?;
+            out.push(Undelivered { seq, account_id: event.account_id, local_id: event.local_id, state });
+        }
+        Ok((out, more))
+    }
+
+    /// Records in `b` that the delivery of event `seq` failed and when it is tried again.
+    pub fn put_delivery_state(
+        &self,
+        b: &mut Batch,
+        seq: u64,
+        state: &DeliveryState,
+    ) -> Result<(), RepoError> {
+        b.put(format!("whst/{seq:020}").into_bytes(), to_json(state)?);
         Ok(())
     }
 
-    pub fn outbox(&self) -> Result<Vec<OutboxEvent>, RepoError> {
-        self.store
-            .scan_prefix(b"outbox/")?
-            .into_iter()
-            .map(|(k, v)| {
-                serde_json::from_slice(&v).map_err(|e| RepoError::Corrupt {
-                    key: String::from_utf8_lossy(&k).into_owned(),
-                    reason: e.to_string(),
-                })
-            })
-            .collect()
+    /// Removes in `b` an event whose delivery ended (its log stays).
+    pub fn end_delivery(&self, b: &mut Batch, seq: u64) {
+        b.delete(outbox_key(seq));
+        b.delete(format!("whst/{seq:020}").into_bytes());
+    }
+
+    pub fn put_delivery_log(&self, b: &mut Batch, log: &DeliveryLog) -> Result<(), RepoError> {
+        b.put(format!("whlog/{:020}/{:020}", log.account_id, log.webhook_log_id).into_bytes(), to_json(log)?);
+        Ok(())
+    }
+
+    /// The account's delivery log, newest first, optionally of one transaction only.
+    pub fn delivery_logs(
+        &self,
+        id: AccountId,
+        transaction: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<DeliveryLog>, RepoError> {
+        let prefix = format!("whlog/{:020}/", id.get()).into_bytes();
+        let mut out = Vec::new();
+        for (k, v) in self.store.scan_prefix(&prefix)?.into_iter().rev() {
+            let log: DeliveryLog = parse_json(&k, &v)?;
+            if transaction.is_none_or(|t| t == log.transaction_id) {
+                out.push(log);
+                if out.len() >= limit {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The account's endpoint for one event type, if configured.
+    pub fn webhook_config(
+        &self,
+        id: AccountId,
+        event_type: crate::domain::events::EventType,
+    ) -> Result<Option<WebhookConfig>, RepoError> {
+        self.get_json(format!("whcfg/{:020}/{}", id.get(), event_type.as_str()).as_bytes())
     }
 
     pub fn transaction(&self, local: u64) -> Result<Option<Transaction>, RepoError> {

@@ -24,6 +24,7 @@ pub struct Credentials {
     pub account_id: u64,
     pub client_id: String,
     pub client_secret: String,
+    pub webhook_secret: String,
     pub admin_token: String,
     pub cert_pem: String,
 }
@@ -92,6 +93,7 @@ pub fn read_credentials(dir: &Path) -> Credentials {
         account_id: v["accountId"].as_u64().unwrap(),
         client_id: v["clientId"].as_str().unwrap().to_owned(),
         client_secret: v["clientSecret"].as_str().unwrap().to_owned(),
+        webhook_secret: v["webhookSecret"].as_str().unwrap().to_owned(),
         admin_token: v["adminToken"].as_str().unwrap().to_owned(),
         cert_pem: std::fs::read_to_string(demo.join("client-cert.pem")).unwrap(),
     }
@@ -127,6 +129,9 @@ pub async fn spawn_in_process(store: SharedStore) -> TestApp {
         sim_settle_ms: 200,
         dict_file: None,
         webhook_allow_http: false,
+        webhook_allow_private: false,
+        webhook_ca_file: None,
+        webhook_senders: 1,
         workers: 1,
         shutdown_timeout_seconds: 1,
     };

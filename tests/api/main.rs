@@ -3,12 +3,14 @@
 
 mod admin;
 mod cob;
+mod deliveries;
 mod dict;
 mod errors;
 mod helpers;
 mod lifecycle;
 mod money_in;
 mod money_out;
+mod receiver;
 mod recovery;
 mod refunds;
 mod token;

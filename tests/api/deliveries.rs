@@ -1,0 +1,450 @@
+//! Webhook delivery end to end: a real receiver gets signed webhooks from the durable
+//! outbox, failed attempts are retried on the test clock until the schedule ends, a
+//! restart loses nothing, a dead receiver holds up no other account, and resend works by
+//! every identifier, with its override, its errors and its rate limit.
+
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_extended, cash_out_body, directory_key, spawn_with, Options, TestApp};
+use crate::receiver::{signature_verifies, Answer, Receiver};
+
+/// The retry waits of decisions.md §7, in seconds.
+const RETRY_WAITS: [i64; 7] = [5, 300, 1800, 7200, 18000, 36000, 36000];
+
+fn options() -> Options {
+    Options {
+        test_clock: true,
+        env: vec![
+            ("PIXGW_SIM_SETTLE_MS".into(), "20".into()),
+            ("PIXGW_WEBHOOK_ALLOW_HTTP".into(), "1".into()),
+            ("PIXGW_WEBHOOK_ALLOW_PRIVATE".into(), "1".into()),
+        ],
+    }
+}
+
+async fn gateway() -> TestApp {
+    spawn_with(options()).await
+}
+
+async fn configure(app: &TestApp, token: &str, event_type: &str, url: &str, headers: Value) {
+    let body = json!({"url": url, "eventType": event_type, "headers": headers});
+    let (s, b) = app.post_raw("/api/webhooks", token, &body.to_string(), &[]).await;
+    assert!(s == 201 || s == 200, "{b}");
+}
+
+/// A pix-in of `amount`; answers its transactionId.
+async fn pix_in(app: &TestApp, token: &str, amount: &str) -> String {
+    let (s, b) = app.post_raw("/sandbox/pix-in", token, &format!(r#"{{"amount": {amount}}}"#), &[]).await;
+    assert_eq!(s, 201, "{b}");
+    b["transactionId"].as_str().unwrap().to_owned()
+}
+
+/// The delivery log, newest first.
+async fn logs(app: &TestApp, token: &str, transaction: &str) -> Vec<Value> {
+    let (s, b) = app.get_with(&format!("/api/webhooks/logs?transactionId={transaction}"), token).await;
+    assert_eq!(s, 200, "{b}");
+    b["logs"].as_array().unwrap().clone()
+}
+
+/// Polls the log until its newest entry has `outcome` (bounded: 10 s).
+async fn wait_outcome(app: &TestApp, token: &str, transaction: &str, outcome: &str) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let l = logs(app, token, transaction).await;
+        if l.first().is_some_and(|e| e["outcome"] == outcome) {
+            return l;
+        }
+        assert!(std::time::Instant::now() < deadline, "no {outcome} entry: {l:?}");
+        actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+async fn token_of(app: &TestApp, pem: &str, client_id: &str, secret: &str) -> String {
+    let (s, t) = app.token_with(pem, client_id, secret).await;
+    assert_eq!(s, 201, "{t}");
+    t["access_token"].as_str().unwrap().to_owned()
+}
+
+#[actix_rt::test]
+async fn confirmed_and_errored_cash_outs_arrive_signed_with_every_field() {
+    let app = gateway().await;
+    let token = app.demo_token().await;
+    let mut rx = Receiver::ok();
+    configure(&app, &token, "cash_out", &rx.url, json!([{"key": "X-Tenant", "value": "acme"}])).await;
+    app.fund(&token, "100").await;
+    let (s, ok) = app.post_raw("/api/pix/cash-out", &token, &cash_out_body("wh-ok", "10.50"), &[]).await;
+    assert_eq!(s, 201, "{ok}");
+    let (s, bad) = app
+        .post_raw(
+            "/api/pix/cash-out",
+            &token,
+            &cash_out_body("wh-bad", "7"),
+            &[("X-Sandbox-Scenario", "BLOCKED_ACCOUNT")],
+        )
+        .await;
+    assert_eq!(s, 201, "{bad}");
+    let (key, document, ispb) = directory_key("EMAIL", 0);
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        seen.push(rx.next().await);
+    }
+    seen.sort_by_key(|r| r.json()["externalId"].as_str().unwrap().to_owned());
+    let (bad_rx, ok_rx) = (&seen[0], &seen[1]);
+    for r in [ok_rx, bad_rx] {
+        assert!(signature_verifies(&app.creds.webhook_secret, r), "{:?}", r.headers);
+        assert!(r.header("webhook-id").starts_with("msg_"));
+        let ts: i64 = r.header("webhook-timestamp").parse().unwrap();
+        assert!((ts - chrono::Utc::now().timestamp()).abs() < 60);
+        assert_eq!(r.header("x-tenant"), "acme", "custom headers are sent");
+        assert_eq!(r.header("content-type"), "application/json");
+        assert_eq!(r.path, "/hook");
+        let w = r.json();
+        let fields = [
+            "event",
+            "status",
+            "transactionType",
+            "movementType",
+            "transactionId",
+            "externalId",
+            "endToEndId",
+            "pixKey",
+            "feeAmount",
+            "originalAmount",
+            "finalAmount",
+            "processingDate",
+            "errorCode",
+            "errorMessage",
+            "counterpart",
+            "metadata",
+        ];
+        for f in fields {
+            assert!(w.get(f).is_some(), "{f} missing in {w}");
+        }
+        for f in ["name", "document", "bank"] {
+            assert!(w["counterpart"].get(f).is_some(), "counterpart.{f} missing in {w}");
+        }
+        for f in ["bankISPB", "bankName", "bankCode", "accountBranch", "accountNumber"] {
+            assert!(w["counterpart"]["bank"].get(f).is_some(), "counterpart.bank.{f} missing in {w}");
+        }
+        assert_eq!((w["event"].as_str(), w["transactionType"].as_str()), (Some("CashOut"), Some("PIX")));
+        assert_eq!(w["movementType"], "DEBIT");
+        assert_eq!(w["pixKey"], key.as_str());
+        assert_eq!(w["counterpart"]["document"], document.as_str());
+        assert!(w["metadata"].is_object());
+    }
+    let w = ok_rx.json();
+    assert_eq!(w["transactionId"], ok["transactionId"]);
+    assert_eq!((w["status"].as_str(), w["errorCode"].as_str()), (Some("CONFIRMED"), None));
+    assert!(w["errorMessage"].is_null());
+    assert_eq!(serde_json::to_string(&w["originalAmount"]).unwrap(), "10.50");
+    let fee: rust_decimal::Decimal = serde_json::to_string(&w["feeAmount"]).unwrap().parse().unwrap();
+    let final_amount: rust_decimal::Decimal =
+        serde_json::to_string(&w["finalAmount"]).unwrap().parse().unwrap();
+    assert_eq!(final_amount, rust_decimal::Decimal::new(1050, 2) + fee, "final = original + fee");
+    assert_eq!(w["counterpart"]["bank"]["bankISPB"], ispb.as_str());
+    let w = bad_rx.json();
+    assert_eq!(w["transactionId"], bad["transactionId"]);
+    assert_eq!((w["status"].as_str(), w["errorCode"].as_str()), (Some("ERROR"), Some("BLOCKED_ACCOUNT")));
+    assert!(w["errorMessage"].is_string());
+    // Every attempt is in the log.
+    let l = wait_outcome(&app, &token, ok["transactionId"].as_str().unwrap(), "DELIVERED").await;
+    assert_eq!(l.len(), 1);
+    assert_eq!(l[0]["statusCode"], 200);
+    assert_eq!(l[0]["url"], rx.url.as_str());
+    assert_eq!(l[0]["webhookId"], ok_rx.header("webhook-id"));
+    assert_eq!(l[0]["eventType"], "cash_out");
+    assert!(l[0]["durationMs"].is_u64() && l[0]["sentAt"].is_string() && l[0]["webhookLogId"].is_u64());
+}
+
+#[actix_rt::test]
+async fn a_500_is_retried_when_the_clock_reaches_the_retry_then_delivered() {
+    let app = gateway().await;
+    let token = app.demo_token().await;
+    let mut rx = Receiver::start(vec![Answer::Status(500)], Answer::Status(204));
+    configure(&app, &token, "cash_in", &rx.url, json!([])).await;
+    let id = pix_in(&app, &token, "12.34").await;
+    let first = rx.next().await;
+    assert_eq!(first.json()["event"], "CashIn");
+    assert_eq!(first.json()["transactionId"], id.as_str());
+    let l = wait_outcome(&app, &token, &id, "RETRYING").await;
+    assert_eq!((l[0]["statusCode"].as_u64(), l[0]["attempt"].as_u64()), (Some(500), Some(1)));
+    let next_at = chrono::DateTime::parse_from_rfc3339(l[0]["nextAttemptAt"].as_str().unwrap()).unwrap();
+    let sent_at = chrono::DateTime::parse_from_rfc3339(l[0]["sentAt"].as_str().unwrap()).unwrap();
+    let wait = (next_at - sent_at).num_milliseconds();
+    assert!((5_000..=5_800).contains(&wait), "the first retry waits 5 s plus jitter, not {wait} ms");
+    // Nothing more until the clock gets there; then the same message again.
+    app.advance(6).await;
+    let second = rx.next().await;
+    assert_eq!(second.header("webhook-id"), first.header("webhook-id"));
+    assert_eq!(second.body, first.body);
+    assert!(signature_verifies(&app.creds.webhook_secret, &second));
+    let l = wait_outcome(&app, &token, &id, "DELIVERED").await;
+    assert_eq!((l[0]["statusCode"].as_u64(), l[0]["attempt"].as_u64()), (Some(204), Some(2)));
+    assert!(rx.drain().is_empty());
+}
+
+#[actix_rt::test]
+async fn after_the_last_retry_the_delivery_fails_and_nothing_more_is_sent() {
+    let app = gateway().await;
+    let token = app.demo_token().await;
+    let mut rx = Receiver::start(vec![], Answer::Status(503));
+    configure(&app, &token, "cash_in", &rx.url, json!([])).await;
+    let id = pix_in(&app, &token, "1").await;
+    let first = rx.next().await;
+    for (i, wait) in RETRY_WAITS.iter().enumerate() {
+        // Wait for the attempt to be recorded, then move past its retry time (+10% jitter).
+        // Tokens expire as the clock moves: a fresh one each time.
+        wait_until_attempts(&app, &app.demo_token().await, &id, i + 1).await;
+        app.advance(wait + wait / 10 + 1).await;
+        let again = rx.next().await;
+        assert_eq!(again.header("webhook-id"), first.header("webhook-id"), "retry {}", i + 1);
+    }
+    let token = app.demo_token().await;
+    let l = wait_outcome(&app, &token, &id, "FAILED").await;
+    assert_eq!(l.len(), 8, "eight attempts in all: {l:?}");
+    assert_eq!(l[0]["attempt"], 8);
+    assert!(l[0]["nextAttemptAt"].is_null());
+    // A day later, still nothing; a new event goes out, and it is the next thing received.
+    app.advance(86_400).await;
+    let later = pix_in(&app, &app.demo_token().await, "2").await;
+    let next = rx.next().await;
+    assert_eq!(next.json()["transactionId"], later.as_str(), "no ninth attempt came first");
+}
+
+async fn wait_until_attempts(app: &TestApp, token: &str, id: &str, n: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while logs(app, token, id).await.len() < n {
+        assert!(std::time::Instant::now() < deadline, "attempt {n} not recorded");
+        actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+#[actix_rt::test]
+async fn an_undelivered_event_survives_a_kill_and_goes_out_with_the_same_id() {
+    let mut app = gateway().await;
+    let token = app.demo_token().await;
+    let mut rx = Receiver::start(vec![Answer::Status(500)], Answer::Status(200));
+    configure(&app, &token, "cash_in", &rx.url, json!([])).await;
+    let id = pix_in(&app, &token, "5").await;
+    let first = rx.next().await;
+    wait_outcome(&app, &token, &id, "RETRYING").await;
+    // The log is read from storage before its flush may have finished; a configuration
+    // change flushes, so the retry state is surely on disk before the kill.
+    configure(&app, &token, "refund_in", "http://127.0.0.1:1/unused", json!([])).await;
+    let mut child = app.take_child().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    app.start_again(&options());
+    let token = app.demo_token().await;
+    app.advance(6).await;
+    let again = rx.next().await;
+    assert_eq!(again.header("webhook-id"), first.header("webhook-id"));
+    assert_eq!(again.body, first.body);
+    let l = wait_outcome(&app, &token, &id, "DELIVERED").await;
+    assert_eq!(l[0]["attempt"], 2, "the attempt count survived the restart");
+}
+
+#[actix_rt::test]
+async fn events_not_yet_sent_at_shutdown_are_sent_after_the_restart() {
+    let mut app = gateway().await;
+    let token = app.demo_token().await;
+    // A receiver that never answers: the delivery is in flight when the server stops.
+    let mut dead = Receiver::start(vec![], Answer::Hang);
+    configure(&app, &token, "cash_in", &dead.url, json!([])).await;
+    let id = pix_in(&app, &token, "3").await;
+    let first = dead.next().await;
+    let mut rx = Receiver::ok();
+    configure(&app, &token, "cash_in", &rx.url, json!([])).await;
+    app.restart(&options());
+    let token = app.demo_token().await;
+    let again = rx.next().await;
+    assert_eq!(again.header("webhook-id"), first.header("webhook-id"));
+    assert_eq!(again.json()["transactionId"], id.as_str());
+    wait_outcome(&app, &token, &id, "DELIVERED").await;
+}
+
+#[actix_rt::test]
+async fn a_receiver_that_never_answers_does_not_hold_up_another_account() {
+    let app = gateway().await;
+    let token = app.demo_token().await;
+    let mut dead = Receiver::start(vec![], Answer::Hang);
+    configure(&app, &token, "cash_in", &dead.url, json!([])).await;
+    let mut stuck = Vec::new();
+    for i in 0..20 {
+        stuck.push(pix_in(&app, &token, &format!("{}", i + 1)).await);
+    }
+    let (_, client_id, secret, pem) = app.new_account_with("Other", true).await;
+    let other = token_of(&app, &pem, &client_id, &secret).await;
+    let mut rx = Receiver::ok();
+    configure(&app, &other, "cash_in", &rx.url, json!([])).await;
+    let id = pix_in(&app, &other, "9.99").await;
+    assert_eq!(rx.next().await.json()["transactionId"], id.as_str());
+    wait_outcome(&app, &other, &id, "DELIVERED").await;
+    // Delivered while every attempt to the dead receiver was still waiting for an answer.
+    for s in &stuck {
+        assert!(logs(&app, &token, s).await.is_empty(), "an attempt of {s} already ended");
+    }
+    // And the dead receiver holds only its account's slots.
+    let hung = dead.drain().len();
+    assert!(hung <= 8, "{hung} requests in flight to one account's receiver");
+}
+
+/// Runs one resend; answers status and body.
+async fn resend(app: &TestApp, token: &str, id: &str, body: Option<Value>) -> (u16, Value) {
+    let text = body.map(|b| b.to_string()).unwrap_or_default();
+    app.post_raw(&format!("/api/resend-webhook/{id}"), token, &text, &[]).await
+}
+
+#[actix_rt::test]
+async fn resend_by_every_identifier_kind_and_to_an_override_url() {
+    let app = gateway().await;
+    let token = app.demo_token().await;
+    let mut rx = Receiver::ok();
+    configure(&app, &token, "cash_out", &rx.url, json!([{"key": "X-Tenant", "value": "acme"}])).await;
+    app.fund(&token, "50").await;
+    let (_, out) = app.post_raw("/api/pix/cash-out", &token, &cash_out_body("resend-me", "4"), &[]).await;
+    let tid = out["transactionId"].as_str().unwrap().to_owned();
+    let original = rx.next().await;
+    let t = app.wait_final(&token, &tid).await;
+    let ids = [
+        t["id"].to_string(),
+        tid.clone(),
+        "resend-me".to_owned(),
+        t["endToEndId"].as_str().unwrap().to_owned(),
+    ];
+    let mut log_ids = Vec::new();
+    for id in &ids {
+        let (s, b) = resend(&app, &token, id, None).await;
+        assert_eq!(s, 200, "{id}: {b}");
+        assert_eq!(b["statusCode"], 200);
+        assert!(b["message"].is_string() && b["sentAt"].is_string());
+        log_ids.push(b["webhookLogId"].as_u64().unwrap());
+        let r = rx.next().await;
+        assert_eq!(r.json(), original.json(), "the same webhook, by {id}");
+        assert!(signature_verifies(&app.creds.webhook_secret, &r));
+        assert_eq!(r.header("x-tenant"), "acme");
+    }
+    log_ids.dedup();
+    assert_eq!(log_ids.len(), 4, "each resend is logged on its own");
+    let l = logs(&app, &token, &tid).await;
+    assert_eq!(l.iter().filter(|e| e["outcome"] == "RESENT").count(), 4);
+    // The override goes to its URL this once, and the configuration keeps its own.
+    let mut elsewhere = Receiver::start(vec![], Answer::Status(202));
+    let (s, b) = resend(&app, &token, &tid, Some(json!({"url": elsewhere.url}))).await;
+    assert_eq!((s, b["statusCode"].as_u64()), (200, Some(202)), "{b}");
+    assert_eq!(elsewhere.next().await.json()["transactionId"], tid.as_str());
+    let (_, list) = app.get_with("/api/webhooks", &token).await;
+    assert_eq!(list["webhooks"][0]["url"], rx.url.as_str());
+    assert!(rx.drain().is_empty());
+    // A receiver that cannot be reached is status 0, logged.
+    let (s, b) = resend(&app, &token, &tid, Some(json!({"url": "http://127.0.0.1:1/nothing"}))).await;
+    assert_eq!((s, b["statusCode"].as_u64()), (200, Some(0)), "{b}");
+    assert!(b["error"].is_string());
+}
+
+#[actix_rt::test]
+async fn resend_answers_400_without_a_url_and_404_for_unknown_or_foreign_transactions() {
+    let app = gateway().await;
+    let token = app.demo_token().await;
+    let id = pix_in(&app, &token, "1").await;
+    let (s, b) = resend(&app, &token, &id, None).await;
+    assert_eq!(s, 400, "no cash_in endpoint and no url: {b}");
+    assert_extended(&b, 400, "HTTP_ERROR");
+    let (s, b) = resend(&app, &token, &id, Some(json!({"url": "ftp://x"}))).await;
+    assert_eq!(s, 400, "{b}");
+    assert_eq!(b["details"]["violations"][0]["field"], "url");
+    let (s, b) = resend(&app, &token, "no-such-transaction", None).await;
+    assert_eq!(s, 404, "{b}");
+    assert_extended(&b, 404, "NOT_FOUND");
+    let (_, client_id, secret, pem) = app.new_account_with("Other", true).await;
+    let other = token_of(&app, &pem, &client_id, &secret).await;
+    let mut rx = Receiver::ok();
+    for theirs in [id.clone(), "1".to_owned()] {
+        let (s, b) = resend(&app, &other, &theirs, Some(json!({"url": rx.url}))).await;
+        assert_eq!(s, 404, "{theirs}: {b}");
+    }
+    assert!(rx.drain().is_empty(), "nothing was sent for another account");
+}
+
+#[actix_rt::test]
+async fn the_61st_resend_in_a_minute_is_refused_with_retry_after() {
+    let app = gateway().await;
+    let token = app.demo_token().await;
+    for i in 0..60 {
+        let (s, b) = resend(&app, &token, "unknown", None).await;
+        assert_eq!(s, 404, "call {}: {b}", i + 1);
+    }
+    let mut res =
+        app.client.post(app.url("/api/resend-webhook/unknown")).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 429);
+    let retry: u64 = res.headers().get("retry-after").unwrap().to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "Retry-After {retry}");
+    let b: Value = serde_json::from_slice(&res.body().await.unwrap()).unwrap();
+    assert_extended(&b, 429, "TOO_MANY_REQUESTS");
+    // Another account has its own allowance; this one gets its back after the window.
+    let (_, client_id, secret, pem) = app.new_account_with("Other", true).await;
+    let other = token_of(&app, &pem, &client_id, &secret).await;
+    assert_eq!(resend(&app, &other, "unknown", None).await.0, 404);
+    app.advance(60).await;
+    assert_eq!(resend(&app, &token, "unknown", None).await.0, 404);
+}
+
+#[actix_rt::test]
+async fn private_addresses_are_refused_unless_allowed() {
+    let app = spawn_with(Options {
+        test_clock: true,
+        env: vec![
+            ("PIXGW_SIM_SETTLE_MS".into(), "20".into()),
+            ("PIXGW_WEBHOOK_ALLOW_HTTP".into(), "1".into()),
+        ],
+    })
+    .await;
+    let token = app.demo_token().await;
+    let mut rx = Receiver::ok();
+    configure(&app, &token, "cash_in", &rx.url, json!([])).await;
+    let id = pix_in(&app, &token, "1").await;
+    let l = wait_outcome(&app, &token, &id, "RETRYING").await;
+    assert!(l[0]["statusCode"].is_null());
+    assert!(l[0]["error"].as_str().unwrap().contains("private or local"), "{l:?}");
+    // A name that resolves to loopback is refused the same way.
+    let by_name = rx.url.replace("127.0.0.1", "localhost");
+    let (s, b) = resend(&app, &token, &id, Some(json!({"url": by_name}))).await;
+    assert_eq!((s, b["statusCode"].as_u64()), (200, Some(0)), "{b}");
+    assert!(rx.drain().is_empty(), "nothing reached the private address");
+}
+
+#[actix_rt::test]
+async fn the_developer_receiver_prints_and_verifies_deliveries() {
+    use std::io::{BufRead, BufReader};
+    let app = gateway().await;
+    let token = app.demo_token().await;
+    let mut child = std::process::Command::new(crate::helpers::bin())
+        .args(["webhooks", "listen", "--port", "0", "--secret", &app.creds.webhook_secret])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let next =
+        || lines.recv_timeout(std::time::Duration::from_secs(20)).expect("the listener printed nothing");
+    let first = next();
+    let url = first.strip_prefix("listening on ").unwrap_or_else(|| panic!("{first}"));
+    configure(&app, &token, "cash_in", &format!("{url}/pix"), json!([])).await;
+    let id = pix_in(&app, &token, "8").await;
+    let mut printed = Vec::new();
+    while !printed.iter().any(|l: &String| l.contains(&id)) {
+        printed.push(next());
+    }
+    assert!(printed.iter().any(|l| l == "signature: verified"), "{printed:?}");
+    assert!(printed.iter().any(|l| l.starts_with("--- POST /pix webhook-id=msg_")), "{printed:?}");
+    wait_outcome(&app, &token, &id, "DELIVERED").await;
+    let _ = child.kill();
+    let _ = child.wait();
+}
