@@ -194,21 +194,29 @@ impl Scheduler {
         self.eligible.first().map(|(due, _)| *due)
     }
 
-    /// An in-flight delivery failed and will be tried again at `due`.
+    /// An in-flight delivery's request is over: its slot is free for another delivery,
+    /// but the transaction's next event still waits for [`Scheduler::finish`] or
+    /// [`Scheduler::retry`] (called once the attempt's record is durable).
+    pub fn landed(&mut self, seq: u64) {
+        if let Some(account) = self.deliveries.get(&seq).map(|d| d.account) {
+            self.land(account);
+            self.refresh(account);
+        }
+    }
+
+    /// A landed delivery failed and will be tried again at `due`.
     pub fn retry(&mut self, seq: u64, attempts: u32, due: DateTime<Utc>) {
         let Some(d) = self.deliveries.get_mut(&seq) else { return };
         d.attempts = attempts;
         d.due = due;
         let account = d.account;
-        self.land(account);
         self.wait(account, due, seq);
     }
 
-    /// An in-flight delivery ended (delivered or given up): the next event of its
-    /// transaction, if any, becomes eligible.
+    /// A landed delivery ended (delivered or given up): the next event of its transaction,
+    /// if any, becomes eligible.
     pub fn finish(&mut self, seq: u64) {
         let Some(d) = self.deliveries.remove(&seq) else { return };
-        self.land(d.account);
         let key = (d.account, d.transaction);
         let next = self.chains.get_mut(&key).and_then(|chain| {
             if chain.front() == Some(&seq) {
@@ -367,10 +375,14 @@ mod tests {
         let first: Vec<u64> = s.take_due(now).iter().map(|d| d.seq).collect();
         assert_eq!(first, vec![1, 3], "seq 2 waits behind seq 1 of the same transaction");
         assert!(s.take_due(now).is_empty());
+        s.landed(1);
+        assert!(s.take_due(now).is_empty(), "landed is not finished: seq 2 still waits");
         s.finish(1);
         assert_eq!(s.take_due(now).iter().map(|d| d.seq).collect::<Vec<_>>(), vec![2]);
-        s.finish(2);
-        s.finish(3);
+        for seq in [2, 3] {
+            s.landed(seq);
+            s.finish(seq);
+        }
         assert!(s.is_empty());
         assert_eq!(s.in_flight(), 0);
         assert_eq!(s.next_due(), None);
@@ -384,12 +396,14 @@ mod tests {
         s.add(d(2, 1, 10, now));
         assert_eq!(s.take_due(now).len(), 1);
         let later = now + Duration::seconds(5);
+        s.landed(1);
         s.retry(1, 1, later);
         assert!(s.take_due(now).is_empty(), "neither the retry nor the next event is due");
         assert_eq!(s.next_due(), Some(later));
         let again = s.take_due(later);
         assert_eq!(again.len(), 1);
         assert_eq!((again[0].seq, again[0].attempts), (1, 1));
+        s.landed(1);
         s.finish(1);
         assert_eq!(s.take_due(later).iter().map(|d| d.seq).collect::<Vec<_>>(), vec![2]);
     }
@@ -412,7 +426,7 @@ mod tests {
         assert_eq!(s.in_flight(), 3);
         s.add(d(12, 3, 200, now));
         assert!(s.take_due(now + Duration::seconds(2)).is_empty(), "the total cap holds");
-        s.finish(11);
+        s.landed(11);
         assert_eq!(
             s.take_due(now + Duration::seconds(2)).iter().map(|d| d.seq).collect::<Vec<_>>(),
             vec![12]
@@ -430,6 +444,7 @@ mod tests {
         let mut order = Vec::new();
         while let Some(x) = s.take_due(later).pop() {
             order.push(x.seq);
+            s.landed(x.seq);
             s.finish(x.seq);
         }
         assert_eq!(order, vec![2, 3, 1]);

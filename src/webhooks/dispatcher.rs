@@ -30,14 +30,16 @@ use crate::domain::ids::AccountId;
 use crate::domain::transaction::Transaction;
 use crate::domain::webhooks::{secret_key, sign};
 use crate::store::{
-    AttemptOutcome, Batch, DeliveryLog, DeliveryState, GroupCommit, Repo, RepoError, WebhookConfig,
+    AttemptOutcome, Batch, CommitError, DeliveryLog, DeliveryState, GroupCommit, Repo, RepoError,
+    WebhookConfig,
 };
 
-/// Deliveries in flight at once, over all accounts.
-pub const DELIVERIES_IN_FLIGHT_MAX: usize = 256;
-/// Deliveries of one account in flight at once: a receiver that never answers holds this
-/// many slots for [`super::sender::DELIVERY_TIMEOUT`] each, and no more.
-pub const ACCOUNT_DELIVERIES_IN_FLIGHT_MAX: usize = 8;
+/// Requests in flight at once, over all accounts.
+pub const DELIVERIES_IN_FLIGHT_MAX: usize = 512;
+/// Requests of one account in flight at once: a receiver that never answers holds this
+/// many slots for [`super::sender::DELIVERY_TIMEOUT`] each, and no more (so it takes 32
+/// dead receivers to fill every slot). At 20 ms per answer it is 800 deliveries a second.
+pub const ACCOUNT_DELIVERIES_IN_FLIGHT_MAX: usize = 16;
 /// Undelivered events the dispatcher keeps in memory; the rest wait on disk.
 pub const SCHEDULED_MAX: usize = 100_000;
 /// How often due retries are looked for (the clock route also wakes the dispatcher).
@@ -153,22 +155,35 @@ impl Dispatcher {
             }
         }
         let now = self.clock.now();
-        for d in self.scheduler.take_due(now) {
-            match self.prepare(&d, now) {
-                Ok(Some((request, config))) => self.send(d, request, config, ctx),
-                // No endpoint for this event type: nothing to send, ever (a resend can
-                // still send it once one is configured).
-                Ok(None) => {
-                    let mut b = Batch::default();
-                    self.repo.end_delivery(&mut b, d.seq);
-                    self.record(d.seq, b, None, ctx);
-                }
-                Err(e) => {
-                    tracing::error!(seq = d.seq, error = %e, "cannot prepare a webhook; trying again later");
-                    let later = now + chrono::Duration::seconds(5);
-                    self.scheduler.retry(d.seq, d.attempts, later);
+        // Deliveries without an endpoint free their slot at once, so take until nothing is due
+        // or every slot holds a request.
+        let mut ended = Vec::new();
+        let mut b = Batch::default();
+        loop {
+            let due = self.scheduler.take_due(now);
+            if due.is_empty() {
+                break;
+            }
+            for d in due {
+                match self.prepare(&d, now) {
+                    Ok(Some((request, config))) => self.send(d, request, config, ctx),
+                    // No endpoint for this event type: nothing to send, ever (a resend can
+                    // still send it once one is configured).
+                    Ok(None) => {
+                        self.scheduler.landed(d.seq);
+                        self.repo.end_delivery(&mut b, d.seq);
+                        ended.push(d.seq);
+                    }
+                    Err(e) => {
+                        tracing::error!(seq = d.seq, error = %e, "cannot prepare a webhook; trying again later");
+                        self.scheduler.landed(d.seq);
+                        self.scheduler.retry(d.seq, d.attempts, now + chrono::Duration::seconds(5));
+                    }
                 }
             }
+        }
+        if !ended.is_empty() {
+            self.record(ended, b, None, ctx);
         }
     }
 
@@ -226,7 +241,11 @@ impl Dispatcher {
             })
         };
         ctx.spawn(attempt.into_actor(self).map(move |attempt, act, ctx| {
+            // The request is over: its slot can serve another delivery while this one's
+            // record is written.
+            act.scheduler.landed(d.seq);
             act.attempted(d, config.event_type, url, sent_at, &attempt, ctx);
+            act.dispatch(ctx);
         }));
     }
 
@@ -284,26 +303,41 @@ impl Dispatcher {
             AttemptOutcome::Failed => metrics::counter!("pixgw_webhooks_failed_total").increment(1),
             _ => metrics::counter!("pixgw_webhooks_retried_total").increment(1),
         }
-        self.record(d.seq, b, next.map(|at| (attempts, at)), ctx);
+        self.record(vec![d.seq], b, next.map(|at| (attempts, at)), ctx);
     }
 
-    /// Commits `b`, then ends the delivery in the scheduler or schedules its retry.
-    fn record(&mut self, seq: u64, b: Batch, retry: Option<(u32, DateTime<Utc>)>, ctx: &mut Context<Self>) {
+    /// Commits `b`, then ends the deliveries `seqs` in the scheduler, or schedules the retry
+    /// of the one delivery `seqs` holds.
+    fn record(
+        &mut self,
+        seqs: Vec<u64>,
+        b: Batch,
+        retry: Option<(u32, DateTime<Utc>)>,
+        ctx: &mut Context<Self>,
+    ) {
         let commit = Arc::clone(&self.commit);
         let durable = async move {
             let ticket = commit.submit(b)?;
             commit.durable(ticket).await
         };
         ctx.spawn(durable.into_actor(self).map(move |done, act, ctx| {
-            if let Err(e) = done {
-                // Storage failed (the server is now unhealthy): keep the delivery in flight
-                // so nothing sends it again before a restart reloads the outbox.
-                tracing::error!(seq, error = %e, "webhook delivery state not durable");
-                return;
+            match done {
+                Ok(()) => {}
+                // Slow, not lost: the write still lands. Going on can at worst send an event
+                // once more after a crash, which at-least-once allows.
+                Err(CommitError::NotDurable(_)) => {}
+                Err(e @ CommitError::Failed(_)) => {
+                    // Storage failed and the server is unhealthy: leave these deliveries
+                    // unfinished, so nothing is sent again before a restart reloads the outbox.
+                    tracing::error!(?seqs, error = %e, "webhook delivery state not durable");
+                    return;
+                }
             }
-            match retry {
-                Some((attempts, at)) => act.scheduler.retry(seq, attempts, at),
-                None => act.scheduler.finish(seq),
+            for seq in seqs {
+                match retry {
+                    Some((attempts, at)) => act.scheduler.retry(seq, attempts, at),
+                    None => act.scheduler.finish(seq),
+                }
             }
             act.dispatch(ctx);
         }));

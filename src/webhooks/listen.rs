@@ -89,7 +89,8 @@ async fn receive(req: HttpRequest, body: Bytes, me: web::Data<Listener>) -> Http
     for (name, value) in req.headers() {
         let n = name.as_str();
         if !n.starts_with("webhook-")
-            && !["content-type", "user-agent", "host", "content-length"].contains(&n)
+            && !["content-type", "user-agent", "host", "content-length", "date", "accept-encoding"]
+                .contains(&n)
         {
             let _ = writeln!(out, "header {n}: {}", value.to_str().unwrap_or("(binary)"));
         }

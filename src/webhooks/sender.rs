@@ -117,7 +117,9 @@ impl Actor for Sender {
         let connector = awc::Connector::new()
             .rustls_0_23(Arc::clone(&self.tls))
             .timeout(DELIVERY_TIMEOUT)
-            .handshake_timeout(DELIVERY_TIMEOUT);
+            .handshake_timeout(DELIVERY_TIMEOUT)
+            // The dispatcher bounds requests; the pool must not queue them behind its own cap.
+            .limit(super::dispatcher::DELIVERIES_IN_FLIGHT_MAX);
         self.client = Some(
             awc::Client::builder()
                 .connector(connector)

@@ -69,6 +69,16 @@ async fn record(req: HttpRequest, body: Bytes, plan: web::Data<Plan>) -> HttpRes
 impl Receiver {
     /// Starts a receiver that answers `plan` in order, then `otherwise` forever.
     pub fn start(plan: Vec<Answer>, otherwise: Answer) -> Receiver {
+        Receiver::serve(plan, otherwise, None)
+    }
+
+    /// Starts an https receiver on `localhost` with this certificate and key (PEM).
+    pub fn start_tls(cert_pem: &str, key_pem: &str) -> Receiver {
+        Receiver::serve(vec![], Answer::Status(200), Some((cert_pem, key_pem)))
+    }
+
+    fn serve(plan: Vec<Answer>, otherwise: Answer, tls: Option<(&str, &str)>) -> Receiver {
+        use rustls::pki_types::pem::PemObject;
         let (tx, rx) = mpsc::unbounded_channel();
         let plan = Arc::new(Plan { next: Mutex::new(plan.into()), otherwise, seen: tx });
         let data = web::Data::from(Arc::clone(&plan));
@@ -76,12 +86,23 @@ impl Receiver {
             HttpServer::new(move || App::new().app_data(data.clone()).default_service(web::to(record)))
                 .workers(1)
                 .disable_signals()
-                .shutdown_timeout(0)
-                .bind("127.0.0.1:0")
-                .unwrap();
+                .shutdown_timeout(0);
+        let (server, scheme, host) = match tls {
+            None => (server.bind("127.0.0.1:0").unwrap(), "http", "127.0.0.1"),
+            Some((cert, key)) => {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                let cert = rustls::pki_types::CertificateDer::from_pem_slice(cert.as_bytes()).unwrap();
+                let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
+                let config = rustls::ServerConfig::builder()
+                    .with_no_client_auth()
+                    .with_single_cert(vec![cert], key)
+                    .unwrap();
+                (server.bind_rustls_0_23("127.0.0.1:0", config).unwrap(), "https", "localhost")
+            }
+        };
         let addr = server.addrs()[0];
         actix_rt::spawn(server.run());
-        Receiver { url: format!("http://{addr}/hook"), rx }
+        Receiver { url: format!("{scheme}://{host}:{}/hook", addr.port()), rx }
     }
 
     /// Answers 200 to everything.
