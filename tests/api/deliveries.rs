@@ -493,3 +493,32 @@ async fn https_receivers_are_trusted_through_the_ca_file_and_others_refused() {
     assert!(b["error"].as_str().unwrap().contains("certificate"), "{b}");
     assert!(other.drain().is_empty());
 }
+
+#[actix_rt::test]
+async fn a_dict_transfer_is_delivered_as_a_v2_transfer_envelope() {
+    let app = gateway().await;
+    let token = app.demo_token().await;
+    let mut rx = Receiver::ok();
+    configure(&app, &token, "cash_out", &rx.url, json!([])).await;
+    app.fund(&token, "20").await;
+    let (phone, _, ispb) = directory_key("PHONE", 0);
+    let key = uuid::Uuid::new_v4().to_string();
+    let body = format!(
+        r#"{{"pixKey": "{phone}", "payment": {{"currency": "BRL", "amount": 3.10}}, "description": "rent"}}"#
+    );
+    let (s, b) = app.post_raw("/dict/pix", &token, &body, &[("x-idempotency-key", &key)]).await;
+    assert_eq!(s, 201, "{b}");
+    let r = rx.next().await;
+    assert!(signature_verifies(&app.creds.webhook_secret, &r));
+    let v = r.json();
+    assert_eq!(v["type"], "TRANSFER", "{v}");
+    let d = &v["data"];
+    assert_eq!(d["id"], b["id"]);
+    assert_eq!((d["status"].as_str(), d["creditDebitType"].as_str()), (Some("LIQUIDATED"), Some("DEBIT")));
+    assert_eq!(d["payment"], json!({"amount": "3.10", "currency": "BRL"}));
+    assert_eq!(d["idempotencyKey"], key.as_str());
+    assert_eq!(d["pixKey"], phone.as_str());
+    assert_eq!(d["creditorAccount"]["ispb"], ispb.as_str());
+    assert_eq!(d["remittanceInformation"], "rent");
+    assert_ne!(d["endToEndId"], b["endToEndId"], "the real end-to-end id replaces the provisional one");
+}
