@@ -73,7 +73,12 @@ impl Application {
             }
             None => Directory::embedded()?,
         });
-        let commit = GroupCommit::start(store.clone()).context("starting the flusher")?;
+        let commit = GroupCommit::start_counting(store.clone(), Some(Repo::transaction_index()))
+            .context("starting the flusher")?;
+        let indexed = repo.backfill_transaction_index(&commit)?;
+        if indexed > 0 {
+            tracing::info!(transactions = indexed, "built the transactions list index");
+        }
         let bank_directory = Arc::clone(&directory);
         let settle_delay = std::time::Duration::from_millis(settings.sim_settle_ms);
         let bank = actix::Actor::start_in_arbiter(&actix::Arbiter::new().handle(), move |_| {
@@ -122,6 +127,10 @@ impl Application {
             resend_rate: std::sync::Mutex::new(RateWindow::new(
                 RESEND_PER_WINDOW_MAX,
                 chrono::Duration::seconds(RESEND_WINDOW_SECONDS),
+            )),
+            med_list_rate: std::sync::Mutex::new(RateWindow::new(
+                crate::http::med::MED_LIST_PER_WINDOW_MAX,
+                chrono::Duration::seconds(crate::http::med::MED_LIST_WINDOW_SECONDS),
             )),
         });
         telemetry::metrics_handle();

@@ -60,6 +60,8 @@ pub struct AccountActor {
     /// writes in flight.
     unapplied: HashMap<u64, (u64, Transaction)>,
     unapplied_order: VecDeque<(u64, u64)>,
+    /// MEDs this actor opened and has not closed: their latest state, ahead of storage.
+    pub(super) meds: HashMap<u64, crate::domain::med::Med>,
 }
 
 type PayResult = Result<(Transaction, bool), PayError>;
@@ -80,6 +82,7 @@ impl AccountActor {
             last_ticket: 0,
             unapplied: HashMap::new(),
             unapplied_order: VecDeque::new(),
+            meds: HashMap::new(),
         };
         if let Err(e) = actor.load_pending() {
             actor.ledger = Err(e);
@@ -91,13 +94,12 @@ impl AccountActor {
         let Ok(ledger) = &self.ledger else { return Ok(()) };
         let ids: Vec<u64> = ledger.pending().map(|(id, _)| id).collect();
         for id in ids {
-            let tx = self
-                .deps
-                .repo
-                .transaction(id)
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("pending transaction {id} has no record"))?;
-            self.track(tx);
+            match self.deps.repo.transaction(id).map_err(|e| e.to_string())? {
+                Some(tx) => self.track(tx),
+                // A MED's hold: nothing to send to the bank; its analysis ends it.
+                None if self.deps.repo.med(self.account.id, id).map_err(|e| e.to_string())?.is_some() => {}
+                None => return Err(format!("pending transaction {id} has no record")),
+            }
         }
         for charge in self.deps.repo.open_charges(self.account.id).map_err(|e| e.to_string())? {
             self.track_charge(charge);

@@ -60,6 +60,9 @@ pub enum PayError {
     /// A refund (or a return) the rules refuse.
     #[error("refund refused: {0:?}")]
     Refund(crate::domain::refunds::RefundRejection),
+    /// A MED the rules refuse.
+    #[error("MED refused: {0}")]
+    Med(crate::domain::med::MedRejection),
     #[error("unavailable: {0}")]
     Unavailable(String),
     #[error("internal: {0}")]
@@ -155,4 +158,23 @@ pub struct ReturnPayment {
 #[rtype(result = "Result<Transaction, PayError>")]
 pub struct CancelCharge {
     pub local_id: u64,
+}
+
+/// Opens a MED against a received PIX (sandbox: the requesting bank's side).
+#[derive(Message)]
+#[rtype(result = "Result<crate::domain::med::Med, PayError>")]
+pub struct OpenMed {
+    pub end_to_end: String,
+    pub cause: String,
+    pub amount: Option<Money>,
+    pub description: Option<String>,
+}
+
+/// Ends a MED: its analysis, or its withdrawal by the requesting bank (`result: None`).
+#[derive(Message)]
+#[rtype(result = "Result<crate::domain::med::Med, PayError>")]
+pub struct CloseMed {
+    pub id: u64,
+    pub result: Option<crate::domain::med::AnalysisResult>,
+    pub details: Option<String>,
 }

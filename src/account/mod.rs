@@ -9,13 +9,14 @@
 
 mod actor;
 mod charges;
+mod med;
 mod messages;
 mod refunds;
 mod registry;
 
 pub use actor::{AccountActor, Deps};
 pub use messages::{
-    CancelCharge, ChargeRequest, CreateCharge, DictRequest, GetBalance, Pay, PayCharge, PayError, PayOutcome,
-    PayRequest, PixIn, Refund, RefundRequest, ReturnPayment, SettingsChanged, Tick,
+    CancelCharge, ChargeRequest, CloseMed, CreateCharge, DictRequest, GetBalance, OpenMed, Pay, PayCharge,
+    PayError, PayOutcome, PayRequest, PixIn, Refund, RefundRequest, ReturnPayment, SettingsChanged, Tick,
 };
 pub use registry::{Registry, RegistryError};

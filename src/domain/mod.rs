@@ -14,6 +14,8 @@ pub mod fees;
 pub mod ids;
 pub mod ledger;
 pub mod limits;
+pub mod listing;
+pub mod med;
 pub mod money;
 pub mod pix_key;
 pub mod qr_image;

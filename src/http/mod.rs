@@ -13,6 +13,7 @@ pub mod cob;
 pub mod dict;
 pub mod error;
 pub mod me;
+pub mod med;
 pub mod openapi;
 pub mod ops;
 pub mod payments;
@@ -55,6 +56,8 @@ pub struct AppState {
     pub webhooks: crate::webhooks::Webhooks,
     /// Resend calls per account (interface.md: 60 per minute).
     pub resend_rate: std::sync::Mutex<crate::domain::delivery::RateWindow>,
+    /// `GET /api/med` calls per account.
+    pub med_list_rate: std::sync::Mutex<crate::domain::delivery::RateWindow>,
 }
 
 /// Registers routes grouped by path (so one path answers several methods and 405 for the
@@ -106,6 +109,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) -> Vec<(Method, &'static str)> {
     t.add(Method::GET, "/cob/{txid}", cob::get_cob);
     t.add(Method::PATCH, "/cob/{txid}", cob::patch_cob);
     t.add(Method::GET, "/api/balance", balance::api_balance);
+    t.add(Method::GET, "/api/transactions", transactions::list_transactions);
+    t.add(Method::GET, "/api/med", med::list);
+    t.add(Method::POST, "/sandbox/med", med::open);
+    t.add(Method::POST, "/sandbox/med/{id}/analyze", med::analyze);
+    t.add(Method::POST, "/sandbox/med/{id}/cancel", med::cancel);
     t.add(Method::GET, "/api/transactions/{id}", transactions::get_transaction);
     t.add(Method::POST, "/api/webhooks", webhooks::configure);
     t.add(Method::GET, "/api/webhooks", webhooks::list);

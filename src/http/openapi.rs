@@ -5,7 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    admin, balance, charges, cob, dict, error, me, ops, pix, refunds, sandbox, token, transactions, webhooks,
+    admin, balance, charges, cob, dict, error, me, med, ops, pix, refunds, sandbox, token, transactions,
+    webhooks,
 };
 
 struct Security;
@@ -38,6 +39,11 @@ impl Modify for Security {
         cob::get_cob,
         cob::patch_cob,
         balance::api_balance,
+        transactions::list_transactions,
+        med::list,
+        med::open,
+        med::analyze,
+        med::cancel,
         transactions::get_transaction,
         webhooks::configure,
         webhooks::list,

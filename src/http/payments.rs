@@ -10,6 +10,7 @@ use super::error::{ApiError, Business, Violation};
 use super::AppState;
 use crate::account::{AccountActor, GetBalance, Pay, PayError, PayOutcome, PayRequest, RegistryError};
 use crate::domain::ledger::{Balance, Rejection};
+use crate::domain::med::MedRejection;
 use crate::domain::refunds::RefundRejection;
 use crate::domain::scenario::{PayoutScenario, PAYOUT_SCENARIOS};
 
@@ -110,8 +111,21 @@ pub fn family_a_error(e: PayError, external_id: &str, duplicate_is_conflict: boo
                 })
             }
         },
+        PayError::Med(r) => med_error(r),
         PayError::Unavailable(m) => ApiError::Unavailable(m),
         PayError::Internal(m) => ApiError::Internal(m),
+    }
+}
+
+/// A refused MED: unknown 404, already ended 409, anything else about the request 400.
+pub fn med_error(r: MedRejection) -> ApiError {
+    match r {
+        MedRejection::NotFound => ApiError::NotFound(r.to_string()),
+        MedRejection::Final(_) => ApiError::Conflict(r.to_string()),
+        MedRejection::NotReceived => ApiError::Validation(vec![Violation::new("endToEndId", r.to_string())]),
+        MedRejection::AmountRequired | MedRejection::AboveOriginal(_) => {
+            ApiError::Validation(vec![Violation::new("amount", r.to_string())])
+        }
     }
 }
 
@@ -152,6 +166,7 @@ pub fn family_b_error(e: PayError) -> ApiError {
                 format!("exceeds the amount still refundable ({refundable})"),
             )]),
         },
+        PayError::Med(r) => med_error(r),
         PayError::Unavailable(msg) => ApiError::Unavailable(msg),
         PayError::Internal(msg) => ApiError::Internal(msg),
     }

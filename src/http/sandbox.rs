@@ -15,7 +15,7 @@ use crate::account::{PayCharge, PayError, PixIn, ReturnPayment};
 use crate::domain::events::money_number;
 use crate::domain::transaction::COUNTERPART_NAME_LEN_MAX;
 
-fn sandbox_only(caller: &Caller) -> Result<(), ApiError> {
+pub fn sandbox_only(caller: &Caller) -> Result<(), ApiError> {
     if caller.sandbox {
         Ok(())
     } else {

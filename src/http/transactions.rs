@@ -1,15 +1,24 @@
-//! `GET /api/transactions/{id}` (beyond the interface): one of the caller's transactions
-//! by numeric id, transactionId, end-to-end id or externalId, with its current status.
+//! `GET /api/transactions` (the list of interface.md, with its filters and paging, read
+//! through the storage index) and, beyond the interface, `GET /api/transactions/{id}`: one
+//! of the caller's transactions by numeric id, transactionId, end-to-end id or externalId.
 
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use std::collections::HashMap;
+
+use chrono::NaiveDate;
+
 use super::auth::Caller;
-use super::error::{ApiError, ExtendedErrorBody};
+use super::error::{ApiError, ExtendedErrorBody, Violation};
 use super::{iso, AppState};
 use crate::domain::events::money_number;
+use crate::domain::listing::{
+    date_range, local_day, parse_status, status_display, Operation, PageInfo, PAGE_SIZE_DEFAULT,
+    PAGE_SIZE_MAX,
+};
 use crate::domain::transaction::Transaction;
 
 #[derive(Serialize, ToSchema)]
@@ -106,4 +115,242 @@ pub fn find_own(state: &AppState, caller: &Caller, id: &str) -> Result<Option<Tr
         return Ok(Some(t));
     }
     Ok(own(state.repo.transaction_by_external_id(caller.account_id, id)?))
+}
+
+/// One transaction as the list shows it (interface.md "Transaction record").
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedTransaction {
+    transaction_id: String,
+    /// The numeric id (beyond the interface).
+    id: u64,
+    external_id: Option<String>,
+    /// `Pendente`, `Confirmado`, `Error`
+    status: &'static str,
+    /// `Pix in`, `Pix out`, `Refund in`, `Refund out`
+    operation_type: &'static str,
+    /// `CREDIT` or `DEBIT`
+    movement_type: &'static str,
+    #[schema(value_type = f64)]
+    original_amount: Value,
+    #[schema(value_type = f64)]
+    fee_amount: Value,
+    #[schema(value_type = f64)]
+    final_amount: Value,
+    end_to_end_id: String,
+    created_at: String,
+    processed_at: Option<String>,
+    #[schema(value_type = Object)]
+    counterpart: Value,
+}
+
+impl ListedTransaction {
+    fn of(t: &Transaction, directory: &crate::sim::directory::Directory) -> ListedTransaction {
+        let op = Operation::of(t.kind);
+        let final_amount = if t.kind.is_debit() {
+            t.value.checked_add(t.fee)
+        } else {
+            t.value.checked_sub(t.fee).or(Some(crate::domain::money::Money::ZERO))
+        };
+        // A transfer not yet settled has no bank from the bank's answer: the directory's
+        // entry of its key says where it goes.
+        let bank = t.counterpart.bank.clone().or_else(|| {
+            let key = crate::domain::pix_key::parse_directory_key(t.counterpart.key.as_deref()?).ok()?;
+            directory.bank_of(directory.lookup(&key)?)
+        });
+        let document = t
+            .counterpart
+            .document
+            .as_deref()
+            .and_then(|d| crate::domain::document::TaxId::parse(d).ok())
+            .map(|d| d.masked());
+        ListedTransaction {
+            transaction_id: t.transaction_id.to_string(),
+            id: t.local_id,
+            external_id: t.external_id.clone(),
+            status: status_display(t.status),
+            operation_type: op.display(),
+            movement_type: op.movement(),
+            original_amount: money_number(t.value),
+            fee_amount: money_number(t.fee),
+            final_amount: final_amount.map(money_number).unwrap_or(Value::Null),
+            end_to_end_id: t.end_to_end_id.clone(),
+            created_at: iso(t.created_at),
+            processed_at: t.processed_at.map(iso),
+            counterpart: serde_json::json!({
+                "name": t.counterpart.name,
+                "document": document,
+                "bank": bank.map(|b| serde_json::json!({
+                    "bankISPB": b.ispb, "bankName": b.name, "bankCode": b.code,
+                    "accountBranch": b.branch, "accountNumber": b.account_number,
+                })),
+            }),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PageMetadata {
+    page: u32,
+    size: u32,
+    total: u64,
+    total_pages: u64,
+    has_next: bool,
+    has_previous: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct TransactionPage {
+    data: Vec<ListedTransaction>,
+    metadata: PageMetadata,
+}
+
+const LIST_PARAMS: [&str; 8] =
+    ["page", "size", "status", "type", "startDate", "endDate", "externalId", "endToEndId"];
+
+/// A positive integer query parameter within `range`.
+pub fn int_param(
+    q: &HashMap<String, String>,
+    name: &str,
+    range: std::ops::RangeInclusive<u32>,
+    default: u32,
+    violations: &mut Vec<Violation>,
+) -> u32 {
+    match q.get(name).map(|v| v.parse::<u32>()) {
+        None => default,
+        Some(Ok(n)) if range.contains(&n) => n,
+        Some(_) => {
+            let max = if *range.end() == u32::MAX { String::new() } else { format!(" to {}", range.end()) };
+            violations.push(Violation::new(name, format!("must be an integer from {}{max}", range.start())));
+            default
+        }
+    }
+}
+
+/// Refuses query parameters the route does not know (a misspelt filter would otherwise
+/// silently list everything).
+pub fn known_params(q: &HashMap<String, String>, known: &[&str], violations: &mut Vec<Violation>) {
+    let mut unknown: Vec<&String> = q.keys().filter(|k| !known.contains(&k.as_str())).collect();
+    unknown.sort();
+    for k in unknown {
+        violations.push(Violation::new(
+            k.as_str(),
+            format!("is not a parameter of this route; known: {}", known.join(", ")),
+        ));
+    }
+}
+
+#[utoipa::path(
+    get, path = "/api/transactions", tag = "account",
+    params(
+        ("page" = Option<u32>, Query, description = "from 1, default 1"),
+        ("size" = Option<u32>, Query, description = "1 to 100, default 20"),
+        ("status" = Option<String>, Query, description = "PENDING, CONFIRMED or ERROR"),
+        ("type" = Option<String>, Query, description = "PAYMENT, WITHDRAW, REFUND_IN or REFUND_OUT"),
+        ("startDate" = Option<String>, Query, description = "YYYY-MM-DD, a Sao Paulo day; default endDate - 31 days"),
+        ("endDate" = Option<String>, Query, description = "YYYY-MM-DD, a Sao Paulo day; default today"),
+        ("externalId" = Option<String>, Query, description = "only this externalId"),
+        ("endToEndId" = Option<String>, Query, description = "only this end-to-end id"),
+    ),
+    responses(
+        (status = 200, description = "Newest first", body = TransactionPage),
+        (status = 400, description = "An invalid parameter, or more than 31 days", body = ExtendedErrorBody),
+        (status = 401, body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_transactions(
+    caller: Caller,
+    query: web::Query<HashMap<String, String>>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let q = query.into_inner();
+    let mut v = Vec::new();
+    known_params(&q, &LIST_PARAMS, &mut v);
+    let page = int_param(&q, "page", 1..=u32::MAX, 1, &mut v);
+    let size = int_param(&q, "size", 1..=PAGE_SIZE_MAX, PAGE_SIZE_DEFAULT, &mut v);
+    let status = q.get("status").and_then(|s| {
+        let parsed = parse_status(s);
+        if parsed.is_none() {
+            v.push(Violation::new("status", "must be PENDING, CONFIRMED or ERROR"));
+        }
+        parsed
+    });
+    let operation = q.get("type").and_then(|t| {
+        let parsed = Operation::parse(t);
+        if parsed.is_none() {
+            v.push(Violation::new("type", "must be PAYMENT, WITHDRAW, REFUND_IN or REFUND_OUT"));
+        }
+        parsed
+    });
+    let mut date = |name: &str| {
+        q.get(name).and_then(|d| match NaiveDate::parse_from_str(d, "%Y-%m-%d") {
+            Ok(day) => Some(day),
+            Err(_) => {
+                v.push(Violation::new(name, "must be a date, YYYY-MM-DD"));
+                None
+            }
+        })
+    };
+    let (start, end) = (date("startDate"), date("endDate"));
+    let range = match date_range(start, end, state.clock.now()) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            v.push(Violation::new("startDate", e.to_string()));
+            None
+        }
+    };
+    let Some((first, last)) = range.filter(|_| v.is_empty()) else {
+        return Err(ApiError::Validation(v));
+    };
+    let info_of = |total| PageInfo::new(page, size, total);
+    let single = match (q.get("externalId"), q.get("endToEndId")) {
+        (None, None) => None,
+        (ext, e2e) => {
+            // One transaction at most: look it up, then apply the other filters to it.
+            let by_ext = match ext {
+                Some(x) => state.repo.transaction_by_external_id(caller.account_id, x)?,
+                None => None,
+            };
+            let found = match (ext, e2e) {
+                (Some(_), Some(e)) => by_ext.filter(|t| &t.end_to_end_id == e),
+                (Some(_), None) => by_ext,
+                (None, Some(e)) => state.repo.transaction_by_e2e(e)?,
+                (None, None) => None,
+            };
+            Some(found.filter(|t| {
+                let day = local_day(t.created_at);
+                t.account_id == caller.account_id
+                    && (first..=last).contains(&day)
+                    && status.is_none_or(|s| s == t.status)
+                    && operation.is_none_or(|o| o == Operation::of(t.kind))
+            }))
+        }
+    };
+    let (rows, total) = match single {
+        Some(found) => {
+            let total = u64::from(found.is_some());
+            (found.into_iter().filter(|_| page == 1).collect(), total)
+        }
+        None => state.repo.transactions_page(
+            caller.account_id,
+            (first, last),
+            (status, operation),
+            info_of(0).offset(),
+            size as usize,
+        )?,
+    };
+    let info = info_of(total);
+    Ok(HttpResponse::Ok().json(TransactionPage {
+        data: rows.iter().map(|t| ListedTransaction::of(t, &state.directory)).collect(),
+        metadata: PageMetadata {
+            page: info.page,
+            size: info.size,
+            total: info.total,
+            total_pages: info.total_pages,
+            has_next: info.has_next,
+            has_previous: info.has_previous,
+        },
+    }))
 }

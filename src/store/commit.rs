@@ -15,7 +15,7 @@
 //! keep their state in memory ahead of durability, so letting a later batch through after
 //! a lost one could persist a state built on something that never was.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, OnceLock};
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use super::{Batch, SharedStore, StoreError};
+use super::{Batch, Op, SharedStore, StoreError};
 
 /// How long a writer waits for its flush before answering "unavailable" (the write may
 /// still become durable; the client's retry meets its idempotency key).
@@ -51,11 +51,24 @@ struct Job {
     batch: Batch,
 }
 
+/// An index whose entries the committer counts: for every key under `prefix`, the entry
+/// `(key, value)` counts once under `counter(key, value)` (if `Some`). The committer is
+/// the only thread that writes, so it reads an entry's previous value and the counters
+/// without a race, and writes their new values in the same atomic batch as the entries:
+/// a count can never disagree with its entries, even across a crash. Counters are big-endian
+/// `i64`s; nothing else may write under their keys.
+#[derive(Clone, Copy)]
+pub struct CountedIndex {
+    pub prefix: &'static [u8],
+    pub counter: fn(key: &[u8], value: &[u8]) -> Option<Vec<u8>>,
+}
+
 /// Told of every group once it is durable (see [`GroupCommit::observe`]).
 pub type Observer = Box<dyn Fn(&Batch) + Send + Sync>;
 
 pub struct GroupCommit {
     tickets: AtomicU64,
+    counted: Option<CountedIndex>,
     observer: OnceLock<Observer>,
     queue: Sender<Job>,
     stopped: AtomicBool,
@@ -84,10 +97,19 @@ impl Watermark {
 impl GroupCommit {
     /// Starts the committer thread.
     pub fn start(store: SharedStore) -> std::io::Result<Arc<GroupCommit>> {
+        GroupCommit::start_counting(store, None)
+    }
+
+    /// Starts the committer thread, keeping the counts of `counted`.
+    pub fn start_counting(
+        store: SharedStore,
+        counted: Option<CountedIndex>,
+    ) -> std::io::Result<Arc<GroupCommit>> {
         let (tx, rx) = mpsc::channel();
         let (progress, _) = watch::channel(Progress::default());
         let gc = Arc::new(GroupCommit {
             tickets: AtomicU64::new(0),
+            counted,
             observer: OnceLock::new(),
             queue: tx,
             stopped: AtomicBool::new(false),
@@ -134,8 +156,12 @@ impl GroupCommit {
                 continue;
             }
             let started = Instant::now();
+            let counted = match self.counted {
+                Some(index) => count(store, index, &mut merged),
+                None => Ok(()),
+            };
             merged.compact();
-            let applied = store.apply(&merged);
+            let applied = counted.and_then(|()| store.apply(&merged));
             let apply_seconds = started.elapsed().as_secs_f64();
             match applied.and_then(|()| store.flush()) {
                 Ok(()) => {
@@ -222,6 +248,40 @@ impl GroupCommit {
     }
 }
 
+/// Appends to `batch` the new values of the counters its writes under the index change.
+fn count(store: &SharedStore, index: CountedIndex, batch: &mut Batch) -> Result<(), StoreError> {
+    let mut entries: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
+    let mut deltas: HashMap<Vec<u8>, i64> = HashMap::new();
+    for op in batch.ops() {
+        let (key, new) = match op {
+            Op::Put(k, v) => (k, Some(v)),
+            Op::Delete(k) => (k, None),
+        };
+        if !key.starts_with(index.prefix) {
+            continue;
+        }
+        let old = match entries.get(key) {
+            Some(v) => v.clone(),
+            None => store.get(key)?,
+        };
+        if let Some(c) = old.as_deref().and_then(|v| (index.counter)(key, v)) {
+            *deltas.entry(c).or_default() -= 1;
+        }
+        if let Some(c) = new.and_then(|v| (index.counter)(key, v)) {
+            *deltas.entry(c).or_default() += 1;
+        }
+        entries.insert(key.clone(), new.cloned());
+    }
+    for (counter, delta) in deltas {
+        if delta == 0 {
+            continue;
+        }
+        let current = store.get(&counter)?.and_then(|v| v.try_into().ok()).map_or(0, i64::from_be_bytes);
+        batch.put(counter, (current + delta).to_be_bytes().to_vec());
+    }
+    Ok(())
+}
+
 impl From<StoreError> for CommitError {
     fn from(e: StoreError) -> Self {
         CommitError::Failed(e.to_string())
@@ -282,6 +342,37 @@ mod tests {
         assert_eq!(key, b"outbox/1".to_vec());
         assert!(stored);
         assert!(durable >= ticket);
+    }
+
+    #[actix_rt::test]
+    async fn counts_follow_the_entries_of_a_counted_index() {
+        fn counter(_: &[u8], value: &[u8]) -> Option<Vec<u8>> {
+            (value != b"x").then(|| [b"cnt/".as_slice(), value].concat())
+        }
+        let read = |store: &MemoryStore, k: &str| {
+            store.get(k.as_bytes()).unwrap().map(|v| i64::from_be_bytes(v.try_into().unwrap())).unwrap_or(0)
+        };
+        let store = Arc::new(MemoryStore::new());
+        let index = CountedIndex { prefix: b"idx/", counter };
+        let gc = GroupCommit::start_counting(store.clone(), Some(index)).unwrap();
+        let mut b = Batch::default();
+        b.put("idx/1", b"a".to_vec());
+        b.put("idx/2", b"a".to_vec());
+        b.put("idx/3", b"b".to_vec());
+        b.put("idx/3", b"a".to_vec()); // moved within the batch: counts once, under a
+        b.put("other/1", b"a".to_vec());
+        gc.commit(b).await.unwrap();
+        assert_eq!((read(&store, "cnt/a"), read(&store, "cnt/b")), (3, 0));
+        let mut b = Batch::default();
+        b.put("idx/1", b"b".to_vec()); // a status change
+        b.delete("idx/2");
+        b.put("idx/4", b"x".to_vec()); // not counted
+        gc.commit(b).await.unwrap();
+        assert_eq!((read(&store, "cnt/a"), read(&store, "cnt/b")), (1, 1));
+        let mut b = Batch::default();
+        b.put("idx/1", b"b".to_vec()); // rewritten unchanged
+        gc.commit(b).await.unwrap();
+        assert_eq!(read(&store, "cnt/b"), 1);
     }
 
     #[actix_rt::test]

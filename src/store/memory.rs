@@ -56,6 +56,22 @@ impl Store for MemoryStore {
             .collect())
     }
 
+    fn scan_rev(
+        &self,
+        from: &[u8],
+        to: &[u8],
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StoreError> {
+        self.check()?;
+        let map = self.map()?;
+        for (k, v) in map.range(from.to_vec()..to.to_vec()).rev() {
+            if !visit(k, v) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     fn apply(&self, batch: &Batch) -> Result<(), StoreError> {
         self.check()?;
         let mut map = self.map()?;

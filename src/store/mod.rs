@@ -13,7 +13,7 @@ mod sled_store;
 
 use std::sync::Arc;
 
-pub use commit::{CommitError, GroupCommit};
+pub use commit::{CommitError, CountedIndex, GroupCommit};
 pub use memory::MemoryStore;
 pub use repo::{
     AccountRecord, AttemptOutcome, CertificateRecord, ClientRecord, DeliveryLog, DeliveryState, Repo,
@@ -99,6 +99,14 @@ pub trait Store: Send + Sync + 'static {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
     /// Every pair whose key starts with `prefix`, in key order.
     fn scan_prefix(&self, prefix: &[u8]) -> Result<Pairs, StoreError>;
+    /// Visits the pairs with `from <= key < to`, highest key first, while `visit` answers
+    /// true; nothing past the last pair visited is read.
+    fn scan_rev(
+        &self,
+        from: &[u8],
+        to: &[u8],
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StoreError>;
     /// Applies the batch atomically (not yet durable).
     fn apply(&self, batch: &Batch) -> Result<(), StoreError>;
     /// Makes everything applied so far durable.

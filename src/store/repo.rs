@@ -17,6 +17,9 @@
 //! txid/{uuid}               u64: local id by transactionId
 //! e2e/{endToEndId}          u64: local id by end-to-end id
 //! atx/{id:020}/{local:020}  empty: the index of an account's transactions, oldest first
+//! tlist/{id:020}/{created_ms:013}/{local:020}  2 bytes (status, operation): the list index
+//! tcnt/{id:020}/{yyyymmdd}/{status}{operation}  i64: list entries per Sao Paulo day, kept
+//!                           by the committer (CountedIndex), so totals need no scan
 //! ext/{id:020}/{externalId} u64: the externalId index (decisions.md §4)
 //! idem/{id:020}/{key}       JSON [local id, request hash]: `/dict/pix` idempotency keys
 //! pend/{id:020}/{local:020} Money (JSON): the hold of a pending debit
@@ -26,6 +29,8 @@
 //! whst/{seq:020}            DeliveryState (JSON): attempts made on it, when the next is due
 //! whlog/{id:020}/{log:020}  DeliveryLog (JSON): one attempt (or resend) of a webhook
 //! whcfg/{id:020}/{type}     WebhookConfig (JSON): one endpoint per account and event type
+//! med/{id:020}/{med:020}    Med (JSON): the account's MED cases; a MED's id is also the id
+//!                           of its hold in the ledger
 //! ```
 //! Writes of the payment paths are batches that the account actor commits through group
 //! commit; the admin writes here are applied and flushed before the method returns.
@@ -40,24 +45,47 @@ use std::collections::HashMap;
 
 use uuid::Uuid;
 
-use super::{Batch, SharedStore, StoreError};
+use super::{Batch, CountedIndex, GroupCommit, SharedStore, StoreError};
 use crate::domain::account::{AccountProfile, AccountSettings};
 use crate::domain::certificate::{Fingerprint, Validity};
 use crate::domain::events::OutboxEvent;
 use crate::domain::ids::{AccountId, ClientId};
 use crate::domain::ledger::{Ledger, LedgerState};
+use crate::domain::listing::{day_start, local_day, summary, summary_matches, Operation};
 use crate::domain::money::Money;
 use crate::domain::transaction::Transaction;
+use crate::domain::transaction::TxStatus;
+use chrono::NaiveDate;
 
 pub const KEY_JWT: &[u8] = b"meta/jwt_key";
 pub const KEY_ADMIN_TOKEN_HASH: &[u8] = b"meta/admin_token_hash";
 pub const KEY_CLOCK_OFFSET: &[u8] = b"meta/clock_offset_ms";
 pub const KEY_DEMO_ACCOUNT: &[u8] = b"meta/demo_account";
+/// Present once the list index covers every transaction (see `backfill_transaction_index`).
+const KEY_TLIST_BUILT: &[u8] = b"meta/tlist_built";
 const KEY_SEQ_ACCOUNT: &[u8] = b"seq/account";
 
 fn account_key(id: AccountId) -> Vec<u8> {
     format!("acct/{:020}", id.get()).into_bytes()
 }
+fn tlist_prefix(id: AccountId) -> String {
+    format!("tlist/{:020}/", id.get())
+}
+
+fn tlist_key(id: AccountId, created: DateTime<Utc>, local: u64) -> Vec<u8> {
+    format!("{}{:013}/{local:020}", tlist_prefix(id), created.timestamp_millis().max(0)).into_bytes()
+}
+
+/// The list index's counter of an entry: its account, Sao Paulo day, status and operation.
+fn tlist_counter(key: &[u8], value: &[u8]) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(key).ok()?.strip_prefix("tlist/")?;
+    let mut parts = text.split('/');
+    let (account, millis) = (parts.next()?, parts.next()?.parse::<i64>().ok()?);
+    let day = local_day(DateTime::from_timestamp_millis(millis)?);
+    let summary = std::str::from_utf8(value).ok()?;
+    Some(format!("tcnt/{account}/{}/{summary}", day.format("%Y%m%d")).into_bytes())
+}
+
 fn outbox_key(seq: u64) -> Vec<u8> {
     format!("outbox/{seq:020}").into_bytes()
 }
@@ -388,6 +416,11 @@ impl Repo {
         new_e2e: bool,
     ) -> Result<(), RepoError> {
         b.put(tx_key(tx.local_id), to_json(tx)?);
+        // Rewritten on every write: the committer counts a status change from the old value.
+        b.put(
+            tlist_key(tx.account_id, tx.created_at, tx.local_id),
+            summary(tx.status, Operation::of(tx.kind)).to_vec(),
+        );
         let local = tx.local_id.to_be_bytes().to_vec();
         if new_e2e && !tx.end_to_end_id.is_empty() {
             b.put(e2e_key(&tx.end_to_end_id), local.clone());
@@ -452,6 +485,127 @@ impl Repo {
             }
         }
         Ok(out)
+    }
+
+    /// The index of the transactions list, for the committer to count (see the key layout).
+    pub fn transaction_index() -> CountedIndex {
+        CountedIndex { prefix: b"tlist/", counter: tlist_counter }
+    }
+
+    /// One page of an account's transactions on the local days `[first, last]`, newest
+    /// first, with the filters, after `offset` matching ones; and how many match in all.
+    /// Totals come from the per-day counters; whole days before the page are skipped by
+    /// their counts, so only the page's own day is read entry by entry.
+    pub fn transactions_page(
+        &self,
+        id: AccountId,
+        (first, last): (NaiveDate, NaiveDate),
+        (status, operation): (Option<TxStatus>, Option<Operation>),
+        offset: u64,
+        size: usize,
+    ) -> Result<(Vec<Transaction>, u64), RepoError> {
+        let mut days = Vec::new();
+        let mut day = first;
+        while day <= last {
+            let prefix = format!("tcnt/{:020}/{}/", id.get(), day.format("%Y%m%d"));
+            let mut n = 0u64;
+            for (k, v) in self.store.scan_prefix(prefix.as_bytes())? {
+                if summary_matches(&k[prefix.len()..], status, operation) {
+                    let count: [u8; 8] = v.as_slice().try_into().map_err(|_| RepoError::Corrupt {
+                        key: String::from_utf8_lossy(&k).into_owned(),
+                        reason: "not an i64".into(),
+                    })?;
+                    n += u64::try_from(i64::from_be_bytes(count)).unwrap_or(0);
+                }
+            }
+            days.push((day, n));
+            day += chrono::Duration::days(1);
+        }
+        let total = days.iter().map(|(_, n)| n).sum();
+        let mut skip = offset;
+        let mut ids = Vec::new();
+        for (day, n) in days.into_iter().rev() {
+            if ids.len() >= size {
+                break;
+            }
+            if n == 0 || (ids.is_empty() && skip >= n) {
+                skip = skip.saturating_sub(n);
+                continue;
+            }
+            let from = format!("{}{:013}/", tlist_prefix(id), day_start(day).timestamp_millis().max(0));
+            let next = day_start(day + chrono::Duration::days(1)).timestamp_millis().max(0);
+            let to = format!("{}{next:013}/", tlist_prefix(id));
+            let mut bad = None;
+            self.store.scan_rev(from.as_bytes(), to.as_bytes(), &mut |k, v| {
+                if !summary_matches(v, status, operation) {
+                    return true;
+                }
+                if skip > 0 {
+                    skip -= 1;
+                    return true;
+                }
+                match std::str::from_utf8(k)
+                    .ok()
+                    .and_then(|t| t.rsplit('/').next())
+                    .and_then(|n| n.parse().ok())
+                {
+                    Some(local) => ids.push(local),
+                    None => bad = Some(String::from_utf8_lossy(k).into_owned()),
+                }
+                ids.len() < size && bad.is_none()
+            })?;
+            if let Some(key) = bad {
+                return Err(RepoError::Corrupt { key, reason: "no local id".into() });
+            }
+        }
+        let mut page = Vec::with_capacity(ids.len());
+        for local in ids {
+            if let Some(t) = self.transaction(local)? {
+                page.push(t);
+            }
+        }
+        Ok((page, total))
+    }
+
+    /// Writes the list index of transactions stored before it existed (once per database;
+    /// a crash midway redoes it, and rewriting an entry changes no count).
+    pub fn backfill_transaction_index(&self, commit: &GroupCommit) -> Result<usize, RepoError> {
+        if self.store.get(KEY_TLIST_BUILT)?.is_some() {
+            return Ok(0);
+        }
+        let mut written = 0;
+        let mut b = Batch::default();
+        for (k, v) in self.store.scan_prefix(b"tx/")? {
+            let tx: Transaction = parse_json(&k, &v)?;
+            b.put(
+                tlist_key(tx.account_id, tx.created_at, tx.local_id),
+                summary(tx.status, Operation::of(tx.kind)).to_vec(),
+            );
+            written += 1;
+            if b.len_hint() >= 1000 {
+                commit
+                    .submit(std::mem::take(&mut b))
+                    .map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())))?;
+            }
+        }
+        b.put(KEY_TLIST_BUILT.to_vec(), vec![1]);
+        commit.submit(b).map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())))?;
+        Ok(written)
+    }
+
+    pub fn put_med(&self, b: &mut Batch, med: &crate::domain::med::Med) -> Result<(), RepoError> {
+        b.put(format!("med/{:020}/{:020}", med.account_id, med.id).into_bytes(), to_json(med)?);
+        Ok(())
+    }
+
+    pub fn med(&self, id: AccountId, med: u64) -> Result<Option<crate::domain::med::Med>, RepoError> {
+        self.get_json(format!("med/{:020}/{med:020}", id.get()).as_bytes())
+    }
+
+    /// The account's MEDs, oldest first.
+    pub fn meds_of(&self, id: AccountId) -> Result<Vec<crate::domain::med::Med>, RepoError> {
+        let prefix = format!("med/{:020}/", id.get()).into_bytes();
+        self.store.scan_prefix(&prefix)?.into_iter().map(|(k, v)| parse_json(&k, &v)).collect()
     }
 
     /// An account's transaction by the externalId its client gave.

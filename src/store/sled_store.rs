@@ -44,6 +44,21 @@ impl Store for SledStore {
             .collect()
     }
 
+    fn scan_rev(
+        &self,
+        from: &[u8],
+        to: &[u8],
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StoreError> {
+        for pair in self.db.range(from..to).rev() {
+            let (k, v) = pair.map_err(engine)?;
+            if !visit(&k, &v) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     fn apply(&self, batch: &Batch) -> Result<(), StoreError> {
         let mut b = sled::Batch::default();
         for op in batch.ops() {

@@ -8,6 +8,8 @@ mod dict;
 mod errors;
 mod helpers;
 mod lifecycle;
+mod listing;
+mod med;
 mod money_in;
 mod money_out;
 mod receiver;

@@ -1,0 +1,321 @@
+//! MED (Mecanismo Especial de Devolução) cases: the record, its life cycle and its JSON
+//! (interface.md "MED record", decisions.md §5).
+//!
+//! Life cycle: a MED is opened (`OPEN`) against a received PIX, with the disputed amount
+//! capped at what is available blocked in the same step; the gateway acknowledges it at once
+//! (`RECEIVED`). The analysis ends it `ANALYZED` with `APPROVED` (the blocked amount leaves as
+//! a Refund in of natureza `MED_FRAUDE` or `MED_OPERACIONAL`) or `REJECTED` (released). Before
+//! that the requesting bank may withdraw it: `CANCELLED`, reason `REFUND_CANCELLATION`,
+//! released. `CANCELLED` and `ANALYZED` are final.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::events::{iso, money_number};
+use super::money::Money;
+use super::transaction::Natureza;
+
+/// Characters of a MED's description and of its analysis details.
+pub const MED_TEXT_LEN_MAX: usize = 500;
+
+/// Causes a sandbox MED may name. The fraud ones make an approved MED a `MED_FRAUDE`
+/// refund, the others `MED_OPERACIONAL`.
+pub const FRAUD_CAUSES: [&str; 4] =
+    ["UNAUTHORIZED_TRANSACTION", "SOCIAL_ENGINEERING", "SCAM", "ACCOUNT_TAKEOVER"];
+pub const OPERATIONAL_CAUSES: [&str; 2] = ["OPERATIONAL_FLAW", "DUPLICATED_TRANSACTION"];
+pub const DEFAULT_CAUSE: &str = "UNAUTHORIZED_TRANSACTION";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum MedStatus {
+    Open,
+    Received,
+    Cancelled,
+    Analyzed,
+}
+
+impl MedStatus {
+    pub const ALL: [MedStatus; 4] =
+        [MedStatus::Open, MedStatus::Received, MedStatus::Cancelled, MedStatus::Analyzed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MedStatus::Open => "OPEN",
+            MedStatus::Received => "RECEIVED",
+            MedStatus::Cancelled => "CANCELLED",
+            MedStatus::Analyzed => "ANALYZED",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<MedStatus> {
+        MedStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum MedReason {
+    RefundRequest,
+    RefundCancellation,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum AnalysisResult {
+    Approved,
+    Rejected,
+}
+
+impl AnalysisResult {
+    pub fn parse(text: &str) -> Option<AnalysisResult> {
+        match text {
+            "APPROVED" => Some(AnalysisResult::Approved),
+            "REJECTED" => Some(AnalysisResult::Rejected),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bank {
+    pub ispb: String,
+    pub name: String,
+}
+
+/// What the MED record shows of the disputed PIX.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OriginalTransaction {
+    pub amount: Money,
+    /// The operation (`PIX_IN`, `CASH_IN`).
+    pub kind: String,
+    pub name: String,
+    /// Masked.
+    pub document: Option<String>,
+    pub date_time: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Med {
+    pub id: u64,
+    pub account_id: u64,
+    pub end_to_end: String,
+    pub status: MedStatus,
+    pub reason: MedReason,
+    pub cause: Option<String>,
+    pub description: Option<String>,
+    pub analysis_result: Option<AnalysisResult>,
+    pub analysis_details: Option<String>,
+    pub requesting_bank: Bank,
+    pub contested_bank: Bank,
+    pub original: Option<OriginalTransaction>,
+    /// The local id of the disputed PIX when the end-to-end id matched one.
+    pub original_transaction_id: Option<u64>,
+    /// The amount the requesting bank disputes.
+    pub amount: Money,
+    /// What was blocked for it: the amount, capped at what was available.
+    pub blocked: Money,
+    /// The Refund in an approval made.
+    pub refund_transaction_id: Option<u64>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Why a MED cannot change as asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MedError {
+    #[error("the MED is already {0}")]
+    Final(&'static str),
+}
+
+/// Why a MED is refused, each mapped once to its HTTP answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MedRejection {
+    #[error("no MED of this account has this id")]
+    NotFound,
+    #[error(transparent)]
+    Final(#[from] MedError),
+    /// The end-to-end id names a transaction of the account that it did not receive.
+    #[error("a MED can only dispute a PIX this account received")]
+    NotReceived,
+    /// No local transaction matched, so the amount must be given.
+    #[error("amount is required when the end-to-end id matches no received PIX")]
+    AmountRequired,
+    #[error("amount must not exceed the disputed PIX ({0})")]
+    AboveOriginal(Money),
+}
+
+impl Med {
+    pub fn is_reconciled(&self) -> bool {
+        self.original_transaction_id.is_some()
+    }
+
+    fn open_or_received(&self) -> Result<(), MedError> {
+        match self.status {
+            MedStatus::Open | MedStatus::Received => Ok(()),
+            s @ (MedStatus::Cancelled | MedStatus::Analyzed) => Err(MedError::Final(s.as_str())),
+        }
+    }
+
+    /// The gateway's acknowledgement: OPEN becomes RECEIVED.
+    pub fn acknowledge(&mut self, now: DateTime<Utc>) {
+        if self.status == MedStatus::Open {
+            self.status = MedStatus::Received;
+            self.updated_at = now;
+        }
+    }
+
+    pub fn analyze(
+        &mut self,
+        result: AnalysisResult,
+        details: Option<String>,
+        now: DateTime<Utc>,
+    ) -> Result<(), MedError> {
+        self.open_or_received()?;
+        self.status = MedStatus::Analyzed;
+        self.analysis_result = Some(result);
+        self.analysis_details = details;
+        self.updated_at = now;
+        Ok(())
+    }
+
+    pub fn cancel(&mut self, now: DateTime<Utc>) -> Result<(), MedError> {
+        self.open_or_received()?;
+        self.status = MedStatus::Cancelled;
+        self.reason = MedReason::RefundCancellation;
+        self.updated_at = now;
+        Ok(())
+    }
+
+    /// The natureza of the refund an approval makes.
+    pub fn natureza(&self) -> Natureza {
+        match self.cause.as_deref() {
+            Some(c) if OPERATIONAL_CAUSES.contains(&c) => Natureza::MedOperacional,
+            _ => Natureza::MedFraude,
+        }
+    }
+
+    /// The MED record of interface.md, plus `amount`, `blockedAmount` and
+    /// `refundTransactionId` (beyond the interface).
+    pub fn to_json(&self) -> Value {
+        let original = self.original.as_ref().map(|o| {
+            json!({
+                "amount": money_number(o.amount),
+                "type": o.kind,
+                "transactionType": "PIX",
+                "name": o.name,
+                "document": o.document,
+                "dateTime": iso(o.date_time),
+            })
+        });
+        json!({
+            "id": self.id,
+            "endToEnd": self.end_to_end,
+            "status": self.status.as_str(),
+            "reason": self.reason,
+            "cause": self.cause,
+            "description": self.description,
+            "analysisResult": self.analysis_result,
+            "analysisDetails": self.analysis_details,
+            "requestingBank": { "ispb": self.requesting_bank.ispb, "name": self.requesting_bank.name },
+            "contestedBank": { "ispb": self.contested_bank.ispb, "name": self.contested_bank.name },
+            "originalTransaction": original,
+            "isReconciled": self.is_reconciled(),
+            "originalTransactionId": self.original_transaction_id,
+            "amount": money_number(self.amount),
+            "blockedAmount": money_number(self.blocked),
+            "refundTransactionId": self.refund_transaction_id,
+            "createdAt": iso(self.created_at),
+            "updatedAt": iso(self.updated_at),
+        })
+    }
+}
+
+pub fn cause_known(cause: &str) -> bool {
+    FRAUD_CAUSES.contains(&cause) || OPERATIONAL_CAUSES.contains(&cause)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn med() -> Med {
+        let now = Utc::now();
+        Med {
+            id: 9,
+            account_id: 1,
+            end_to_end: "E".repeat(32),
+            status: MedStatus::Open,
+            reason: MedReason::RefundRequest,
+            cause: Some("OPERATIONAL_FLAW".into()),
+            description: None,
+            analysis_result: None,
+            analysis_details: None,
+            requesting_bank: Bank { ispb: "00000000".into(), name: "B".into() },
+            contested_bank: Bank { ispb: "99999999".into(), name: "pixgw".into() },
+            original: None,
+            original_transaction_id: None,
+            amount: Money::parse("10").unwrap(),
+            blocked: Money::parse("4").unwrap(),
+            refund_transaction_id: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    #[test]
+    fn the_life_cycle_ends_once() {
+        let now = Utc::now();
+        let mut m = med();
+        m.acknowledge(now);
+        assert_eq!(m.status, MedStatus::Received);
+        m.analyze(AnalysisResult::Approved, Some("ok".into()), now).unwrap();
+        assert_eq!((m.status, m.analysis_result), (MedStatus::Analyzed, Some(AnalysisResult::Approved)));
+        assert_eq!(m.cancel(now), Err(MedError::Final("ANALYZED")));
+        assert_eq!(m.analyze(AnalysisResult::Rejected, None, now), Err(MedError::Final("ANALYZED")));
+        let mut m = med();
+        m.cancel(now).unwrap();
+        assert_eq!((m.status, m.reason), (MedStatus::Cancelled, MedReason::RefundCancellation));
+        assert_eq!(m.analyze(AnalysisResult::Approved, None, now), Err(MedError::Final("CANCELLED")));
+    }
+
+    #[test]
+    fn the_cause_decides_the_natureza() {
+        let mut m = med();
+        assert_eq!(m.natureza(), Natureza::MedOperacional);
+        m.cause = Some("SOCIAL_ENGINEERING".into());
+        assert_eq!(m.natureza(), Natureza::MedFraude);
+        m.cause = None;
+        assert_eq!(m.natureza(), Natureza::MedFraude);
+        assert!(cause_known("SCAM") && !cause_known("scam"));
+    }
+
+    #[test]
+    fn the_record_has_every_field_of_the_interface() {
+        let v = med().to_json();
+        for f in [
+            "id",
+            "endToEnd",
+            "status",
+            "reason",
+            "cause",
+            "description",
+            "analysisResult",
+            "analysisDetails",
+            "requestingBank",
+            "contestedBank",
+            "originalTransaction",
+            "isReconciled",
+            "originalTransactionId",
+            "createdAt",
+            "updatedAt",
+        ] {
+            assert!(v.get(f).is_some(), "{f}");
+        }
+        assert_eq!(v["reason"], "REFUND_REQUEST");
+        assert_eq!(v["isReconciled"], false);
+        assert_eq!(serde_json::to_string(&v["blockedAmount"]).unwrap(), "4.00");
+    }
+}

@@ -1,0 +1,250 @@
+//! MED routes: the sandbox's side of a MED (`POST /sandbox/med`, `POST
+//! /sandbox/med/{id}/analyze`, and beyond the interface `POST /sandbox/med/{id}/cancel`) and
+//! the client's list, `GET /api/med`, with its filters, paging and rate limit
+//! (decisions.md §5; docs/decisions.md "MED").
+
+use std::collections::HashMap;
+
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::auth::Caller;
+use super::body::{request_object, Fields};
+use super::error::{ApiError, ExtendedErrorBody, Violation};
+use super::payments::{ask, family_a_error};
+use super::sandbox::sandbox_only;
+use super::transactions::{int_param, known_params};
+use super::AppState;
+use crate::account::{CloseMed, OpenMed};
+use crate::domain::med::{
+    cause_known, AnalysisResult, Med, MedStatus, DEFAULT_CAUSE, FRAUD_CAUSES, MED_TEXT_LEN_MAX,
+    OPERATIONAL_CAUSES,
+};
+
+/// `GET /api/med` calls per account in any [`MED_LIST_WINDOW_SECONDS`].
+pub const MED_LIST_PER_WINDOW_MAX: usize = 120;
+pub const MED_LIST_WINDOW_SECONDS: i64 = 60;
+pub const MED_PAGE_SIZE_MAX: u32 = 100;
+const MED_PAGE_SIZE_DEFAULT: u32 = 20;
+const MED_PARAMS: [&str; 6] = ["status", "isReconciled", "startDate", "endDate", "page", "pageSize"];
+
+#[utoipa::path(
+    post, path = "/sandbox/med", tag = "sandbox",
+    request_body(content = Object, description = "{endToEndId, cause?, amount?, description?}: a MED against a received PIX"),
+    responses(
+        (status = 201, description = "The MED, RECEIVED; the disputed amount (capped at what is available) is blocked", body = Object),
+        (status = 400, body = ExtendedErrorBody),
+        (status = 403, body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn open(
+    caller: Caller,
+    req: HttpRequest,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    sandbox_only(&caller)?;
+    let obj = request_object(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    f.only(&["endToEndId", "cause", "amount", "description"]);
+    let e2e = f.text("endToEndId", true, 32).map(str::to_owned);
+    let cause = f.text("cause", false, 64).unwrap_or(DEFAULT_CAUSE).to_owned();
+    if !cause_known(&cause) {
+        let known: Vec<&str> = FRAUD_CAUSES.iter().chain(OPERATIONAL_CAUSES.iter()).copied().collect();
+        f.fail("cause", format!("must be one of {}", known.join(", ")));
+    }
+    let amount = f.amount("amount", false);
+    let description = f.text("description", false, MED_TEXT_LEN_MAX).map(str::to_owned);
+    let (Some(end_to_end), true) = (e2e, f.violations.is_empty()) else {
+        return Err(ApiError::Validation(f.violations));
+    };
+    let med = ask(&state, &caller, OpenMed { end_to_end, cause, amount, description })
+        .await?
+        .map_err(|e| family_a_error(e, "", false))?;
+    Ok(HttpResponse::Created().json(med.to_json()))
+}
+
+fn med_id(path: &str) -> Result<u64, ApiError> {
+    path.parse().map_err(|_| ApiError::NotFound("no MED of this account has this id".into()))
+}
+
+#[utoipa::path(
+    post, path = "/sandbox/med/{id}/analyze", tag = "sandbox",
+    params(("id" = u64, Path, description = "the MED's id")),
+    request_body(content = Object, description = "{result: APPROVED or REJECTED, details?}"),
+    responses(
+        (status = 200, description = "ANALYZED: approved debits the blocked amount as a Refund in, rejected releases it", body = Object),
+        (status = 400, body = ExtendedErrorBody),
+        (status = 404, body = ExtendedErrorBody),
+        (status = 409, description = "Already analyzed or cancelled", body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn analyze(
+    caller: Caller,
+    req: HttpRequest,
+    path: web::Path<String>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    sandbox_only(&caller)?;
+    let obj = request_object(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    f.only(&["result", "details"]);
+    let result = f.string("result", true).and_then(|r| {
+        let parsed = AnalysisResult::parse(r);
+        if parsed.is_none() {
+            f.fail("result", "must be APPROVED or REJECTED");
+        }
+        parsed
+    });
+    let details = f.text("details", false, MED_TEXT_LEN_MAX).map(str::to_owned);
+    let (Some(result), true) = (result, f.violations.is_empty()) else {
+        return Err(ApiError::Validation(f.violations));
+    };
+    close(&caller, &state, med_id(&path)?, Some(result), details).await
+}
+
+#[utoipa::path(
+    post, path = "/sandbox/med/{id}/cancel", tag = "sandbox",
+    params(("id" = u64, Path, description = "the MED's id")),
+    responses(
+        (status = 200, description = "CANCELLED (REFUND_CANCELLATION); the blocked amount is released", body = Object),
+        (status = 404, body = ExtendedErrorBody),
+        (status = 409, description = "Already analyzed or cancelled", body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn cancel(
+    caller: Caller,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    sandbox_only(&caller)?;
+    close(&caller, &state, med_id(&path)?, None, None).await
+}
+
+async fn close(
+    caller: &Caller,
+    state: &AppState,
+    id: u64,
+    result: Option<AnalysisResult>,
+    details: Option<String>,
+) -> Result<HttpResponse, ApiError> {
+    let med = ask(state, caller, CloseMed { id, result, details })
+        .await?
+        .map_err(|e| family_a_error(e, "", false))?;
+    Ok(HttpResponse::Ok().json(med.to_json()))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MedMetadata {
+    total: usize,
+    page: u32,
+    page_size: u32,
+    total_pages: usize,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct MedPage {
+    #[schema(value_type = Vec<Object>)]
+    data: Vec<Value>,
+    metadata: MedMetadata,
+}
+
+#[utoipa::path(
+    get, path = "/api/med", tag = "account",
+    params(
+        ("status" = Option<String>, Query, description = "OPEN, RECEIVED, CANCELLED or ANALYZED"),
+        ("isReconciled" = Option<bool>, Query, description = "true or false"),
+        ("startDate" = Option<String>, Query, description = "RFC 3339 date-time: created at or after"),
+        ("endDate" = Option<String>, Query, description = "RFC 3339 date-time: created at or before"),
+        ("page" = Option<u32>, Query, description = "from 1, default 1"),
+        ("pageSize" = Option<u32>, Query, description = "1 to 100, default 20"),
+    ),
+    responses(
+        (status = 200, description = "Newest first", body = MedPage),
+        (status = 400, body = ExtendedErrorBody),
+        (status = 401, body = ExtendedErrorBody),
+        (status = 429, description = "More than 120 calls in a minute; see Retry-After", body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list(
+    caller: Caller,
+    query: web::Query<HashMap<String, String>>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let limited = state
+        .med_list_rate
+        .lock()
+        .map_err(|_| ApiError::Internal("MED list rate lock poisoned".into()))?
+        .hit(caller.account_id.get(), state.clock.now());
+    if let Err(wait) = limited {
+        let seconds = u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(1).max(1);
+        return Err(ApiError::RateLimited { retry_after_seconds: seconds });
+    }
+    let q = query.into_inner();
+    let mut v = Vec::new();
+    known_params(&q, &MED_PARAMS, &mut v);
+    let page = int_param(&q, "page", 1..=u32::MAX, 1, &mut v);
+    let size = int_param(&q, "pageSize", 1..=MED_PAGE_SIZE_MAX, MED_PAGE_SIZE_DEFAULT, &mut v);
+    let status = q.get("status").and_then(|s| {
+        let parsed = MedStatus::parse(s);
+        if parsed.is_none() {
+            v.push(Violation::new("status", "must be OPEN, RECEIVED, CANCELLED or ANALYZED"));
+        }
+        parsed
+    });
+    let reconciled = q.get("isReconciled").and_then(|r| match r.as_str() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => {
+            v.push(Violation::new("isReconciled", "must be true or false"));
+            None
+        }
+    });
+    let mut instant = |name: &str| {
+        q.get(name).and_then(|d| match DateTime::parse_from_rfc3339(d) {
+            Ok(t) => Some(t.with_timezone(&Utc)),
+            Err(_) => {
+                v.push(Violation::new(name, "must be an RFC 3339 date-time"));
+                None
+            }
+        })
+    };
+    let (from, to) = (instant("startDate"), instant("endDate"));
+    if let (Some(a), Some(b)) = (from, to) {
+        if a > b {
+            v.push(Violation::new("startDate", "must not be after endDate"));
+        }
+    }
+    if !v.is_empty() {
+        return Err(ApiError::Validation(v));
+    }
+    let mut meds: Vec<Med> = state
+        .repo
+        .meds_of(caller.account_id)?
+        .into_iter()
+        .filter(|m| {
+            status.is_none_or(|s| s == m.status)
+                && reconciled.is_none_or(|r| r == m.is_reconciled())
+                && from.is_none_or(|f| m.created_at >= f)
+                && to.is_none_or(|t| m.created_at <= t)
+        })
+        .collect();
+    meds.reverse();
+    let total = meds.len();
+    let skip = (page as usize - 1).saturating_mul(size as usize);
+    let data = meds.iter().skip(skip).take(size as usize).map(Med::to_json).collect();
+    Ok(HttpResponse::Ok().json(MedPage {
+        data,
+        metadata: MedMetadata { total, page, page_size: size, total_pages: total.div_ceil(size as usize) },
+    }))
+}
