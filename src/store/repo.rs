@@ -895,4 +895,44 @@ mod tests {
         let got = repo.account(AccountId::new(7).unwrap_or_else(|| unreachable!()));
         assert!(matches!(got, Err(RepoError::Corrupt { .. })));
     }
+
+    #[actix_rt::test]
+    async fn a_database_from_before_the_list_index_is_indexed_once_at_start() {
+        use crate::domain::transaction::TxKind;
+        let store: SharedStore = Arc::new(MemoryStore::new());
+        let repo = Repo::new(store.clone());
+        let account = AccountId::new(3).unwrap();
+        let now = Utc::now();
+        // Written the old way: records and their indexes, but no list index.
+        let mut b = Batch::default();
+        for i in 0..5u64 {
+            let mut tx = Transaction::new(
+                i,
+                uuid::Uuid::new_v4(),
+                account,
+                TxKind::PixIn,
+                Money::parse("1").unwrap(),
+                now,
+            );
+            tx.status = TxStatus::Confirmed;
+            b.put(tx_key(i), to_json(&tx).unwrap());
+        }
+        store.apply(&b).unwrap();
+        let commit = GroupCommit::start_counting(store.clone(), Some(Repo::transaction_index())).unwrap();
+        let range = (local_day(now), local_day(now));
+        assert_eq!(repo.transactions_page(account, range, (None, None), 0, 10).unwrap().1, 0);
+        assert_eq!(repo.backfill_transaction_index(&commit).unwrap(), 5);
+        commit.commit(Batch::default()).await.unwrap();
+        let (page, total) =
+            repo.transactions_page(account, range, (Some(TxStatus::Confirmed), None), 0, 10).unwrap();
+        assert_eq!((page.len(), total), (5, 5));
+        assert_eq!(page.iter().map(|t| t.local_id).collect::<Vec<_>>(), vec![4, 3, 2, 1, 0], "newest first");
+        assert_eq!(repo.backfill_transaction_index(&commit).unwrap(), 0, "only once");
+        commit.commit(Batch::default()).await.unwrap();
+        assert_eq!(
+            repo.transactions_page(account, range, (None, None), 0, 10).unwrap().1,
+            5,
+            "counts unchanged"
+        );
+    }
 }

@@ -307,3 +307,18 @@ async fn med_events_are_delivered_in_order() {
         vec![("MedCreated".into(), "OPEN".into()), ("MedRejected".into(), "ANALYZED".into())]
     );
 }
+
+#[actix_rt::test]
+async fn an_open_med_survives_a_restart_with_its_hold() {
+    let opts = Options { test_clock: true, env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())] };
+    let mut app = spawn_with(opts.clone()).await;
+    let token = app.demo_token().await;
+    let (_, e2e) = receive(&app, &token, "60").await;
+    let (_, m) = open(&app, &token, json!({"endToEndId": e2e, "amount": 25})).await;
+    app.restart(&opts);
+    let token = app.demo_token().await;
+    assert_eq!(balance(&app, &token).await, b3("60.00", "25.00", "35.00"), "the hold is still there");
+    let (s, done) = close(&app, &token, &m["id"], "analyze", json!({"result": "APPROVED"})).await;
+    assert_eq!(s, 200, "{done}");
+    assert_eq!(balance(&app, &token).await, b3("35.00", "0.00", "35.00"));
+}
