@@ -223,6 +223,42 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// A positive integer query parameter within `range`.
+pub fn int_param(
+    q: &std::collections::HashMap<String, String>,
+    name: &str,
+    range: std::ops::RangeInclusive<u32>,
+    default: u32,
+    violations: &mut Vec<Violation>,
+) -> u32 {
+    match q.get(name).map(|v| v.parse::<u32>()) {
+        None => default,
+        Some(Ok(n)) if range.contains(&n) => n,
+        Some(_) => {
+            let max = if *range.end() == u32::MAX { String::new() } else { format!(" to {}", range.end()) };
+            violations.push(Violation::new(name, format!("must be an integer from {}{max}", range.start())));
+            default
+        }
+    }
+}
+
+/// Refuses query parameters the route does not know (a misspelt filter would otherwise
+/// silently list everything).
+pub fn known_params(
+    q: &std::collections::HashMap<String, String>,
+    known: &[&str],
+    violations: &mut Vec<Violation>,
+) {
+    let mut unknown: Vec<&String> = q.keys().filter(|k| !known.contains(&k.as_str())).collect();
+    unknown.sort();
+    for k in unknown {
+        violations.push(Violation::new(
+            k.as_str(),
+            format!("is not a parameter of this route; known: {}", known.join(", ")),
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,11 +13,10 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::auth::Caller;
-use super::body::{request_object, Fields};
+use super::body::{int_param, known_params, request_object, Fields};
 use super::error::{ApiError, ExtendedErrorBody, Violation};
 use super::payments::{ask, family_a_error};
 use super::sandbox::sandbox_only;
-use super::transactions::{int_param, known_params};
 use super::AppState;
 use crate::account::{CloseMed, OpenMed};
 use crate::domain::med::{
