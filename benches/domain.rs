@@ -1,5 +1,7 @@
 //! Criterion benches of the hot domain paths: token verification (every authenticated
-//! request), amount parsing and document validation (every payment body).
+//! request), amount parsing and document validation (every payment body), the whole
+//! cash-out body check, the ledger's decide-and-apply of a debit (every cash-out in the
+//! account actor), and BR Code parsing and generation (QR cash-outs, charges).
 //!
 //! Run: `cargo bench --bench domain`. Figures go to docs/benchmarks.md.
 
@@ -33,5 +35,59 @@ fn parsing(c: &mut Criterion) {
     c.bench_function("tax_id_parse_cnpj", |b| b.iter(|| TaxId::parse(black_box("11222333000181"))));
 }
 
-criterion_group!(benches, tokens, parsing);
+fn cash_out(c: &mut Criterion) {
+    let body = r#"{"value": 10.50, "externalId": "bench-1", "description": "rent", "details": {"key": "ana@example.com", "keyType": "EMAIL", "name": "Ana", "document": "52998224725"}}"#;
+    c.bench_function("cash_out_body_check", |b| {
+        b.iter(|| {
+            let obj: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(black_box(body)).unwrap_or_default();
+            pixgw::http::pix::read_cash_out(&obj).is_ok()
+        })
+    });
+    let (Ok(opening), Ok(value)) = (Money::parse("1000000"), Money::parse("0.01")) else { return };
+    let limits = pixgw::domain::account::Limits::default();
+    let now = Utc::now();
+    c.bench_function("ledger_debit_decide_apply", |b| {
+        b.iter_batched(
+            || pixgw::domain::ledger::Ledger::opening(opening),
+            |mut ledger| {
+                let req = pixgw::domain::ledger::DebitRequest {
+                    local_id: 1,
+                    external_id: Some("bench".into()),
+                    idempotency: None,
+                    value,
+                    fee: Money::ZERO,
+                    hold: true,
+                    limited: true,
+                    now,
+                };
+                if let Ok(pixgw::domain::ledger::DebitDecision::Accept(e)) =
+                    ledger.decide_debit(&req, &limits)
+                {
+                    let _ = ledger.apply_debit(e);
+                }
+                ledger
+            },
+            criterion::BatchSize::SmallInput,
+        )
+    });
+}
+
+fn brcode(c: &mut Criterion) {
+    use pixgw::domain::brcode::{generate, parse, BrCodeSpec};
+    let spec = BrCodeSpec {
+        single_use: false,
+        key: "123e4567-e12b-12d1-a456-426655440000".into(),
+        info: Some("order 7".into()),
+        amount: Money::parse("25.00").ok(),
+        merchant_name: "Acme Comercio".into(),
+        merchant_city: "Sao Paulo".into(),
+        txid: Some("abc123def456".into()),
+    };
+    let code = generate(&spec);
+    c.bench_function("brcode_generate", |b| b.iter(|| generate(black_box(&spec))));
+    c.bench_function("brcode_parse", |b| b.iter(|| parse(black_box(&code))));
+}
+
+criterion_group!(benches, tokens, parsing, cash_out, brcode);
 criterion_main!(benches);

@@ -36,6 +36,57 @@ pub enum Command {
     /// Developer tools for webhooks.
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
+    /// Load a running server with a scenario, then check its balance and counts.
+    Load(LoadArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// The server.
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    pub url: String,
+    /// The server's data dir, for the Demo credentials (when no --client-id is given).
+    #[arg(long, env = "PIXGW_DATA_DIR", default_value = DEFAULT_DATA_DIR)]
+    pub data_dir: PathBuf,
+    #[arg(long)]
+    pub client_id: Option<String>,
+    #[arg(long, hide_env_values = true)]
+    pub client_secret: Option<String>,
+    /// The client certificate (PEM) registered for the account.
+    #[arg(long)]
+    pub cert: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "cash-out")]
+    pub scenario: crate::load::Scenario,
+    /// Connections of the closed loop (and of the client pool of the open loop).
+    #[arg(long, default_value_t = 64)]
+    pub connections: usize,
+    /// Open loop: requests per second, each timed from when it was due.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// How long to run (20s, 2m, 500ms).
+    #[arg(long, default_value = "20s", value_parser = crate::load::parse_duration)]
+    pub duration: std::time::Duration,
+    /// Stop after this many requests (whichever of this and --duration comes first).
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// Requests before the measurement starts (they still count in the consistency check).
+    #[arg(long, default_value = "2s", value_parser = crate::load::parse_duration)]
+    pub warmup: std::time::Duration,
+    /// Sandbox funding before the run (0: none).
+    #[arg(long, default_value = "1000000.00")]
+    pub fund: String,
+    /// Value of each cash-out.
+    #[arg(long, default_value = "0.01")]
+    pub value: String,
+    /// Weights of the mixed scenario.
+    #[arg(long, default_value = "cash-out=25,cash-in=25,balance=25,list=25", value_parser = crate::load::parse_mix)]
+    pub mix: [u32; 4],
+    /// Requests of the duplicate storm that share one externalId.
+    #[arg(long, default_value_t = 8)]
+    pub storm_group: u64,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

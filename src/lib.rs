@@ -30,6 +30,7 @@ pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod load;
 pub mod sim;
 pub mod startup;
 pub mod store;

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use pixgw::config::{Cli, Command, ListenArgs, ServeArgs, Settings, WebhooksCommand};
+use pixgw::config::{Cli, Command, ListenArgs, LoadArgs, ServeArgs, Settings, WebhooksCommand};
 use pixgw::startup::Application;
 use pixgw::telemetry;
 
@@ -13,7 +13,51 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Serve(args) => serve(&args),
         Command::Webhooks(WebhooksCommand::Listen(args)) => listen(args),
+        Command::Load(args) => load(args),
     }
+}
+
+fn load(args: LoadArgs) -> ExitCode {
+    let money = |name: &str, text: &str| {
+        pixgw::domain::money::Money::parse(text).map_err(|e| format!("--{name} {text:?}: {e:?}"))
+    };
+    let settings = match (money("fund", &args.fund), money("value", &args.value)) {
+        (Ok(fund), Ok(value)) => pixgw::load::LoadSettings {
+            url: args.url,
+            data_dir: args.data_dir,
+            client_id: args.client_id,
+            client_secret: args.client_secret,
+            cert: args.cert,
+            scenario: args.scenario,
+            connections: args.connections,
+            rate: args.rate,
+            duration: args.duration,
+            requests: args.requests,
+            warmup: args.warmup,
+            fund,
+            value,
+            mix: args.mix,
+            storm_group: args.storm_group,
+            json: args.json,
+        },
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("pixgw: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    actix_web::rt::System::new().block_on(async move {
+        match pixgw::load::run(settings).await {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => {
+                eprintln!("pixgw load: the consistency check failed");
+                ExitCode::from(1)
+            }
+            Err(e) => {
+                eprintln!("pixgw load: {e:#}");
+                ExitCode::from(2)
+            }
+        }
+    })
 }
 
 fn listen(args: ListenArgs) -> ExitCode {

@@ -27,6 +27,10 @@ use crate::store::{AccountRecord, Batch, GroupCommit, Repo};
 const MAILBOX_CAPACITY: usize = 4096;
 /// How often an actor looks for expired transfers on its own.
 const TICK_EVERY: Duration = Duration::from_secs(1);
+/// An actor with nothing in flight stops after this long without a request (server
+/// clock), so a node that served many accounts does not keep them all in memory; the
+/// registry starts it again from storage on its next request.
+pub const ACCOUNT_IDLE_STOP_SECONDS: i64 = 300;
 
 /// What every account actor shares.
 pub struct Deps {
@@ -62,6 +66,10 @@ pub struct AccountActor {
     unapplied_order: VecDeque<(u64, u64)>,
     /// MEDs this actor opened and has not closed: their latest state, ahead of storage.
     pub(super) meds: HashMap<u64, crate::domain::med::Med>,
+    /// The last request (server clock), for the idle stop.
+    last_active: DateTime<Utc>,
+    /// Replies waiting for durability.
+    replies_pending: usize,
 }
 
 type PayResult = Result<(Transaction, bool), PayError>;
@@ -70,6 +78,7 @@ impl AccountActor {
     /// Loads the account's ledger and pending debits from storage.
     pub fn load(account: AccountRecord, deps: Arc<Deps>) -> AccountActor {
         let ledger = deps.repo.load_ledger(&account).map_err(|e| e.to_string());
+        let started = deps.clock.now();
         let mut actor = AccountActor {
             account,
             deps,
@@ -83,6 +92,8 @@ impl AccountActor {
             unapplied: HashMap::new(),
             unapplied_order: VecDeque::new(),
             meds: HashMap::new(),
+            last_active: started,
+            replies_pending: 0,
         };
         if let Err(e) = actor.load_pending() {
             actor.ledger = Err(e);
@@ -359,8 +370,31 @@ impl AccountActor {
         }
     }
 
+    /// Whether the actor can stop without losing anything: nothing pending, open, scheduled
+    /// or in flight, every write durable, and no request for a while.
+    fn idle(&mut self, now: DateTime<Utc>) -> bool {
+        self.prune_unapplied();
+        now - self.last_active >= chrono::Duration::seconds(ACCOUNT_IDLE_STOP_SECONDS)
+            && self.pending.is_empty()
+            && self.open_charges.is_empty()
+            && self.deadlines.is_empty()
+            && self.scheduled.is_empty()
+            && self.ready.is_empty()
+            && self.meds.is_empty()
+            && self.unapplied.is_empty()
+            && self.replies_pending == 0
+            && self.last_ticket <= self.deps.commit.durable_now()
+    }
+
     fn expire_due(&mut self, ctx: &mut Context<Self>) {
         let now = self.deps.clock.now();
+        if self.idle(now) {
+            // Messages still queued are not handled after this; their senders see the
+            // mailbox closed and ask the registry again, which starts a fresh actor.
+            tracing::debug!(account = %self.account.id, "idle account actor stops");
+            ctx.stop();
+            return;
+        }
         // Scheduled splits whose time has come go to the bank (their writes are long durable).
         let due: Vec<(DateTime<Utc>, u64)> =
             self.scheduled.iter().take_while(|(at, _)| *at <= now).copied().collect();
@@ -430,14 +464,17 @@ impl AccountActor {
 
     /// A reply that waits until this actor's writes so far are durable.
     pub(super) fn after_flush<T: 'static>(
-        &self,
+        &mut self,
         reply: Result<T, PayError>,
         then: impl FnOnce(&mut Self, &mut Context<Self>, &T) + 'static,
     ) -> ResponseActFuture<Self, Result<T, PayError>> {
         let commit = Arc::clone(&self.deps.commit);
         let ticket = self.last_ticket;
         let wait = async move { commit.durable(ticket).await };
+        self.replies_pending += 1;
+        self.last_active = self.deps.clock.now();
         Box::pin(wait.into_actor(self).map(move |durable, act, ctx| {
+            act.replies_pending -= 1;
             if let Err(e) = durable {
                 // This actor's memory may hold effects that never reached the disk.
                 tracing::error!(account = %act.account.id, error = %e, "write not durable; actor stops");
@@ -522,7 +559,11 @@ impl Handler<Tick> for AccountActor {
     /// Answers once what expired is on disk, so the clock route's caller reads it back.
     fn handle(&mut self, _: Tick, ctx: &mut Context<Self>) -> Self::Result {
         self.expire_due(ctx);
-        self.after_flush(Ok(()), |_, _, _| {})
+        // Time moving is not a request: it must not keep an idle actor alive.
+        let last = self.last_active;
+        let reply = self.after_flush(Ok(()), |_, _, _| {});
+        self.last_active = last;
+        reply
     }
 }
 

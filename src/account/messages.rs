@@ -69,12 +69,12 @@ pub enum PayError {
     Internal(String),
 }
 
-#[derive(Message)]
+#[derive(Message, Clone)]
 #[rtype(result = "Result<PayOutcome, PayError>")]
 pub struct Pay(pub PayRequest);
 
 /// A received PIX that funds the account (sandbox).
-#[derive(Message)]
+#[derive(Message, Clone)]
 #[rtype(result = "Result<Transaction, PayError>")]
 pub struct PixIn {
     pub value: Money,
@@ -83,7 +83,7 @@ pub struct PixIn {
 }
 
 /// The balance, once everything the actor applied so far is durable.
-#[derive(Message)]
+#[derive(Message, Clone)]
 #[rtype(result = "Result<Balance, PayError>")]
 pub struct GetBalance;
 
@@ -116,12 +116,12 @@ pub struct ChargeRequest {
     pub splits: Vec<crate::domain::splits::Split>,
 }
 
-#[derive(Message)]
+#[derive(Message, Clone)]
 #[rtype(result = "Result<Transaction, PayError>")]
 pub struct CreateCharge(pub ChargeRequest);
 
 /// A payer pays an open charge (sandbox).
-#[derive(Message)]
+#[derive(Message, Clone)]
 #[rtype(result = "Result<Transaction, PayError>")]
 pub struct PayCharge {
     pub local_id: u64,
@@ -141,12 +141,12 @@ pub struct RefundRequest {
 }
 
 /// Answers the refund and whether it is a replay of an earlier one with the same id.
-#[derive(Message)]
+#[derive(Message, Clone)]
 #[rtype(result = "Result<(Transaction, bool), PayError>")]
 pub struct Refund(pub RefundRequest);
 
 /// The counterparty of one of our payments returns `value` of it (sandbox).
-#[derive(Message)]
+#[derive(Message, Clone)]
 #[rtype(result = "Result<Transaction, PayError>")]
 pub struct ReturnPayment {
     pub original_local_id: u64,
@@ -154,14 +154,14 @@ pub struct ReturnPayment {
 }
 
 /// The receiver cancels an open charge (`PATCH /cob/{txid}`).
-#[derive(Message)]
+#[derive(Message, Clone)]
 #[rtype(result = "Result<Transaction, PayError>")]
 pub struct CancelCharge {
     pub local_id: u64,
 }
 
 /// Opens a MED against a received PIX (sandbox: the requesting bank's side).
-#[derive(Message)]
+#[derive(Message, Clone)]
 #[rtype(result = "Result<crate::domain::med::Med, PayError>")]
 pub struct OpenMed {
     pub end_to_end: String,
@@ -171,7 +171,7 @@ pub struct OpenMed {
 }
 
 /// Ends a MED: its analysis, or its withdrawal by the requesting bank (`result: None`).
-#[derive(Message)]
+#[derive(Message, Clone)]
 #[rtype(result = "Result<crate::domain::med::Med, PayError>")]
 pub struct CloseMed {
     pub id: u64,

@@ -14,7 +14,7 @@ mod messages;
 mod refunds;
 mod registry;
 
-pub use actor::{AccountActor, Deps};
+pub use actor::{AccountActor, Deps, ACCOUNT_IDLE_STOP_SECONDS};
 pub use messages::{
     CancelCharge, ChargeRequest, CloseMed, CreateCharge, DictRequest, GetBalance, OpenMed, Pay, PayCharge,
     PayError, PayOutcome, PayRequest, PixIn, Refund, RefundRequest, ReturnPayment, SettingsChanged, Tick,

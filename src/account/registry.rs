@@ -23,6 +23,9 @@ pub enum RegistryError {
     Repo(#[from] RepoError),
 }
 
+/// Inserts between two sweeps of stopped actors' addresses.
+const PRUNE_EVERY_INSERTS: usize = 1024;
+
 pub struct Registry {
     deps: Arc<Deps>,
     arbiters: Vec<ArbiterHandle>,
@@ -57,7 +60,18 @@ impl Registry {
         let deps = Arc::clone(&self.deps);
         let addr = AccountActor::start_in_arbiter(arbiter, move |_| AccountActor::load(account, deps));
         map.insert(id, addr.clone());
+        // Stopped (idle) actors leave their address behind: sweep now and then, so the map
+        // holds about as many entries as there are live actors.
+        if map.len() % PRUNE_EVERY_INSERTS == 0 {
+            map.retain(|_, a| a.connected());
+        }
         Ok(addr)
+    }
+
+    /// Live account actors (a gauge for /metrics).
+    pub fn live_count(&self) -> usize {
+        let map = self.actors.read().unwrap_or_else(|p| p.into_inner());
+        map.values().filter(|a| a.connected()).count()
     }
 
     fn live(&self) -> Vec<Addr<AccountActor>> {

@@ -37,7 +37,8 @@ pub async fn healthz(state: web::Data<AppState>) -> Result<HttpResponse, ApiErro
     get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain"))
 )]
-pub async fn metrics() -> HttpResponse {
+pub async fn metrics(state: actix_web::web::Data<super::AppState>) -> HttpResponse {
+    metrics::gauge!("pixgw_account_actors").set(state.registry.live_count() as f64);
     HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(metrics_handle().render())
 }
 

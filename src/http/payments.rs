@@ -58,15 +58,28 @@ pub async fn pay(
 
 /// Sends a message to the caller's account actor and answers its reply; an actor that
 /// cannot be reached is a 503.
-pub async fn ask<M>(state: &AppState, caller: &Caller, msg: M) -> Result<M::Result, ApiError>
+pub async fn ask<M, T>(state: &AppState, caller: &Caller, msg: M) -> Result<Result<T, PayError>, ApiError>
 where
-    M: actix::Message + Send + 'static,
-    M::Result: Send,
+    M: actix::Message<Result = Result<T, PayError>> + Clone + Send + 'static,
+    T: Send + 'static,
     AccountActor: actix::Handler<M>,
 {
+    // An idle actor may stop between the registry's answer and this message: a closed
+    // mailbox means the message was never handled, so it goes to a fresh actor.
+    for _ in 0..ASK_ATTEMPTS_MAX - 1 {
+        let addr = state.registry.get(caller.account_id).map_err(registry_error)?;
+        match addr.send(msg.clone()).await {
+            Ok(r) => return Ok(r),
+            Err(actix::MailboxError::Closed) => tokio::task::yield_now().await,
+            Err(e) => return Err(ApiError::Unavailable(e.to_string())),
+        }
+    }
     let addr = state.registry.get(caller.account_id).map_err(registry_error)?;
     addr.send(msg).await.map_err(|e| ApiError::Unavailable(e.to_string()))
 }
+
+/// Sends to an account actor at most this many times (see [`ask`]).
+const ASK_ATTEMPTS_MAX: usize = 5;
 
 /// The caller's balance, once everything its actor applied is durable.
 pub async fn balance(state: &AppState, caller: &Caller) -> Result<Balance, ApiError> {

@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::json;
 
-use crate::helpers::{bin, read_credentials, spawn_app, Options};
+use crate::helpers::{bin, read_credentials, spawn_app, Options, TestApp};
 
 #[actix_rt::test]
 async fn a_restart_keeps_accounts_certificates_credentials_and_the_signing_key() {
@@ -77,4 +77,38 @@ async fn a_bad_config_file_stops_the_start_with_a_message() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("pixgw.toml"));
+}
+
+/// The live account actors, as /metrics reports them.
+async fn live_actors(app: &TestApp) -> u64 {
+    let mut res = app.client.get(app.url("/metrics")).send().await.unwrap();
+    let text = String::from_utf8(res.body().limit(1 << 22).await.unwrap().to_vec()).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("pixgw_account_actors "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(|v| v as u64)
+        .unwrap_or_else(|| panic!("no pixgw_account_actors in {text}"))
+}
+
+#[actix_rt::test]
+async fn an_idle_account_actor_stops_and_comes_back_from_storage() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    app.fund(&token, "10").await;
+    assert_eq!(live_actors(&app).await, 1);
+    // Not idle long enough yet.
+    app.advance(pixgw::account::ACCOUNT_IDLE_STOP_SECONDS - 10).await;
+    assert_eq!(live_actors(&app).await, 1);
+    app.advance(20).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while live_actors(&app).await > 0 {
+        assert!(std::time::Instant::now() < deadline, "the idle actor did not stop");
+        actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    // The next request starts it again, from what storage holds.
+    let token = app.demo_token().await;
+    assert_eq!(app.balance(&token).await, ("10.00".into(), "0.00".into(), "10.00".into()));
+    app.fund(&token, "5").await;
+    assert_eq!(app.balance(&token).await.2, "15.00");
+    assert_eq!(live_actors(&app).await, 1);
 }

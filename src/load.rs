@@ -1,0 +1,624 @@
+//! `pixgw load`: a load generator for a running gateway, with a consistency check.
+//!
+//! It gets a token (the Demo account of a data dir by default), funds the account through
+//! the sandbox, runs a scenario in a closed loop (N connections, each sending its next
+//! request when the last answered) or an open loop (a fixed arrival rate; each latency is
+//! measured from the request's *intended* send time, so a slow server cannot hide its
+//! queueing: no coordinated omission), prints a progress line every second and a summary
+//! (HDR histogram percentiles, errors by status and code; `--json` for scripts).
+//!
+//! At the end it waits for the account's payments to settle and checks, against the
+//! server's own figures, that:
+//! - the server counts exactly as many new Pix out transactions as it accepted (201);
+//! - the available balance equals the balance before, plus the funding, minus value and
+//!   fee of every accepted cash-out, plus those that ended in ERROR (their money returns);
+//! - no externalId was accepted twice.
+//!
+//! A violation makes the exit status non-zero.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use chrono::Utc;
+use hdrhistogram::Histogram;
+use serde_json::{json, Value};
+
+use crate::domain::account::AccountSettings;
+use crate::domain::listing::local_day;
+use crate::domain::money::Money;
+use crate::domain::pix_key::DirectoryKeyType;
+
+/// The scenarios of `--scenario`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    /// Cash-outs, each with a new externalId.
+    CashOut,
+    /// Cash-outs, cash-ins, balances and transaction lists in the `--mix` proportions.
+    Mixed,
+    /// Cash-outs where groups of `--storm-group` concurrent requests share an externalId:
+    /// exactly one of each group may be accepted.
+    DuplicateStorm,
+    /// `GET /healthz`: the server's baseline.
+    Healthz,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    CashOut,
+    CashIn,
+    Balance,
+    List,
+    Healthz,
+}
+
+/// Settings of one run (from the command line).
+#[derive(Debug, Clone)]
+pub struct LoadSettings {
+    pub url: String,
+    pub data_dir: PathBuf,
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub cert: Option<PathBuf>,
+    pub scenario: Scenario,
+    pub connections: usize,
+    pub rate: Option<f64>,
+    pub duration: Duration,
+    pub requests: Option<u64>,
+    pub warmup: Duration,
+    pub fund: Money,
+    pub value: Money,
+    /// Weights of cash-out, cash-in, balance, list in the mixed scenario.
+    pub mix: [u32; 4],
+    pub storm_group: u64,
+    pub json: bool,
+}
+
+/// Parses `20s`, `500ms`, `2m`, `1h` or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (num, unit) = t.find(|c: char| !c.is_ascii_digit() && c != '.').map_or((t, "s"), |i| t.split_at(i));
+    let n: f64 = num.parse().map_err(|_| format!("{text:?} is not a duration like 20s, 500ms or 2m"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("{text:?}: the unit must be ms, s, m or h")),
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("{text:?} is not a duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses `cash-out=25,cash-in=25,balance=25,list=25`.
+pub fn parse_mix(text: &str) -> Result<[u32; 4], String> {
+    let mut mix = [0u32; 4];
+    for part in text.split(',').filter(|p| !p.is_empty()) {
+        let (name, weight) = part.split_once('=').ok_or_else(|| format!("{part:?} is not name=weight"))?;
+        let w: u32 = weight.parse().map_err(|_| format!("{weight:?} is not a whole number"))?;
+        let slot = match name {
+            "cash-out" => 0,
+            "cash-in" => 1,
+            "balance" => 2,
+            "list" => 3,
+            _ => return Err(format!("{name:?}: the mix names cash-out, cash-in, balance and list")),
+        };
+        mix[slot] = w;
+    }
+    if mix.iter().sum::<u32>() == 0 {
+        return Err("the mix must give some operation a weight".into());
+    }
+    Ok(mix)
+}
+
+/// The operation of the `n`-th request: the mix is spread evenly, not drawn at random, so
+/// two runs send the same sequence.
+fn op_for(scenario: Scenario, mix: &[u32; 4], n: u64) -> Op {
+    match scenario {
+        Scenario::CashOut | Scenario::DuplicateStorm => Op::CashOut,
+        Scenario::Healthz => Op::Healthz,
+        Scenario::Mixed => {
+            let total: u64 = mix.iter().map(|w| u64::from(*w)).sum();
+            let mut slot = n % total.max(1);
+            for (i, w) in mix.iter().enumerate() {
+                if slot < u64::from(*w) {
+                    return [Op::CashOut, Op::CashIn, Op::Balance, Op::List][i];
+                }
+                slot -= u64::from(*w);
+            }
+            Op::Balance
+        }
+    }
+}
+
+#[derive(Default)]
+struct Stats {
+    latency: Option<Histogram<u64>>,
+    done: u64,
+    by_status: BTreeMap<u16, u64>,
+    errors: BTreeMap<(u16, String), u64>,
+    accepted: HashSet<String>,
+    /// externalIds accepted more than once: a broken promise of the server.
+    accepted_twice: Vec<String>,
+    recording: bool,
+}
+
+struct Ctx {
+    client: awc::Client,
+    base: String,
+    token: String,
+    settings: LoadSettings,
+    run_id: String,
+    payee: (String, String),
+    stats: RefCell<Stats>,
+}
+
+impl Ctx {
+    async fn one(&self, n: u64, intended: Instant) {
+        let op = op_for(self.settings.scenario, &self.settings.mix, n);
+        let (status, body, external) = self.send(op, n).await;
+        let elapsed = intended.elapsed();
+        let mut s = self.stats.borrow_mut();
+        if let Some(ext) = external.filter(|_| status == 201) {
+            if !s.accepted.insert(ext.clone()) {
+                s.accepted_twice.push(ext);
+            }
+        }
+        if !s.recording {
+            return;
+        }
+        s.done += 1;
+        *s.by_status.entry(status).or_default() += 1;
+        if !(200..300).contains(&status) {
+            let code =
+                body.get("code").and_then(Value::as_str).unwrap_or(if status == 0 { "NETWORK" } else { "-" });
+            *s.errors.entry((status, code.to_owned())).or_default() += 1;
+        }
+        let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX).max(1);
+        if let Some(h) = s.latency.as_mut() {
+            let _ = h.record(micros.min(h.high()));
+        }
+    }
+
+    /// Sends one request; answers (status or 0, JSON body, the externalId of a cash-out).
+    async fn send(&self, op: Op, n: u64) -> (u16, Value, Option<String>) {
+        let auth = format!("Bearer {}", self.token);
+        let (req, body, external) = match op {
+            Op::Healthz => (self.client.get(format!("{}/healthz", self.base)), None, None),
+            Op::Balance => (
+                self.client.get(format!("{}/api/balance", self.base)).insert_header(("Authorization", auth)),
+                None,
+                None,
+            ),
+            Op::List => (
+                self.client
+                    .get(format!("{}/api/transactions?size=20", self.base))
+                    .insert_header(("Authorization", auth)),
+                None,
+                None,
+            ),
+            Op::CashIn => {
+                let body = json!({
+                    "transaction": {"value": 1, "description": "load", "externalId": format!("load-in-{}-{n}", self.run_id), "generateQrCode": false},
+                    "payer": {"fullName": "Load Test", "document": "52998224725"},
+                });
+                (
+                    self.client
+                        .post(format!("{}/api/pix/cash-in", self.base))
+                        .insert_header(("Authorization", auth)),
+                    Some(body.to_string()),
+                    None,
+                )
+            }
+            Op::CashOut => {
+                let ext = match self.settings.scenario {
+                    Scenario::DuplicateStorm => {
+                        format!("storm-{}-{}", self.run_id, n / self.settings.storm_group.max(1))
+                    }
+                    _ => format!("load-{}-{n}", self.run_id),
+                };
+                let body = format!(
+                    r#"{{"value": {}, "externalId": "{ext}", "details": {{"key": "{}", "keyType": "EMAIL", "name": "Load Payee", "document": "{}"}}}}"#,
+                    self.settings.value, self.payee.0, self.payee.1
+                );
+                (
+                    self.client
+                        .post(format!("{}/api/pix/cash-out", self.base))
+                        .insert_header(("Authorization", auth)),
+                    Some(body),
+                    Some(ext),
+                )
+            }
+        };
+        let sent = match body {
+            Some(b) => req.content_type("application/json").send_body(b).await,
+            None => req.send().await,
+        };
+        match sent {
+            Ok(mut res) => {
+                let status = res.status().as_u16();
+                let bytes = res.body().limit(1 << 20).await.unwrap_or_default();
+                (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null), external)
+            }
+            Err(_) => (0, Value::Null, external),
+        }
+    }
+}
+
+/// What the server says before and after a run.
+#[derive(Debug, Clone, Copy)]
+struct Snapshot {
+    net: Money,
+    blocked: Money,
+    withdrawals: u64,
+    withdrawal_errors: u64,
+}
+
+async fn get_json(client: &awc::Client, url: &str, token: &str) -> anyhow::Result<Value> {
+    let mut res = client
+        .get(url)
+        .insert_header(("Authorization", format!("Bearer {token}")))
+        .send()
+        .await
+        .map_err(|e| anyhow::anyhow!("GET {url}: {e}"))?;
+    let status = res.status();
+    let bytes = res.body().limit(1 << 20).await.map_err(|e| anyhow::anyhow!("GET {url}: {e}"))?;
+    if !status.is_success() {
+        bail!("GET {url} answered {status}: {}", String::from_utf8_lossy(&bytes));
+    }
+    Ok(serde_json::from_slice(&bytes)?)
+}
+
+fn money_of(v: &Value) -> anyhow::Result<Money> {
+    Money::parse(&v.to_string()).map_err(|e| anyhow::anyhow!("the server sent {v} as an amount: {e:?}"))
+}
+
+async fn snapshot(client: &awc::Client, base: &str, token: &str) -> anyhow::Result<Snapshot> {
+    let b = get_json(client, &format!("{base}/api/balance"), token).await?;
+    // Yesterday and today in Sao Paulo: a run that crosses midnight is still counted whole.
+    let today = local_day(Utc::now());
+    let range = format!("startDate={}&endDate={today}", today - chrono::Duration::days(1));
+    let w = get_json(client, &format!("{base}/api/transactions?type=WITHDRAW&size=1&{range}"), token).await?;
+    let e = get_json(
+        client,
+        &format!("{base}/api/transactions?type=WITHDRAW&status=ERROR&size=1&{range}"),
+        token,
+    )
+    .await?;
+    Ok(Snapshot {
+        net: money_of(&b["netBalance"])?,
+        blocked: money_of(&b["blockedBalance"])?,
+        withdrawals: w["metadata"]["total"].as_u64().unwrap_or(0),
+        withdrawal_errors: e["metadata"]["total"].as_u64().unwrap_or(0),
+    })
+}
+
+fn credentials(s: &LoadSettings) -> anyhow::Result<(String, String, String)> {
+    let demo = s.data_dir.join("demo");
+    let file: Option<Value> =
+        std::fs::read(demo.join("credentials.json")).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    let from_file = |k: &str| file.as_ref().and_then(|f| f[k].as_str()).map(str::to_owned);
+    let client_id = s.client_id.clone().or_else(|| from_file("clientId"));
+    let secret = s.client_secret.clone().or_else(|| from_file("clientSecret"));
+    let cert_path = s.cert.clone().unwrap_or_else(|| demo.join("client-cert.pem"));
+    let (Some(client_id), Some(secret)) = (client_id, secret) else {
+        bail!("no credentials: give --client-id, --client-secret and --cert, or --data-dir of a server with its demo/credentials.json");
+    };
+    let pem = std::fs::read_to_string(&cert_path)
+        .with_context(|| format!("reading the certificate {}", cert_path.display()))?;
+    Ok((client_id, secret, pem))
+}
+
+/// Runs the load; answers whether the consistency check passed.
+pub async fn run(s: LoadSettings) -> anyhow::Result<bool> {
+    let base = s.url.trim_end_matches('/').to_owned();
+    let client = awc::Client::builder()
+        .connector(awc::Connector::new().limit(s.connections.max(1) * 2))
+        .timeout(Duration::from_secs(30))
+        .finish();
+    let (client_id, secret, pem) = credentials(&s)?;
+    let mut res = client
+        .post(format!("{base}/api/auth/token"))
+        .insert_header(("X-SSL-Client-Cert", crate::auth::certs::url_encode_pem(&pem)))
+        .send_json(&json!({"clientId": client_id, "clientSecret": secret}))
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot reach {base}: {e}"))?;
+    let body: Value = serde_json::from_slice(&res.body().await.unwrap_or_default()).unwrap_or(Value::Null);
+    let token = body["access_token"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| anyhow::anyhow!("no token: {body}"))?;
+    let me = get_json(&client, &format!("{base}/api/account"), &token).await?;
+    let settings: AccountSettings =
+        serde_json::from_value(me["settings"].clone()).context("reading the account's settings")?;
+    let fee = settings.fees.cash_out.fee_for(s.value);
+    let moves_money = matches!(s.scenario, Scenario::CashOut | Scenario::Mixed | Scenario::DuplicateStorm);
+    let before = snapshot(&client, &base, &token).await?;
+    let mut funded = Money::ZERO;
+    if moves_money && !s.fund.is_zero() {
+        let mut r = client
+            .post(format!("{base}/sandbox/pix-in"))
+            .insert_header(("Authorization", format!("Bearer {token}")))
+            .content_type("application/json")
+            .send_body(format!(r#"{{"amount": {}}}"#, s.fund))
+            .await
+            .map_err(|e| anyhow::anyhow!("funding: {e}"))?;
+        if r.status().as_u16() != 201 {
+            let b = r.body().await.unwrap_or_default();
+            bail!(
+                "funding answered {}: {} (a live account: fund it yourself and pass --fund 0)",
+                r.status(),
+                String::from_utf8_lossy(&b)
+            );
+        }
+        let b: Value = serde_json::from_slice(&r.body().await.unwrap_or_default()).unwrap_or(Value::Null);
+        // The cash-in fee, if any, comes off what arrives.
+        funded = settings.fees.cash_in.fee_for(s.fund);
+        funded = s.fund.checked_sub(funded).unwrap_or(Money::ZERO);
+        if b["status"] != "CONFIRMED" {
+            bail!("funding did not confirm: {b}");
+        }
+    }
+    let before_funded = Snapshot { net: before.net.checked_add(funded).unwrap_or(before.net), ..before };
+    let directory = crate::sim::directory::Directory::embedded()?;
+    let payee_key = directory
+        .keys_of_type(DirectoryKeyType::Email)
+        .into_iter()
+        .next()
+        .context("the directory has no e-mail key")?;
+    let payee_doc = crate::domain::pix_key::parse_directory_key(&payee_key)
+        .ok()
+        .and_then(|k| directory.lookup(&k).map(|e| e.document.clone()))
+        .context("the directory's e-mail key has no holder")?;
+    let ctx = Rc::new(Ctx {
+        client,
+        base: base.clone(),
+        token,
+        settings: s.clone(),
+        run_id: format!("{:x}", Utc::now().timestamp_millis()),
+        payee: (payee_key, payee_doc),
+        stats: RefCell::new(Stats {
+            latency: Histogram::new_with_bounds(1, 60_000_000, 3).ok(),
+            ..Stats::default()
+        }),
+    });
+    let counter = Rc::new(std::cell::Cell::new(0u64));
+    if !s.warmup.is_zero() {
+        drive(&ctx, &counter, s.warmup, None).await;
+    }
+    ctx.stats.borrow_mut().recording = true;
+    let started = Instant::now();
+    let progress = {
+        let ctx = Rc::clone(&ctx);
+        actix_web::rt::spawn(async move {
+            let mut last = 0;
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let st = ctx.stats.borrow();
+                let p99 = st.latency.as_ref().map_or(0.0, |h| h.value_at_quantile(0.99) as f64 / 1000.0);
+                let errs: u64 = st.errors.values().sum();
+                eprintln!(
+                    "{:>5.0}s  {:>9} requests  {:>7}/s  p99 {:>7.2} ms  non-2xx {}",
+                    started.elapsed().as_secs_f64(),
+                    st.done,
+                    st.done - last,
+                    p99,
+                    errs
+                );
+                last = st.done;
+            }
+        })
+    };
+    drive(&ctx, &counter, s.duration, s.requests).await;
+    let elapsed = started.elapsed();
+    progress.abort();
+    let report = consistency(&ctx, &before_funded, fee).await?;
+    let st = ctx.stats.borrow();
+    let summary = summary_json(&s, &st, elapsed, &report);
+    if s.json {
+        println!("{}", serde_json::to_string_pretty(&summary).unwrap_or_default());
+    } else {
+        print_summary(&summary);
+    }
+    Ok(report["ok"].as_bool().unwrap_or(false))
+}
+
+/// Sends the scenario's requests until `duration` passes or `limit` requests were sent.
+async fn drive(ctx: &Rc<Ctx>, counter: &Rc<std::cell::Cell<u64>>, duration: Duration, limit: Option<u64>) {
+    let deadline = Instant::now() + duration;
+    let take = {
+        let counter = Rc::clone(counter);
+        let start = counter.get();
+        move || {
+            let n = counter.get();
+            if Instant::now() >= deadline || limit.is_some_and(|l| n - start >= l) {
+                return None;
+            }
+            counter.set(n + 1);
+            Some(n)
+        }
+    };
+    let take = Rc::new(take);
+    match ctx.settings.rate {
+        None => {
+            let workers: Vec<_> = (0..ctx.settings.connections.max(1))
+                .map(|_| {
+                    let (ctx, take) = (Rc::clone(ctx), Rc::clone(&take));
+                    actix_web::rt::spawn(async move {
+                        while let Some(n) = take() {
+                            ctx.one(n, Instant::now()).await;
+                        }
+                    })
+                })
+                .collect();
+            for w in workers {
+                let _ = w.await;
+            }
+        }
+        Some(rate) => {
+            // Open loop: request k is due at start + k / rate, whatever happened to the
+            // earlier ones; its latency counts from then.
+            let interval = Duration::from_secs_f64(1.0 / rate.max(0.001));
+            let start = Instant::now();
+            let mut inflight = Vec::new();
+            let mut k: u32 = 0;
+            while let Some(n) = take() {
+                let due = start + interval * k;
+                k = k.saturating_add(1);
+                tokio::time::sleep_until(due.into()).await;
+                let ctx = Rc::clone(ctx);
+                inflight.push(actix_web::rt::spawn(async move { ctx.one(n, due).await }));
+                inflight.retain(|h: &actix_web::rt::task::JoinHandle<()>| !h.is_finished());
+            }
+            for h in inflight {
+                let _ = h.await;
+            }
+        }
+    }
+}
+
+/// Waits for the account's payments to settle, then checks the server's figures.
+async fn consistency(ctx: &Ctx, before: &Snapshot, fee: Money) -> anyhow::Result<Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut after = snapshot(&ctx.client, &ctx.base, &ctx.token).await?;
+    while after.blocked > before.blocked && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        after = snapshot(&ctx.client, &ctx.base, &ctx.token).await?;
+    }
+    let st = ctx.stats.borrow();
+    let accepted = st.accepted.len() as u64 + st.accepted_twice.len() as u64;
+    let errored = after.withdrawal_errors.saturating_sub(before.withdrawal_errors);
+    let per = ctx.settings.value.checked_add(fee).unwrap_or(ctx.settings.value);
+    let times = |m: Money, n: u64| -> Option<Money> {
+        Money::parse_two_places(&(m.as_decimal() * rust_decimal::Decimal::from(n)).round_dp(2).to_string())
+    };
+    let expected = times(per, accepted)
+        .zip(times(per, errored))
+        .and_then(|(out, back)| before.net.checked_sub(out).and_then(|m| m.checked_add(back)));
+    let mut checks = Vec::new();
+    let mut ok = true;
+    let mut check = |name: &str, pass: bool, detail: String| {
+        ok &= pass;
+        checks.push(json!({"check": name, "ok": pass, "detail": detail}));
+    };
+    check(
+        "settled",
+        after.blocked <= before.blocked,
+        format!("blocked {} before, {} after (waited up to 60 s)", before.blocked, after.blocked),
+    );
+    check(
+        "server counts every accepted cash-out once",
+        after.withdrawals - before.withdrawals.min(after.withdrawals) == accepted,
+        format!(
+            "{} new Pix out transactions on the server, {accepted} accepted here",
+            after.withdrawals.saturating_sub(before.withdrawals)
+        ),
+    );
+    check(
+        "balance",
+        expected == Some(after.net),
+        format!(
+            "available {} after; expected {} = {} before (with the funding) - {accepted} x {per} accepted + {errored} x {per} returned (ERROR)",
+            after.net,
+            expected.map_or("?".into(), |m| m.to_string()),
+            before.net
+        ),
+    );
+    check(
+        "no externalId accepted twice",
+        st.accepted_twice.is_empty(),
+        format!(
+            "{} accepted twice: {:?}",
+            st.accepted_twice.len(),
+            st.accepted_twice.iter().take(5).collect::<Vec<_>>()
+        ),
+    );
+    Ok(json!({"ok": ok, "checks": checks, "acceptedCashOuts": accepted}))
+}
+
+fn summary_json(s: &LoadSettings, st: &Stats, elapsed: Duration, report: &Value) -> Value {
+    let ms = |q: f64| st.latency.as_ref().map_or(0.0, |h| h.value_at_quantile(q) as f64 / 1000.0);
+    json!({
+        "scenario": format!("{:?}", s.scenario),
+        "mode": if s.rate.is_some() { "open" } else { "closed" },
+        "connections": s.connections,
+        "rate": s.rate,
+        "seconds": elapsed.as_secs_f64(),
+        "requests": st.done,
+        "requestsPerSecond": st.done as f64 / elapsed.as_secs_f64().max(1e-9),
+        "latencyMs": {
+            "p50": ms(0.50), "p90": ms(0.90), "p99": ms(0.99), "p999": ms(0.999),
+            "max": st.latency.as_ref().map_or(0.0, |h| h.max() as f64 / 1000.0),
+        },
+        "byStatus": st.by_status.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "errors": st.errors.iter().map(|((status, code), n)| json!({"status": status, "code": code, "count": n})).collect::<Vec<_>>(),
+        "consistency": report,
+    })
+}
+
+fn print_summary(v: &Value) {
+    let l = &v["latencyMs"];
+    println!(
+        "{} ({} loop): {} requests in {:.1} s = {:.0} requests/s",
+        v["scenario"].as_str().unwrap_or(""),
+        v["mode"].as_str().unwrap_or(""),
+        v["requests"],
+        v["seconds"].as_f64().unwrap_or(0.0),
+        v["requestsPerSecond"].as_f64().unwrap_or(0.0)
+    );
+    println!(
+        "latency ms: p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}",
+        l["p50"].as_f64().unwrap_or(0.0),
+        l["p90"].as_f64().unwrap_or(0.0),
+        l["p99"].as_f64().unwrap_or(0.0),
+        l["p999"].as_f64().unwrap_or(0.0),
+        l["max"].as_f64().unwrap_or(0.0)
+    );
+    println!("by status: {}", v["byStatus"]);
+    for e in v["errors"].as_array().into_iter().flatten() {
+        println!("  {} {}: {}", e["status"], e["code"].as_str().unwrap_or(""), e["count"]);
+    }
+    for c in v["consistency"]["checks"].as_array().into_iter().flatten() {
+        println!(
+            "{} {}: {}",
+            if c["ok"] == true { "ok  " } else { "FAIL" },
+            c["check"].as_str().unwrap_or(""),
+            c["detail"].as_str().unwrap_or("")
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_mixes_parse() {
+        assert_eq!(parse_duration("20s"), Ok(Duration::from_secs(20)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("3 days").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert_eq!(parse_mix("cash-out=1,list=3"), Ok([1, 0, 0, 3]));
+        assert!(parse_mix("cash-out=0").is_err());
+        assert!(parse_mix("pay=1").is_err());
+    }
+
+    #[test]
+    fn the_mix_is_spread_evenly() {
+        let mix = [1, 1, 2, 0];
+        let ops: Vec<Op> = (0..8).map(|n| op_for(Scenario::Mixed, &mix, n)).collect();
+        assert_eq!(ops.iter().filter(|o| **o == Op::Balance).count(), 4);
+        assert_eq!(ops.iter().filter(|o| **o == Op::CashOut).count(), 2);
+        assert!(!ops.contains(&Op::List));
+        assert_eq!(op_for(Scenario::DuplicateStorm, &mix, 5), Op::CashOut);
+    }
+}
