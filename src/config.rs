@@ -160,6 +160,9 @@ pub struct ServeArgs {
     /// HTTP worker threads (default: one per core).
     #[arg(long, env = "PIXGW_WORKERS")]
     pub workers: Option<usize>,
+    /// sled's page cache in MiB (default 64).
+    #[arg(long, env = "PIXGW_STORAGE_CACHE_MB")]
+    pub storage_cache_mb: Option<u64>,
     /// Seconds in-flight requests get to finish on shutdown.
     #[arg(long, env = "PIXGW_SHUTDOWN_TIMEOUT_SECONDS")]
     pub shutdown_timeout_seconds: Option<u64>,
@@ -181,6 +184,7 @@ pub struct FileConfig {
     pub webhook_ca_file: Option<PathBuf>,
     pub webhook_senders: Option<usize>,
     pub workers: Option<usize>,
+    pub storage_cache_mb: Option<u64>,
     pub shutdown_timeout_seconds: Option<u64>,
 }
 
@@ -199,6 +203,7 @@ pub struct Settings {
     pub webhook_ca_file: Option<PathBuf>,
     pub webhook_senders: usize,
     pub workers: usize,
+    pub storage_cache_mb: u64,
     pub shutdown_timeout_seconds: u64,
 }
 
@@ -257,6 +262,10 @@ impl Settings {
             webhook_allow_private: args.webhook_allow_private || file.webhook_allow_private.unwrap_or(false),
             webhook_ca_file: args.webhook_ca_file.clone().or(file.webhook_ca_file),
             webhook_senders,
+            storage_cache_mb: args
+                .storage_cache_mb
+                .or(file.storage_cache_mb)
+                .unwrap_or(crate::store::STORAGE_CACHE_MB_DEFAULT),
             workers,
             shutdown_timeout_seconds: args
                 .shutdown_timeout_seconds

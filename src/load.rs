@@ -497,7 +497,7 @@ async fn consistency(ctx: &Ctx, before: &Snapshot, fee: Money) -> anyhow::Result
     let errored = after.withdrawal_errors.saturating_sub(before.withdrawal_errors);
     let per = ctx.settings.value.checked_add(fee).unwrap_or(ctx.settings.value);
     let times = |m: Money, n: u64| -> Option<Money> {
-        Money::parse_two_places(&(m.as_decimal() * rust_decimal::Decimal::from(n)).round_dp(2).to_string())
+        Money::parse(&format!("{:.2}", m.as_decimal() * rust_decimal::Decimal::from(n))).ok()
     };
     let expected = times(per, accepted)
         .zip(times(per, errored))
@@ -610,6 +610,15 @@ mod tests {
         assert_eq!(parse_mix("cash-out=1,list=3"), Ok([1, 0, 0, 3]));
         assert!(parse_mix("cash-out=0").is_err());
         assert!(parse_mix("pay=1").is_err());
+    }
+
+    #[test]
+    fn amounts_multiply_exactly() {
+        let per = Money::parse("0.01").unwrap();
+        let n = rust_decimal::Decimal::from(0u64);
+        assert_eq!(Money::parse(&format!("{:.2}", per.as_decimal() * n)).ok(), Some(Money::ZERO));
+        let n = rust_decimal::Decimal::from(123_457u64);
+        assert_eq!(Money::parse(&format!("{:.2}", per.as_decimal() * n)).ok(), Money::parse("1234.57").ok());
     }
 
     #[test]

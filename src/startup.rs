@@ -35,7 +35,7 @@ pub struct Application {
 pub fn open_store(settings: &Settings) -> anyhow::Result<SharedStore> {
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("creating the data dir {}", settings.data_dir.display()))?;
-    let store = SledStore::open(&settings.data_dir.join("db"))?;
+    let store = SledStore::open_with_cache(&settings.data_dir.join("db"), settings.storage_cache_mb)?;
     Ok(Arc::new(store))
 }
 

@@ -68,10 +68,12 @@ impl Registry {
         Ok(addr)
     }
 
-    /// Live account actors (a gauge for /metrics).
+    /// Forgets the addresses of stopped actors and counts the live ones (a gauge for
+    /// /metrics).
     pub fn live_count(&self) -> usize {
-        let map = self.actors.read().unwrap_or_else(|p| p.into_inner());
-        map.values().filter(|a| a.connected()).count()
+        let mut map = self.actors.write().unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, a| a.connected());
+        map.len()
     }
 
     fn live(&self) -> Vec<Addr<AccountActor>> {

@@ -19,7 +19,7 @@ pub use repo::{
     AccountRecord, AttemptOutcome, CertificateRecord, ClientRecord, DeliveryLog, DeliveryState, Repo,
     RepoError, Undelivered, WebhookConfig, KEY_ADMIN_TOKEN_HASH, KEY_CLOCK_OFFSET, KEY_DEMO_ACCOUNT, KEY_JWT,
 };
-pub use sled_store::SledStore;
+pub use sled_store::{SledStore, STORAGE_CACHE_MB_DEFAULT};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -133,6 +133,7 @@ pub async fn spawn_in_process(store: SharedStore) -> TestApp {
         webhook_ca_file: None,
         webhook_senders: 1,
         workers: 1,
+        storage_cache_mb: 16,
         shutdown_timeout_seconds: 1,
     };
     let app = Application::build_with_store(settings, store).unwrap();

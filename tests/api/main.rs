@@ -9,6 +9,7 @@ mod errors;
 mod helpers;
 mod lifecycle;
 mod listing;
+mod load;
 mod med;
 mod money_in;
 mod money_out;
