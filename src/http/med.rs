@@ -180,15 +180,7 @@ pub async fn list(
     query: web::Query<HashMap<String, String>>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let limited = state
-        .med_list_rate
-        .lock()
-        .map_err(|_| ApiError::Internal("MED list rate lock poisoned".into()))?
-        .hit(caller.account_id.get(), state.clock.now());
-    if let Err(wait) = limited {
-        let seconds = u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(1).max(1);
-        return Err(ApiError::RateLimited { retry_after_seconds: seconds });
-    }
+    super::rate_limit(&state.med_list_rate, &caller, state.clock.now())?;
     let q = query.into_inner();
     let mut v = Vec::new();
     known_params(&q, &MED_PARAMS, &mut v);

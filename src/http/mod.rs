@@ -42,6 +42,22 @@ pub fn iso(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// Counts a call of `caller` in `window`; too many answer 429 with the seconds until the
+/// oldest call leaves the window (rounded up, at least 1).
+pub fn rate_limit(
+    window: &std::sync::Mutex<crate::domain::delivery::RateWindow>,
+    caller: &auth::Caller,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), error::ApiError> {
+    let hit = window
+        .lock()
+        .map_err(|_| error::ApiError::Internal("rate window lock poisoned".into()))?
+        .hit(caller.account_id.get(), now);
+    hit.map_err(|wait| error::ApiError::RateLimited {
+        retry_after_seconds: u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(1).max(1),
+    })
+}
+
 /// What every handler can reach.
 pub struct AppState {
     pub repo: Repo,

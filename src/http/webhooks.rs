@@ -220,15 +220,7 @@ pub async fn resend(
     bytes: Bytes,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let limited = state
-        .resend_rate
-        .lock()
-        .map_err(|_| ApiError::Internal("resend rate lock poisoned".into()))?
-        .hit(caller.account_id.get(), state.clock.now());
-    if let Err(wait) = limited {
-        let seconds = u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(1).max(1);
-        return Err(ApiError::RateLimited { retry_after_seconds: seconds });
-    }
+    super::rate_limit(&state.resend_rate, &caller, state.clock.now())?;
     let url = if bytes.iter().all(u8::is_ascii_whitespace) {
         None
     } else {
