@@ -6,9 +6,13 @@
 //! # Layout
 //! - [`domain`]: PURE values and rules (money, documents, ids, PIX keys, BR Code, fees,
 //!   limits, the ledger, transactions and their events, charges' splits, refunds, webhook
-//!   signing). No I/O, no clock, no randomness.
+//!   signing and delivery rules, the transactions list, MED cases). No I/O, no clock, no
+//!   randomness.
 //! - [`account`]: the account actors (apply, commit, reply) and their registry.
 //! - [`sim`]: the simulated PIX network: the settling bank and the key directory.
+//! - [`webhooks`]: delivery from the durable outbox (the dispatcher, a pool of sender
+//!   actors) and `pixgw webhooks listen`.
+//! - [`load`]: `pixgw load`, the load generator with its consistency check.
 //! - [`auth`]: secrets and their hashes, certificate parsing and generation, access tokens.
 //! - [`accounts`]: account administration over the repository.
 //! - [`store`]: the storage trait, sled and in-memory implementations, group commit, the
@@ -19,8 +23,8 @@
 //! - [`bootstrap`]: first start (Demo account, credentials file, keys).
 //! - [`config`], [`telemetry`], [`startup`]: settings, logs and metrics, wiring.
 //!
-//! Dependency direction: `http` -> `account` / `accounts` -> `store` / `sim` -> `domain`;
-//! nothing imports `http`.
+//! Dependency direction: `http` -> `account` / `accounts` / `webhooks` -> `store` / `sim` ->
+//! `domain`; nothing imports `http`. `load` is a client of the public API only.
 
 pub mod account;
 pub mod accounts;
