@@ -115,12 +115,7 @@ impl AccountActor {
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default(),
                 name: o.counterpart.name.clone(),
-                document: o
-                    .counterpart
-                    .document
-                    .as_deref()
-                    .and_then(|d| crate::domain::document::TaxId::parse(d).ok())
-                    .map(|d| d.masked()),
+                document: crate::domain::document::masked_document(o.counterpart.document.as_deref()),
                 date_time: o.created_at,
             }),
             original_transaction_id: original.as_ref().map(|o| o.local_id),

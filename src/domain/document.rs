@@ -73,6 +73,12 @@ impl TaxId {
     }
 }
 
+/// The masked form of a stored document (digits), or `None` if there is none or it is not
+/// a valid CPF or CNPJ.
+pub fn masked_document(digits: Option<&str>) -> Option<String> {
+    digits.and_then(|d| TaxId::parse(d).ok()).map(|t| t.masked())
+}
+
 impl TryFrom<String> for TaxId {
     type Error = TaxIdError;
     fn try_from(s: String) -> Result<Self, Self::Error> {

@@ -10,7 +10,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Number, Value};
 
-use super::document::TaxId;
+use super::document::masked_document;
 use super::money::Money;
 use super::transaction::{Family, Transaction, TxKind, TxStatus};
 
@@ -47,7 +47,7 @@ pub fn iso(t: DateTime<Utc>) -> String {
 }
 
 fn masked(doc: Option<&str>) -> Value {
-    doc.and_then(|d| TaxId::parse(d).ok()).map(|t| Value::String(t.masked())).unwrap_or(Value::Null)
+    masked_document(doc).map(Value::String).unwrap_or(Value::Null)
 }
 
 fn counterpart_json(tx: &Transaction) -> Value {
@@ -69,11 +69,6 @@ pub fn flat_webhook(tx: &Transaction) -> Value {
         TxKind::RefundOut => ("RefundOut", "CREDIT"),
         TxKind::CashOut | TxKind::QrCashOut | TxKind::DictPix => ("CashOut", "DEBIT"),
     };
-    let final_amount = if tx.kind.is_debit() {
-        tx.value.checked_add(tx.fee)
-    } else {
-        tx.value.checked_sub(tx.fee).or(Some(Money::ZERO))
-    };
     let error = tx.error_code.filter(|_| tx.status == TxStatus::Error);
     json!({
         "event": event,
@@ -86,7 +81,7 @@ pub fn flat_webhook(tx: &Transaction) -> Value {
         "pixKey": tx.counterpart.key,
         "feeAmount": money_number(tx.fee),
         "originalAmount": money_number(tx.value),
-        "finalAmount": final_amount.map(money_number).unwrap_or(Value::Null),
+        "finalAmount": tx.final_amount().map(money_number).unwrap_or(Value::Null),
         "processingDate": iso(tx.processed_at.unwrap_or(tx.created_at)),
         "errorCode": error.map(|e| e.as_str()),
         "errorMessage": error.map(|e| e.message()),

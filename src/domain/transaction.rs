@@ -345,6 +345,16 @@ impl Transaction {
     pub fn total_debit(&self) -> Option<Money> {
         self.value.checked_add(self.fee)
     }
+
+    /// The `finalAmount` clients see (decisions.md §3): value + fee for a debit, value − fee
+    /// (never below zero) for a credit.
+    pub fn final_amount(&self) -> Option<Money> {
+        if self.kind.is_debit() {
+            self.total_debit()
+        } else {
+            Some(self.value.checked_sub(self.fee).unwrap_or(Money::ZERO))
+        }
+    }
 }
 
 /// An end-to-end id: `E` (or `D` for a refund return) + the 8-digit ISPB + `yyyyMMddHHmm`

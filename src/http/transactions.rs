@@ -15,6 +15,7 @@ use super::auth::Caller;
 use super::body::{int_param, known_params};
 use super::error::{ApiError, ExtendedErrorBody, Violation};
 use super::{iso, AppState};
+use crate::domain::document::masked_document;
 use crate::domain::events::money_number;
 use crate::domain::listing::{
     date_range, local_day, parse_status, status_display, Operation, PageInfo, PAGE_SIZE_DEFAULT,
@@ -148,23 +149,13 @@ pub struct ListedTransaction {
 impl ListedTransaction {
     fn of(t: &Transaction, directory: &crate::sim::directory::Directory) -> ListedTransaction {
         let op = Operation::of(t.kind);
-        let final_amount = if t.kind.is_debit() {
-            t.value.checked_add(t.fee)
-        } else {
-            t.value.checked_sub(t.fee).or(Some(crate::domain::money::Money::ZERO))
-        };
         // A transfer not yet settled has no bank from the bank's answer: the directory's
         // entry of its key says where it goes.
         let bank = t.counterpart.bank.clone().or_else(|| {
             let key = crate::domain::pix_key::parse_directory_key(t.counterpart.key.as_deref()?).ok()?;
             directory.bank_of(directory.lookup(&key)?)
         });
-        let document = t
-            .counterpart
-            .document
-            .as_deref()
-            .and_then(|d| crate::domain::document::TaxId::parse(d).ok())
-            .map(|d| d.masked());
+        let document = masked_document(t.counterpart.document.as_deref());
         ListedTransaction {
             transaction_id: t.transaction_id.to_string(),
             id: t.local_id,
@@ -174,7 +165,7 @@ impl ListedTransaction {
             movement_type: op.movement(),
             original_amount: money_number(t.value),
             fee_amount: money_number(t.fee),
-            final_amount: final_amount.map(money_number).unwrap_or(Value::Null),
+            final_amount: t.final_amount().map(money_number).unwrap_or(Value::Null),
             end_to_end_id: t.end_to_end_id.clone(),
             created_at: iso(t.created_at),
             processed_at: t.processed_at.map(iso),

@@ -522,3 +522,16 @@ async fn a_dict_transfer_is_delivered_as_a_v2_transfer_envelope() {
     assert_eq!(d["remittanceInformation"], "rent");
     assert_ne!(d["endToEndId"], b["endToEndId"], "the real end-to-end id replaces the provisional one");
 }
+
+#[actix_rt::test]
+async fn a_redirect_is_a_failed_attempt_and_is_not_followed() {
+    let app = gateway().await;
+    let token = app.demo_token().await;
+    let mut rx = Receiver::start(vec![Answer::Status(302)], Answer::Status(200));
+    configure(&app, &token, "cash_in", &rx.url, json!([])).await;
+    let id = pix_in(&app, &token, "1").await;
+    rx.next().await;
+    let l = wait_outcome(&app, &token, &id, "RETRYING").await;
+    assert_eq!((l[0]["statusCode"].as_u64(), l[0]["attempt"].as_u64()), (Some(302), Some(1)));
+    assert!(rx.drain().is_empty(), "nothing followed the redirect");
+}

@@ -61,6 +61,12 @@ async fn record(req: HttpRequest, body: Bytes, plan: web::Data<Plan>) -> HttpRes
     let _ = plan.seen.send(Received { path: req.path().to_owned(), headers, body });
     let answer = plan.next.lock().unwrap().pop_front().unwrap_or(plan.otherwise);
     match answer {
+        // A 3xx points back at this receiver, so a sender that followed it would be seen.
+        Answer::Status(s) if (300..400).contains(&s) => {
+            HttpResponse::build(actix_web::http::StatusCode::from_u16(s).unwrap())
+                .insert_header(("location", "/followed"))
+                .finish()
+        }
         Answer::Status(s) => HttpResponse::build(actix_web::http::StatusCode::from_u16(s).unwrap()).finish(),
         Answer::Hang => std::future::pending().await,
     }
