@@ -18,7 +18,7 @@ use pixgw::domain::pix_key::{parse_directory_key, DirectoryKeyType};
 use pixgw::domain::transaction::{Counterpart, TxKind};
 use pixgw::sim::bank::Bank;
 use pixgw::sim::directory::Directory;
-use pixgw::store::{GroupCommit, Repo, SharedStore, SledStore};
+use pixgw::store::{JournalOptions, Repo, Storage};
 
 fn rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
@@ -46,9 +46,9 @@ fn main() {
 
 async fn run(n: u64, dir: std::path::PathBuf) -> anyhow::Result<()> {
     std::fs::create_dir_all(&dir)?;
-    let store: SharedStore = Arc::new(SledStore::open(&dir.join("db"))?);
-    let commit = GroupCommit::start_counting(store.clone(), Some(Repo::transaction_index()))?;
-    let repo = Repo::new(store.clone());
+    let storage = Storage::open(&dir, 64, JournalOptions::default(), Some(Repo::transaction_index()))?;
+    let commit = Arc::clone(&storage.commit);
+    let repo = Repo::new(&storage);
     let clock = Arc::new(Clock::test(0));
     let directory = Arc::new(Directory::embedded()?);
     let bank_dir = Arc::clone(&directory);

@@ -15,19 +15,20 @@ use pixgw::domain::ids::AccountId;
 use pixgw::domain::listing::{date_range, Operation};
 use pixgw::domain::money::Money;
 use pixgw::domain::transaction::{Transaction, TxKind, TxStatus};
-use pixgw::store::{Batch, GroupCommit, Repo, SharedStore, SledStore};
+use pixgw::store::{Batch, JournalOptions, Repo, Storage};
 use uuid::Uuid;
 
 fn list(c: &mut Criterion) {
     let n: u64 =
         std::env::var("LIST_BENCH_TRANSACTIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
     let Ok(dir) = tempfile::tempdir() else { return };
-    let Ok(sled) = SledStore::open(&dir.path().join("db")) else { return };
-    let store: SharedStore = Arc::new(sled);
-    let Ok(commit) = GroupCommit::start_counting(store.clone(), Some(Repo::transaction_index())) else {
+    let Ok(storage) =
+        Storage::open(dir.path(), 64, JournalOptions::default(), Some(Repo::transaction_index()))
+    else {
         return;
     };
-    let repo = Repo::new(store.clone());
+    let commit = Arc::clone(&storage.commit);
+    let repo = Repo::new(&storage);
     let Some(account) = AccountId::new(1) else { return };
     let now = Utc::now();
     let span_ms = Duration::days(62).num_milliseconds();

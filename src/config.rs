@@ -163,6 +163,10 @@ pub struct ServeArgs {
     /// sled's page cache in MiB (default 64).
     #[arg(long, env = "PIXGW_STORAGE_CACHE_MB")]
     pub storage_cache_mb: Option<u64>,
+    /// The size of each journal segment in MiB (default 8; at least 1). The data dir needs
+    /// room for about three of them besides sled.
+    #[arg(long, env = "PIXGW_JOURNAL_SEGMENT_MB")]
+    pub journal_segment_mb: Option<u64>,
     /// Seconds in-flight requests get to finish on shutdown.
     #[arg(long, env = "PIXGW_SHUTDOWN_TIMEOUT_SECONDS")]
     pub shutdown_timeout_seconds: Option<u64>,
@@ -185,6 +189,7 @@ pub struct FileConfig {
     pub webhook_senders: Option<usize>,
     pub workers: Option<usize>,
     pub storage_cache_mb: Option<u64>,
+    pub journal_segment_mb: Option<u64>,
     pub shutdown_timeout_seconds: Option<u64>,
 }
 
@@ -204,6 +209,7 @@ pub struct Settings {
     pub webhook_senders: usize,
     pub workers: usize,
     pub storage_cache_mb: u64,
+    pub journal_segment_mb: u64,
     pub shutdown_timeout_seconds: u64,
 }
 
@@ -218,6 +224,10 @@ pub enum ConfigError {
     #[error("{0}")]
     Invalid(&'static str),
 }
+
+/// A journal segment's size unless configured, and the largest accepted (MiB).
+pub const JOURNAL_SEGMENT_MB_DEFAULT: u64 = 8;
+pub const JOURNAL_SEGMENT_MB_MAX: u64 = 1024;
 
 /// Fewest characters of an operator-chosen admin token.
 pub const ADMIN_TOKEN_LEN_MIN: usize = 16;
@@ -246,6 +256,11 @@ impl Settings {
         if webhook_senders == 0 {
             return Err(ConfigError::Invalid("webhook senders must be at least 1"));
         }
+        let journal_segment_mb =
+            args.journal_segment_mb.or(file.journal_segment_mb).unwrap_or(JOURNAL_SEGMENT_MB_DEFAULT);
+        if !(1..=JOURNAL_SEGMENT_MB_MAX).contains(&journal_segment_mb) {
+            return Err(ConfigError::Invalid("journal segments must be of 1 to 1024 MiB"));
+        }
         Ok(Settings {
             listen,
             data_dir: args
@@ -266,6 +281,7 @@ impl Settings {
                 .storage_cache_mb
                 .or(file.storage_cache_mb)
                 .unwrap_or(crate::store::STORAGE_CACHE_MB_DEFAULT),
+            journal_segment_mb,
             workers,
             shutdown_timeout_seconds: args
                 .shutdown_timeout_seconds

@@ -19,36 +19,45 @@ use crate::domain::delivery::{RateWindow, RESEND_PER_WINDOW_MAX, RESEND_WINDOW_S
 use crate::http::{self, AppState};
 use crate::sim::bank::Bank;
 use crate::sim::directory::Directory;
-use crate::store::{GroupCommit, Repo, SharedStore, SledStore};
+use crate::store::{GroupCommit, JournalOptions, Repo, Storage};
 use crate::telemetry;
 use crate::webhooks::WebhookSettings;
 
 pub struct Application {
     server: Server,
     address: SocketAddr,
-    store: SharedStore,
     commit: Arc<GroupCommit>,
     pub boot: Boot,
 }
 
-/// Opens the sled database in `DATA_DIR/db`.
-pub fn open_store(settings: &Settings) -> anyhow::Result<SharedStore> {
+/// Opens the data dir's storage (sled in `db/`, the journal in `journal/`), replaying the
+/// journal before anything is served.
+pub fn open_storage(settings: &Settings) -> anyhow::Result<Storage> {
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("creating the data dir {}", settings.data_dir.display()))?;
-    let store = SledStore::open_with_cache(&settings.data_dir.join("db"), settings.storage_cache_mb)?;
-    Ok(Arc::new(store))
+    let journal =
+        JournalOptions { segment_bytes: settings.journal_segment_mb * 1024 * 1024, ..Default::default() };
+    let storage = Storage::open(
+        &settings.data_dir,
+        settings.storage_cache_mb,
+        journal,
+        Some(Repo::transaction_index()),
+    )
+    .with_context(|| format!("opening storage in {}", settings.data_dir.display()))?;
+    Ok(storage)
 }
 
 impl Application {
-    /// Builds the server on the sled store of the data dir.
+    /// Builds the server on the storage of the data dir.
     pub fn build(settings: Settings) -> anyhow::Result<Application> {
-        let store = open_store(&settings)?;
-        Application::build_with_store(settings, store)
+        let storage = open_storage(&settings)?;
+        Application::build_with_storage(settings, storage)
     }
 
-    /// Builds the server on any store (tests inject failing ones).
-    pub fn build_with_store(settings: Settings, store: SharedStore) -> anyhow::Result<Application> {
-        let repo = Repo::new(store.clone());
+    /// Builds the server on any storage (tests inject failing stores).
+    pub fn build_with_storage(settings: Settings, storage: Storage) -> anyhow::Result<Application> {
+        let repo = Repo::new(&storage);
+        let commit = Arc::clone(&storage.commit);
         let start_clock = Clock::system();
         let boot = bootstrap::load_or_init(
             &repo,
@@ -73,8 +82,6 @@ impl Application {
             }
             None => Directory::embedded()?,
         });
-        let commit = GroupCommit::start_counting(store.clone(), Some(Repo::transaction_index()))
-            .context("starting the flusher")?;
         let indexed = repo.backfill_transaction_index(&commit)?;
         if indexed > 0 {
             tracing::info!(transactions = indexed, "built the transactions list index");
@@ -156,22 +163,30 @@ impl Application {
         .listen(listener)?
         .run();
         stop_on_signals(server.handle())?;
-        Ok(Application { server, address, store, boot, commit })
+        Ok(Application { server, address, boot, commit })
     }
 
     pub fn address(&self) -> SocketAddr {
         self.address
     }
 
-    /// Serves until a stop signal; then flushes storage.
+    /// Serves until a stop signal; then writes what is queued and checkpoints, so the next
+    /// start has nothing to replay.
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
         let served = self.server.await;
-        tracing::info!("server stopped; writing what is queued and flushing storage");
-        // Let the committer finish what it took before flushing beside it.
+        tracing::info!("server stopped; writing what is queued and checkpointing storage");
         if let Err(e) = self.commit.drain().await {
             tracing::error!(error = %e, "queued writes were not all written");
         }
-        self.store.flush().context("flushing storage at shutdown")?;
+        let commit = Arc::clone(&self.commit);
+        let checkpointed = actix_web::rt::task::spawn_blocking(move || {
+            let done = commit.checkpoint_now();
+            commit.stop_checkpoints();
+            done
+        })
+        .await
+        .context("checkpointing at shutdown")?;
+        checkpointed.context("checkpointing at shutdown")?;
         served.context("serving")?;
         Ok(())
     }

@@ -417,6 +417,9 @@ impl From<AccountsError> for ApiError {
     }
 }
 
+/// What a 503 tells the client to wait before it retries.
+pub const UNAVAILABLE_RETRY_AFTER_SECONDS: u64 = 5;
+
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         self.parts().status
@@ -429,6 +432,12 @@ impl ResponseError for ApiError {
             ApiError::RateLimited { retry_after_seconds } => HttpResponse::build(self.status_code())
                 .insert_header((header::RETRY_AFTER, retry_after_seconds.to_string()))
                 .finish(),
+            // Unavailable is temporary (a full disk, a slow flush): say when to come back.
+            _ if self.status_code() == StatusCode::SERVICE_UNAVAILABLE => {
+                HttpResponse::build(self.status_code())
+                    .insert_header((header::RETRY_AFTER, UNAVAILABLE_RETRY_AFTER_SECONDS.to_string()))
+                    .finish()
+            }
             _ => HttpResponse::new(self.status_code()),
         }
     }

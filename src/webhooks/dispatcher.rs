@@ -326,6 +326,9 @@ impl Dispatcher {
                 // Slow, not lost: the write still lands. Going on can at worst send an event
                 // once more after a crash, which at-least-once allows.
                 Err(CommitError::NotDurable(_)) => {}
+                // A full disk refused the record: the delivery goes on in memory, and after a
+                // restart the outbox may send the event once more, which at-least-once allows.
+                Err(CommitError::Full(_)) => {}
                 Err(e @ CommitError::Failed(_)) => {
                     // Storage failed and the server is unhealthy: leave these deliveries
                     // unfinished, so nothing is sent again before a restart reloads the outbox.

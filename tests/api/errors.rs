@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use pixgw::store::MemoryStore;
+use pixgw::store::{MemoryStore, Storage};
 use serde_json::Value;
 
 use crate::helpers::{assert_extended, assert_simple, send, spawn_app, spawn_in_process};
@@ -91,7 +91,10 @@ async fn health_metrics_openapi_and_docs_are_served() {
 #[actix_rt::test]
 async fn a_storage_outage_answers_json_503_on_health_and_admin_routes() {
     let store = Arc::new(MemoryStore::new());
-    let app = spawn_in_process(store.clone()).await;
+    let storage = Storage::without_journal(store.clone()).unwrap();
+    let app = spawn_in_process(storage.clone()).await;
+    // Everything written so far into the store, so every read reaches it.
+    storage.commit.checkpoint_now().unwrap();
     store.set_failing(true);
     let (s, body) = send(app.client.get(app.url("/healthz")), None).await;
     assert_eq!(s, 503);

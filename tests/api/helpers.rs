@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use pixgw::auth::certs;
 use pixgw::config::{LogFormat, Settings};
 use pixgw::startup::Application;
-use pixgw::store::SharedStore;
+use pixgw::store::Storage;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
@@ -117,8 +117,8 @@ pub async fn spawn_with(opts: Options) -> TestApp {
     TestApp { base, client: client(), creds: read_credentials(dir.path()), dir, child: Some(child) }
 }
 
-/// Builds the application in this process on `store` (no subprocess).
-pub async fn spawn_in_process(store: SharedStore) -> TestApp {
+/// Builds the application in this process on `storage` (no subprocess).
+pub async fn spawn_in_process(storage: Storage) -> TestApp {
     let dir = Arc::new(tempfile::tempdir().unwrap());
     let settings = Settings {
         listen: "127.0.0.1:0".parse().unwrap(),
@@ -134,9 +134,10 @@ pub async fn spawn_in_process(store: SharedStore) -> TestApp {
         webhook_senders: 1,
         workers: 1,
         storage_cache_mb: 16,
+        journal_segment_mb: 1,
         shutdown_timeout_seconds: 1,
     };
-    let app = Application::build_with_store(settings, store).unwrap();
+    let app = Application::build_with_storage(settings, storage).unwrap();
     let base = format!("http://{}", app.address());
     actix_rt::spawn(app.run_until_stopped());
     TestApp { base, client: client(), creds: read_credentials(dir.path()), dir, child: None }

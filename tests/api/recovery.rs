@@ -9,7 +9,7 @@ use futures::future::join_all;
 use pixgw::domain::ids::AccountId;
 use pixgw::domain::money::Money;
 use pixgw::domain::transaction::{TxKind, TxStatus};
-use pixgw::store::{Repo, SledStore};
+use pixgw::store::{JournalOptions, Repo, Storage};
 
 use crate::helpers::{cash_out_body, directory_key, Options, TestApp};
 
@@ -149,8 +149,10 @@ async fn kill_9_while_cash_outs_stream_in_loses_nothing_acknowledged_and_duplica
     assert!(app.stop().success());
 
     // Read the database itself.
-    let store = SledStore::open(&app.data_dir().join("db")).unwrap();
-    let repo = Repo::new(std::sync::Arc::new(store));
+    let storage =
+        Storage::open(&app.data_dir(), 16, JournalOptions::default(), Some(Repo::transaction_index()))
+            .unwrap();
+    let repo = Repo::new(&storage);
     let txs = repo.transactions_of(AccountId::new(app.creds.account_id).unwrap()).unwrap();
     let mut seen = HashMap::new();
     for t in txs.iter().filter(|t| t.kind == TxKind::CashOut) {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use base64::Engine;
 use chrono::{Duration, Utc};
 use pixgw::auth::certs;
-use pixgw::store::{Batch, MemoryStore, Store};
+use pixgw::store::{Batch, MemoryStore, Storage};
 use serde_json::{json, Value};
 
 use crate::helpers::{assert_extended, cert, send, spawn_app, spawn_in_process};
@@ -197,7 +197,10 @@ async fn a_certificate_of_another_account_is_forbidden() {
 #[actix_rt::test]
 async fn storage_that_does_not_answer_is_pub_auth_upstream_unavailable() {
     let store = Arc::new(MemoryStore::new());
-    let app = spawn_in_process(store.clone()).await;
+    let storage = Storage::without_journal(store.clone()).unwrap();
+    let app = spawn_in_process(storage.clone()).await;
+    // Everything written so far into the store, so every read reaches it.
+    storage.commit.checkpoint_now().unwrap();
     store.set_failing(true);
     let (status, body) =
         app.token_with(&app.creds.cert_pem, &app.creds.client_id, &app.creds.client_secret).await;
@@ -211,11 +214,11 @@ async fn storage_that_does_not_answer_is_pub_auth_upstream_unavailable() {
 
 #[actix_rt::test]
 async fn a_credential_record_that_does_not_decode_is_pub_auth_upstream_error() {
-    let store = Arc::new(MemoryStore::new());
-    let app = spawn_in_process(store.clone()).await;
+    let storage = Storage::memory().unwrap();
+    let app = spawn_in_process(storage.clone()).await;
     let mut b = Batch::default();
     b.put(format!("client/{}", app.creds.client_id), b"not json".to_vec());
-    store.apply(&b).unwrap();
+    storage.commit.commit_blocking(b).unwrap();
     let (status, body) =
         app.token_with(&app.creds.cert_pem, &app.creds.client_id, &app.creds.client_secret).await;
     assert_eq!(status, 502);
