@@ -7,6 +7,7 @@ mod deliveries;
 mod dict;
 mod errors;
 mod helpers;
+mod journal;
 mod lifecycle;
 mod listing;
 mod load;

@@ -1,0 +1,136 @@
+//! The journal through the real binary: a damaged journal refuses to start and says where,
+//! a torn tail is cut and the server starts, and a data dir of the release before the
+//! journal (sled only) is read as it is.
+
+use std::io::{Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use pixgw::store::{Batch, SledStore, Store, KEY_APPLIED_SEQ};
+
+use crate::helpers::{bin, cash_out_body, Options, TestApp};
+
+fn fast() -> Options {
+    Options { test_clock: true, env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())] }
+}
+
+/// The journal's segments, oldest first.
+fn segments(data_dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(data_dir.join("journal"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Record boundaries of a segment: (start, end) of each record, read from the framing.
+fn records(path: &Path) -> Vec<(usize, usize)> {
+    let data = std::fs::read(path).unwrap();
+    let mut out = Vec::new();
+    let mut at = 32;
+    while at + 16 <= data.len() && data[at..at + 16].iter().any(|b| *b != 0) {
+        let len = u32::from_le_bytes(data[at..at + 4].try_into().unwrap()) as usize;
+        out.push((at, at + 16 + len));
+        at += 16 + len;
+    }
+    out
+}
+
+fn patch(path: &Path, offset: usize, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.seek(SeekFrom::Start(offset as u64)).unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+/// Runs a server that cashes out a few times and is killed with SIGKILL.
+async fn write_then_kill() -> TestApp {
+    let mut app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    app.fund(&token, "100").await;
+    for i in 0..5 {
+        let (s, b) =
+            app.post_raw("/api/pix/cash-out", &token, &cash_out_body(&format!("j{i}"), "1"), &[]).await;
+        assert_eq!(s, 201, "{b}");
+    }
+    let mut child = app.take_child().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    app
+}
+
+#[actix_rt::test]
+async fn a_damaged_journal_refuses_to_start_and_names_the_file_and_offset() {
+    let app = write_then_kill().await;
+    let first = segments(&app.data_dir())[0].clone();
+    let recs = records(&first);
+    assert!(recs.len() >= 3, "records in the first segment: {recs:?}");
+    // A byte in the middle of the second record: valid ones follow, so it is damage.
+    let (start, end) = recs[1];
+    patch(&first, (start + end) / 2, &[0xA5]);
+    let out = Command::new(bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(app.data_dir())
+        .env("RUST_LOG", "off")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let name = first.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(stderr.contains(&name) && stderr.contains(&format!("offset {start}")), "{stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"), "it must not serve");
+}
+
+#[actix_rt::test]
+async fn a_torn_last_record_is_cut_and_everything_before_it_is_served() {
+    let mut app = write_then_kill().await;
+    let seg = segments(&app.data_dir()).into_iter().rev().find(|p| !records(p).is_empty()).unwrap();
+    let recs = records(&seg);
+    let (start, end) = *recs.last().unwrap();
+    // As a crash in the middle of the append leaves it: the record's second half is zeros.
+    patch(&seg, (start + end) / 2, &vec![0u8; end - (start + end) / 2]);
+    app.start_again(&fast());
+    let token = app.demo_token().await;
+    // The server serves, from the records before the torn one: the funding is there, and no
+    // more than the five cash-outs left the account.
+    let (gross, blocked, net) = app.balance(&token).await;
+    let num = |t: &str| t.trim_matches('"').parse::<f64>().unwrap();
+    assert!((95.0..=100.0).contains(&num(&gross)), "gross balance {gross}");
+    assert!((95.0..=100.0).contains(&(num(&net) + num(&blocked))), "net {net} + blocked {blocked}");
+    assert_eq!(records(&seg)[..recs.len() - 1], recs[..recs.len() - 1], "the records before it are kept");
+}
+
+#[actix_rt::test]
+async fn a_data_dir_of_the_release_before_the_journal_is_read_as_it_is() {
+    let mut app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    app.fund(&token, "100").await;
+    let (s, out) = app.post_raw("/api/pix/cash-out", &token, &cash_out_body("before", "10"), &[]).await;
+    assert_eq!(s, 201, "{out}");
+    let id = out["transactionId"].as_str().unwrap().to_owned();
+    app.wait_final(&token, &id).await;
+    assert!(app.stop().success());
+    // The previous release kept everything in sled and had no journal: make the data dir so.
+    {
+        let sled = SledStore::open(&app.data_dir().join("db")).unwrap();
+        let mut b = Batch::default();
+        b.delete(KEY_APPLIED_SEQ);
+        sled.apply(&b).unwrap();
+        sled.flush().unwrap();
+    }
+    std::fs::remove_dir_all(app.data_dir().join("journal")).unwrap();
+    app.start_again(&fast());
+    let token = app.demo_token().await;
+    assert_eq!(app.balance(&token).await, ("90.00".into(), "0.00".into(), "90.00".into()));
+    let (s, t) = app.get_with(&format!("/api/transactions/{id}"), &token).await;
+    assert_eq!((s, t["externalId"].as_str()), (200, Some("before")));
+    // It goes on writing, now through the journal.
+    let (s, b) = app.post_raw("/api/pix/cash-out", &token, &cash_out_body("after", "5"), &[]).await;
+    assert_eq!(s, 201, "{b}");
+    assert!(!segments(&app.data_dir()).is_empty());
+    let (s, b) = app.post_raw("/api/pix/cash-out", &token, &cash_out_body("before", "10"), &[]).await;
+    assert_eq!((s, b["code"].as_str()), (400, Some("PIX_DUPLICATE_EXTERNAL_ID")));
+}
