@@ -16,8 +16,9 @@
 //! tx/{local:020}            Transaction (JSON), by its numeric local id
 //! txid/{uuid}               u64: local id by transactionId
 //! e2e/{endToEndId}          u64: local id by end-to-end id
-//! atx/{id:020}/{local:020}  empty: the index of an account's transactions, oldest first
-//! tlist/{id:020}/{created_ms:013}/{local:020}  2 bytes (status, operation): the list index
+//! tlist/{id:020}/{created_ms:013}/{local:020}  2 bytes (status, operation): the list index,
+//!                           also every transaction of the account, oldest first (releases
+//!                           before the journal also wrote `atx/{id}/{local}`, now unused)
 //! tcnt/{id:020}/{yyyymmdd}/{status}{operation}  i64: list entries per Sao Paulo day, kept
 //!                           by the committer (CountedIndex), so totals need no scan
 //! ext/{id:020}/{externalId} u64: the externalId index (decisions.md §4)
@@ -267,10 +268,29 @@ impl CertificateRecord {
     }
 }
 
+/// Records of each kind the auth cache holds at most (it is emptied when full).
+pub const AUTH_CACHE_ENTRIES_MAX: usize = 10_000;
+
+/// The records every authenticated request reads (its client, certificate and account),
+/// decoded and kept in memory. Only the admin paths change them, and every admin write
+/// empties the cache and bumps `generation` under the same lock in which a reader fills an
+/// entry, so a reader that loaded a record before a write can never put it back after.
+#[derive(Default)]
+struct AuthCache {
+    generation: u64,
+    clients: HashMap<ClientId, ClientRecord>,
+    certificates: HashMap<Fingerprint, CertificateRecord>,
+    accounts: HashMap<AccountId, AccountRecord>,
+}
+
+/// Selects one map of the auth cache, to read and to fill.
+type Pick<K, V> = (fn(&AuthCache) -> &HashMap<K, V>, fn(&mut AuthCache) -> &mut HashMap<K, V>);
+
 #[derive(Clone)]
 pub struct Repo {
     store: SharedStore,
     writer: Arc<GroupCommit>,
+    auth: Arc<std::sync::RwLock<AuthCache>>,
     /// Serializes the read-modify-write paths of the admin API (account ids, certificate
     /// ownership). It is never taken on the payment paths.
     admin_writes: Arc<Mutex<()>>,
@@ -281,6 +301,7 @@ impl Repo {
         Repo {
             store: Arc::clone(&storage.view),
             writer: Arc::clone(&storage.commit),
+            auth: Arc::default(),
             admin_writes: Arc::new(Mutex::new(())),
         }
     }
@@ -303,10 +324,50 @@ impl Repo {
     }
 
     fn commit(&self, batch: &Batch) -> Result<(), RepoError> {
-        self.writer.commit_blocking(batch.clone()).map_err(|e| match e {
+        let done = self.writer.commit_blocking(batch.clone()).map_err(|e| match e {
             super::CommitError::Full(why) => RepoError::Store(StoreError::Full(why)),
             other => RepoError::Store(StoreError::Engine(other.to_string())),
-        })
+        });
+        // Whether or not it became durable, what the cache holds may be stale now.
+        let mut auth = self.auth.write().unwrap_or_else(|p| p.into_inner());
+        auth.generation += 1;
+        auth.clients.clear();
+        auth.certificates.clear();
+        auth.accounts.clear();
+        done
+    }
+
+    /// A record through the auth cache: `pick` and `pick_mut` select the map, `load` reads
+    /// storage.
+    fn cached<K, V>(
+        &self,
+        key: &K,
+        (pick, pick_mut): Pick<K, V>,
+        load: impl FnOnce() -> Result<Option<V>, RepoError>,
+    ) -> Result<Option<V>, RepoError>
+    where
+        K: std::hash::Hash + Eq + Clone,
+        V: Clone,
+    {
+        let generation = {
+            let auth = self.auth.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(v) = pick(&auth).get(key) {
+                return Ok(Some(v.clone()));
+            }
+            auth.generation
+        };
+        let value = load()?;
+        if let Some(v) = &value {
+            let mut auth = self.auth.write().unwrap_or_else(|p| p.into_inner());
+            if auth.generation == generation {
+                let map = pick_mut(&mut auth);
+                if map.len() >= AUTH_CACHE_ENTRIES_MAX {
+                    map.clear();
+                }
+                map.insert(key.clone(), v.clone());
+            }
+        }
+        Ok(value)
     }
 
     pub fn meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, RepoError> {
@@ -358,7 +419,7 @@ impl Repo {
     }
 
     pub fn account(&self, id: AccountId) -> Result<Option<AccountRecord>, RepoError> {
-        self.get_json(&account_key(id))
+        self.cached(&id, (|c| &c.accounts, |c| &mut c.accounts), || self.get_json(&account_key(id)))
     }
 
     pub fn put_account(&self, account: &AccountRecord) -> Result<(), RepoError> {
@@ -368,7 +429,7 @@ impl Repo {
     }
 
     pub fn client(&self, id: &ClientId) -> Result<Option<ClientRecord>, RepoError> {
-        self.get_json(&client_key(id))
+        self.cached(id, (|c| &c.clients, |c| &mut c.clients), || self.get_json(&client_key(id)))
     }
 
     pub fn put_client(&self, client: &ClientRecord) -> Result<(), RepoError> {
@@ -378,7 +439,7 @@ impl Repo {
     }
 
     pub fn certificate(&self, fp: &Fingerprint) -> Result<Option<CertificateRecord>, RepoError> {
-        self.get_json(&cert_key(fp))
+        self.cached(fp, (|c| &c.certificates, |c| &mut c.certificates), || self.get_json(&cert_key(fp)))
     }
 
     fn certificate_writes(&self, b: &mut Batch, c: &CertificateRecord) -> Result<(), RepoError> {
@@ -437,9 +498,6 @@ impl Repo {
         }
         if first {
             b.put(txid_key(&tx.transaction_id), local.clone());
-            let mut atx = format!("atx/{:020}/", tx.account_id.get()).into_bytes();
-            atx.extend_from_slice(format!("{:020}", tx.local_id).as_bytes());
-            b.put(atx, Vec::new());
             if let Some(ext) = &tx.external_id {
                 b.put(with_suffix(ext_prefix(tx.account_id), ext), local.clone());
             }
@@ -769,13 +827,17 @@ impl Repo {
         Ok(out)
     }
 
-    /// Every transaction of an account, oldest first (a full scan of its index).
+    /// Every transaction of an account, oldest first (a full scan of its list index; for
+    /// tools and tests).
     pub fn transactions_of(&self, id: AccountId) -> Result<Vec<Transaction>, RepoError> {
-        let prefix = format!("atx/{:020}/", id.get()).into_bytes();
+        let prefix = tlist_prefix(id).into_bytes();
         let mut out = Vec::new();
         for (k, _) in self.store.scan_prefix(&prefix)? {
-            let local: u64 =
-                String::from_utf8_lossy(&k[prefix.len()..]).parse().map_err(|_| RepoError::Corrupt {
+            let local: u64 = std::str::from_utf8(&k)
+                .ok()
+                .and_then(|t| t.rsplit('/').next())
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(|| RepoError::Corrupt {
                     key: String::from_utf8_lossy(&k).into_owned(),
                     reason: "bad local id".into(),
                 })?;
@@ -889,6 +951,23 @@ mod tests {
         assert_eq!(repo.account(a.id).ok().flatten(), Some(a.clone()));
         assert_eq!(repo.client(&c.client_id).ok().flatten(), Some(c));
         assert_eq!(repo.next_account_id().ok().map(AccountId::get), Some(2));
+    }
+
+    #[test]
+    fn a_cached_record_is_never_served_after_an_admin_write_changed_it() {
+        let storage = Storage::memory().unwrap();
+        let repo = Repo::new(&storage);
+        let (mut a, c) = sample(1).unwrap();
+        repo.commit_batch(&repo.account_batch(&a, &c, None).unwrap()).unwrap();
+        assert_eq!(repo.account(a.id).unwrap(), Some(a.clone()), "now cached");
+        assert_eq!(repo.client(&c.client_id).unwrap(), Some(c.clone()));
+        a.webhook_secret = "whsec_rotated".into();
+        repo.put_account(&a).unwrap();
+        assert_eq!(repo.account(a.id).unwrap(), Some(a.clone()));
+        let mut c2 = c.clone();
+        c2.secret_hash_hex = "22".into();
+        repo.put_client(&c2).unwrap();
+        assert_eq!(repo.client(&c.client_id).unwrap(), Some(c2));
     }
 
     #[test]
