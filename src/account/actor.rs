@@ -25,6 +25,8 @@ use crate::store::{AccountRecord, Batch, GroupCommit, Repo};
 
 /// Messages an actor's mailbox holds before senders wait.
 const MAILBOX_CAPACITY: usize = 4096;
+/// How long a settlement refused for a full disk waits before it is written again.
+const SETTLE_RETRY_AFTER: Duration = Duration::from_secs(1);
 /// How often an actor looks for expired transfers on its own.
 const TICK_EVERY: Duration = Duration::from_secs(1);
 /// An actor with nothing in flight stops after this long without a request (server
@@ -308,6 +310,7 @@ impl AccountActor {
     ) {
         let Some(mut tx) = self.pending.get(&local_id).cloned() else { return };
         let Ok(ledger) = &self.ledger else { return };
+        let answer = result.clone();
         let Some(effects) = ledger.decide_settle(local_id, result.is_ok()) else { return };
         let now = self.deps.clock.now();
         if let Ok(Some(bank)) = &result {
@@ -355,6 +358,12 @@ impl AccountActor {
         if let Err(e) =
             write.map_err(|e| PayError::Unavailable(e.to_string())).and_then(|_| self.commit(b, &written))
         {
+            if self.deps.commit.full().is_some() {
+                // The disk is full (logged once by the journal): the bank's answer is kept and
+                // written once room returns, so the money does not stay blocked until a restart.
+                ctx.run_later(SETTLE_RETRY_AFTER, move |act, ctx| act.settle(local_id, answer, ctx));
+                return;
+            }
             // Still pending in storage; a restart submits it to the bank again.
             tracing::error!(account = %self.account.id, local_id, error = %e, "settlement not recorded");
             return;

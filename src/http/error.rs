@@ -572,7 +572,11 @@ pub async fn envelope(
         let parts = match res.response().error() {
             Some(e) => match e.as_error::<ApiError>() {
                 Some(api) => {
-                    if api.parts().status.is_server_error() {
+                    if api.parts().status == StatusCode::SERVICE_UNAVAILABLE {
+                        // Its cause (a full disk, a failed storage) is logged once where it
+                        // happens; a line per refused request would flood the log.
+                        tracing::debug!(%request_id, %path, error = %api, "request refused");
+                    } else if api.parts().status.is_server_error() {
                         tracing::error!(%request_id, %path, error = %api, "request failed");
                     }
                     api.parts()

@@ -55,6 +55,10 @@ pub const SEGMENT_BYTES_DEFAULT: u64 = 8 * 1024 * 1024;
 pub const SEGMENT_BYTES_MIN: u64 = 64 * 1024;
 /// Spare segments kept ready ahead of the one being written.
 pub const SPARE_SEGMENTS_MAX: usize = 2;
+/// Writes are refused while the data dir has less free space than this many segments: the
+/// headroom lets checkpoints go on (sled treats a failed write as final), and they free
+/// journal segments.
+pub const HEADROOM_SEGMENTS: u64 = 4;
 /// How long the preallocator waits before trying again after it could not make a segment.
 const PREALLOCATE_RETRY: Duration = Duration::from_millis(500);
 /// Bytes written at a time when zero-filling.
@@ -255,9 +259,11 @@ struct Spares {
     ready: VecDeque<u64>,
     /// The index the next segment made gets.
     next_index: u64,
-    /// Why the last attempt to make one failed (cleared by a success).
+    /// Why writes are refused now: too little free space, or the last attempt to make a
+    /// segment failed (cleared once there is room again).
     failing: Option<String>,
-    /// Attempts made so far (a writer waits for the next one when it needs a segment).
+    /// Rounds of the preallocator so far (a writer waits for the next one when it needs a
+    /// segment).
     attempts: u64,
     /// A writer needs a segment now: try again without waiting for the retry delay.
     wanted: bool,
@@ -348,30 +354,23 @@ impl JournalHandle {
         Ok(doomed.len())
     }
 
-    /// Why no segment can be made now, if none is ready (writes would be refused).
+    /// Why new writes are refused now (too little room), if they are.
     pub fn no_room(&self) -> Option<String> {
-        let s = lock(&self.shared.spares);
-        if s.ready.is_empty() {
-            s.failing.clone()
-        } else {
-            None
-        }
+        lock(&self.shared.spares).failing.clone()
     }
 
-    /// Asks the preallocator for one attempt now and waits for it; answers whether a spare
-    /// segment is ready after it (room came back).
+    /// Asks the preallocator to look at the free space (and make a segment if one is
+    /// missing) now rather than at its next round, and waits for it; answers whether writes
+    /// are taken after it.
     pub fn try_make_room(&self) -> bool {
         let mut spares = lock(&self.shared.spares);
-        if !spares.ready.is_empty() {
-            return true;
-        }
         let seen = spares.attempts;
         spares.wanted = true;
         self.shared.spares_changed.notify_all();
         while spares.attempts == seen && !spares.stop {
             spares = self.shared.spares_changed.wait(spares).unwrap_or_else(|p| p.into_inner());
         }
-        !spares.ready.is_empty()
+        spares.failing.is_none()
     }
 
     /// Bytes of the segments on disk (current, closed and spare).
@@ -592,7 +591,31 @@ impl Drop for Journal {
     }
 }
 
-/// The preallocator thread: keeps [`SPARE_SEGMENTS_MAX`] segments ready.
+/// Free bytes of the file system that holds `dir`, for an unprivileged user.
+fn available_bytes(dir: &Path, faults: &Faults) -> std::io::Result<u64> {
+    if faults.no_room.load(Ordering::SeqCst) {
+        return Ok(0);
+    }
+    let s = rustix::fs::statvfs(dir).map_err(std::io::Error::from)?;
+    Ok(s.f_bavail.saturating_mul(s.f_frsize))
+}
+
+/// Makes the next segment unless the headroom would be gone.
+fn make_next(shared: &Shared, index: u64) -> std::io::Result<()> {
+    let headroom = HEADROOM_SEGMENTS * shared.segment_bytes;
+    let free = available_bytes(&shared.dir, &shared.faults)?;
+    if free < headroom + shared.segment_bytes {
+        return Err(std::io::Error::new(
+            ErrorKind::StorageFull,
+            format!("{} MiB free, below the {} MiB kept for checkpoints", free >> 20, headroom >> 20),
+        ));
+    }
+    make_segment(&shared.dir, index, shared.segment_bytes, &shared.faults)
+}
+
+/// The preallocator thread: keeps [`SPARE_SEGMENTS_MAX`] segments ready, and refuses writes
+/// (sets `failing`) while the free space is under the headroom, looking again every
+/// [`PREALLOCATE_RETRY`].
 fn preallocate(shared: &Shared) {
     let mut spares = lock(&shared.spares);
     loop {
@@ -600,12 +623,33 @@ fn preallocate(shared: &Shared) {
             return;
         }
         if spares.ready.len() >= SPARE_SEGMENTS_MAX {
-            spares = shared.spares_changed.wait(spares).unwrap_or_else(|p| p.into_inner());
+            // Enough spares: only watch the free space.
+            let low = available_bytes(&shared.dir, &shared.faults)
+                .map(|free| free < HEADROOM_SEGMENTS * shared.segment_bytes)
+                .unwrap_or(false);
+            if low && spares.failing.is_none() {
+                tracing::error!(
+                    "journal: the data dir is nearly full; writes are refused until room returns"
+                );
+                spares.failing = Some("the data dir is nearly full".into());
+            } else if !low && spares.failing.take().is_some() {
+                tracing::warn!("journal: there is room again; writes resume");
+            }
+            spares.attempts += 1;
+            shared.spares_changed.notify_all();
+            if !spares.wanted {
+                spares = shared
+                    .spares_changed
+                    .wait_timeout(spares, PREALLOCATE_RETRY)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+            spares.wanted = false;
             continue;
         }
         let index = spares.next_index;
         drop(spares);
-        let made = make_segment(&shared.dir, index, shared.segment_bytes, &shared.faults);
+        let made = make_next(shared, index);
         spares = lock(&shared.spares);
         spares.attempts += 1;
         spares.wanted = false;

@@ -124,11 +124,13 @@ async fn kill_9_while_cash_outs_stream_in_loses_nothing_acknowledged_and_duplica
     app.fund(&token, "1000000").await;
     let mut all_acked = HashMap::new();
     let mut all_sent = Vec::new();
-    // Four cycles, killed after a different count each time, so the kill lands at different
-    // points of the group commit and of the checkpoints (one a second).
-    for round in 0..4 {
+    // Four cycles (PIXGW_CRASH_CYCLES for more: benches/crash.sh runs 100), killed after a
+    // different count each time, so the kill lands at different points of the group commit
+    // and of the checkpoints (one a second).
+    let cycles = std::env::var("PIXGW_CRASH_CYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(4);
+    for round in 0..cycles {
         let token = app.demo_token().await;
-        let kill_after = 120 + 70 * round;
+        let kill_after = 120 + (round * 173) % 900;
         let (acked, sent) = stream_then_kill(&mut app, &token, 16, kill_after, round).await;
         assert!(acked.len() >= kill_after);
         all_acked.extend(acked);
