@@ -60,6 +60,7 @@ fn cash_out(c: &mut Criterion) {
                     hold: true,
                     limited: true,
                     now,
+                    stored: pixgw::domain::ledger::StoredKeys::default(),
                 };
                 if let Ok(pixgw::domain::ledger::DebitDecision::Accept(e)) =
                     ledger.decide_debit(&req, &limits)

@@ -25,6 +25,9 @@ use crate::store::{AccountRecord, Batch, GroupCommit, Repo};
 
 /// Messages an actor's mailbox holds before senders wait.
 const MAILBOX_CAPACITY: usize = 4096;
+/// Key index entries (externalIds, idempotency keys) an actor holds in memory before it
+/// forgets those whose writes are durable (storage answers for them).
+const KEYS_HELD_MAX: usize = 1024;
 /// How long a settlement refused for a full disk waits before it is written again.
 const SETTLE_RETRY_AFTER: Duration = Duration::from_secs(1);
 /// How often an actor looks for expired transfers on its own.
@@ -204,6 +207,25 @@ impl AccountActor {
                 self.unapplied.remove(&id);
             }
         }
+        if let Ok(ledger) = self.ledger.as_mut() {
+            if ledger.keys_held() > KEYS_HELD_MAX {
+                let in_flight = &self.unapplied;
+                ledger.retain_keys(|local| in_flight.contains_key(&local));
+            }
+        }
+    }
+
+    /// What storage holds for an externalId and idempotency key that the ledger may have
+    /// forgotten (see [`crate::domain::ledger::StoredKeys`]).
+    pub(super) fn stored_keys(
+        &self,
+        external_id: Option<&str>,
+        idempotency_key: Option<&str>,
+    ) -> Result<crate::domain::ledger::StoredKeys, PayError> {
+        self.deps
+            .repo
+            .stored_keys(self.account.id, external_id, idempotency_key)
+            .map_err(|e| PayError::Unavailable(e.to_string()))
     }
 
     /// Whether any write still queued matches.
@@ -242,6 +264,10 @@ impl AccountActor {
             hold: !req.document_mismatch,
             limited: true,
             now,
+            stored: self.stored_keys(
+                req.external_id.as_deref(),
+                req.dict.as_ref().map(|d| d.idempotency_key.as_str()),
+            )?,
         };
         let effects = match ledger.decide_debit(&debit, &self.account.settings.limits) {
             Err(r) => return Err(PayError::Rejected(r)),

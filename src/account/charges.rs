@@ -72,6 +72,7 @@ impl AccountActor {
             hold: false,
             limited: false,
             now,
+            stored: self.stored_keys(req.external_id.as_deref(), None)?,
         };
         let effects = match ledger.decide_debit(&take_id, &self.account.settings.limits) {
             Ok(DebitDecision::Accept(e)) => e,
@@ -251,6 +252,7 @@ impl AccountActor {
                 hold: true,
                 limited: false,
                 now,
+                stored: crate::domain::ledger::StoredKeys::default(),
             };
             match ledger.decide_debit(&debit, &self.account.settings.limits) {
                 Ok(DebitDecision::Accept(e)) => {

@@ -76,6 +76,7 @@ impl AccountActor {
                 hold: true,
                 limited: false,
                 now,
+                stored: crate::domain::ledger::StoredKeys::default(),
             };
             match ledger.decide_debit(&hold, &self.account.settings.limits) {
                 Ok(DebitDecision::Accept(e)) => Some(e),

@@ -41,7 +41,13 @@ impl AccountActor {
     ) -> Result<(Transaction, bool), PayError> {
         let taken = {
             let ledger = self.ledger.as_ref().map_err(|e| PayError::Unavailable(e.clone()))?;
-            req.refund_id.as_deref().and_then(|id| ledger.external_id(id))
+            match req.refund_id.as_deref() {
+                Some(id) => match ledger.external_id(id) {
+                    Some(local) => Some(local),
+                    None => self.stored_keys(Some(id), None)?.external,
+                },
+                None => None,
+            }
         };
         if let Some(existing) = taken {
             // The same id again: the same refund if it asks the same, else a conflict.
@@ -71,6 +77,7 @@ impl AccountActor {
             hold: true,
             limited: false,
             now,
+            stored: crate::domain::ledger::StoredKeys::default(),
         };
         let effects = match ledger.decide_debit(&debit, &self.account.settings.limits) {
             Ok(DebitDecision::Accept(e)) => e,

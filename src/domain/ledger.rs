@@ -73,6 +73,20 @@ pub struct DebitRequest {
     /// Whether the debit counts against the limits (refunds do not).
     pub limited: bool,
     pub now: DateTime<Utc>,
+    /// What storage holds for this externalId and idempotency key.
+    pub stored: StoredKeys,
+}
+
+/// The index entries storage holds for a debit's externalId and idempotency key. The ledger
+/// keeps only the keys whose writes are still in flight (memory must not grow with
+/// history); the caller looks older ones up in storage and hands them in here, so the rule
+/// that uses them stays in [`Ledger::decide_debit`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoredKeys {
+    /// The transaction that took the externalId.
+    pub external: Option<u64>,
+    /// The transaction of the idempotency key, and the hash of its request.
+    pub idempotency: Option<(u64, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -131,18 +145,13 @@ impl Ledger {
         l
     }
 
-    /// A ledger restored from storage.
-    pub fn restore(
-        state: LedgerState,
-        external_ids: HashMap<String, u64>,
-        idempotency: HashMap<String, (u64, String)>,
-        pending: HashMap<u64, Money>,
-    ) -> Result<Ledger, InvariantViolation> {
+    /// A ledger restored from storage (its key indexes stay there; see [`StoredKeys`]).
+    pub fn restore(state: LedgerState, pending: HashMap<u64, Money>) -> Result<Ledger, InvariantViolation> {
         let held = pending
             .values()
             .try_fold(Money::ZERO, |acc, h| acc.checked_add(*h))
             .ok_or_else(|| InvariantViolation("pending holds overflow".into()))?;
-        let l = Ledger { state, external_ids, idempotency, pending, held };
+        let l = Ledger { state, external_ids: HashMap::new(), idempotency: HashMap::new(), pending, held };
         l.check()?;
         Ok(l)
     }
@@ -163,16 +172,30 @@ impl Ledger {
         self.pending.iter().map(|(k, v)| (*k, *v))
     }
 
+    /// Entries of the key indexes held in memory.
+    pub fn keys_held(&self) -> usize {
+        self.external_ids.len() + self.idempotency.len()
+    }
+
+    /// Forgets the key index entries of every transaction but those `in_flight` says are
+    /// (their writes are durable, so storage answers for them from now on).
+    pub fn retain_keys(&mut self, in_flight: impl Fn(u64) -> bool) {
+        self.external_ids.retain(|_, local| in_flight(*local));
+        self.idempotency.retain(|_, (local, _)| in_flight(*local));
+    }
+
     pub fn is_pending(&self, local_id: u64) -> bool {
         self.pending.contains_key(&local_id)
     }
 
     pub fn decide_debit(&self, req: &DebitRequest, limits: &Limits) -> Result<DebitDecision, Rejection> {
-        if let Some(existing) = req.external_id.as_deref().and_then(|e| self.external_id(e)) {
+        let taken = req.external_id.as_deref().and_then(|e| self.external_id(e)).or(req.stored.external);
+        if let Some(existing) = taken {
             return Err(Rejection::DuplicateExternalId { existing });
         }
         if let Some((key, hash)) = &req.idempotency {
-            if let Some((existing, first_hash)) = self.idempotency.get(key) {
+            let first = self.idempotency.get(key).or(req.stored.idempotency.as_ref());
+            if let Some((existing, first_hash)) = first {
                 return if first_hash == hash {
                     Ok(DebitDecision::Replay { existing: *existing })
                 } else {
@@ -304,6 +327,7 @@ mod tests {
             hold: true,
             limited: true,
             now: DateTime::parse_from_rfc3339("2026-03-10T15:00:00Z").unwrap().with_timezone(&Utc),
+            stored: StoredKeys::default(),
         }
     }
 
@@ -315,6 +339,40 @@ mod tests {
             }
             DebitDecision::Replay { .. } => unreachable!(),
         }
+    }
+
+    #[test]
+    fn an_external_id_only_storage_knows_is_still_a_duplicate() {
+        let l = Ledger::opening(m("100"));
+        let mut r = req(5, "taken-long-ago", "1", "0");
+        r.stored.external = Some(3);
+        assert_eq!(l.decide_debit(&r, &big_limits()), Err(Rejection::DuplicateExternalId { existing: 3 }));
+    }
+
+    #[test]
+    fn an_idempotency_key_only_storage_knows_replays_or_conflicts_by_its_hash() {
+        let l = Ledger::opening(m("100"));
+        let mut r = req(5, "e", "1", "0");
+        r.external_id = None;
+        r.idempotency = Some(("k".into(), "h1".into()));
+        r.stored.idempotency = Some((3, "h1".into()));
+        assert_eq!(l.decide_debit(&r, &big_limits()), Ok(DebitDecision::Replay { existing: 3 }));
+        r.stored.idempotency = Some((3, "h2".into()));
+        assert_eq!(l.decide_debit(&r, &big_limits()), Err(Rejection::IdempotencyKeyReused { existing: 3 }));
+    }
+
+    #[test]
+    fn forgetting_durable_keys_keeps_those_in_flight_and_changes_no_money() {
+        let mut l = Ledger::opening(m("100"));
+        accept(&mut l, &req(1, "a", "1", "0")).unwrap();
+        accept(&mut l, &req(2, "b", "1", "0")).unwrap();
+        let before = *l.state();
+        l.retain_keys(|local| local == 2);
+        assert_eq!(l.keys_held(), 1);
+        assert_eq!((l.external_id("a"), l.external_id("b")), (None, Some(2)));
+        assert_eq!(*l.state(), before);
+        // Still pending and held: settling 1 works as before.
+        assert!(l.decide_settle(1, true).is_some());
     }
 
     #[test]

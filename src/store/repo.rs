@@ -52,7 +52,7 @@ use crate::domain::account::{AccountProfile, AccountSettings};
 use crate::domain::certificate::{Fingerprint, Validity};
 use crate::domain::events::OutboxEvent;
 use crate::domain::ids::{AccountId, ClientId};
-use crate::domain::ledger::{Ledger, LedgerState};
+use crate::domain::ledger::{Ledger, LedgerState, StoredKeys};
 use crate::domain::listing::{day_start, local_day, summary, summary_matches, Operation};
 use crate::domain::money::Money;
 use crate::domain::transaction::Transaction;
@@ -870,20 +870,6 @@ impl Repo {
             return Ok(Ledger::opening(account.opening_balance));
         };
         let strip = |prefix: &[u8], k: &[u8]| String::from_utf8_lossy(&k[prefix.len()..]).into_owned();
-        let mut external = HashMap::new();
-        let p = ext_prefix(id);
-        for (k, v) in self.store.scan_prefix(&p)? {
-            let local =
-                u64::from_be_bytes(v.as_slice().try_into().map_err(|_| corrupt("ext", "not a u64".into()))?);
-            external.insert(strip(&p, &k), local);
-        }
-        let mut idem = HashMap::new();
-        let p = idem_prefix(id);
-        for (k, v) in self.store.scan_prefix(&p)? {
-            let (local, hash): (u64, String) =
-                serde_json::from_slice(&v).map_err(|e| corrupt("idem", e.to_string()))?;
-            idem.insert(strip(&p, &k), (local, hash));
-        }
         let mut pending = HashMap::new();
         let p = pend_prefix(id);
         for (k, v) in self.store.scan_prefix(&p)? {
@@ -891,7 +877,26 @@ impl Repo {
             let hold: Money = serde_json::from_slice(&v).map_err(|e| corrupt("pend", e.to_string()))?;
             pending.insert(local, hold);
         }
-        Ledger::restore(state, external, idem, pending).map_err(|e| corrupt("ledger", e.to_string()))
+        Ledger::restore(state, pending).map_err(|e| corrupt("ledger", e.to_string()))
+    }
+
+    /// What storage holds for an account's externalId and `/dict/pix` idempotency key (the
+    /// ledger keeps only those whose writes are in flight).
+    pub fn stored_keys(
+        &self,
+        id: AccountId,
+        external_id: Option<&str>,
+        idempotency_key: Option<&str>,
+    ) -> Result<StoredKeys, RepoError> {
+        let external = match external_id {
+            Some(e) => self.local_by(&with_suffix(ext_prefix(id), e))?,
+            None => None,
+        };
+        let idempotency = match idempotency_key {
+            Some(k) => self.get_json::<(u64, String)>(&with_suffix(idem_prefix(id), k))?,
+            None => None,
+        };
+        Ok(StoredKeys { external, idempotency })
     }
 
     /// Whether storage answers (for `/healthz`).
