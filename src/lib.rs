@@ -1,7 +1,8 @@
 //! # pixgw: a PIX instant-payment gateway
 //!
-//! One process: actix-web handlers in front, one actix actor per account, sled underneath,
-//! a group-commit thread in between.
+//! One process: actix-web handlers in front, one actix actor per account, a group-commit
+//! thread that makes each group of writes durable in the journal with one fdatasync, and sled
+//! underneath as the snapshot store that checkpoints bring up to date (docs/storage.md).
 //!
 //! # Layout
 //! - [`domain`]: PURE values and rules (money, documents, ids, PIX keys, BR Code, fees,
@@ -15,8 +16,8 @@
 //! - [`load`]: `pixgw load`, the load generator with its consistency check.
 //! - [`auth`]: secrets and their hashes, certificate parsing and generation, access tokens.
 //! - [`accounts`]: account administration over the repository.
-//! - [`store`]: the storage trait, sled and in-memory implementations, group commit, the
-//!   typed repository and the key layout.
+//! - [`store`]: the storage trait, sled and in-memory implementations, the journal, group
+//!   commit and checkpoints, the overlay readers see, the typed repository and the key layout.
 //! - [`http`]: DTOs, handlers, authentication extractors, the one error mapping, the route
 //!   table and the OpenAPI document.
 //! - [`clock`]: the server clock (system, or the adjustable test clock).
