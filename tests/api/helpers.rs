@@ -86,6 +86,18 @@ pub fn start_process(dir: &Path, opts: &Options) -> (Child, String) {
     (child, base)
 }
 
+/// Runs `pixgw serve` on `dir` until it exits (for starts that must fail); answers its output.
+pub fn serve_to_completion(dir: &Path) -> std::process::Output {
+    Command::new(bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir)
+        .env("RUST_LOG", "off")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap()
+}
+
 pub fn read_credentials(dir: &Path) -> Credentials {
     let demo = dir.join("demo");
     let v: Value = serde_json::from_slice(&std::fs::read(demo.join("credentials.json")).unwrap()).unwrap();

@@ -4,11 +4,10 @@
 
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use pixgw::store::{Batch, SledStore, Store, KEY_APPLIED_SEQ};
 
-use crate::helpers::{bin, cash_out_body, Options, TestApp};
+use crate::helpers::{cash_out_body, serve_to_completion, Options, TestApp};
 
 fn fast() -> Options {
     Options { test_clock: true, env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())] }
@@ -69,14 +68,7 @@ async fn a_damaged_journal_refuses_to_start_and_names_the_file_and_offset() {
     // A byte in the middle of the second record: valid ones follow, so it is damage.
     let (start, end) = recs[1];
     patch(&first, (start + end) / 2, &[0xA5]);
-    let out = Command::new(bin())
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(app.data_dir())
-        .env("RUST_LOG", "off")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
+    let out = serve_to_completion(&app.data_dir());
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     let name = first.file_name().unwrap().to_string_lossy().into_owned();

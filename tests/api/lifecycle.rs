@@ -1,11 +1,11 @@
 //! The server's life: restart keeps everything, a second server on the same data dir is
 //! refused, SIGTERM stops it cleanly, the test clock survives a restart.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::json;
 
-use crate::helpers::{bin, read_credentials, spawn_app, Options, TestApp};
+use crate::helpers::{bin, read_credentials, serve_to_completion, spawn_app, Options, TestApp};
 
 #[actix_rt::test]
 async fn a_restart_keeps_accounts_certificates_credentials_and_the_signing_key() {
@@ -30,14 +30,7 @@ async fn a_restart_keeps_accounts_certificates_credentials_and_the_signing_key()
 #[actix_rt::test]
 async fn a_second_server_on_the_same_data_dir_fails_cleanly() {
     let app = spawn_app().await;
-    let out = Command::new(bin())
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(app.data_dir())
-        .env("RUST_LOG", "off")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
+    let out = serve_to_completion(&app.data_dir());
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("in use by another pixgw process"), "{stderr}");
