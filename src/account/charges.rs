@@ -104,7 +104,7 @@ impl AccountActor {
                 correlation_id: Uuid::new_v4(),
                 txid,
                 pix_code,
-                expires_at: now + chrono::Duration::seconds(i64::from(req.expiration_seconds)),
+                expires_at: expiration(now, req.expiration_seconds),
                 additional_info: req.additional_info,
                 cob: req.cob,
                 splits: req.splits,
@@ -294,6 +294,14 @@ impl AccountActor {
     }
 }
 
+/// When a charge made at `now` expires: at the millisecond precision clients see it with, so
+/// that it has expired exactly at its `expirationDate` and not a fraction of a millisecond
+/// later (the test clock can be set to that instant).
+fn expiration(now: chrono::DateTime<chrono::Utc>, seconds: u32) -> chrono::DateTime<chrono::Utc> {
+    let exact = now + chrono::Duration::seconds(i64::from(seconds));
+    chrono::DateTime::from_timestamp_millis(exact.timestamp_millis()).unwrap_or(exact)
+}
+
 impl Handler<CreateCharge> for AccountActor {
     type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
 
@@ -328,5 +336,18 @@ impl Handler<CancelCharge> for AccountActor {
             Err(e) => Err(e),
         };
         self.after_flush(reply, |_, _, _| {})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expiration;
+
+    #[test]
+    fn a_charge_expires_at_the_millisecond_its_expiration_date_shows() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-23T02:40:04.418765432Z").unwrap().to_utc();
+        let at = expiration(now, 600);
+        assert_eq!(at.to_rfc3339(), "2026-11-23T02:50:04.418+00:00");
+        assert_eq!(at.timestamp_subsec_nanos() % 1_000_000, 0);
     }
 }

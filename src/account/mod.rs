@@ -4,8 +4,9 @@
 //!
 //! Each command runs to completion inside the actor: decide on the pure ledger, write the
 //! resulting batch (transaction, ledger, indexes, outbox) through group commit, apply to
-//! the ledger, then reply once the batch is on disk. While one reply waits for its flush
-//! the actor already serves the next command, so one flush acknowledges many.
+//! the ledger, then reply once the batch is on disk (its journal record synced). While one
+//! reply waits for its sync the actor already serves the next command, so one fdatasync
+//! acknowledges many.
 
 mod actor;
 mod charges;

@@ -765,18 +765,24 @@ impl Repo {
         transaction: Option<u64>,
         limit: usize,
     ) -> Result<Vec<DeliveryLog>, RepoError> {
-        let prefix = format!("whlog/{:020}/", id.get()).into_bytes();
+        // Newest first, reading no further back than the page needs (the log grows with every
+        // attempt and is never read whole).
+        let from = format!("whlog/{:020}/", id.get());
+        let to = format!("whlog/{:020}0", id.get()); // '0' sorts right after '/'
         let mut out = Vec::new();
-        for (k, v) in self.store.scan_prefix(&prefix)?.into_iter().rev() {
-            let log: DeliveryLog = parse_json(&k, &v)?;
-            if transaction.is_none_or(|t| t == log.transaction_id) {
-                out.push(log);
-                if out.len() >= limit {
-                    break;
-                }
+        let mut bad = None;
+        self.store.scan_rev(from.as_bytes(), to.as_bytes(), &mut |k, v| {
+            match parse_json::<DeliveryLog>(k, v) {
+                Ok(log) if transaction.is_none_or(|t| t == log.transaction_id) => out.push(log),
+                Ok(_) => {}
+                Err(e) => bad = Some(e),
             }
+            out.len() < limit && bad.is_none()
+        })?;
+        match bad {
+            Some(e) => Err(e),
+            None => Ok(out),
         }
-        Ok(out)
     }
 
     /// The account's endpoint for one event type, if configured.

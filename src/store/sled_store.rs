@@ -1,4 +1,6 @@
-//! The sled implementation of [`Store`]: one tree, keys laid out by `repo.rs`.
+//! The sled implementation of [`Store`]: one tree, keys laid out by `repo.rs`. It is the
+//! snapshot store: only the checkpointer writes and flushes it (and recovery, before the
+//! server serves); everything else reads it through the overlay.
 
 use std::path::Path;
 
@@ -25,7 +27,7 @@ impl SledStore {
         let db = sled::Config::new()
             .path(dir)
             .cache_capacity(cache_mb.saturating_mul(1024 * 1024))
-            // Flushes are explicit (group commit). sled's own timer flush is off: a flush
+            // Flushes are explicit (the checkpointer's). sled's own timer flush is off: a flush
             // running beside writers stalls them (docs/benchmarks.md).
             .flush_every_ms(None)
             .open()
