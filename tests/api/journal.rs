@@ -5,7 +5,7 @@
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use pixgw::store::{Batch, SledStore, Store, KEY_APPLIED_SEQ};
+use pixgw::store::{Batch, JournalOptions, SledStore, Store, KEY_APPLIED_SEQ};
 
 use crate::helpers::{cash_out_body, serve_to_completion, Options, TestApp};
 
@@ -125,4 +125,44 @@ async fn a_data_dir_of_the_release_before_the_journal_is_read_as_it_is() {
     assert!(!segments(&app.data_dir()).is_empty());
     let (s, b) = app.post_raw("/api/pix/cash-out", &token, &cash_out_body("before", "10"), &[]).await;
     assert_eq!((s, b["code"].as_str()), (400, Some("PIX_DUPLICATE_EXTERNAL_ID")));
+}
+
+#[actix_rt::test]
+async fn a_full_disk_refuses_writes_with_503_and_retry_after_and_still_serves_reads() {
+    use pixgw::store::journal::Faults;
+    use pixgw::store::{Repo, Storage};
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Arc::new(Faults::default());
+    let options = JournalOptions { segment_bytes: 1 << 20, faults: Arc::clone(&faults) };
+    let storage = Storage::open(dir.path(), 16, options, Some(Repo::transaction_index())).unwrap();
+    let app = crate::helpers::spawn_in_process(storage.clone()).await;
+    let token = app.demo_token().await;
+    app.fund(&token, "100").await;
+    // The disk fills: the journal sees it before it writes anything.
+    faults.no_room.store(true, Ordering::SeqCst);
+    let journal = storage.commit.journal().unwrap();
+    assert!(!journal.try_make_room());
+    let mut res = app
+        .client
+        .post(app.url("/api/pix/cash-out"))
+        .bearer_auth(&token)
+        .content_type("application/json")
+        .send_body(cash_out_body("while-full", "1"))
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 503);
+    assert_eq!(res.headers().get("retry-after").unwrap(), "5");
+    let body: serde_json::Value = res.json().await.unwrap();
+    crate::helpers::assert_extended(&body, 503, "SERVICE_UNAVAILABLE");
+    // Nothing moved, and reads are served.
+    assert_eq!(app.balance(&token).await, ("100.00".into(), "0.00".into(), "100.00".into()));
+    assert_eq!(crate::helpers::send(app.client.get(app.url("/healthz")), None).await.0, 200);
+    // Room returns: the same request is taken.
+    faults.no_room.store(false, Ordering::SeqCst);
+    assert!(journal.try_make_room());
+    let (s, b) = app.post_raw("/api/pix/cash-out", &token, &cash_out_body("while-full", "1"), &[]).await;
+    assert_eq!(s, 201, "{b}");
 }
