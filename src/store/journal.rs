@@ -516,8 +516,8 @@ impl Journal {
         if size + SEGMENT_HEADER_BYTES + RECORD_HEADER_BYTES > self.shared.segment_bytes {
             return Err(JournalError::TooLarge(size));
         }
-        // The record must leave room for a zero header after it, unless it ends the segment
-        // exactly (a reader then finds the segment's end).
+        // A record may end anywhere up to the segment's end: the bytes after it are the
+        // segment's zeros, which a reader takes for the end of its records.
         let fits = self.current.as_ref().is_some_and(|c| c.offset + size <= self.shared.segment_bytes);
         if !fits {
             self.roll()?;
