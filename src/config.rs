@@ -163,8 +163,8 @@ pub struct ServeArgs {
     /// sled's page cache in MiB (default 64).
     #[arg(long, env = "PIXGW_STORAGE_CACHE_MB")]
     pub storage_cache_mb: Option<u64>,
-    /// The size of each journal segment in MiB (default 8; at least 1). The data dir needs
-    /// room for about three of them besides sled.
+    /// The size of each journal segment in MiB (default 8; 1 to 1024). Writes are refused
+    /// while the data dir has less than four segments' worth free.
     #[arg(long, env = "PIXGW_JOURNAL_SEGMENT_MB")]
     pub journal_segment_mb: Option<u64>,
     /// Seconds in-flight requests get to finish on shutdown.
@@ -333,5 +333,19 @@ mod tests {
         assert!(matches!(Settings::resolve(&args), Err(ConfigError::Listen(_))));
         let args = ServeArgs { admin_token: Some("short".into()), ..ServeArgs::default() };
         assert!(matches!(Settings::resolve(&args), Err(ConfigError::Invalid(_))));
+    }
+
+    #[test]
+    fn journal_segments_take_1_to_1024_mib() {
+        let with =
+            |mb| Settings::resolve(&ServeArgs { journal_segment_mb: Some(mb), ..ServeArgs::default() });
+        assert_eq!(
+            Settings::resolve(&ServeArgs::default()).unwrap().journal_segment_mb,
+            JOURNAL_SEGMENT_MB_DEFAULT
+        );
+        assert_eq!(with(1).unwrap().journal_segment_mb, 1);
+        assert_eq!(with(JOURNAL_SEGMENT_MB_MAX).unwrap().journal_segment_mb, JOURNAL_SEGMENT_MB_MAX);
+        assert!(matches!(with(0), Err(ConfigError::Invalid(_))));
+        assert!(matches!(with(JOURNAL_SEGMENT_MB_MAX + 1), Err(ConfigError::Invalid(_))));
     }
 }
