@@ -121,7 +121,6 @@ async fn run(n: u64, dir: std::path::PathBuf) -> anyhow::Result<()> {
                     key_type: Some(DirectoryKeyType::Email),
                     bank: None,
                 },
-                settle_key: settle_key.clone(),
                 scenario: None,
                 document_mismatch: false,
                 dict: None,

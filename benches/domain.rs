@@ -62,10 +62,11 @@ fn cash_out(c: &mut Criterion) {
                     now,
                     stored: pixgw::domain::ledger::StoredKeys::default(),
                 };
-                if let Ok(pixgw::domain::ledger::DebitDecision::Accept(e)) =
-                    ledger.decide_debit(&req, &limits)
-                {
-                    let _ = ledger.apply_debit(e);
+                let mut draft = ledger.draft();
+                let accepted = draft.debit(&req, &limits).is_ok();
+                let change = draft.finish();
+                if let (true, Ok(change)) = (accepted, change) {
+                    ledger.apply(change);
                 }
                 ledger
             },

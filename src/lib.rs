@@ -7,9 +7,9 @@
 //! # Layout
 //! - [`domain`]: PURE values and rules (money, documents, ids, PIX keys, BR Code, fees,
 //!   limits, the ledger, transactions and their events, charges' splits, refunds, webhook
-//!   signing and delivery rules, the transactions list, MED cases). No I/O, no clock, no
-//!   randomness.
-//! - [`account`]: the account actors (apply, commit, reply) and their registry.
+//!   signing and delivery rules, the transactions list, MED cases), and `decide`: every
+//!   account command as a pure function into a plan. No I/O, no clock, no randomness.
+//! - [`account`]: the account actors (gather, decide, execute, reply) and their registry.
 //! - [`sim`]: the simulated PIX network: the settling bank and the key directory.
 //! - [`webhooks`]: delivery from the durable outbox (the dispatcher, a pool of sender
 //!   actors) and `pixgw webhooks listen`.

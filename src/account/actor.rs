@@ -1,4 +1,19 @@
-//! The account actor: apply, commit, reply.
+//! The account actor: gather, decide, execute, reply.
+//!
+//! Every command takes the same four steps. The actor gathers what the command needs
+//! (records from storage, fresh ids, the time), the pure [`crate::domain::decide`] turns it
+//! into a plan, and [`AccountActor::execute`] carries the plan out: it queues the plan's
+//! writes with the group committer, applies the ledger's change, and tracks what the records
+//! say is pending, open or scheduled. The reply waits until the writes are durable
+//! ([`AccountActor::reply_when_durable`]); meanwhile the actor serves its next command on
+//! the state it already applied, so one fdatasync acknowledges many commands.
+//!
+//! Failure has one rule. A refusal is an answer and changes nothing. A full disk refuses the
+//! write before anything is applied: the command did not happen (503). Anything else, a
+//! storage failure or a plan that breaks an invariant (a bug), [`halts`](AccountActor::halt)
+//! the actor: it answers nothing more, and stops once the writes it already queued have
+//! landed, so the fresh actor the registry starts next loads a state that holds all of
+//! them.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
@@ -6,22 +21,17 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 use super::messages::*;
 use crate::clock::Clock;
-use crate::domain::account::FeeRule;
-use crate::domain::events::event_for;
-use crate::domain::ledger::{Balance, DebitDecision, DebitRequest, Ledger};
-use crate::domain::money::Money;
+use crate::domain::decide::{self, Account, Fresh, Ids, Plan, Record, Refusal, FRESH_RANDOM_BYTES};
+use crate::domain::ledger::{Ledger, StoredKeys};
+use crate::domain::med::{Med, MedStatus};
 use crate::domain::pix_key::parse_directory_key;
-use crate::domain::transaction::{
-    end_to_end_id, BankInfo, DictDetails, ErrorCode, Transaction, TxKind, TxStatus,
-};
-use crate::sim::bank::{Bank, Settled, Submit};
+use crate::domain::transaction::{BankInfo, ErrorCode, Transaction, TxKind, TxStatus};
+use crate::sim::bank::{Bank, Submit};
 use crate::sim::directory::Directory;
-use crate::sim::GATEWAY_ISPB;
-use crate::store::{AccountRecord, Batch, GroupCommit, Repo};
+use crate::store::{AccountRecord, CommitError, GroupCommit, Repo, RepoError, StoreError};
 
 /// Messages an actor's mailbox holds before senders wait.
 const MAILBOX_CAPACITY: usize = 4096;
@@ -29,7 +39,7 @@ const MAILBOX_CAPACITY: usize = 4096;
 /// forgets those whose writes are durable (storage answers for them).
 const KEYS_HELD_MAX: usize = 1024;
 /// How long a settlement refused for a full disk waits before it is written again.
-const SETTLE_RETRY_AFTER: Duration = Duration::from_secs(1);
+pub(super) const SETTLE_RETRY_AFTER: Duration = Duration::from_secs(1);
 /// How often an actor looks for expired transfers on its own.
 const TICK_EVERY: Duration = Duration::from_secs(1);
 /// An actor with nothing in flight stops after this long without a request (server
@@ -50,7 +60,11 @@ pub struct AccountActor {
     pub(super) account: AccountRecord,
     pub(super) deps: Arc<Deps>,
     /// `Err` when the ledger could not be loaded: the actor stops at once.
-    pub(super) ledger: Result<Ledger, String>,
+    ledger: Result<Ledger, String>,
+    /// Set by [`AccountActor::halt`]: the actor answers nothing more and is stopping.
+    halted: bool,
+    /// The writes queued before the halt have landed (or failed).
+    halt_landed: bool,
     /// Pending debits, to settle without a storage read.
     pending: HashMap<u64, Transaction>,
     /// Open charges (PENDING cash-ins).
@@ -58,9 +72,9 @@ pub struct AccountActor {
     /// `/dict/pix` and charge expirations: (deadline, local id).
     deadlines: BTreeSet<(DateTime<Utc>, u64)>,
     /// Scheduled splits: (when they go to the bank, local id).
-    pub(super) scheduled: BTreeSet<(DateTime<Utc>, u64)>,
-    /// Pending transfers to submit to the bank once the writes that made them are durable.
-    pub(super) ready: Vec<Transaction>,
+    scheduled: BTreeSet<(DateTime<Utc>, u64)>,
+    /// New pending debits to send to the bank once the writes that made them are durable.
+    ready: Vec<Transaction>,
     /// The newest group-commit ticket of this actor's writes; replies wait for it.
     last_ticket: u64,
     /// Transactions this actor wrote that the committer may not have applied yet, with the
@@ -69,15 +83,13 @@ pub struct AccountActor {
     /// writes in flight.
     unapplied: HashMap<u64, (u64, Transaction)>,
     unapplied_order: VecDeque<(u64, u64)>,
-    /// MEDs this actor opened and has not closed: their latest state, ahead of storage.
-    pub(super) meds: HashMap<u64, crate::domain::med::Med>,
+    /// MEDs of this account that are not closed: their latest state, ahead of storage.
+    pub(super) meds: HashMap<u64, Med>,
     /// The last request (server clock), for the idle stop.
     last_active: DateTime<Utc>,
     /// Replies waiting for durability.
     replies_pending: usize,
 }
-
-type PayResult = Result<(Transaction, bool), PayError>;
 
 impl AccountActor {
     /// Loads the account's ledger and pending debits from storage.
@@ -88,6 +100,8 @@ impl AccountActor {
             account,
             deps,
             ledger,
+            halted: false,
+            halt_landed: false,
             pending: HashMap::new(),
             open_charges: HashMap::new(),
             deadlines: BTreeSet::new(),
@@ -111,7 +125,7 @@ impl AccountActor {
         let ids: Vec<u64> = ledger.pending().map(|(id, _)| id).collect();
         for id in ids {
             match self.deps.repo.transaction(id).map_err(|e| e.to_string())? {
-                Some(tx) => self.track(tx),
+                Some(tx) => self.track_pending(tx),
                 // A MED's hold: nothing to send to the bank; its analysis ends it.
                 None if self.deps.repo.med(self.account.id, id).map_err(|e| e.to_string())?.is_some() => {}
                 None => return Err(format!("pending transaction {id} has no record")),
@@ -123,21 +137,193 @@ impl AccountActor {
         Ok(())
     }
 
-    pub(super) fn track_charge(&mut self, tx: Transaction) {
+    // ---- gather ------------------------------------------------------------------------
+
+    /// What the pure rules read of this account; refused while halted.
+    pub(super) fn view(&self) -> Result<Account<'_>, PayError> {
+        if self.halted {
+            return Err(PayError::Unavailable("the account is restarting; retry".into()));
+        }
+        let ledger = self.ledger.as_ref().map_err(|e| PayError::Unavailable(e.clone()))?;
+        Ok(Account {
+            id: self.account.id,
+            settings: &self.account.settings,
+            name: self.account.profile.name.as_str(),
+            receiving_key: &self.account.receiving_key,
+            ledger,
+        })
+    }
+
+    pub(super) fn now(&self) -> DateTime<Utc> {
+        self.deps.clock.now()
+    }
+
+    /// A storage read: its failure halts the actor.
+    pub(super) fn read<T>(
+        &mut self,
+        r: Result<T, RepoError>,
+        ctx: &mut Context<Self>,
+    ) -> Result<T, PayError> {
+        r.map_err(|e| self.halt(&format!("storage read failed: {e}"), ctx))
+    }
+
+    /// `n` fresh ids for a command. A full disk (no room to reserve ids) refuses the
+    /// command; any other storage failure halts the actor.
+    pub(super) fn draw_ids(&mut self, n: usize, ctx: &mut Context<Self>) -> Result<Ids, PayError> {
+        let mut random = vec![0u8; n * FRESH_RANDOM_BYTES];
+        getrandom::fill(&mut random).map_err(|e| PayError::Unavailable(format!("no randomness: {e}")))?;
+        let mut fresh = Vec::with_capacity(n);
+        for chunk in random.chunks_exact(FRESH_RANDOM_BYTES) {
+            let local_id = match self.deps.repo.store().generate_id() {
+                Ok(id) => id,
+                Err(StoreError::Full(why)) => return Err(PayError::Unavailable(why)),
+                Err(e) => return Err(self.halt(&format!("drawing ids failed: {e}"), ctx)),
+            };
+            let mut bytes = [0u8; FRESH_RANDOM_BYTES];
+            bytes.copy_from_slice(chunk);
+            fresh.push(Fresh { local_id, random: bytes });
+        }
+        Ok(Ids::new(fresh))
+    }
+
+    /// What storage holds for an externalId and idempotency key that the ledger may have
+    /// forgotten (see [`crate::domain::ledger::StoredKeys`]).
+    pub(super) fn stored_keys(
+        &mut self,
+        external_id: Option<&str>,
+        idempotency_key: Option<&str>,
+        ctx: &mut Context<Self>,
+    ) -> Result<StoredKeys, PayError> {
+        let r = self.deps.repo.stored_keys(self.account.id, external_id, idempotency_key);
+        self.read(r, ctx)
+    }
+
+    /// One of this account's transactions as this actor last wrote it (`None`: no such
+    /// transaction, or another account's).
+    pub(super) fn transaction(
+        &mut self,
+        local_id: u64,
+        ctx: &mut Context<Self>,
+    ) -> Result<Option<Transaction>, PayError> {
+        self.prune_unapplied();
+        if let Some((_, tx)) = self.unapplied.get(&local_id) {
+            return Ok(Some(tx.clone()));
+        }
+        let r = self.deps.repo.transaction(local_id);
+        let account = self.account.id;
+        Ok(self.read(r, ctx)?.filter(|t| t.account_id == account))
+    }
+
+    /// Whether any write still in flight matches.
+    pub(super) fn unapplied_any(&self, f: impl Fn(&Transaction) -> bool) -> bool {
+        self.unapplied.values().any(|(_, t)| f(t))
+    }
+
+    /// A random value for an end-to-end id (a settlement draws no local id).
+    pub(super) fn entropy() -> [u8; 16] {
+        let mut e = [0u8; 16];
+        // Without the OS source the id is still unique by its time and the transaction.
+        let _ = getrandom::fill(&mut e);
+        e
+    }
+
+    /// The bank data of an institution of the directory.
+    pub(super) fn institution(&self, ispb: &str) -> Option<BankInfo> {
+        self.deps.directory.institution(ispb).map(|i| BankInfo {
+            ispb: i.ispb.clone(),
+            name: i.name.clone(),
+            code: i.code.clone(),
+            branch: None,
+            account_number: None,
+        })
+    }
+
+    // ---- execute -----------------------------------------------------------------------
+
+    /// Answers a refusal; a bug halts the actor.
+    pub(super) fn refused(&mut self, r: Refusal, ctx: &mut Context<Self>) -> PayError {
+        if let Refusal::Bug(why) = &r {
+            let why = why.clone();
+            self.halt(&why, ctx);
+        }
+        PayError::from(r)
+    }
+
+    /// Carries out a plan: queues its writes, applies the ledger's change, tracks its
+    /// records, and answers its reply (sent once durable by the handler).
+    pub(super) fn execute<R>(&mut self, plan: Plan<R>, ctx: &mut Context<Self>) -> Result<R, PayError> {
+        let Plan { ledger, records, events, reply } = plan;
+        let batch = match self.deps.repo.plan_batch(self.account.id, ledger.as_ref(), &records, &events) {
+            Ok(b) => b,
+            Err(RepoError::Store(StoreError::Full(why))) => return Err(PayError::Unavailable(why)),
+            Err(e) => return Err(self.halt(&format!("encoding a plan failed: {e}"), ctx)),
+        };
+        self.prune_unapplied();
+        let ticket = match self.deps.commit.submit(batch) {
+            Ok(ticket) => ticket,
+            // Refused before anything was written or applied: the command did not happen.
+            Err(CommitError::Full(why)) => return Err(PayError::Unavailable(why)),
+            Err(e) => return Err(self.halt(&format!("the write was refused: {e}"), ctx)),
+        };
+        self.last_ticket = ticket;
+        if let (Ok(l), Some(change)) = (self.ledger.as_mut(), ledger) {
+            l.apply(change);
+        }
+        for record in records {
+            self.track(ticket, record);
+        }
+        Ok(reply)
+    }
+
+    /// What a written record means for the actor's own bookkeeping.
+    fn track(&mut self, ticket: u64, record: Record) {
+        let (tx, new) = match record {
+            Record::NewTransaction(tx) => (tx, true),
+            Record::Transaction(tx) => (tx, false),
+            Record::Med(med) => {
+                match med.status {
+                    MedStatus::Open | MedStatus::Received => self.meds.insert(med.id, med),
+                    MedStatus::Cancelled | MedStatus::Analyzed => self.meds.remove(&med.id),
+                };
+                return;
+            }
+        };
+        match (tx.kind, tx.status) {
+            (TxKind::CashIn, TxStatus::Pending) => self.track_charge(tx.clone()),
+            (TxKind::CashIn, _) => self.untrack_charge(&tx),
+            (kind, TxStatus::Pending) if kind.is_debit() => {
+                if new {
+                    match tx.scheduled_for {
+                        Some(at) => {
+                            self.scheduled.insert((at, tx.local_id));
+                        }
+                        None => self.ready.push(tx.clone()),
+                    }
+                }
+                self.track_pending(tx.clone());
+            }
+            (kind, _) if kind.is_debit() => self.untrack_pending(&tx),
+            _ => {}
+        }
+        self.unapplied_order.push_back((ticket, tx.local_id));
+        self.unapplied.insert(tx.local_id, (ticket, tx));
+    }
+
+    fn track_charge(&mut self, tx: Transaction) {
         if let Some(c) = &tx.charge {
             self.deadlines.insert((c.expires_at, tx.local_id));
         }
         self.open_charges.insert(tx.local_id, tx);
     }
 
-    pub(super) fn untrack_charge(&mut self, tx: &Transaction) {
+    fn untrack_charge(&mut self, tx: &Transaction) {
         if let Some(c) = &tx.charge {
             self.deadlines.remove(&(c.expires_at, tx.local_id));
         }
         self.open_charges.remove(&tx.local_id);
     }
 
-    pub(super) fn track(&mut self, tx: Transaction) {
+    fn track_pending(&mut self, tx: Transaction) {
         if let Some(d) = &tx.dict {
             let deadline = tx.created_at + chrono::Duration::seconds(i64::from(d.expiration_seconds));
             self.deadlines.insert((deadline, tx.local_id));
@@ -145,26 +331,22 @@ impl AccountActor {
         self.pending.insert(tx.local_id, tx);
     }
 
-    pub(super) fn fee_rule(&self, kind: TxKind) -> FeeRule {
-        let fees = &self.account.settings.fees;
-        match kind {
-            TxKind::CashOut | TxKind::QrCashOut => fees.cash_out,
-            TxKind::DictPix => fees.dict_pix,
-            TxKind::PixIn | TxKind::CashIn => fees.cash_in,
-            TxKind::RefundIn => fees.refund,
-            // Money of ours coming back carries no fee.
-            TxKind::RefundOut => FeeRule::default(),
+    fn untrack_pending(&mut self, tx: &Transaction) {
+        self.pending.remove(&tx.local_id);
+        if let Some(d) = &tx.dict {
+            let deadline = tx.created_at + chrono::Duration::seconds(i64::from(d.expiration_seconds));
+            self.deadlines.remove(&(deadline, tx.local_id));
         }
     }
 
-    /// Submits what [`AccountActor::ready`] holds (call once its writes are durable).
-    pub(super) fn submit_ready(&mut self, ctx: &mut Context<Self>) {
+    /// Sends the new pending debits to the bank (their writes are durable by now).
+    fn submit_ready(&mut self, ctx: &mut Context<Self>) {
         for tx in std::mem::take(&mut self.ready) {
             self.submit(&tx, ctx);
         }
     }
 
-    pub(super) fn submit(&self, tx: &Transaction, ctx: &mut Context<Self>) {
+    fn submit(&self, tx: &Transaction, ctx: &mut Context<Self>) {
         let key = match (&tx.counterpart.key, tx.counterpart.key_type) {
             (Some(k), Some(_)) => parse_directory_key(k).ok(),
             _ => None,
@@ -179,19 +361,6 @@ impl AccountActor {
             refund: tx.kind == TxKind::RefundIn,
             reply_to: ctx.address().recipient(),
         });
-    }
-
-    /// Queues the batch, which writes `txs`, for the committer; the ledger may then apply
-    /// its effects, and replies wait for durability in [`AccountActor::after_flush`].
-    pub(super) fn commit(&mut self, batch: Batch, txs: &[&Transaction]) -> Result<(), PayError> {
-        self.prune_unapplied();
-        let ticket = self.deps.commit.submit(batch).map_err(|e| PayError::Unavailable(e.to_string()))?;
-        self.last_ticket = ticket;
-        for tx in txs {
-            self.unapplied.insert(tx.local_id, (ticket, (*tx).clone()));
-            self.unapplied_order.push_back((ticket, tx.local_id));
-        }
-        Ok(())
     }
 
     /// Forgets the writes that storage now has (their ticket is under the watermark).
@@ -215,193 +384,105 @@ impl AccountActor {
         }
     }
 
-    /// What storage holds for an externalId and idempotency key that the ledger may have
-    /// forgotten (see [`crate::domain::ledger::StoredKeys`]).
-    pub(super) fn stored_keys(
-        &self,
-        external_id: Option<&str>,
-        idempotency_key: Option<&str>,
-    ) -> Result<crate::domain::ledger::StoredKeys, PayError> {
-        self.deps
-            .repo
-            .stored_keys(self.account.id, external_id, idempotency_key)
-            .map_err(|e| PayError::Unavailable(e.to_string()))
-    }
-
-    /// Whether any write still queued matches.
-    pub(super) fn unapplied_any(&self, f: impl Fn(&Transaction) -> bool) -> bool {
-        self.unapplied.values().any(|(_, t)| f(t))
-    }
-
-    /// One of this account's transactions as this actor last wrote it.
-    pub(super) fn transaction(&mut self, local_id: u64) -> Result<Option<Transaction>, PayError> {
-        self.prune_unapplied();
-        if let Some((_, tx)) = self.unapplied.get(&local_id) {
-            return Ok(Some(tx.clone()));
+    /// Stops the actor after a failure that may leave its memory ahead of (or apart from)
+    /// the disk. It answers nothing more, and stops once the writes it queued have landed
+    /// (or failed), so the next actor of this account loads a state that holds them, and
+    /// once the replies it owes are sent.
+    pub(super) fn halt(&mut self, why: &str, ctx: &mut Context<Self>) -> PayError {
+        if !self.halted {
+            tracing::error!(account = %self.account.id, why, "account actor halts; it reloads from storage on next use");
+            self.halted = true;
+            let commit = Arc::clone(&self.deps.commit);
+            let ticket = self.last_ticket;
+            let landed = async move { commit.durable(ticket).await };
+            ctx.spawn(landed.into_actor(self).map(|_, act, ctx| {
+                act.halt_landed = true;
+                act.stop_when_quiet(ctx);
+            }));
         }
-        self.deps.repo.transaction(local_id).map_err(|e| PayError::Unavailable(e.to_string()))
-    }
-
-    pub(super) fn broken(&self, why: &str, ctx: &mut Context<Self>) -> PayError {
-        tracing::error!(account = %self.account.id, why, "account actor stops; it reloads from storage on next use");
-        ctx.stop();
         PayError::Internal(why.to_owned())
     }
 
-    fn pay(&mut self, req: PayRequest, ctx: &mut Context<Self>) -> PayResult {
-        let ledger = self.ledger.as_ref().map_err(|e| PayError::Unavailable(e.clone()))?;
-        let now = self.deps.clock.now();
-        let store = self.deps.repo.store();
-        let local_id = store.generate_id().map_err(|e| PayError::Unavailable(e.to_string()))?;
-        let fee =
-            if req.document_mismatch { Money::ZERO } else { self.fee_rule(req.kind).fee_for(req.value) };
-        let debit = DebitRequest {
-            local_id,
-            external_id: req.external_id.clone(),
-            idempotency: req.dict.as_ref().map(|d| (d.idempotency_key.clone(), d.request_hash.clone())),
-            value: req.value,
-            fee,
-            hold: !req.document_mismatch,
-            limited: true,
-            now,
-            stored: self.stored_keys(
-                req.external_id.as_deref(),
-                req.dict.as_ref().map(|d| d.idempotency_key.as_str()),
-            )?,
-        };
-        let effects = match ledger.decide_debit(&debit, &self.account.settings.limits) {
-            Err(r) => return Err(PayError::Rejected(r)),
-            Ok(DebitDecision::Replay { existing }) => {
-                let tx = self.transaction(existing)?;
-                return tx
-                    .map(|t| (t, true))
-                    .ok_or_else(|| PayError::Internal(format!("transaction {existing} missing")));
-            }
-            Ok(DebitDecision::Accept(e)) => e,
-        };
-        let entropy = Uuid::new_v4().into_bytes();
-        let e2e = end_to_end_id('E', GATEWAY_ISPB, now, &entropy);
-        let mut tx = Transaction {
-            fee,
-            external_id: req.external_id,
-            end_to_end_id: e2e.clone(),
-            description: req.description,
-            counterpart: req.counterpart,
-            scenario: req.scenario,
-            dict: req.dict.map(|d| DictDetails {
-                idempotency_key: d.idempotency_key,
-                request_hash: d.request_hash,
-                priority: d.priority,
-                expiration_seconds: d.expiration_seconds,
-                currency: d.currency,
-                provisional_end_to_end_id: e2e,
-            }),
-            qr_txid: req.qr_txid,
-            ..Transaction::new(local_id, Uuid::new_v4(), self.account.id, req.kind, req.value, now)
-        };
-        if req.document_mismatch {
-            let _ = tx.settle(Err(ErrorCode::TaxIdMismatch), now);
+    /// Stops a halted actor once nothing it owes is outstanding.
+    fn stop_when_quiet(&mut self, ctx: &mut Context<Self>) {
+        if self.halted && self.halt_landed && self.replies_pending == 0 {
+            ctx.stop();
         }
-        let repo = &self.deps.repo;
-        let mut b = Batch::default();
-        let write = (|| {
-            repo.put_transaction(&mut b, &tx, true, true)?;
-            repo.put_ledger(&mut b, self.account.id, &effects.state)?;
-            if !effects.hold.is_zero() {
-                repo.put_pending(&mut b, self.account.id, local_id, effects.hold)?;
-            }
-            if let Some(ev) = event_for(&tx, now) {
-                repo.put_outbox(&mut b, &ev)?;
-            }
-            Ok::<(), crate::store::RepoError>(())
-        })();
-        write.map_err(|e| PayError::Unavailable(e.to_string()))?;
-        self.commit(b, &[&tx])?;
-        let applied = self.ledger.as_mut().map(|l| l.apply_debit(effects));
-        if let Ok(Err(v)) = applied {
-            return Err(self.broken(&v.to_string(), ctx));
-        }
-        if tx.status == TxStatus::Pending {
-            self.track(tx.clone());
-        }
-        Ok((tx, false))
     }
 
+    /// A reply that waits until this actor's writes so far are durable; then the new
+    /// pending debits go to the bank.
+    pub(super) fn reply_when_durable<T: 'static>(
+        &mut self,
+        reply: Result<T, PayError>,
+    ) -> ResponseActFuture<Self, Result<T, PayError>> {
+        let commit = Arc::clone(&self.deps.commit);
+        let ticket = self.last_ticket;
+        let wait = async move { commit.durable(ticket).await };
+        self.replies_pending += 1;
+        self.last_active = self.deps.clock.now();
+        Box::pin(wait.into_actor(self).map(move |durable, act, ctx| {
+            act.replies_pending -= 1;
+            let reply = match durable {
+                Ok(()) => {
+                    act.submit_ready(ctx);
+                    reply
+                }
+                // This actor's memory may hold effects that never reached the disk.
+                Err(e) => Err(match act.halt(&format!("write not durable: {e}"), ctx) {
+                    PayError::Internal(m) => PayError::Unavailable(m),
+                    other => other,
+                }),
+            };
+            act.stop_when_quiet(ctx);
+            reply
+        }))
+    }
+
+    // ---- commands that start inside the actor ------------------------------------------
+
     /// Ends a pending debit: the bank answered, or a `/dict/pix` transfer expired.
-    fn settle(
+    pub(super) fn settle(
         &mut self,
         local_id: u64,
         result: Result<Option<BankInfo>, ErrorCode>,
         ctx: &mut Context<Self>,
     ) {
-        let Some(mut tx) = self.pending.get(&local_id).cloned() else { return };
-        let Ok(ledger) = &self.ledger else { return };
-        let answer = result.clone();
-        let Some(effects) = ledger.decide_settle(local_id, result.is_ok()) else { return };
-        let now = self.deps.clock.now();
-        if let Ok(Some(bank)) = &result {
-            tx.counterpart.bank = Some(bank.clone());
-        }
-        let new_e2e = tx.kind == TxKind::DictPix && result.is_ok();
-        if new_e2e {
-            // The provisional id answered at creation gives way to the settled one.
-            tx.end_to_end_id = end_to_end_id('E', GATEWAY_ISPB, now, &Uuid::new_v4().into_bytes());
-        }
-        if tx.settle(result.map(|_| ()), now).is_err() {
-            return;
-        }
-        // A refund that did not happen no longer counts against the original.
-        let mut original = None;
-        if let (TxKind::RefundIn, TxStatus::Error, Some(r)) = (tx.kind, tx.status, &tx.refund) {
-            match self.transaction(r.original_local_id) {
-                Ok(Some(mut o)) => {
-                    o.refunded = o.refunded.checked_sub(tx.value).unwrap_or(Money::ZERO);
-                    original = Some(o);
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::error!(account = %self.account.id, local_id, error = %e, "settlement not recorded");
-                    return;
+        let Some(tx) = self.pending.get(&local_id).cloned() else { return };
+        // A refund that failed gives its amount back to the original's refunded sum.
+        let original = match (&tx.refund, tx.kind, result.is_err()) {
+            (Some(r), TxKind::RefundIn, true) => match self.transaction(r.original_local_id, ctx) {
+                Ok(o) => o,
+                Err(_) => return,
+            },
+            _ => None,
+        };
+        let now = self.now();
+        let decided = match self.view() {
+            Ok(view) => decide::settle(&view, tx, result.clone(), original, now, Self::entropy()),
+            Err(_) => return,
+        };
+        match decided {
+            Ok(None) => {}
+            Ok(Some(plan)) => {
+                if self.execute(plan, ctx).is_err() && !self.halted {
+                    // The disk is full (logged once by the journal): the bank's answer is kept
+                    // and written once room returns, so the money does not stay blocked.
+                    ctx.run_later(SETTLE_RETRY_AFTER, move |act, ctx| act.settle(local_id, result, ctx));
                 }
             }
-        }
-        let repo = &self.deps.repo;
-        let mut b = Batch::default();
-        let write = (|| {
-            if let Some(o) = &original {
-                repo.put_transaction(&mut b, o, false, false)?;
+            Err(r) => {
+                self.refused(r, ctx);
             }
-            repo.put_transaction(&mut b, &tx, false, new_e2e)?;
-            repo.put_ledger(&mut b, self.account.id, &effects.state)?;
-            repo.delete_pending(&mut b, self.account.id, local_id);
-            if let Some(ev) = event_for(&tx, now) {
-                repo.put_outbox(&mut b, &ev)?;
-            }
-            Ok::<(), crate::store::RepoError>(())
-        })();
-        let mut written = vec![&tx];
-        written.extend(original.as_ref());
-        if let Err(e) =
-            write.map_err(|e| PayError::Unavailable(e.to_string())).and_then(|_| self.commit(b, &written))
-        {
-            if self.deps.commit.full().is_some() {
-                // The disk is full (logged once by the journal): the bank's answer is kept and
-                // written once room returns, so the money does not stay blocked until a restart.
-                ctx.run_later(SETTLE_RETRY_AFTER, move |act, ctx| act.settle(local_id, answer, ctx));
-                return;
-            }
-            // Still pending in storage; a restart submits it to the bank again.
-            tracing::error!(account = %self.account.id, local_id, error = %e, "settlement not recorded");
-            return;
         }
-        if let Ok(Err(v)) = self.ledger.as_mut().map(|l| l.apply_settle(effects)) {
-            self.broken(&v.to_string(), ctx);
-            return;
-        }
-        self.pending.remove(&local_id);
-        if let Some(d) = &tx.dict {
-            let deadline = tx.created_at + chrono::Duration::seconds(i64::from(d.expiration_seconds));
-            self.deadlines.remove(&(deadline, local_id));
+    }
+
+    /// Closes an open charge that reached its expiration.
+    fn expire_charge(&mut self, local_id: u64, ctx: &mut Context<Self>) {
+        let Some(charge) = self.open_charges.get(&local_id).cloned() else { return };
+        let plan = decide::expire_charge(charge, self.now());
+        if let Err(e) = self.execute(plan, ctx) {
+            tracing::error!(account = %self.account.id, local_id, error = %e, "charge expiry not recorded");
         }
     }
 
@@ -421,8 +502,11 @@ impl AccountActor {
             && self.last_ticket <= self.deps.commit.durable_now()
     }
 
-    fn expire_due(&mut self, ctx: &mut Context<Self>) {
-        let now = self.deps.clock.now();
+    pub(super) fn expire_due(&mut self, ctx: &mut Context<Self>) {
+        if self.halted {
+            return;
+        }
+        let now = self.now();
         if self.idle(now) {
             // Messages still queued are not handled after this; their senders see the
             // mailbox closed and ask the registry again, which starts a fresh actor.
@@ -442,84 +526,19 @@ impl AccountActor {
         let due: Vec<u64> = self.deadlines.iter().take_while(|(d, _)| *d <= now).map(|(_, id)| *id).collect();
         for id in due {
             if self.open_charges.contains_key(&id) {
-                if let Err(e) = self.expire_charge(id) {
-                    tracing::error!(account = %self.account.id, id, error = %e, "charge expiry not recorded");
-                }
+                self.expire_charge(id, ctx);
             } else {
                 self.settle(id, Err(ErrorCode::Expired), ctx);
             }
         }
     }
 
-    fn pix_in(&mut self, msg: PixIn) -> Result<Transaction, PayError> {
-        let ledger = self.ledger.as_ref().map_err(|e| PayError::Unavailable(e.clone()))?;
-        let now = self.deps.clock.now();
-        let fee = self.fee_rule(TxKind::PixIn).fee_for(msg.value);
-        let effects = ledger.decide_credit(msg.value, fee).map_err(PayError::Rejected)?;
-        let local_id =
-            self.deps.repo.store().generate_id().map_err(|e| PayError::Unavailable(e.to_string()))?;
-        let payer_bank = self.deps.directory.institution("00000000").map(|i| BankInfo {
-            ispb: i.ispb.clone(),
-            name: i.name.clone(),
-            code: i.code.clone(),
-            branch: None,
-            account_number: None,
-        });
-        let tx = Transaction {
-            status: TxStatus::Confirmed,
-            fee,
-            end_to_end_id: end_to_end_id('E', "00000000", now, &Uuid::new_v4().into_bytes()),
-            counterpart: crate::domain::transaction::Counterpart {
-                name: msg.payer_name,
-                document: msg.payer_document,
-                key: None,
-                key_type: None,
-                bank: payer_bank,
-            },
-            processed_at: Some(now),
-            ..Transaction::new(local_id, Uuid::new_v4(), self.account.id, TxKind::PixIn, msg.value, now)
-        };
-        let repo = &self.deps.repo;
-        let mut b = Batch::default();
-        let write = (|| {
-            repo.put_transaction(&mut b, &tx, true, true)?;
-            repo.put_ledger(&mut b, self.account.id, &effects.state)?;
-            if let Some(ev) = event_for(&tx, now) {
-                repo.put_outbox(&mut b, &ev)?;
-            }
-            Ok::<(), crate::store::RepoError>(())
-        })();
-        write.map_err(|e| PayError::Unavailable(e.to_string()))?;
-        self.commit(b, &[&tx])?;
-        if let Ok(Err(v)) = self.ledger.as_mut().map(|l| l.apply_credit(effects)) {
-            return Err(PayError::Internal(v.to_string()));
-        }
-        Ok(tx)
-    }
-
-    /// A reply that waits until this actor's writes so far are durable.
-    pub(super) fn after_flush<T: 'static>(
-        &mut self,
-        reply: Result<T, PayError>,
-        then: impl FnOnce(&mut Self, &mut Context<Self>, &T) + 'static,
-    ) -> ResponseActFuture<Self, Result<T, PayError>> {
-        let commit = Arc::clone(&self.deps.commit);
-        let ticket = self.last_ticket;
-        let wait = async move { commit.durable(ticket).await };
-        self.replies_pending += 1;
-        self.last_active = self.deps.clock.now();
-        Box::pin(wait.into_actor(self).map(move |durable, act, ctx| {
-            act.replies_pending -= 1;
-            if let Err(e) = durable {
-                // This actor's memory may hold effects that never reached the disk.
-                tracing::error!(account = %act.account.id, error = %e, "write not durable; actor stops");
-                ctx.stop();
-                return Err(PayError::Unavailable(e.to_string()));
-            }
-            let value = reply?;
-            then(act, ctx, &value);
-            Ok(value)
-        }))
+    /// Keeps `last_active` as it was (time moving is not a request).
+    pub(super) fn untouched_reply(&mut self) -> ResponseActFuture<Self, Result<(), PayError>> {
+        let last = self.last_active;
+        let reply = self.reply_when_durable(Ok(()));
+        self.last_active = last;
+        reply
     }
 }
 
@@ -535,7 +554,7 @@ impl Actor for AccountActor {
         ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
         // Recovery: whatever was pending when the server stopped goes to the bank again,
         // but a scheduled split waits for its time.
-        let now = self.deps.clock.now();
+        let now = self.now();
         let pending: Vec<Transaction> = self.pending.values().cloned().collect();
         for tx in &pending {
             match tx.scheduled_for {
@@ -546,66 +565,5 @@ impl Actor for AccountActor {
             }
         }
         ctx.run_interval(TICK_EVERY, |act, ctx| act.expire_due(ctx));
-    }
-}
-
-impl Handler<Pay> for AccountActor {
-    type Result = ResponseActFuture<Self, Result<PayOutcome, PayError>>;
-
-    fn handle(&mut self, msg: Pay, ctx: &mut Context<Self>) -> Self::Result {
-        let reply = self.pay(msg.0, ctx).map(|(tx, replayed)| PayOutcome { tx, replayed });
-        self.after_flush(reply, |act, ctx, out| {
-            if !out.replayed && out.tx.status == TxStatus::Pending {
-                act.submit(&out.tx, ctx);
-            }
-        })
-    }
-}
-
-impl Handler<PixIn> for AccountActor {
-    type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
-
-    fn handle(&mut self, msg: PixIn, _: &mut Context<Self>) -> Self::Result {
-        let reply = self.pix_in(msg);
-        self.after_flush(reply, |_, _, _| {})
-    }
-}
-
-impl Handler<GetBalance> for AccountActor {
-    type Result = ResponseActFuture<Self, Result<Balance, PayError>>;
-
-    fn handle(&mut self, _: GetBalance, _: &mut Context<Self>) -> Self::Result {
-        let reply = self.ledger.as_ref().map(|l| l.balance()).map_err(|e| PayError::Unavailable(e.clone()));
-        self.after_flush(reply, |_, _, _| {})
-    }
-}
-
-impl Handler<Settled> for AccountActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: Settled, ctx: &mut Context<Self>) {
-        self.settle(msg.local_id, msg.result, ctx);
-    }
-}
-
-impl Handler<Tick> for AccountActor {
-    type Result = ResponseActFuture<Self, Result<(), PayError>>;
-
-    /// Answers once what expired is on disk, so the clock route's caller reads it back.
-    fn handle(&mut self, _: Tick, ctx: &mut Context<Self>) -> Self::Result {
-        self.expire_due(ctx);
-        // Time moving is not a request: it must not keep an idle actor alive.
-        let last = self.last_active;
-        let reply = self.after_flush(Ok(()), |_, _, _| {});
-        self.last_active = last;
-        reply
-    }
-}
-
-impl Handler<SettingsChanged> for AccountActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: SettingsChanged, _: &mut Context<Self>) {
-        self.account.settings = msg.0;
     }
 }

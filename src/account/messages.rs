@@ -3,39 +3,11 @@
 use actix::Message;
 
 use crate::domain::account::AccountSettings;
+use crate::domain::decide::Refusal;
+pub use crate::domain::decide::{ChargeRequest, DictRequest, PayRequest, RefundRequest};
 use crate::domain::ledger::{Balance, Rejection};
 use crate::domain::money::Money;
-use crate::domain::pix_key::DirectoryKey;
-use crate::domain::scenario::PayoutScenario;
-use crate::domain::transaction::{Counterpart, Priority, Transaction, TxKind};
-
-/// The `/dict/pix` parts of a payment.
-#[derive(Debug, Clone)]
-pub struct DictRequest {
-    pub idempotency_key: String,
-    pub request_hash: String,
-    pub priority: Priority,
-    pub expiration_seconds: u32,
-    pub currency: String,
-}
-
-/// A payment out of the account (cash-out, QR cash-out, `/dict/pix`).
-#[derive(Debug, Clone)]
-pub struct PayRequest {
-    pub kind: TxKind,
-    pub external_id: Option<String>,
-    pub value: Money,
-    pub description: Option<String>,
-    pub counterpart: Counterpart,
-    /// The key the bank settles to (`None`: unknown, the bank rejects it).
-    pub settle_key: Option<DirectoryKey>,
-    pub scenario: Option<PayoutScenario>,
-    /// checkPixKeyWithDocument found another holder: record ERROR / TAX_ID_MISMATCH at
-    /// once and move no money.
-    pub document_mismatch: bool,
-    pub dict: Option<DictRequest>,
-    pub qr_txid: Option<String>,
-}
+use crate::domain::transaction::Transaction;
 
 #[derive(Debug, Clone)]
 pub struct PayOutcome {
@@ -69,6 +41,20 @@ pub enum PayError {
     Internal(String),
 }
 
+impl From<Refusal> for PayError {
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::Ledger(r) => PayError::Rejected(r),
+            Refusal::BelowProviderMinimum(s) => PayError::BelowProviderMinimum(s),
+            Refusal::NotPayable(status) => PayError::NotPayable(status),
+            Refusal::TxidTaken => PayError::TxidTaken,
+            Refusal::Refund(r) => PayError::Refund(r),
+            Refusal::Med(r) => PayError::Med(r),
+            Refusal::Bug(why) => PayError::Internal(why),
+        }
+    }
+}
+
 #[derive(Message, Clone)]
 #[rtype(result = "Result<PayOutcome, PayError>")]
 pub struct Pay(pub PayRequest);
@@ -98,24 +84,6 @@ pub struct Tick;
 #[rtype(result = "()")]
 pub struct SettingsChanged(pub AccountSettings);
 
-/// A charge to create (`POST /api/pix/cash-in`).
-#[derive(Debug, Clone)]
-pub struct ChargeRequest {
-    /// Family A charges have one; a cob has its txid instead.
-    pub external_id: Option<String>,
-    /// A cob's txid, chosen by the client (unique per account).
-    pub txid: Option<String>,
-    pub cob: Option<crate::domain::transaction::CobDetails>,
-    pub value: Money,
-    pub description: String,
-    pub payer_name: String,
-    pub payer_document: Option<String>,
-    pub expiration_seconds: u32,
-    pub additional_info: std::collections::BTreeMap<String, String>,
-    pub scenario: Option<crate::domain::scenario::ChargeScenario>,
-    pub splits: Vec<crate::domain::splits::Split>,
-}
-
 #[derive(Message, Clone)]
 #[rtype(result = "Result<Transaction, PayError>")]
 pub struct CreateCharge(pub ChargeRequest);
@@ -125,19 +93,6 @@ pub struct CreateCharge(pub ChargeRequest);
 #[rtype(result = "Result<Transaction, PayError>")]
 pub struct PayCharge {
     pub local_id: u64,
-}
-
-/// A refund of a received PIX, from either family.
-#[derive(Debug, Clone)]
-pub struct RefundRequest {
-    pub original_local_id: u64,
-    pub value: Money,
-    /// The refund-in externalId or the devolução id (one namespace).
-    pub refund_id: Option<String>,
-    pub reason: Option<String>,
-    pub natureza: crate::domain::transaction::Natureza,
-    pub family: crate::domain::transaction::Family,
-    pub scenario: Option<PayoutScenario>,
 }
 
 /// Answers the refund and whether it is a replay of an earlier one with the same id.

@@ -2,18 +2,18 @@
 //! counters, idempotency indexes, pending debits) and serializes every change to it
 //! without locks. A registry starts them on first use, spread over one arbiter per core.
 //!
-//! Each command runs to completion inside the actor: decide on the pure ledger, write the
-//! resulting batch (transaction, ledger, indexes, outbox) through group commit, apply to
-//! the ledger, then reply once the batch is on disk (its journal record synced). While one
-//! reply waits for its sync the actor already serves the next command, so one fdatasync
-//! acknowledges many.
+//! Each command runs to completion inside the actor: gather what it needs, decide it with
+//! the pure rules of [`crate::domain::decide`], execute the plan (queue its writes with group
+//! commit, apply the ledger's change), then reply once the writes are on disk (their
+//! journal record synced). While one reply waits for its sync the actor already serves the
+//! next command, so one fdatasync acknowledges many.
 
 mod actor;
-mod charges;
-mod med;
+mod commands;
 mod messages;
-mod refunds;
 mod registry;
+#[cfg(test)]
+mod tests;
 
 pub use actor::{AccountActor, Deps, ACCOUNT_IDLE_STOP_SECONDS};
 pub use messages::{

@@ -1,11 +1,15 @@
 //! The ledger of one account: its balance, limit counters, idempotency indexes and pending
-//! debits, and the rules that move money (decisions.md §3, §4).
+//! debits, and the rules that move money (docs/decisions.md "Balances, fees, limits" and
+//! "Idempotency").
 //!
-//! Every change is two-phase: `decide_*` reads the ledger and answers the effects (or the
-//! rejection) without changing anything; the caller persists the effects and only then
-//! calls `apply_*`. So a storage failure between the two leaves the ledger as it was.
+//! Every change is decided on a [`LedgerDraft`]: one command may take several steps (a paid
+//! charge is a credit, then one hold per split), each seeing the ones before it. The draft
+//! changes nothing; [`LedgerDraft::finish`] checks the invariants on the state the steps lead
+//! to and answers a [`LedgerChange`], the only value [`Ledger::apply`] takes. So a change is
+//! checked before it is written, and applying it cannot fail: the account actor writes the
+//! change, then applies it, and a storage failure in between leaves nothing half done.
 //!
-//! Invariants, checked after every apply:
+//! Invariants, checked by `finish`:
 //! - `available >= 0` and `blocked >= 0` (the types cannot go negative);
 //! - `blocked` is the sum of the holds of pending debits;
 //! - `available + blocked + debited == credited` (money is conserved), where `credited` is
@@ -68,7 +72,8 @@ pub struct DebitRequest {
     pub value: Money,
     pub fee: Money,
     /// False records the transaction without moving money (a document mismatch found
-    /// before the debit): it takes the externalId but no balance and no limit.
+    /// before the debit, a charge taking its externalId): it takes the externalId but no
+    /// balance and no limit.
     pub hold: bool,
     /// Whether the debit counts against the limits (refunds do not).
     pub limited: bool,
@@ -80,7 +85,7 @@ pub struct DebitRequest {
 /// The index entries storage holds for a debit's externalId and idempotency key. The ledger
 /// keeps only the keys whose writes are still in flight (memory must not grow with
 /// history); the caller looks older ones up in storage and hands them in here, so the rule
-/// that uses them stays in [`Ledger::decide_debit`].
+/// that uses them stays in [`LedgerDraft::debit`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StoredKeys {
     /// The transaction that took the externalId.
@@ -89,36 +94,13 @@ pub struct StoredKeys {
     pub idempotency: Option<(u64, String)>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct DebitEffects {
-    pub local_id: u64,
-    pub external_id: Option<String>,
-    pub idempotency: Option<(String, String)>,
-    pub hold: Money,
-    pub state: LedgerState,
-}
-
-#[derive(Debug, Clone, PartialEq)]
+/// What a debit decided on a draft.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DebitDecision {
     /// The same `/dict/pix` request again: answer the first transfer, move nothing.
-    Replay {
-        existing: u64,
-    },
-    Accept(DebitEffects),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SettleEffects {
-    pub local_id: u64,
-    pub released: Money,
-    pub success: bool,
-    pub state: LedgerState,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct CreditEffects {
-    pub net: Money,
-    pub state: LedgerState,
+    Replay { existing: u64 },
+    /// Accepted: this much (value and fee, or nothing for a record without hold) is held.
+    Accepted { hold: Money },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -131,9 +113,50 @@ pub struct Ledger {
     external_ids: HashMap<String, u64>,
     idempotency: HashMap<String, (u64, String)>,
     pending: HashMap<u64, Money>,
-    /// The sum of `pending`, kept as holds come and go, so the check after every apply is
+    /// The sum of `pending`, kept as holds come and go, so the check of every change is
     /// O(1) rather than a sum over every pending debit (a hot account has thousands).
     held: Money,
+}
+
+/// A checked change to a ledger: made only by [`LedgerDraft::finish`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LedgerChange {
+    state: LedgerState,
+    state_changed: bool,
+    held: Money,
+    holds_taken: Vec<(u64, Money)>,
+    holds_released: Vec<u64>,
+    external_ids: Vec<(String, u64)>,
+    idempotency: Vec<(String, u64, String)>,
+}
+
+impl LedgerChange {
+    /// The ledger record to write, when the balance, counters or totals changed.
+    pub fn state(&self) -> Option<&LedgerState> {
+        self.state_changed.then_some(&self.state)
+    }
+
+    /// Holds of pending debits this change takes: (local id, amount).
+    pub fn holds_taken(&self) -> &[(u64, Money)] {
+        &self.holds_taken
+    }
+
+    /// Holds this change releases (their debits settled, or their MED ended).
+    pub fn holds_released(&self) -> &[u64] {
+        &self.holds_released
+    }
+}
+
+/// Steps of one command decided on a ledger, not yet applied (see the module doc).
+#[derive(Debug)]
+pub struct LedgerDraft<'a> {
+    base: &'a Ledger,
+    state: LedgerState,
+    held: Money,
+    holds_taken: Vec<(u64, Money)>,
+    holds_released: Vec<u64>,
+    external_ids: Vec<(String, u64)>,
+    idempotency: Vec<(String, u64, String)>,
 }
 
 impl Ledger {
@@ -151,9 +174,8 @@ impl Ledger {
             .values()
             .try_fold(Money::ZERO, |acc, h| acc.checked_add(*h))
             .ok_or_else(|| InvariantViolation("pending holds overflow".into()))?;
-        let l = Ledger { state, external_ids: HashMap::new(), idempotency: HashMap::new(), pending, held };
-        l.check()?;
-        Ok(l)
+        check(&state, held)?;
+        Ok(Ledger { state, external_ids: HashMap::new(), idempotency: HashMap::new(), pending, held })
     }
 
     pub fn state(&self) -> &LedgerState {
@@ -188,18 +210,68 @@ impl Ledger {
         self.pending.contains_key(&local_id)
     }
 
-    pub fn decide_debit(&self, req: &DebitRequest, limits: &Limits) -> Result<DebitDecision, Rejection> {
-        let taken = req.external_id.as_deref().and_then(|e| self.external_id(e)).or(req.stored.external);
+    /// Starts deciding a command's steps on this ledger.
+    pub fn draft(&self) -> LedgerDraft<'_> {
+        LedgerDraft {
+            base: self,
+            state: self.state,
+            held: self.held,
+            holds_taken: Vec::new(),
+            holds_released: Vec::new(),
+            external_ids: Vec::new(),
+            idempotency: Vec::new(),
+        }
+    }
+
+    /// Applies a checked change. It cannot break an invariant: [`LedgerDraft::finish`]
+    /// checked the state it leads to.
+    pub fn apply(&mut self, change: LedgerChange) {
+        self.state = change.state;
+        self.held = change.held;
+        for local in change.holds_released {
+            self.pending.remove(&local);
+        }
+        self.pending.extend(change.holds_taken);
+        self.external_ids.extend(change.external_ids);
+        self.idempotency.extend(change.idempotency.into_iter().map(|(k, local, hash)| (k, (local, hash))));
+    }
+}
+
+impl LedgerDraft<'_> {
+    /// The balance as the steps so far leave it.
+    pub fn balance(&self) -> Balance {
+        self.state.balance
+    }
+
+    fn external_owner(&self, external_id: &str) -> Option<u64> {
+        self.external_ids
+            .iter()
+            .find(|(e, _)| e == external_id)
+            .map(|(_, local)| *local)
+            .or_else(|| self.base.external_id(external_id))
+    }
+
+    fn idempotency_owner(&self, key: &str) -> Option<(u64, String)> {
+        self.idempotency
+            .iter()
+            .find(|(k, _, _)| k == key)
+            .map(|(_, local, hash)| (*local, hash.clone()))
+            .or_else(|| self.base.idempotency.get(key).cloned())
+    }
+
+    /// A debit: takes its keys, checks the limits and the balance, and holds value and fee.
+    pub fn debit(&mut self, req: &DebitRequest, limits: &Limits) -> Result<DebitDecision, Rejection> {
+        let taken = req.external_id.as_deref().and_then(|e| self.external_owner(e)).or(req.stored.external);
         if let Some(existing) = taken {
             return Err(Rejection::DuplicateExternalId { existing });
         }
         if let Some((key, hash)) = &req.idempotency {
-            let first = self.idempotency.get(key).or(req.stored.idempotency.as_ref());
+            let first = self.idempotency_owner(key).or_else(|| req.stored.idempotency.clone());
             if let Some((existing, first_hash)) = first {
-                return if first_hash == hash {
-                    Ok(DebitDecision::Replay { existing: *existing })
+                return if &first_hash == hash {
+                    Ok(DebitDecision::Replay { existing })
                 } else {
-                    Err(Rejection::IdempotencyKeyReused { existing: *existing })
+                    Err(Rejection::IdempotencyKeyReused { existing })
                 };
             }
         }
@@ -218,38 +290,34 @@ impl Ledger {
                 state.balance.available.checked_sub(hold).ok_or(Rejection::InsufficientBalance)?;
             state.balance.blocked = state.balance.blocked.checked_add(hold).ok_or(Rejection::Overflow)?;
         }
-        Ok(DebitDecision::Accept(DebitEffects {
-            local_id: req.local_id,
-            external_id: req.external_id.clone(),
-            idempotency: req.idempotency.clone(),
-            hold,
-            state,
-        }))
+        let held = self.held.checked_add(hold).ok_or(Rejection::Overflow)?;
+        self.state = state;
+        self.held = held;
+        if !hold.is_zero() {
+            self.holds_taken.push((req.local_id, hold));
+        }
+        if let Some(ext) = &req.external_id {
+            self.external_ids.push((ext.clone(), req.local_id));
+        }
+        if let Some((key, hash)) = &req.idempotency {
+            self.idempotency.push((key.clone(), req.local_id, hash.clone()));
+        }
+        Ok(DebitDecision::Accepted { hold })
     }
 
-    pub fn apply_debit(&mut self, e: DebitEffects) -> Result<(), InvariantViolation> {
-        self.state = e.state;
-        if let Some(ext) = e.external_id {
-            self.external_ids.insert(ext, e.local_id);
-        }
-        if let Some((key, hash)) = e.idempotency {
-            self.idempotency.insert(key, (e.local_id, hash));
-        }
-        if !e.hold.is_zero() {
-            let replaced = self.pending.insert(e.local_id, e.hold).unwrap_or(Money::ZERO);
-            self.held = self
-                .held
-                .checked_sub(replaced)
-                .and_then(|h| h.checked_add(e.hold))
-                .ok_or_else(|| InvariantViolation("pending holds out of range".into()))?;
-        }
-        self.check()
-    }
-
-    /// Settles a pending debit; `None` when it is not pending (already settled, or it never
+    /// Settles a pending debit (or ends a MED's hold): success debits the hold, failure
+    /// returns it to available. `None` when it is not pending (already settled, or it never
     /// held money), which makes a repeated settlement a no-op.
-    pub fn decide_settle(&self, local_id: u64, success: bool) -> Option<SettleEffects> {
-        let hold = *self.pending.get(&local_id)?;
+    pub fn settle(&mut self, local_id: u64, success: bool) -> Option<Money> {
+        if self.holds_released.contains(&local_id) {
+            return None;
+        }
+        let hold = self
+            .holds_taken
+            .iter()
+            .find(|(l, _)| *l == local_id)
+            .map(|(_, h)| *h)
+            .or_else(|| self.base.pending.get(&local_id).copied())?;
         let mut state = self.state;
         state.balance.blocked = state.balance.blocked.checked_sub(hold)?;
         if success {
@@ -257,51 +325,55 @@ impl Ledger {
         } else {
             state.balance.available = state.balance.available.checked_add(hold)?;
         }
-        Some(SettleEffects { local_id, released: hold, success, state })
-    }
-
-    pub fn apply_settle(&mut self, e: SettleEffects) -> Result<(), InvariantViolation> {
-        if let Some(released) = self.pending.remove(&e.local_id) {
-            self.held = self
-                .held
-                .checked_sub(released)
-                .ok_or_else(|| InvariantViolation("pending holds below zero".into()))?;
+        self.held = self.held.checked_sub(hold)?;
+        self.state = state;
+        if let Some(at) = self.holds_taken.iter().position(|(l, _)| *l == local_id) {
+            self.holds_taken.remove(at);
+        } else {
+            self.holds_released.push(local_id);
         }
-        self.state = e.state;
-        self.check()
+        Some(hold)
     }
 
     /// A received payment of `value` with `fee` charged: `value - fee` becomes available
-    /// (never below zero).
-    pub fn decide_credit(&self, value: Money, fee: Money) -> Result<CreditEffects, Rejection> {
+    /// (never below zero). Answers the net amount.
+    pub fn credit(&mut self, value: Money, fee: Money) -> Result<Money, Rejection> {
         let net = value.checked_sub(fee).unwrap_or(Money::ZERO);
         let mut state = self.state;
         state.balance.available = state.balance.available.checked_add(net).ok_or(Rejection::Overflow)?;
         state.totals.credited = state.totals.credited.checked_add(net).ok_or(Rejection::Overflow)?;
-        Ok(CreditEffects { net, state })
+        self.state = state;
+        Ok(net)
     }
 
-    /// Applies a credit decided by [`Ledger::decide_credit`].
-    pub fn apply_credit(&mut self, e: CreditEffects) -> Result<(), InvariantViolation> {
-        self.state = e.state;
-        self.check()
+    /// Checks the invariants on the state the steps lead to, and answers the change.
+    pub fn finish(self) -> Result<LedgerChange, InvariantViolation> {
+        check(&self.state, self.held)?;
+        Ok(LedgerChange {
+            state_changed: self.state != self.base.state,
+            state: self.state,
+            held: self.held,
+            holds_taken: self.holds_taken,
+            holds_released: self.holds_released,
+            external_ids: self.external_ids,
+            idempotency: self.idempotency,
+        })
     }
+}
 
-    fn check(&self) -> Result<(), InvariantViolation> {
-        let b = self.state.balance;
-        let held = self.held;
-        if held != b.blocked {
-            return Err(InvariantViolation(format!("blocked {} != pending holds {held}", b.blocked)));
-        }
-        let lhs = b.available.checked_add(b.blocked).and_then(|s| s.checked_add(self.state.totals.debited));
-        if lhs != Some(self.state.totals.credited) {
-            return Err(InvariantViolation(format!(
-                "available {} + blocked {} + debited {} != credited {}",
-                b.available, b.blocked, self.state.totals.debited, self.state.totals.credited
-            )));
-        }
-        Ok(())
+fn check(state: &LedgerState, held: Money) -> Result<(), InvariantViolation> {
+    let b = state.balance;
+    if held != b.blocked {
+        return Err(InvariantViolation(format!("blocked {} != pending holds {held}", b.blocked)));
     }
+    let lhs = b.available.checked_add(b.blocked).and_then(|s| s.checked_add(state.totals.debited));
+    if lhs != Some(state.totals.credited) {
+        return Err(InvariantViolation(format!(
+            "available {} + blocked {} + debited {} != credited {}",
+            b.available, b.blocked, state.totals.debited, state.totals.credited
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -331,14 +403,30 @@ mod tests {
         }
     }
 
+    /// Decides one debit on its own draft.
+    fn decide(l: &Ledger, r: &DebitRequest, limits: &Limits) -> Result<DebitDecision, Rejection> {
+        l.draft().debit(r, limits)
+    }
+
     fn accept(l: &mut Ledger, r: &DebitRequest) -> Result<(), Rejection> {
-        match l.decide_debit(r, &big_limits())? {
-            DebitDecision::Accept(e) => {
-                l.apply_debit(e).unwrap();
+        let mut d = l.draft();
+        match d.debit(r, &big_limits())? {
+            DebitDecision::Accepted { .. } => {
+                let change = d.finish().unwrap();
+                l.apply(change);
                 Ok(())
             }
             DebitDecision::Replay { .. } => unreachable!(),
         }
+    }
+
+    /// Settles on its own draft and applies; answers the released hold.
+    fn settle(l: &mut Ledger, local: u64, ok: bool) -> Option<Money> {
+        let mut d = l.draft();
+        let released = d.settle(local, ok)?;
+        let change = d.finish().unwrap();
+        l.apply(change);
+        Some(released)
     }
 
     #[test]
@@ -346,7 +434,7 @@ mod tests {
         let l = Ledger::opening(m("100"));
         let mut r = req(5, "taken-long-ago", "1", "0");
         r.stored.external = Some(3);
-        assert_eq!(l.decide_debit(&r, &big_limits()), Err(Rejection::DuplicateExternalId { existing: 3 }));
+        assert_eq!(decide(&l, &r, &big_limits()), Err(Rejection::DuplicateExternalId { existing: 3 }));
     }
 
     #[test]
@@ -356,9 +444,9 @@ mod tests {
         r.external_id = None;
         r.idempotency = Some(("k".into(), "h1".into()));
         r.stored.idempotency = Some((3, "h1".into()));
-        assert_eq!(l.decide_debit(&r, &big_limits()), Ok(DebitDecision::Replay { existing: 3 }));
+        assert_eq!(decide(&l, &r, &big_limits()), Ok(DebitDecision::Replay { existing: 3 }));
         r.stored.idempotency = Some((3, "h2".into()));
-        assert_eq!(l.decide_debit(&r, &big_limits()), Err(Rejection::IdempotencyKeyReused { existing: 3 }));
+        assert_eq!(decide(&l, &r, &big_limits()), Err(Rejection::IdempotencyKeyReused { existing: 3 }));
     }
 
     #[test]
@@ -372,7 +460,7 @@ mod tests {
         assert_eq!((l.external_id("a"), l.external_id("b")), (None, Some(2)));
         assert_eq!(*l.state(), before);
         // Still pending and held: settling 1 works as before.
-        assert!(l.decide_settle(1, true).is_some());
+        assert!(settle(&mut l, 1, true).is_some());
     }
 
     #[test]
@@ -380,13 +468,11 @@ mod tests {
         let mut l = Ledger::opening(m("100"));
         accept(&mut l, &req(1, "a", "10", "0.50")).unwrap();
         assert_eq!(l.balance(), Balance { available: m("89.50"), blocked: m("10.50") });
-        let e = l.decide_settle(1, true).unwrap();
-        l.apply_settle(e).unwrap();
+        assert_eq!(settle(&mut l, 1, true), Some(m("10.50")));
         assert_eq!(l.balance(), Balance { available: m("89.50"), blocked: m("0") });
-        assert_eq!(l.decide_settle(1, true), None);
+        assert_eq!(settle(&mut l, 1, true), None);
         accept(&mut l, &req(2, "b", "20", "0")).unwrap();
-        let e = l.decide_settle(2, false).unwrap();
-        l.apply_settle(e).unwrap();
+        assert_eq!(settle(&mut l, 2, false), Some(m("20")));
         assert_eq!(l.balance(), Balance { available: m("89.50"), blocked: m("0") });
     }
 
@@ -395,13 +481,13 @@ mod tests {
         let mut l = Ledger::opening(m("50"));
         accept(&mut l, &req(1, "dup", "1", "0")).unwrap();
         // A duplicate wins even over a limit and the balance.
-        let r = l.decide_debit(&req(2, "dup", "999999999", "0"), &big_limits());
+        let r = decide(&l, &req(2, "dup", "999999999", "0"), &big_limits());
         assert_eq!(r, Err(Rejection::DuplicateExternalId { existing: 1 }));
         let small = Limits { per_transaction: m("10"), daily: m("100"), nightly: m("100") };
-        assert_eq!(l.decide_debit(&req(3, "x", "60", "0"), &small), Err(Rejection::PerTransactionLimit));
-        assert_eq!(l.decide_debit(&req(3, "x", "10", "40"), &small), Err(Rejection::InsufficientBalance));
+        assert_eq!(decide(&l, &req(3, "x", "60", "0"), &small), Err(Rejection::PerTransactionLimit));
+        assert_eq!(decide(&l, &req(3, "x", "10", "40"), &small), Err(Rejection::InsufficientBalance));
         // The fee counts for the balance, not for the limits.
-        assert!(l.decide_debit(&req(3, "x", "10", "39"), &small).is_ok());
+        assert!(decide(&l, &req(3, "x", "10", "39"), &small).is_ok());
     }
 
     #[test]
@@ -409,18 +495,18 @@ mod tests {
         let l = Ledger::opening(m("500"));
         let tiny = Limits { per_transaction: m("1"), daily: m("1"), nightly: m("1") };
         let mut r = req(1, "refund", "400", "0");
-        assert_eq!(l.decide_debit(&r, &tiny), Err(Rejection::PerTransactionLimit));
+        assert_eq!(decide(&l, &r, &tiny), Err(Rejection::PerTransactionLimit));
         r.limited = false;
-        assert!(matches!(l.decide_debit(&r, &tiny), Ok(DebitDecision::Accept(_))));
+        assert!(matches!(decide(&l, &r, &tiny), Ok(DebitDecision::Accepted { .. })));
         r.value = m("501");
-        assert_eq!(l.decide_debit(&r, &tiny), Err(Rejection::InsufficientBalance));
+        assert_eq!(decide(&l, &r, &tiny), Err(Rejection::InsufficientBalance));
     }
 
     #[test]
     fn the_balance_covers_value_plus_fee_exactly() {
         let mut l = Ledger::opening(m("10.50"));
         assert_eq!(
-            l.decide_debit(&req(1, "a", "10", "0.51"), &big_limits()),
+            decide(&l, &req(1, "a", "10", "0.51"), &big_limits()),
             Err(Rejection::InsufficientBalance)
         );
         accept(&mut l, &req(1, "a", "10", "0.50")).unwrap();
@@ -436,12 +522,9 @@ mod tests {
         accept(&mut l, &r).unwrap();
         let mut again = r.clone();
         again.local_id = 2;
-        assert_eq!(l.decide_debit(&again, &big_limits()), Ok(DebitDecision::Replay { existing: 1 }));
+        assert_eq!(decide(&l, &again, &big_limits()), Ok(DebitDecision::Replay { existing: 1 }));
         again.idempotency = Some(("k".into(), "h2".into()));
-        assert_eq!(
-            l.decide_debit(&again, &big_limits()),
-            Err(Rejection::IdempotencyKeyReused { existing: 1 })
-        );
+        assert_eq!(decide(&l, &again, &big_limits()), Err(Rejection::IdempotencyKeyReused { existing: 1 }));
         assert_eq!(l.balance().available, m("90"));
     }
 
@@ -453,7 +536,63 @@ mod tests {
         accept(&mut l, &r).unwrap();
         assert_eq!(l.balance(), Balance { available: m("5"), blocked: m("0") });
         assert_eq!(l.external_id("mismatch"), Some(1));
-        assert_eq!(l.decide_settle(1, true), None);
+        assert_eq!(settle(&mut l, 1, true), None);
+    }
+
+    #[test]
+    fn steps_on_one_draft_see_each_other_and_apply_as_one_change() {
+        let mut l = Ledger::opening(m("10"));
+        let mut d = l.draft();
+        // A credit, then two holds that only the credit can cover, then one settled at once.
+        assert_eq!(d.credit(m("30"), m("1")), Ok(m("29")));
+        assert_eq!(
+            d.debit(&req(1, "a", "20", "0"), &big_limits()),
+            Ok(DebitDecision::Accepted { hold: m("20") })
+        );
+        assert_eq!(
+            d.debit(&req(2, "a", "1", "0"), &big_limits()),
+            Err(Rejection::DuplicateExternalId { existing: 1 })
+        );
+        assert_eq!(
+            d.debit(&req(2, "b", "19", "0"), &big_limits()),
+            Ok(DebitDecision::Accepted { hold: m("19") })
+        );
+        assert_eq!(d.debit(&req(3, "c", "0.01", "0"), &big_limits()), Err(Rejection::InsufficientBalance));
+        assert_eq!(d.settle(2, false), Some(m("19")));
+        assert_eq!(d.settle(2, false), None, "released once");
+        assert_eq!(d.balance(), Balance { available: m("19"), blocked: m("20") });
+        let change = d.finish().unwrap();
+        assert_eq!(change.holds_taken(), &[(1, m("20"))]);
+        assert!(change.holds_released().is_empty(), "a hold taken and released in one change is neither");
+        assert_eq!(l.balance(), Balance { available: m("10"), blocked: m("0") }, "a draft changes nothing");
+        l.apply(change);
+        assert_eq!(l.balance(), Balance { available: m("19"), blocked: m("20") });
+        assert_eq!((l.external_id("a"), l.external_id("b")), (Some(1), Some(2)));
+        assert!(l.is_pending(1) && !l.is_pending(2));
+    }
+
+    #[test]
+    fn a_change_that_moves_no_money_writes_no_ledger_record() {
+        let l = Ledger::opening(m("10"));
+        let mut d = l.draft();
+        let mut r = req(1, "charge", "5", "0");
+        r.hold = false;
+        r.limited = false;
+        assert_eq!(d.debit(&r, &big_limits()), Ok(DebitDecision::Accepted { hold: Money::ZERO }));
+        let change = d.finish().unwrap();
+        assert_eq!(change.state(), None);
+        assert!(change.holds_taken().is_empty());
+    }
+
+    #[test]
+    fn a_restored_ledger_that_breaks_an_invariant_is_refused() {
+        let mut state = *Ledger::opening(m("10")).state();
+        state.balance.blocked = m("1");
+        state.balance.available = m("9");
+        assert!(Ledger::restore(state, HashMap::new()).is_err(), "blocked without a hold");
+        assert!(Ledger::restore(state, HashMap::from([(7, m("1"))])).is_ok());
+        state.totals.credited = m("11");
+        assert!(Ledger::restore(state, HashMap::from([(7, m("1"))])).is_err(), "money not conserved");
     }
 
     #[derive(Debug, Clone)]
@@ -499,15 +638,15 @@ mod tests {
                         let r = req(next_id, &format!("e{ext}"), "0", "0");
                         let r = DebitRequest { value, fee: fee_m, ..r };
                         let hold = i64::from(c) + i64::from(fee) * 25;
-                        let got = l.decide_debit(&r, &big_limits());
+                        let got = decide(&l, &r, &big_limits());
                         if model.externals.contains(&ext) {
                             let dup = matches!(got, Err(Rejection::DuplicateExternalId { .. }));
                             prop_assert!(dup, "expected a duplicate");
                         } else if model.available < hold {
                             prop_assert_eq!(got, Err(Rejection::InsufficientBalance));
                         } else {
-                            let Ok(DebitDecision::Accept(e)) = got else { panic!("expected accept") };
-                            l.apply_debit(e).unwrap();
+                            let Ok(DebitDecision::Accepted { .. }) = got else { panic!("expected accept") };
+                            accept(&mut l, &r).unwrap();
                             model.available -= hold;
                             model.blocked += hold;
                             model.pending.push((next_id, hold));
@@ -518,21 +657,22 @@ mod tests {
                     }
                     Op::Settle { pick, ok } => {
                         if model.pending.is_empty() {
-                            prop_assert_eq!(l.decide_settle(next_id + 1000, ok), None);
+                            prop_assert_eq!(settle(&mut l, next_id + 1000, ok), None);
                             continue;
                         }
                         let (id, hold) = model.pending.remove(usize::from(pick) % model.pending.len());
-                        let e = l.decide_settle(id, ok).unwrap();
-                        l.apply_settle(e).unwrap();
+                        prop_assert_eq!(settle(&mut l, id, ok), Some(Money::try_from(rust_decimal::Decimal::new(hold, 2)).unwrap()));
                         model.blocked -= hold;
                         if !ok { model.available += hold; }
                         // Settling again changes nothing.
-                        prop_assert_eq!(l.decide_settle(id, ok), None);
+                        prop_assert_eq!(settle(&mut l, id, ok), None);
                     }
                     Op::Credit { cents: c } => {
                         let value = Money::try_from(rust_decimal::Decimal::new(i64::from(c), 2)).unwrap();
-                        let e = l.decide_credit(value, Money::ZERO).unwrap();
-                        l.apply_credit(e).unwrap();
+                        let mut d = l.draft();
+                        d.credit(value, Money::ZERO).unwrap();
+                        let change = d.finish().unwrap();
+                        l.apply(change);
                         model.available += i64::from(c);
                     }
                 }

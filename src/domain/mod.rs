@@ -7,6 +7,7 @@
 pub mod account;
 pub mod brcode;
 pub mod certificate;
+pub mod decide;
 pub mod delivery;
 pub mod document;
 pub mod events;

@@ -14,6 +14,11 @@ use super::money::Money;
 use super::pix_key::DirectoryKeyType;
 use super::scenario::PayoutScenario;
 
+/// The ISPB this gateway uses in the end-to-end ids it creates.
+pub const GATEWAY_ISPB: &str = "99999999";
+/// The ISPB of the simulated payers' bank (received PIX, paid charges).
+pub const PAYER_ISPB: &str = "00000000";
+
 /// Characters of an `externalId`.
 pub const EXTERNAL_ID_LEN_MAX: usize = 100;
 /// Characters of a description.
@@ -37,6 +42,19 @@ pub enum TxKind {
 }
 
 impl TxKind {
+    /// The name it is stored and shown under (`CASH_OUT`, `PIX_IN`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TxKind::CashOut => "CASH_OUT",
+            TxKind::QrCashOut => "QR_CASH_OUT",
+            TxKind::DictPix => "DICT_PIX",
+            TxKind::PixIn => "PIX_IN",
+            TxKind::CashIn => "CASH_IN",
+            TxKind::RefundIn => "REFUND_IN",
+            TxKind::RefundOut => "REFUND_OUT",
+        }
+    }
+
     pub fn is_debit(self) -> bool {
         !matches!(self, TxKind::PixIn | TxKind::CashIn | TxKind::RefundOut)
     }
@@ -378,6 +396,21 @@ mod tests {
         assert!(id.starts_with("E12345678202611221005"));
         assert!(id.chars().all(|c| c.is_ascii_alphanumeric()));
         assert_eq!(end_to_end_id('D', "1", at, &[0u8; 16]).len(), 32);
+    }
+
+    #[test]
+    fn a_kind_is_named_as_it_is_serialized() {
+        for kind in [
+            TxKind::CashOut,
+            TxKind::QrCashOut,
+            TxKind::DictPix,
+            TxKind::PixIn,
+            TxKind::CashIn,
+            TxKind::RefundIn,
+            TxKind::RefundOut,
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
     }
 
     #[test]

@@ -214,7 +214,6 @@ pub async fn dict_pix(
         value: input.amount,
         description: input.description,
         counterpart,
-        settle_key: Some(input.key),
         scenario,
         document_mismatch: false,
         dict: Some(DictRequest {

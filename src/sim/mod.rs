@@ -4,5 +4,4 @@
 pub mod bank;
 pub mod directory;
 
-/// The ISPB this gateway uses in the end-to-end ids it creates.
-pub const GATEWAY_ISPB: &str = "99999999";
+pub use crate::domain::transaction::GATEWAY_ISPB;

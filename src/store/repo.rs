@@ -50,13 +50,13 @@ use uuid::Uuid;
 use super::{Batch, CountedIndex, GroupCommit, SharedStore, Storage, StoreError};
 use crate::domain::account::{AccountProfile, AccountSettings};
 use crate::domain::certificate::{Fingerprint, Validity};
+use crate::domain::decide::Record;
 use crate::domain::events::OutboxEvent;
 use crate::domain::ids::{AccountId, ClientId};
-use crate::domain::ledger::{Ledger, LedgerState, StoredKeys};
+use crate::domain::ledger::{Ledger, LedgerChange, LedgerState, StoredKeys};
 use crate::domain::listing::{day_start, local_day, summary, summary_matches, Operation};
 use crate::domain::money::Money;
-use crate::domain::transaction::Transaction;
-use crate::domain::transaction::TxStatus;
+use crate::domain::transaction::{Transaction, TxKind, TxStatus};
 use chrono::NaiveDate;
 
 pub const KEY_JWT: &[u8] = b"meta/jwt_key";
@@ -507,6 +507,50 @@ impl Repo {
             }
         }
         Ok(())
+    }
+
+    /// The writes that carry out a plan of an account's command: its records and their
+    /// indexes, the ledger's change (its record, holds taken and released), and its events.
+    pub fn plan_batch(
+        &self,
+        id: AccountId,
+        ledger: Option<&LedgerChange>,
+        records: &[Record],
+        events: &[OutboxEvent],
+    ) -> Result<Batch, RepoError> {
+        let mut b = Batch::default();
+        for record in records {
+            match record {
+                Record::NewTransaction(tx) => {
+                    self.put_transaction(&mut b, tx, true, true)?;
+                    if tx.kind == TxKind::CashIn && tx.status == TxStatus::Pending {
+                        self.put_open_charge(&mut b, id, tx.local_id);
+                    }
+                }
+                Record::Transaction(tx) => {
+                    self.put_transaction(&mut b, tx, false, !tx.end_to_end_id.is_empty())?;
+                    if tx.kind == TxKind::CashIn && tx.status != TxStatus::Pending {
+                        self.delete_open_charge(&mut b, id, tx.local_id);
+                    }
+                }
+                Record::Med(med) => self.put_med(&mut b, med)?,
+            }
+        }
+        if let Some(change) = ledger {
+            if let Some(state) = change.state() {
+                self.put_ledger(&mut b, id, state)?;
+            }
+            for (local, hold) in change.holds_taken() {
+                self.put_pending(&mut b, id, *local, *hold)?;
+            }
+            for local in change.holds_released() {
+                self.delete_pending(&mut b, id, *local);
+            }
+        }
+        for event in events {
+            self.put_outbox(&mut b, event)?;
+        }
+        Ok(b)
     }
 
     pub fn put_ledger(&self, b: &mut Batch, id: AccountId, state: &LedgerState) -> Result<(), RepoError> {

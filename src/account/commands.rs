@@ -1,0 +1,354 @@
+//! The account actor's handlers: for each message, gather what its command needs, decide it
+//! with [`crate::domain::decide`], execute the plan, and reply once it is durable.
+
+use actix::prelude::*;
+
+use super::actor::AccountActor;
+use super::messages::*;
+use crate::domain::decide::{
+    self, ChargeOutcome, ChargeState, CloseMedRequest, OpenMedRequest, PayDecision, PixInRequest,
+    RefundDecision,
+};
+use crate::domain::ledger::Balance;
+use crate::domain::med::{AnalysisResult, Bank, Med};
+use crate::domain::scenario::ChargeScenario;
+use crate::domain::transaction::{Transaction, TxStatus, PAYER_ISPB};
+use crate::sim::bank::Settled;
+
+impl AccountActor {
+    fn pay(&mut self, req: PayRequest, ctx: &mut Context<Self>) -> Result<PayOutcome, PayError> {
+        self.view()?;
+        let stored = self.stored_keys(
+            req.external_id.as_deref(),
+            req.dict.as_ref().map(|d| d.idempotency_key.as_str()),
+            ctx,
+        )?;
+        let mut ids = self.draw_ids(1, ctx)?;
+        let now = self.now();
+        let decided = decide::pay(&self.view()?, req, stored, now, &mut ids);
+        match decided {
+            Ok(PayDecision::Plan(plan)) => {
+                self.execute(*plan, ctx).map(|tx| PayOutcome { tx, replayed: false })
+            }
+            Ok(PayDecision::Replay(existing)) => match self.transaction(existing, ctx)? {
+                Some(tx) => Ok(PayOutcome { tx, replayed: true }),
+                None => {
+                    Err(self.halt(&format!("transaction {existing} of an idempotency key is missing"), ctx))
+                }
+            },
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
+    fn pix_in(&mut self, msg: PixIn, ctx: &mut Context<Self>) -> Result<Transaction, PayError> {
+        self.view()?;
+        let mut ids = self.draw_ids(1, ctx)?;
+        let req = PixInRequest {
+            value: msg.value,
+            payer_name: msg.payer_name,
+            payer_document: msg.payer_document,
+            payer_bank: self.institution(PAYER_ISPB),
+        };
+        let now = self.now();
+        let decided = decide::pix_in(&self.view()?, req, now, &mut ids);
+        match decided {
+            Ok(plan) => self.execute(plan, ctx),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
+    /// Whether a charge of this account has this txid: open, in flight, or stored.
+    fn txid_taken(&mut self, txid: &str, ctx: &mut Context<Self>) -> Result<bool, PayError> {
+        let has = |t: &Transaction| t.charge.as_ref().is_some_and(|c| c.txid == txid);
+        if self.open_charges.values().any(has) || self.unapplied_any(has) {
+            return Ok(true);
+        }
+        let r = self.deps.repo.charge_by_txid(self.account.id, txid);
+        Ok(self.read(r, ctx)?.is_some())
+    }
+
+    fn create_charge(
+        &mut self,
+        req: ChargeRequest,
+        ctx: &mut Context<Self>,
+    ) -> Result<Transaction, PayError> {
+        self.view()?;
+        let txid_taken = match &req.txid {
+            Some(txid) => self.txid_taken(txid, ctx)?,
+            None => false,
+        };
+        let stored = self.stored_keys(req.external_id.as_deref(), None, ctx)?;
+        let mut ids = self.draw_ids(1, ctx)?;
+        let scenario = req.scenario;
+        let now = self.now();
+        let decided = decide::create_charge(&self.view()?, req, txid_taken, stored, now, &mut ids);
+        let tx = match decided {
+            Ok(plan) => self.execute(plan, ctx)?,
+            Err(r) => return Err(self.refused(r, ctx)),
+        };
+        match scenario {
+            Some(ChargeScenario::PayNow) => {
+                self.pay_charge(tx.local_id, ctx)?;
+            }
+            Some(ChargeScenario::ExpireNow) => {
+                let plan = decide::expire_charge(tx.clone(), self.now());
+                self.execute(plan, ctx)?;
+            }
+            _ => {}
+        }
+        Ok(tx)
+    }
+
+    /// A charge as this actor knows it: open, or its status.
+    fn charge_state(&mut self, local_id: u64, ctx: &mut Context<Self>) -> Result<ChargeState, PayError> {
+        if let Some(tx) = self.open_charges.get(&local_id) {
+            return Ok(ChargeState::Open(Box::new(tx.clone())));
+        }
+        Ok(ChargeState::Closed(self.transaction(local_id, ctx)?.map(|t| t.status)))
+    }
+
+    fn pay_charge(&mut self, local_id: u64, ctx: &mut Context<Self>) -> Result<Transaction, PayError> {
+        self.view()?;
+        let charge = self.charge_state(local_id, ctx)?;
+        let splits = match &charge {
+            ChargeState::Open(tx) => tx.charge.as_ref().map(|c| c.splits.clone()).unwrap_or_default(),
+            ChargeState::Closed(_) => Vec::new(),
+        };
+        let directory = &self.deps.directory;
+        let split_banks: Vec<_> =
+            splits.iter().map(|s| directory.lookup(&s.key).and_then(|e| directory.bank_of(e))).collect();
+        let payer_bank = self.institution(PAYER_ISPB);
+        // One for the payer's end-to-end id, one per split.
+        let mut ids = self.draw_ids(1 + splits.len(), ctx)?;
+        let now = self.now();
+        let decided = decide::pay_charge(&self.view()?, charge, payer_bank, &split_banks, now, &mut ids);
+        match decided {
+            Ok(plan) => match self.execute(plan, ctx)? {
+                ChargeOutcome::Paid(tx) => Ok(*tx),
+                ChargeOutcome::Expired => Err(PayError::NotPayable(TxStatus::Error.as_str())),
+            },
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
+    fn cancel_charge(&mut self, local_id: u64, ctx: &mut Context<Self>) -> Result<Transaction, PayError> {
+        self.view()?;
+        let charge = self.charge_state(local_id, ctx)?;
+        match decide::cancel_charge(charge, self.now()) {
+            Ok(plan) => self.execute(plan, ctx),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
+    fn refund(
+        &mut self,
+        req: RefundRequest,
+        ctx: &mut Context<Self>,
+    ) -> Result<(Transaction, bool), PayError> {
+        let in_flight = req.refund_id.as_deref().and_then(|id| self.view().ok()?.ledger.external_id(id));
+        self.view()?;
+        let owner = match (req.refund_id.as_deref(), in_flight) {
+            (_, Some(local)) => Some(local),
+            (Some(id), None) => self.stored_keys(Some(id), None, ctx)?.external,
+            (None, None) => None,
+        };
+        let taken = match owner {
+            Some(existing) => Some((existing, self.transaction(existing, ctx)?)),
+            None => None,
+        };
+        let original = match taken {
+            Some(_) => None,
+            None => self.transaction(req.original_local_id, ctx)?,
+        };
+        let mut ids = self.draw_ids(1, ctx)?;
+        let now = self.now();
+        let decided = decide::refund(&self.view()?, req, taken, original, now, &mut ids);
+        match decided {
+            Ok(RefundDecision::Replay(tx)) => Ok((*tx, true)),
+            Ok(RefundDecision::Plan(plan)) => self.execute(*plan, ctx).map(|tx| (tx, false)),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
+    fn take_back(&mut self, msg: ReturnPayment, ctx: &mut Context<Self>) -> Result<Transaction, PayError> {
+        self.view()?;
+        let original = self.transaction(msg.original_local_id, ctx)?;
+        let mut ids = self.draw_ids(1, ctx)?;
+        let now = self.now();
+        let decided = decide::take_back(&self.view()?, original, msg.value, now, &mut ids);
+        match decided {
+            Ok(plan) => self.execute(plan, ctx),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
+    fn open_med(&mut self, msg: OpenMed, ctx: &mut Context<Self>) -> Result<Med, PayError> {
+        self.view()?;
+        let r = self.deps.repo.transaction_by_e2e(&msg.end_to_end);
+        let found = self.read(r, ctx)?.filter(|t| t.account_id == self.account.id);
+        // The actor's own view: storage may lag its latest write of it.
+        let original = match found {
+            Some(t) => self.transaction(t.local_id, ctx)?,
+            None => None,
+        };
+        let institution = msg
+            .end_to_end
+            .get(1..9)
+            .and_then(|ispb| self.deps.directory.institution(ispb))
+            .map(|i| Bank { ispb: i.ispb.clone(), name: i.name.clone() });
+        let req = OpenMedRequest {
+            end_to_end: msg.end_to_end,
+            cause: msg.cause,
+            amount: msg.amount,
+            description: msg.description,
+        };
+        let mut ids = self.draw_ids(1, ctx)?;
+        let now = self.now();
+        let decided = decide::open_med(&self.view()?, req, original, institution, now, &mut ids);
+        match decided {
+            Ok(plan) => self.execute(plan, ctx),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
+    fn close_med(&mut self, msg: CloseMed, ctx: &mut Context<Self>) -> Result<Med, PayError> {
+        self.view()?;
+        let med = match self.meds.get(&msg.id) {
+            Some(m) => Some(m.clone()),
+            None => {
+                let r = self.deps.repo.med(self.account.id, msg.id);
+                self.read(r, ctx)?
+            }
+        };
+        let approved = msg.result == Some(AnalysisResult::Approved);
+        let original = match med.as_ref().and_then(|m| m.original_transaction_id.filter(|_| approved)) {
+            Some(local) => self.transaction(local, ctx)?,
+            None => None,
+        };
+        let mut ids = self.draw_ids(usize::from(approved), ctx)?;
+        let req = CloseMedRequest { result: msg.result, details: msg.details };
+        let now = self.now();
+        let decided = decide::close_med(&self.view()?, med, req, original, now, &mut ids);
+        match decided {
+            Ok(plan) => self.execute(plan, ctx),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+}
+
+impl Handler<Pay> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<PayOutcome, PayError>>;
+
+    fn handle(&mut self, msg: Pay, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.pay(msg.0, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<PixIn> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
+
+    fn handle(&mut self, msg: PixIn, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.pix_in(msg, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<GetBalance> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Balance, PayError>>;
+
+    fn handle(&mut self, _: GetBalance, _: &mut Context<Self>) -> Self::Result {
+        let reply = self.view().map(|v| v.ledger.balance());
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<Settled> for AccountActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Settled, ctx: &mut Context<Self>) {
+        self.settle(msg.local_id, msg.result, ctx);
+    }
+}
+
+impl Handler<Tick> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<(), PayError>>;
+
+    /// Answers once what expired is on disk, so the clock route's caller reads it back.
+    fn handle(&mut self, _: Tick, ctx: &mut Context<Self>) -> Self::Result {
+        self.expire_due(ctx);
+        // Time moving is not a request: it must not keep an idle actor alive.
+        self.untouched_reply()
+    }
+}
+
+impl Handler<SettingsChanged> for AccountActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: SettingsChanged, _: &mut Context<Self>) {
+        self.account.settings = msg.0;
+    }
+}
+
+impl Handler<CreateCharge> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
+
+    fn handle(&mut self, msg: CreateCharge, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.create_charge(msg.0, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<PayCharge> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
+
+    fn handle(&mut self, msg: PayCharge, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.pay_charge(msg.local_id, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<CancelCharge> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
+
+    fn handle(&mut self, msg: CancelCharge, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.cancel_charge(msg.local_id, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<Refund> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<(Transaction, bool), PayError>>;
+
+    fn handle(&mut self, msg: Refund, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.refund(msg.0, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<ReturnPayment> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
+
+    fn handle(&mut self, msg: ReturnPayment, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.take_back(msg, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<OpenMed> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Med, PayError>>;
+
+    fn handle(&mut self, msg: OpenMed, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.open_med(msg, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<CloseMed> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Med, PayError>>;
+
+    fn handle(&mut self, msg: CloseMed, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.close_med(msg, ctx);
+        self.reply_when_durable(reply)
+    }
+}

@@ -1,0 +1,184 @@
+//! The account actor in-process: on the memory store under a real journal (a temp dir, so
+//! faults can be injected), with the test playing the bank. What these show needs no server:
+//! the write path, concurrency on one account, and the failure rule.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+
+use super::*;
+use crate::clock::Clock;
+use crate::domain::account::{AccountName, AccountProfile};
+use crate::domain::document::TaxId;
+use crate::domain::ids::AccountId;
+use crate::domain::ledger::{Balance, Rejection};
+use crate::domain::money::Money;
+use crate::domain::scenario::PayoutScenario;
+use crate::domain::transaction::{Counterpart, TxKind, TxStatus};
+use crate::sim::bank::{Bank, Settled};
+use crate::sim::directory::Directory;
+use crate::store::journal::{Journal, JournalOptions};
+use crate::store::{GroupCommit, MemoryStore, Repo, Storage};
+
+struct Fixture {
+    registry: Registry,
+    repo: Repo,
+    base: Arc<MemoryStore>,
+    commit: Arc<GroupCommit>,
+    account: AccountId,
+    _dir: tempfile::TempDir,
+}
+
+fn m(s: &str) -> Money {
+    Money::parse(s).unwrap()
+}
+
+fn fixture(balance: &str) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let base = Arc::new(MemoryStore::new());
+    let journal = Journal::open(dir.path(), 0, JournalOptions::default()).unwrap().journal;
+    let commit =
+        GroupCommit::start_with(base.clone(), Some(journal), Some(Repo::transaction_index())).unwrap();
+    let storage = Storage { view: commit.view(), commit: Arc::clone(&commit) };
+    let repo = Repo::new(&storage);
+    let clock = Arc::new(Clock::test(0));
+    let directory = Arc::new(Directory::embedded().unwrap());
+    let bank = Bank::new(Arc::clone(&directory), Duration::from_secs(3600)).start();
+    let profile = AccountProfile {
+        name: AccountName::parse("Acme").unwrap(),
+        document: TaxId::parse("11222333000181").unwrap(),
+        sandbox: true,
+    };
+    let created = crate::accounts::create_account(&repo, profile, m(balance), None, clock.now()).unwrap();
+    let deps = Arc::new(Deps { repo: repo.clone(), commit: Arc::clone(&commit), clock, bank, directory });
+    Fixture { registry: Registry::new(deps, 1), repo, base, commit, account: created.record.id, _dir: dir }
+}
+
+/// A cash-out the simulated bank never answers (the test answers for it).
+fn cash_out(ext: &str, value: &str) -> Pay {
+    Pay(PayRequest {
+        kind: TxKind::CashOut,
+        external_id: Some(ext.into()),
+        value: m(value),
+        description: None,
+        counterpart: Counterpart { name: "Ana".into(), ..Counterpart::default() },
+        scenario: Some(PayoutScenario::Stuck),
+        document_mismatch: false,
+        dict: None,
+        qr_txid: None,
+    })
+}
+
+impl Fixture {
+    fn actor(&self) -> Addr<AccountActor> {
+        self.registry.get(self.account).unwrap()
+    }
+
+    async fn balance(&self, addr: &Addr<AccountActor>) -> Balance {
+        addr.send(GetBalance).await.unwrap().unwrap()
+    }
+}
+
+#[actix_rt::test]
+async fn concurrent_cash_outs_never_overspend_and_each_external_id_moves_money_once() {
+    let f = fixture("10.00");
+    let addr = f.actor();
+    // 20 externalIds, each sent twice at once, 1.00 each, on a balance of 10.00.
+    let sends = (0..40).map(|i| addr.send(cash_out(&format!("e{}", i % 20), "1.00")));
+    let replies = futures::future::join_all(sends).await;
+    let mut accepted = Vec::new();
+    for r in replies {
+        match r.unwrap() {
+            Ok(out) => accepted.push(out.tx),
+            Err(PayError::Rejected(
+                Rejection::InsufficientBalance | Rejection::DuplicateExternalId { .. },
+            )) => {}
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+    assert_eq!(accepted.len(), 10);
+    let mut externals: Vec<_> = accepted.iter().map(|t| t.external_id.clone()).collect();
+    externals.sort();
+    externals.dedup();
+    assert_eq!(externals.len(), 10, "no externalId accepted twice");
+    // Acknowledged means written: each is readable in storage once its reply arrived.
+    for tx in &accepted {
+        assert_eq!(f.repo.transaction(tx.local_id).unwrap().map(|t| t.status), Some(TxStatus::Pending));
+    }
+    assert_eq!(f.balance(&addr).await, Balance { available: m("0"), blocked: m("10") });
+
+    // The bank confirms half and rejects half; a repeated answer changes nothing.
+    for (i, tx) in accepted.iter().enumerate() {
+        let result =
+            if i % 2 == 0 { Ok(None) } else { Err(crate::domain::transaction::ErrorCode::OrderRejected) };
+        addr.do_send(Settled { local_id: tx.local_id, result: result.clone() });
+        addr.do_send(Settled { local_id: tx.local_id, result });
+    }
+    assert_eq!(f.balance(&addr).await, Balance { available: m("5"), blocked: m("0") });
+    // A fresh actor, loaded from storage alone, holds the same.
+    let reloaded = crate::account::AccountActor::load(
+        f.repo.account(f.account).unwrap().unwrap(),
+        Arc::clone(f.registry.deps()),
+    );
+    assert_eq!(reloaded.view().unwrap().ledger.balance(), Balance { available: m("5"), blocked: m("0") });
+}
+
+#[actix_rt::test]
+async fn a_full_disk_refuses_a_command_and_applies_nothing_then_writes_resume() {
+    let f = fixture("10.00");
+    let addr = f.actor();
+    addr.send(cash_out("a", "1.00")).await.unwrap().unwrap();
+    let journal = f.commit.journal().unwrap();
+    journal.faults().no_room.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(!journal.try_make_room());
+    let refused = addr.send(cash_out("b", "1.00")).await.unwrap();
+    assert!(matches!(refused, Err(PayError::Unavailable(_))), "{refused:?}");
+    assert_eq!(f.balance(&addr).await, Balance { available: m("9"), blocked: m("1") }, "nothing applied");
+    journal.faults().no_room.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert!(journal.try_make_room());
+    // The refused externalId was never taken.
+    addr.send(cash_out("b", "1.00")).await.unwrap().unwrap();
+    assert_eq!(f.balance(&addr).await, Balance { available: m("8"), blocked: m("2") });
+}
+
+#[actix_rt::test]
+async fn a_storage_failure_halts_the_actor_and_the_next_one_loads_every_acknowledged_write() {
+    let f = fixture("10.00");
+    let addr = f.actor();
+    addr.send(cash_out("a", "1.00")).await.unwrap().unwrap();
+    // The next command's read of its externalId's owner fails: the actor halts.
+    f.base.set_failing(true);
+    let failed = addr.send(cash_out("b", "1.00")).await.unwrap();
+    assert!(matches!(failed, Err(PayError::Internal(_))), "{failed:?}");
+    f.base.set_failing(false);
+    // Halted: it answers nothing more, then stops (its one write landed long ago).
+    loop {
+        match addr.send(cash_out("c", "1.00")).await {
+            Ok(reply) => assert!(matches!(reply, Err(PayError::Unavailable(_))), "{reply:?}"),
+            Err(MailboxError::Closed) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    // The registry starts a fresh actor, which loads the acknowledged cash-out's hold.
+    let fresh = f.actor();
+    assert_eq!(f.balance(&fresh).await, Balance { available: m("9"), blocked: m("1") });
+    fresh.send(cash_out("b", "1.00")).await.unwrap().unwrap();
+    assert_eq!(f.balance(&fresh).await, Balance { available: m("8"), blocked: m("2") });
+}
+
+#[actix_rt::test]
+async fn after_a_failed_sync_nothing_is_acknowledged_and_the_actor_halts() {
+    let f = fixture("10.00");
+    let addr = f.actor();
+    addr.send(cash_out("a", "1.00")).await.unwrap().unwrap();
+    f.commit.journal().unwrap().faults().fail_sync.store(true, std::sync::atomic::Ordering::SeqCst);
+    let lost = addr.send(cash_out("b", "1.00")).await.unwrap();
+    assert!(matches!(lost, Err(PayError::Unavailable(_))), "{lost:?}");
+    assert_eq!(f.repo.transaction_by_external_id(f.account, "b").unwrap(), None, "never readable");
+    // Every later command is refused: by the halted actor, or by storage for a new one.
+    match addr.send(GetBalance).await {
+        Ok(reply) => assert!(reply.is_err()),
+        Err(e) => assert!(matches!(e, MailboxError::Closed)),
+    }
+}

@@ -1,0 +1,420 @@
+//! Charges: create, pay, expire, cancel (family A cash-in and family B cob).
+//!
+//! A charge moves no money until it is paid: creating it only takes its externalId. Paid
+//! while `now < expiresAt`, it credits value minus the cash-in fee and becomes CONFIRMED;
+//! each of its splits then becomes a transfer out of the account, holding its amount (no fee,
+//! no limit), or ERROR / INSUFFICIENT_BALANCE when the balance cannot cover it. At
+//! `expiresAt` it becomes ERROR / EXPIRED and can no longer be paid; the receiver may cancel
+//! it (ERROR / CANCELLED). Every change writes the `cash_in` event its state calls for.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+
+use super::{Account, Ids, Plan, Record, Refusal};
+use crate::domain::brcode::{generate, BrCodeSpec};
+use crate::domain::ledger::{DebitDecision, DebitRequest, StoredKeys};
+use crate::domain::money::Money;
+use crate::domain::scenario::ChargeScenario;
+use crate::domain::splits::{next_run, Split};
+use crate::domain::transaction::{
+    end_to_end_id, BankInfo, ChargeDetails, CobDetails, Counterpart, ErrorCode, Transaction, TxKind,
+    TxStatus, GATEWAY_ISPB, PAYER_ISPB,
+};
+
+/// The city a charge's BR Code names (the gateway's accounts carry no address).
+pub const CHARGE_CITY: &str = "SAO PAULO";
+/// Characters of the txid a family A charge's BR Code carries (the EMV field holds 25).
+pub const CHARGE_TXID_LEN: usize = 25;
+
+/// A charge to create (`POST /api/pix/cash-in`, `PUT /cob/{txid}`).
+#[derive(Debug, Clone)]
+pub struct ChargeRequest {
+    /// Family A charges have one; a cob has its txid instead.
+    pub external_id: Option<String>,
+    /// A cob's txid, chosen by the client (unique per account).
+    pub txid: Option<String>,
+    pub cob: Option<CobDetails>,
+    pub value: Money,
+    pub description: String,
+    pub payer_name: String,
+    pub payer_document: Option<String>,
+    pub expiration_seconds: u32,
+    pub additional_info: BTreeMap<String, String>,
+    pub scenario: Option<ChargeScenario>,
+    pub splits: Vec<Split>,
+}
+
+/// Creates a charge. `txid_taken` says whether a charge of the account has the cob's txid;
+/// `stored`, what storage holds for its externalId.
+pub fn create_charge(
+    account: &Account,
+    req: ChargeRequest,
+    txid_taken: bool,
+    stored: StoredKeys,
+    now: DateTime<Utc>,
+    ids: &mut Ids,
+) -> Result<Plan<Transaction>, Refusal> {
+    let minimum = match req.scenario {
+        Some(ChargeScenario::ProviderExpirationMin(s)) => s,
+        _ => account.settings.provider_min_expiration_seconds,
+    };
+    // The provider minimum is a family A rule; a cob's expiracao is the client's.
+    if req.cob.is_none() && req.expiration_seconds < minimum {
+        return Err(Refusal::BelowProviderMinimum(minimum));
+    }
+    if req.txid.is_some() && txid_taken {
+        return Err(Refusal::TxidTaken);
+    }
+    let fresh = ids.take()?;
+    // Creating a charge takes its externalId and nothing else.
+    let mut ledger = account.ledger.draft();
+    let take_id = DebitRequest {
+        local_id: fresh.local_id,
+        external_id: req.external_id.clone(),
+        idempotency: None,
+        value: req.value,
+        fee: Money::ZERO,
+        hold: false,
+        limited: false,
+        now,
+        stored,
+    };
+    if let DebitDecision::Replay { .. } =
+        ledger.debit(&take_id, &account.settings.limits).map_err(Refusal::Ledger)?
+    {
+        return Err(Refusal::Bug("a charge replayed".into()));
+    }
+    let txid = req.txid.unwrap_or_else(|| fresh.hex(CHARGE_TXID_LEN));
+    let pix_code = generate(&BrCodeSpec {
+        single_use: true,
+        key: account.receiving_key.to_owned(),
+        info: None,
+        amount: Some(req.value),
+        merchant_name: account.name.to_owned(),
+        merchant_city: CHARGE_CITY.into(),
+        txid: Some(txid.clone()),
+    });
+    let tx = Transaction {
+        external_id: req.external_id,
+        description: Some(req.description),
+        counterpart: Counterpart {
+            name: req.payer_name,
+            document: req.payer_document,
+            ..Counterpart::default()
+        },
+        charge: Some(ChargeDetails {
+            correlation_id: fresh.second_uuid(),
+            txid,
+            pix_code,
+            expires_at: expiration(now, req.expiration_seconds),
+            additional_info: req.additional_info,
+            cob: req.cob,
+            splits: req.splits,
+            split_transactions: Vec::new(),
+        }),
+        ..Transaction::new(fresh.local_id, fresh.uuid(), account.id, TxKind::CashIn, req.value, now)
+    };
+    let mut plan = Plan::new(tx.clone());
+    plan.ledger = Some(ledger.finish()?);
+    plan.write(Record::NewTransaction(tx), now);
+    Ok(plan)
+}
+
+/// When a charge made at `now` expires: at the millisecond precision clients see it with, so
+/// that it has expired exactly at its `expirationDate` and not a fraction of a millisecond
+/// later (the test clock can be set to that instant).
+fn expiration(now: DateTime<Utc>, seconds: u32) -> DateTime<Utc> {
+    let exact = now + chrono::Duration::seconds(i64::from(seconds));
+    DateTime::from_timestamp_millis(exact.timestamp_millis()).unwrap_or(exact)
+}
+
+/// A charge as the actor knows it: open (its latest state), or not (its status, if any).
+#[derive(Debug, Clone)]
+pub enum ChargeState {
+    Open(Box<Transaction>),
+    Closed(Option<TxStatus>),
+}
+
+/// How a payment of a charge ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChargeOutcome {
+    Paid(Box<Transaction>),
+    /// It was due at or before `now`: it expired instead.
+    Expired,
+}
+
+/// A payer pays an open charge. `payer_bank` is the simulated payer's bank; `split_banks`,
+/// the bank of each split's key (in the order of the charge's splits). Ids: one per split.
+pub fn pay_charge(
+    account: &Account,
+    charge: ChargeState,
+    payer_bank: Option<BankInfo>,
+    split_banks: &[Option<BankInfo>],
+    now: DateTime<Utc>,
+    ids: &mut Ids,
+) -> Result<Plan<ChargeOutcome>, Refusal> {
+    let mut tx = match charge {
+        ChargeState::Open(tx) => *tx,
+        ChargeState::Closed(status) => {
+            return Err(Refusal::NotPayable(status.map_or("UNKNOWN", TxStatus::as_str)))
+        }
+    };
+    let Some(details) = tx.charge.clone() else {
+        return Err(Refusal::Bug("a charge without details".into()));
+    };
+    if now >= details.expires_at {
+        return Ok(close(tx, ErrorCode::Expired, now).with_reply(ChargeOutcome::Expired));
+    }
+    let fee = account.fee_rule(TxKind::CashIn).fee_for(tx.value);
+    let mut ledger = account.ledger.draft();
+    ledger.credit(tx.value, fee).map_err(Refusal::Ledger)?;
+    tx.status = TxStatus::Confirmed;
+    tx.fee = fee;
+    tx.processed_at = Some(now);
+    let payer = ids.take()?;
+    // The payer's institution made this id.
+    tx.end_to_end_id = end_to_end_id('E', PAYER_ISPB, now, &payer.entropy());
+    tx.counterpart.bank = payer_bank;
+    // The credit and every split's hold are one change: each split is decided on the
+    // balance the credit and the splits before it leave.
+    let mut splits = Vec::with_capacity(details.splits.len());
+    for (i, split) in details.splits.iter().enumerate() {
+        let fresh = ids.take()?;
+        let mut t = Transaction {
+            end_to_end_id: end_to_end_id('E', GATEWAY_ISPB, now, &fresh.entropy()),
+            description: Some(format!("split of charge {}", tx.local_id)),
+            counterpart: Counterpart {
+                name: split.name.clone(),
+                document: Some(split.document.clone()),
+                key: Some(split.key.key.clone()),
+                key_type: Some(split.key.key_type),
+                bank: split_banks.get(i).cloned().flatten(),
+            },
+            split_of: Some(tx.local_id),
+            scheduled_for: (!split.immediate).then(|| next_run(account.settings.split_frequency, now)),
+            ..Transaction::new(fresh.local_id, fresh.uuid(), account.id, TxKind::CashOut, split.amount, now)
+        };
+        let hold = DebitRequest {
+            local_id: fresh.local_id,
+            external_id: None,
+            idempotency: None,
+            value: split.amount,
+            fee: Money::ZERO,
+            hold: true,
+            limited: false,
+            now,
+            stored: StoredKeys::default(),
+        };
+        if ledger.debit(&hold, &account.settings.limits).is_err() {
+            t.settle(Err(ErrorCode::InsufficientBalance), now).map_err(|e| Refusal::Bug(e.to_string()))?;
+        }
+        splits.push(t);
+    }
+    if let Some(c) = tx.charge.as_mut() {
+        c.split_transactions = splits.iter().map(|s| s.local_id).collect();
+    }
+    let mut plan = Plan::new(ChargeOutcome::Paid(Box::new(tx.clone())));
+    plan.ledger = Some(ledger.finish()?);
+    plan.write(Record::Transaction(tx), now);
+    for s in splits {
+        plan.write(Record::NewTransaction(s), now);
+    }
+    Ok(plan)
+}
+
+/// Closes an open charge as ERROR with `why`.
+fn close(mut tx: Transaction, why: ErrorCode, now: DateTime<Utc>) -> Plan<Transaction> {
+    tx.status = TxStatus::Error;
+    tx.error_code = Some(why);
+    tx.processed_at = Some(now);
+    let mut plan = Plan::new(tx.clone());
+    plan.write(Record::Transaction(tx), now);
+    plan
+}
+
+/// An open charge reaches its expiration: ERROR / EXPIRED.
+pub fn expire_charge(charge: Transaction, now: DateTime<Utc>) -> Plan<Transaction> {
+    close(charge, ErrorCode::Expired, now)
+}
+
+/// The receiver cancels a charge (`PATCH /cob/{txid}`): ERROR / CANCELLED if it is open.
+pub fn cancel_charge(charge: ChargeState, now: DateTime<Utc>) -> Result<Plan<Transaction>, Refusal> {
+    match charge {
+        ChargeState::Open(tx) => Ok(close(*tx, ErrorCode::Cancelled, now)),
+        ChargeState::Closed(status) => Err(Refusal::NotPayable(status.map_or("UNKNOWN", TxStatus::as_str))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use super::*;
+    use crate::domain::account::FeeRule;
+    use crate::domain::ledger::{Balance, Rejection};
+    use crate::domain::money::Percent;
+    use crate::domain::pix_key::{parse_directory_key, DirectoryKeyType};
+
+    fn request(value: &str) -> ChargeRequest {
+        ChargeRequest {
+            external_id: Some("charge-1".into()),
+            txid: None,
+            cob: None,
+            value: m(value),
+            description: "order".into(),
+            payer_name: "Ana".into(),
+            payer_document: Some("52998224725".into()),
+            expiration_seconds: 600,
+            additional_info: BTreeMap::new(),
+            scenario: None,
+            splits: vec![],
+        }
+    }
+
+    fn split(amount: &str, immediate: bool) -> Split {
+        Split {
+            key: parse_directory_key("ana@example.com").unwrap(),
+            name: "Ana".into(),
+            document: "52998224725".into(),
+            amount: m(amount),
+            immediate,
+        }
+    }
+
+    fn open(f: &mut Fixture, req: ChargeRequest, local: u64) -> Transaction {
+        let plan = create_charge(&f.account(), req, false, StoredKeys::default(), noon(), &mut ids(&[local]))
+            .unwrap();
+        f.apply(&plan);
+        plan.reply
+    }
+
+    #[test]
+    fn creating_a_charge_takes_its_external_id_and_moves_no_money() {
+        let mut f = Fixture::with_balance("0");
+        let plan =
+            create_charge(&f.account(), request("25"), false, StoredKeys::default(), noon(), &mut ids(&[5]))
+                .unwrap();
+        let tx = &plan.reply;
+        assert_eq!((tx.kind, tx.status), (TxKind::CashIn, TxStatus::Pending));
+        let c = tx.charge.as_ref().unwrap();
+        assert_eq!(c.txid.len(), CHARGE_TXID_LEN);
+        assert!(c.pix_code.starts_with("000201"));
+        assert_eq!(c.expires_at, noon() + chrono::Duration::seconds(600));
+        assert!(plan.events.is_empty());
+        assert_eq!(plan.ledger.as_ref().unwrap().state(), None);
+        f.apply(&plan);
+        let again =
+            create_charge(&f.account(), request("1"), false, StoredKeys::default(), noon(), &mut ids(&[6]));
+        assert_eq!(again.unwrap_err(), Refusal::Ledger(Rejection::DuplicateExternalId { existing: 5 }));
+    }
+
+    #[test]
+    fn the_provider_minimum_and_a_taken_txid_refuse_a_charge() {
+        let f = Fixture::with_balance("0");
+        let mut short = request("1");
+        short.expiration_seconds = 10;
+        short.scenario = Some(ChargeScenario::ProviderExpirationMin(60));
+        let got = create_charge(&f.account(), short, false, StoredKeys::default(), noon(), &mut ids(&[1]));
+        assert_eq!(got.unwrap_err(), Refusal::BelowProviderMinimum(60));
+        let mut cob = request("1");
+        cob.txid = Some("a".repeat(26));
+        let got = create_charge(&f.account(), cob, true, StoredKeys::default(), noon(), &mut ids(&[1]));
+        assert_eq!(got.unwrap_err(), Refusal::TxidTaken);
+    }
+
+    #[test]
+    fn paying_credits_net_of_fee_and_each_split_holds_what_the_balance_allows() {
+        let mut f = Fixture::with_balance("0");
+        f.settings.fees.cash_in = FeeRule { fixed: m("1"), percent: Percent::parse("0").unwrap() };
+        let mut req = request("10");
+        // 9 net: 5 is held, then 3, then 2 cannot be covered.
+        req.splits = vec![split("5", true), split("3", false), split("2", true)];
+        let charge = open(&mut f, req, 1);
+        let plan = pay_charge(
+            &f.account(),
+            ChargeState::Open(Box::new(charge)),
+            None,
+            &[],
+            noon(),
+            &mut ids(&[2, 3, 4, 5]),
+        )
+        .unwrap();
+        let ChargeOutcome::Paid(paid) = &plan.reply else { panic!("not paid") };
+        assert_eq!((paid.status, paid.fee), (TxStatus::Confirmed, m("1")));
+        assert_eq!(paid.charge.as_ref().unwrap().split_transactions, vec![3, 4, 5]);
+        let written = transactions(&plan);
+        assert_eq!(written.len(), 4);
+        assert_eq!(written[1].status, TxStatus::Pending);
+        assert_eq!(written[1].scheduled_for, None, "immediate");
+        assert!(written[2].scheduled_for.is_some(), "at the split frequency");
+        assert_eq!(written[3].error_code, Some(ErrorCode::InsufficientBalance));
+        // The charge's event and the failed split's.
+        assert_eq!(plan.events.len(), 2);
+        f.apply(&plan);
+        assert_eq!(f.ledger.balance(), Balance { available: m("1"), blocked: m("8") });
+    }
+
+    #[test]
+    fn a_charge_paid_at_its_expiration_expires_instead_and_a_closed_one_is_not_payable() {
+        let mut f = Fixture::with_balance("0");
+        let charge = open(&mut f, request("10"), 1);
+        let due = charge.charge.as_ref().unwrap().expires_at;
+        let plan = pay_charge(
+            &f.account(),
+            ChargeState::Open(Box::new(charge.clone())),
+            None,
+            &[],
+            due,
+            &mut ids(&[2]),
+        )
+        .unwrap();
+        assert_eq!(plan.reply, ChargeOutcome::Expired);
+        assert_eq!(transactions(&plan)[0].error_code, Some(ErrorCode::Expired));
+        assert_eq!(plan.events.len(), 1, "the cash_in event of the expiry");
+        let got = pay_charge(
+            &f.account(),
+            ChargeState::Closed(Some(TxStatus::Error)),
+            None,
+            &[],
+            due,
+            &mut ids(&[2]),
+        );
+        assert_eq!(got.unwrap_err(), Refusal::NotPayable("ERROR"));
+        assert_eq!(
+            cancel_charge(ChargeState::Closed(None), due).unwrap_err(),
+            Refusal::NotPayable("UNKNOWN")
+        );
+        let cancelled = cancel_charge(ChargeState::Open(Box::new(charge)), due).unwrap();
+        assert_eq!(cancelled.reply.error_code, Some(ErrorCode::Cancelled));
+    }
+
+    #[test]
+    fn a_charge_expires_at_the_millisecond_its_expiration_date_shows() {
+        let now = at("2026-11-23T02:40:04.418765432Z");
+        let due = expiration(now, 600);
+        assert_eq!(due.to_rfc3339(), "2026-11-23T02:50:04.418+00:00");
+        assert_eq!(due.timestamp_subsec_nanos() % 1_000_000, 0);
+    }
+
+    #[test]
+    fn split_keys_of_every_type_are_kept_on_their_transfer() {
+        let mut f = Fixture::with_balance("0");
+        let mut req = request("10");
+        let mut s = split("1", true);
+        s.key = parse_directory_key("+5511987654321").unwrap();
+        req.splits = vec![s];
+        let charge = open(&mut f, req, 1);
+        let plan = pay_charge(
+            &f.account(),
+            ChargeState::Open(Box::new(charge)),
+            None,
+            &[None],
+            noon(),
+            &mut ids(&[2, 3]),
+        )
+        .unwrap();
+        let t = transactions(&plan)[1];
+        assert_eq!(t.counterpart.key_type, Some(DirectoryKeyType::Phone));
+        assert_eq!(t.split_of, Some(1));
+    }
+}

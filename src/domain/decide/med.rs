@@ -1,0 +1,325 @@
+//! MED cases (docs/decisions.md "MED"): opening one blocks the disputed amount, capped at
+//! what is available, as a ledger hold named by the MED's id; the analysis debits it as a
+//! Refund in (APPROVED) or releases it (REJECTED), and so does a cancellation.
+
+use chrono::{DateTime, Utc};
+
+use super::{Account, Ids, Plan, Record, Refusal};
+use crate::domain::events::{EventType, OutboxEvent};
+use crate::domain::ledger::{DebitDecision, DebitRequest, StoredKeys};
+use crate::domain::med::{
+    AnalysisResult, Bank, Med, MedReason, MedRejection, MedStatus, OriginalTransaction,
+};
+use crate::domain::money::Money;
+use crate::domain::transaction::{
+    end_to_end_id, Counterpart, Family, RefundDetails, Transaction, TxKind, TxStatus, GATEWAY_ISPB,
+    PAYER_ISPB,
+};
+
+/// The name the MED record gives this gateway as the contested bank.
+pub const GATEWAY_NAME: &str = "pixgw";
+
+/// A MED against a received PIX (sandbox: the requesting bank's side).
+#[derive(Debug, Clone)]
+pub struct OpenMedRequest {
+    pub end_to_end: String,
+    pub cause: String,
+    pub amount: Option<Money>,
+    pub description: Option<String>,
+}
+
+/// The event of a MED step, carrying the MED record as it is at that step.
+fn med_event(med: &Med, event_type: EventType, name: &str) -> OutboxEvent {
+    OutboxEvent {
+        account_id: med.account_id,
+        local_id: med.id,
+        event_type,
+        created_at: med.updated_at,
+        payload: serde_json::json!({ "event": name, "med": med.to_json() }),
+    }
+}
+
+/// Opens a MED. `original` is the account's transaction with that end-to-end id as it is
+/// now, if any; `institution`, the bank the end-to-end id's ISPB names, if known. Ids: one,
+/// the MED's (also its hold's).
+pub fn open_med(
+    account: &Account,
+    req: OpenMedRequest,
+    original: Option<Transaction>,
+    institution: Option<Bank>,
+    now: DateTime<Utc>,
+    ids: &mut Ids,
+) -> Result<Plan<Med>, Refusal> {
+    if let Some(t) = &original {
+        let received = matches!(t.kind, TxKind::PixIn | TxKind::CashIn) && t.status == TxStatus::Confirmed;
+        if !received {
+            return Err(Refusal::Med(MedRejection::NotReceived));
+        }
+    }
+    let amount = match (&original, req.amount) {
+        (Some(o), Some(a)) if a > o.value => return Err(Refusal::Med(MedRejection::AboveOriginal(o.value))),
+        (_, Some(a)) => a,
+        (Some(o), None) => o.value,
+        (None, None) => return Err(Refusal::Med(MedRejection::AmountRequired)),
+    };
+    let id = ids.take()?.local_id;
+    let mut ledger = account.ledger.draft();
+    let available = ledger.balance().available;
+    let blocked = if amount > available { available } else { amount };
+    if !blocked.is_zero() {
+        let hold = DebitRequest {
+            local_id: id,
+            external_id: None,
+            idempotency: None,
+            value: blocked,
+            fee: Money::ZERO,
+            hold: true,
+            limited: false,
+            now,
+            stored: StoredKeys::default(),
+        };
+        if let DebitDecision::Replay { .. } =
+            ledger.debit(&hold, &account.settings.limits).map_err(Refusal::Ledger)?
+        {
+            return Err(Refusal::Bug("a MED hold replayed".into()));
+        }
+    }
+    let requesting_bank = original
+        .as_ref()
+        .and_then(|o| o.counterpart.bank.as_ref())
+        .map(|b| Bank { ispb: b.ispb.clone(), name: b.name.clone() })
+        // An unmatched end-to-end id still names the payer's institution.
+        .or(institution)
+        .unwrap_or_else(|| Bank { ispb: PAYER_ISPB.into(), name: "Unknown institution".into() });
+    let mut med = Med {
+        id,
+        account_id: account.id.get(),
+        end_to_end: req.end_to_end,
+        status: MedStatus::Open,
+        reason: MedReason::RefundRequest,
+        cause: Some(req.cause),
+        description: req.description,
+        analysis_result: None,
+        analysis_details: None,
+        requesting_bank,
+        contested_bank: Bank { ispb: GATEWAY_ISPB.into(), name: GATEWAY_NAME.into() },
+        original: original.as_ref().map(|o| OriginalTransaction {
+            amount: o.value,
+            kind: o.kind.as_str().to_owned(),
+            name: o.counterpart.name.clone(),
+            document: crate::domain::document::masked_document(o.counterpart.document.as_deref()),
+            date_time: o.created_at,
+        }),
+        original_transaction_id: original.as_ref().map(|o| o.local_id),
+        amount,
+        blocked,
+        refund_transaction_id: None,
+        created_at: now,
+        updated_at: now,
+    };
+    // The event says OPEN; the gateway acknowledges the MED at once, so it is stored RECEIVED.
+    let created = med_event(&med, EventType::MedCreated, "MedCreated");
+    med.acknowledge(now);
+    let mut plan = Plan::new(med.clone());
+    plan.ledger = Some(ledger.finish()?);
+    plan.records.push(Record::Med(med));
+    plan.events.push(created);
+    Ok(plan)
+}
+
+/// Ends a MED: its analysis, or its withdrawal by the requesting bank (`result: None`).
+#[derive(Debug, Clone)]
+pub struct CloseMedRequest {
+    pub result: Option<AnalysisResult>,
+    pub details: Option<String>,
+}
+
+/// Ends a MED. `med` is its latest state; `original`, the disputed PIX as it is now (read
+/// when the MED is reconciled). Ids: one, for the Refund in of an approval.
+pub fn close_med(
+    account: &Account,
+    med: Option<Med>,
+    req: CloseMedRequest,
+    original: Option<Transaction>,
+    now: DateTime<Utc>,
+    ids: &mut Ids,
+) -> Result<Plan<Med>, Refusal> {
+    let mut med = med.ok_or(Refusal::Med(MedRejection::NotFound))?;
+    let approved = req.result == Some(AnalysisResult::Approved);
+    match req.result {
+        Some(result) => med.analyze(result, req.details, now),
+        None => med.cancel(now),
+    }
+    .map_err(|e| Refusal::Med(MedRejection::Final(e)))?;
+    // An approval debits what was blocked; anything else gives it back.
+    let mut ledger = account.ledger.draft();
+    if !med.blocked.is_zero() && ledger.settle(med.id, approved).is_none() {
+        return Err(Refusal::Bug(format!("MED {} has no hold", med.id)));
+    }
+    let mut refund = None;
+    let mut original_after = None;
+    if approved && !med.blocked.is_zero() {
+        let fresh = ids.take()?;
+        let rtr_id = end_to_end_id('D', GATEWAY_ISPB, now, &fresh.entropy());
+        let name = med.original.as_ref().map_or_else(|| med.requesting_bank.name.clone(), |o| o.name.clone());
+        refund = Some(Transaction {
+            status: TxStatus::Confirmed,
+            end_to_end_id: rtr_id.clone(),
+            counterpart: Counterpart { name, ..Counterpart::default() },
+            processed_at: Some(now),
+            description: Some(format!("MED {}", med.id)),
+            refund: Some(RefundDetails {
+                // Local ids start at 0: the MED's Option says whether there is an original.
+                original_local_id: med.original_transaction_id.unwrap_or(0),
+                original_end_to_end_id: med.end_to_end.clone(),
+                refund_id: None,
+                rtr_id,
+                natureza: med.natureza(),
+                reason: med.cause.clone(),
+                family: Family::A,
+            }),
+            ..Transaction::new(fresh.local_id, fresh.uuid(), account.id, TxKind::RefundIn, med.blocked, now)
+        });
+        med.refund_transaction_id = Some(fresh.local_id);
+        if let (Some(_), Some(mut o)) = (med.original_transaction_id, original) {
+            o.refunded = o.refunded.checked_add(med.blocked).unwrap_or(o.refunded);
+            original_after = Some(o);
+        }
+    }
+    let event = match req.result {
+        Some(AnalysisResult::Approved) => Some(med_event(&med, EventType::MedAccepted, "MedAccepted")),
+        Some(AnalysisResult::Rejected) => Some(med_event(&med, EventType::MedRejected, "MedRejected")),
+        None => None,
+    };
+    let mut plan = Plan::new(med.clone());
+    plan.ledger = Some(ledger.finish()?);
+    plan.records.push(Record::Med(med));
+    if let Some(t) = refund {
+        plan.write(Record::NewTransaction(t), now);
+    }
+    if let Some(o) = original_after {
+        plan.update(Record::Transaction(o));
+    }
+    plan.events.extend(event);
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use super::*;
+    use crate::domain::ledger::Balance;
+    use crate::domain::transaction::BankInfo;
+
+    fn received(value: &str) -> Transaction {
+        Transaction {
+            status: TxStatus::Confirmed,
+            processed_at: Some(noon()),
+            end_to_end_id: "E00000000202603101500abcdefghijk".into(),
+            counterpart: Counterpart {
+                name: "Payer".into(),
+                document: Some("52998224725".into()),
+                bank: Some(BankInfo {
+                    ispb: "00000000".into(),
+                    name: "Banco".into(),
+                    code: "001".into(),
+                    branch: None,
+                    account_number: None,
+                }),
+                ..Counterpart::default()
+            },
+            ..Transaction::new(
+                10,
+                uuid::Uuid::nil(),
+                crate::domain::ids::AccountId::new(1).unwrap(),
+                TxKind::PixIn,
+                m(value),
+                noon(),
+            )
+        }
+    }
+
+    fn open(amount: Option<&str>) -> OpenMedRequest {
+        OpenMedRequest {
+            end_to_end: "E00000000202603101500abcdefghijk".into(),
+            cause: "SCAM".into(),
+            amount: amount.map(m),
+            description: None,
+        }
+    }
+
+    fn opened(f: &mut Fixture, amount: Option<&str>, original: Option<Transaction>) -> Plan<Med> {
+        let plan = open_med(&f.account(), open(amount), original, None, noon(), &mut ids(&[30])).unwrap();
+        f.apply(&plan);
+        plan
+    }
+
+    #[test]
+    fn opening_blocks_the_amount_capped_at_what_is_available_and_is_stored_received() {
+        let mut f = Fixture::with_balance("6");
+        let plan = opened(&mut f, None, Some(received("10")));
+        let med = &plan.reply;
+        assert_eq!((med.amount, med.blocked), (m("10"), m("6")));
+        assert_eq!(med.status, MedStatus::Received);
+        assert_eq!(plan.events[0].payload["med"]["status"], "OPEN");
+        assert_eq!(med.requesting_bank.ispb, "00000000");
+        assert_eq!(f.ledger.balance(), Balance { available: m("0"), blocked: m("6") });
+    }
+
+    #[test]
+    fn a_med_that_cannot_be_decided_is_refused() {
+        let f = Fixture::with_balance("6");
+        let mut paid = received("10");
+        paid.kind = TxKind::CashOut;
+        let got = open_med(&f.account(), open(None), Some(paid), None, noon(), &mut ids(&[1]));
+        assert_eq!(got.unwrap_err(), Refusal::Med(MedRejection::NotReceived));
+        let got =
+            open_med(&f.account(), open(Some("11")), Some(received("10")), None, noon(), &mut ids(&[1]));
+        assert_eq!(got.unwrap_err(), Refusal::Med(MedRejection::AboveOriginal(m("10"))));
+        let got = open_med(&f.account(), open(None), None, None, noon(), &mut ids(&[1]));
+        assert_eq!(got.unwrap_err(), Refusal::Med(MedRejection::AmountRequired));
+        // Unreconciled with an amount: the institution of the id's ISPB requests it.
+        let bank = Bank { ispb: "12345678".into(), name: "Other".into() };
+        let plan = open_med(&f.account(), open(Some("1")), None, Some(bank.clone()), noon(), &mut ids(&[1]))
+            .unwrap();
+        assert_eq!(plan.reply.requesting_bank, bank);
+        assert!(!plan.reply.is_reconciled());
+    }
+
+    #[test]
+    fn an_approval_debits_the_hold_as_a_refund_of_the_original() {
+        let mut f = Fixture::with_balance("20");
+        let med = opened(&mut f, Some("4"), Some(received("10"))).reply;
+        let req = CloseMedRequest { result: Some(AnalysisResult::Approved), details: None };
+        let plan =
+            close_med(&f.account(), Some(med), req, Some(received("10")), noon(), &mut ids(&[31])).unwrap();
+        assert_eq!(plan.reply.status, MedStatus::Analyzed);
+        assert_eq!(plan.reply.refund_transaction_id, Some(31));
+        let written = transactions(&plan);
+        assert_eq!((written[0].kind, written[0].value), (TxKind::RefundIn, m("4")));
+        assert_eq!(written[1].refunded, m("4"));
+        // The refund's event, then the MED's.
+        assert_eq!(plan.events.len(), 2);
+        assert_eq!(plan.events[1].event_type, EventType::MedAccepted);
+        f.apply(&plan);
+        assert_eq!(f.ledger.balance(), Balance { available: m("16"), blocked: m("0") });
+    }
+
+    #[test]
+    fn a_rejection_or_cancellation_releases_the_hold_and_a_closed_med_stays_closed() {
+        let mut f = Fixture::with_balance("20");
+        let med = opened(&mut f, Some("4"), Some(received("10"))).reply;
+        let cancel = CloseMedRequest { result: None, details: None };
+        let plan = close_med(&f.account(), Some(med), cancel.clone(), None, noon(), &mut ids(&[])).unwrap();
+        assert_eq!(plan.reply.status, MedStatus::Cancelled);
+        assert!(plan.events.is_empty(), "a cancellation sends no event");
+        f.apply(&plan);
+        assert_eq!(f.ledger.balance(), Balance { available: m("20"), blocked: m("0") });
+        let got = close_med(&f.account(), Some(plan.reply), cancel.clone(), None, noon(), &mut ids(&[]));
+        assert!(matches!(got, Err(Refusal::Med(MedRejection::Final(_)))));
+        assert_eq!(
+            close_med(&f.account(), None, cancel, None, noon(), &mut ids(&[])).unwrap_err(),
+            Refusal::Med(MedRejection::NotFound)
+        );
+    }
+}

@@ -1,0 +1,299 @@
+//! Decide: the pure rules of every command an account carries out.
+//!
+//! A command is decided by one function of the account's state, the command, `now` and
+//! fresh ids, into a [`Plan`] (or a [`Refusal`]): the ledger's change, the records to write,
+//! the events for the outbox, and the reply. Nothing here reads storage, a clock or a
+//! random source. The account actor gathers what a command needs first (the original of a
+//! refund, the stored owner of an externalId, fresh ids), decides, and carries the plan out
+//! in one step: write it, apply it, reply once it is durable (`account::actor`).
+//!
+//! A plan is complete: everything the actor does after a command (track a pending debit,
+//! send it to the bank, forget a closed charge) follows from the records the plan writes,
+//! so no rule lives in the actor.
+
+mod charges;
+mod med;
+mod pay;
+mod refunds;
+
+pub use charges::{
+    cancel_charge, create_charge, expire_charge, pay_charge, ChargeOutcome, ChargeRequest, ChargeState,
+};
+pub use med::{close_med, open_med, CloseMedRequest, OpenMedRequest};
+pub use pay::{pay, pix_in, settle, DictRequest, PayDecision, PayRequest, PixInRequest};
+pub use refunds::{refund, take_back, RefundDecision, RefundRequest};
+
+use uuid::Uuid;
+
+use super::account::{AccountSettings, FeeRule};
+use super::events::OutboxEvent;
+use super::ids::AccountId;
+use super::ledger::{InvariantViolation, Ledger, LedgerChange, Rejection};
+use super::med::{Med, MedRejection};
+use super::refunds::RefundRejection;
+use super::transaction::{Transaction, TxKind};
+
+/// What a command reads of its account.
+#[derive(Debug, Clone, Copy)]
+pub struct Account<'a> {
+    pub id: AccountId,
+    pub settings: &'a AccountSettings,
+    /// The name its charges' BR Codes carry.
+    pub name: &'a str,
+    /// The EVP key its charges' BR Codes carry.
+    pub receiving_key: &'a str,
+    pub ledger: &'a Ledger,
+}
+
+impl Account<'_> {
+    /// The fee rule of an operation (refunds of money we paid out carry none).
+    pub fn fee_rule(&self, kind: TxKind) -> FeeRule {
+        let fees = &self.settings.fees;
+        match kind {
+            TxKind::CashOut | TxKind::QrCashOut => fees.cash_out,
+            TxKind::DictPix => fees.dict_pix,
+            TxKind::PixIn | TxKind::CashIn => fees.cash_in,
+            TxKind::RefundIn => fees.refund,
+            // Money of ours coming back carries no fee.
+            TxKind::RefundOut => FeeRule::default(),
+        }
+    }
+}
+
+/// Random bytes a fresh record draws its public ids from.
+pub const FRESH_RANDOM_BYTES: usize = 64;
+
+/// A fresh identity for a new record: a local id never handed out before, and random bytes
+/// for the parts of its public ids that must not be guessable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fresh {
+    pub local_id: u64,
+    pub random: [u8; FRESH_RANDOM_BYTES],
+}
+
+impl Fresh {
+    /// The `i`-th 16 random bytes (0 to 3).
+    fn slot(&self, i: usize) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&self.random[16 * i..16 * (i + 1)]);
+        out
+    }
+
+    /// A UUID v4 from the first slot.
+    pub fn uuid(&self) -> Uuid {
+        uuid::Builder::from_random_bytes(self.slot(0)).into_uuid()
+    }
+
+    /// Entropy for an end-to-end id.
+    pub fn entropy(&self) -> [u8; 16] {
+        self.slot(1)
+    }
+
+    /// A second UUID v4, independent of [`Fresh::uuid`].
+    pub fn second_uuid(&self) -> Uuid {
+        uuid::Builder::from_random_bytes(self.slot(2)).into_uuid()
+    }
+
+    /// A text of `len` (up to 32) lower-case hex characters.
+    pub fn hex(&self, len: usize) -> String {
+        let mut out = String::with_capacity(32);
+        for b in self.slot(3) {
+            out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
+            out.push(char::from_digit(u32::from(b & 15), 16).unwrap_or('0'));
+        }
+        out.truncate(len);
+        out
+    }
+}
+
+/// The fresh identities a command may use, drawn before it is decided.
+#[derive(Debug, Clone, Default)]
+pub struct Ids {
+    fresh: std::collections::VecDeque<Fresh>,
+}
+
+impl Ids {
+    pub fn new(fresh: impl IntoIterator<Item = Fresh>) -> Ids {
+        Ids { fresh: fresh.into_iter().collect() }
+    }
+
+    fn take(&mut self) -> Result<Fresh, Refusal> {
+        self.fresh.pop_front().ok_or_else(|| Refusal::Bug("the command drew too few fresh ids".into()))
+    }
+}
+
+/// What one write of a plan stores.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    /// A transaction's first write: its record and its indexes.
+    NewTransaction(Transaction),
+    /// A later write of a transaction (its status, its refunded sum, ...).
+    Transaction(Transaction),
+    /// A MED case as it now is.
+    Med(Med),
+}
+
+/// Everything one command does (see the module doc).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan<R> {
+    /// The ledger's change, checked; `None` when the command moves no money and takes no key.
+    pub ledger: Option<LedgerChange>,
+    pub records: Vec<Record>,
+    pub events: Vec<OutboxEvent>,
+    pub reply: R,
+}
+
+impl<R> Plan<R> {
+    fn new(reply: R) -> Plan<R> {
+        Plan { ledger: None, records: Vec::new(), events: Vec::new(), reply }
+    }
+
+    /// The same writes with another reply.
+    pub fn with_reply<S>(self, reply: S) -> Plan<S> {
+        Plan { ledger: self.ledger, records: self.records, events: self.events, reply }
+    }
+
+    /// Writes a record whose state changed, and the event that state calls for (if any).
+    fn write(&mut self, record: Record, now: chrono::DateTime<chrono::Utc>) {
+        let tx = match &record {
+            Record::NewTransaction(t) | Record::Transaction(t) => Some(t),
+            Record::Med(_) => None,
+        };
+        if let Some(event) = tx.and_then(|t| super::events::event_for(t, now)) {
+            self.events.push(event);
+        }
+        self.records.push(record);
+    }
+
+    /// Writes a record whose state did not change (an original's refunded sum): no event.
+    fn update(&mut self, record: Record) {
+        self.records.push(record);
+    }
+}
+
+/// Why a command is refused. Every variant but [`Refusal::Bug`] is an answer to the client
+/// and changes nothing.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refusal {
+    #[error("rejected: {0:?}")]
+    Ledger(Rejection),
+    /// A charge's expiration is below the provider's minimum (seconds).
+    #[error("expiration below the provider minimum of {0} s")]
+    BelowProviderMinimum(u32),
+    /// The charge is not open: paid, or expired (its status).
+    #[error("the charge is not payable: {0}")]
+    NotPayable(&'static str),
+    /// A cob with this txid exists (409).
+    #[error("txid already exists")]
+    TxidTaken,
+    #[error("refund refused: {0:?}")]
+    Refund(RefundRejection),
+    #[error("MED refused: {0}")]
+    Med(MedRejection),
+    /// The plan would break a rule no client input can break: a bug. Nothing is written and
+    /// the actor stops.
+    #[error("{0}")]
+    Bug(String),
+}
+
+impl From<InvariantViolation> for Refusal {
+    fn from(v: InvariantViolation) -> Self {
+        Refusal::Bug(v.to_string())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! What the decide tests share: an account, fresh ids, a clock reading.
+
+    use chrono::{DateTime, Utc};
+
+    use super::*;
+    use crate::domain::money::Money;
+
+    pub fn m(s: &str) -> Money {
+        Money::parse(s).unwrap()
+    }
+
+    pub fn at(text: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(text).unwrap().with_timezone(&Utc)
+    }
+
+    /// Noon in Sao Paulo, outside the night window.
+    pub fn noon() -> DateTime<Utc> {
+        at("2026-03-10T15:00:00Z")
+    }
+
+    pub fn fresh(local_id: u64) -> Fresh {
+        let mut random = [0u8; FRESH_RANDOM_BYTES];
+        for (i, b) in random.iter_mut().enumerate() {
+            *b = (local_id as u8).wrapping_mul(31).wrapping_add(i as u8);
+        }
+        Fresh { local_id, random }
+    }
+
+    pub fn ids(locals: &[u64]) -> Ids {
+        Ids::new(locals.iter().map(|l| fresh(*l)))
+    }
+
+    pub struct Fixture {
+        pub settings: AccountSettings,
+        pub ledger: Ledger,
+    }
+
+    impl Fixture {
+        pub fn with_balance(balance: &str) -> Fixture {
+            Fixture { settings: AccountSettings::default(), ledger: Ledger::opening(m(balance)) }
+        }
+
+        pub fn account(&self) -> Account<'_> {
+            Account {
+                id: AccountId::new(1).unwrap(),
+                settings: &self.settings,
+                name: "Acme",
+                receiving_key: "3f2b8c1e-9d4a-4e6b-8a7c-1d2e3f4a5b6c",
+                ledger: &self.ledger,
+            }
+        }
+
+        /// Applies a plan's ledger change, as the actor does once it is written.
+        pub fn apply<R>(&mut self, plan: &Plan<R>) {
+            if let Some(change) = &plan.ledger {
+                self.ledger.apply(change.clone());
+            }
+        }
+    }
+
+    /// The transactions a plan writes, new or updated.
+    pub fn transactions<R>(plan: &Plan<R>) -> Vec<&Transaction> {
+        plan.records
+            .iter()
+            .filter_map(|r| match r {
+                Record::NewTransaction(t) | Record::Transaction(t) => Some(t),
+                Record::Med(_) => None,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+
+    #[test]
+    fn fresh_ids_give_distinct_uuids_and_bounded_hex() {
+        let f = fresh(7);
+        assert_ne!(f.uuid(), f.second_uuid());
+        assert_eq!(f.uuid().get_version_num(), 4);
+        assert_eq!(f.hex(25).len(), 25);
+        assert!(f.hex(25).chars().all(|c| c.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn a_command_that_draws_more_ids_than_it_was_given_is_a_bug() {
+        let mut ids = ids(&[1]);
+        assert!(ids.take().is_ok());
+        assert!(matches!(ids.take(), Err(Refusal::Bug(_))));
+    }
+}
