@@ -50,7 +50,7 @@ fn list(c: &mut Criterion) {
         tx.status = if i % 100 == 7 { TxStatus::Error } else { TxStatus::Confirmed };
         tx.external_id = Some(format!("ext-{i}"));
         tx.end_to_end_id = format!("E{:031}", i);
-        if repo.put_transaction(&mut b, &tx, true, true).is_err() {
+        if repo.put_transaction(&mut b, &tx, true).is_err() {
             return;
         }
         // One durable group at a time keeps memory flat (the queue has no back-pressure).

@@ -82,6 +82,13 @@ impl Application {
             }
             None => Directory::embedded()?,
         });
+        let rewritten = crate::store::migrate::records(&repo, &commit)?;
+        if rewritten > 0 {
+            tracing::info!(
+                records = rewritten,
+                "rewrote the records of the release before in the binary format"
+            );
+        }
         let indexed = repo.backfill_transaction_index(&commit)?;
         if indexed > 0 {
             tracing::info!(transactions = indexed, "built the transactions list index");

@@ -219,14 +219,6 @@ impl AccountActor {
         self.unapplied.values().any(|(_, t)| f(t))
     }
 
-    /// A random value for an end-to-end id (a settlement draws no local id).
-    pub(super) fn entropy() -> [u8; 16] {
-        let mut e = [0u8; 16];
-        // Without the OS source the id is still unique by its time and the transaction.
-        let _ = getrandom::fill(&mut e);
-        e
-    }
-
     /// The bank data of an institution of the directory.
     pub(super) fn institution(&self, ispb: &str) -> Option<BankInfo> {
         self.deps.directory.institution(ispb).map(|i| BankInfo {
@@ -459,7 +451,7 @@ impl AccountActor {
         };
         let now = self.now();
         let decided = match self.view() {
-            Ok(view) => decide::settle(&view, tx, result.clone(), original, now, Self::entropy()),
+            Ok(view) => decide::settle(&view, tx, result.clone(), original, now),
             Err(_) => return,
         };
         match decided {

@@ -1,8 +1,10 @@
 //! The events that state changes leave in the outbox, with the payloads the webhooks
 //! will carry (interface.md "Cash-out webhook", "V2 envelope"; decisions.md §7).
 //!
-//! Payloads are built here, from the transaction, in the same step that changes it, so the
-//! outbox says exactly what the state said at that moment.
+//! An event keeps the transaction as it was in the step that changed it (or, for a MED, the
+//! ready payload), so the outbox says exactly what the state said at that moment. Its JSON
+//! is built from that when it is sent ([`OutboxEvent::payload`]), not on the payment path:
+//! most events of a busy account go to no endpoint at all.
 
 use std::str::FromStr;
 
@@ -27,14 +29,74 @@ pub enum EventType {
     MedRejected,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OutboxEvent {
     pub account_id: u64,
     pub local_id: u64,
     pub event_type: EventType,
     pub created_at: DateTime<Utc>,
-    pub payload: Value,
+    pub body: EventBody,
+}
+
+/// What an event's payload is built from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventBody {
+    /// The transaction as the step left it.
+    Transaction(Box<Transaction>),
+    /// A payload built when the event was made (MED events).
+    Json(Value),
+}
+
+impl OutboxEvent {
+    /// The JSON the webhook carries.
+    pub fn payload(&self) -> Value {
+        match &self.body {
+            EventBody::Json(v) => v.clone(),
+            EventBody::Transaction(tx) => match shape_of(tx) {
+                Some((_, shape)) => shape.build(tx),
+                None => flat_webhook(tx),
+            },
+        }
+    }
+}
+
+/// The payload shapes of transaction events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Flat,
+    Transfer,
+    Receive,
+    Refund,
+}
+
+impl Shape {
+    fn build(self, tx: &Transaction) -> Value {
+        match self {
+            Shape::Flat => flat_webhook(tx),
+            Shape::Transfer => transfer_envelope(tx),
+            Shape::Receive => receive_envelope(tx),
+            Shape::Refund => refund_envelope(tx),
+        }
+    }
+}
+
+/// The event type and payload shape a transaction's state calls for, if it calls for an
+/// event: a final debit, or a received credit.
+fn shape_of(tx: &Transaction) -> Option<(EventType, Shape)> {
+    Some(match (tx.kind, tx.status) {
+        (_, TxStatus::Pending) => return None,
+        (TxKind::DictPix, _) => (EventType::CashOut, Shape::Transfer),
+        // A cob's payment is a RECEIVE; its expiry or cancellation is no event.
+        (TxKind::CashIn, TxStatus::Confirmed) if is_cob(tx) => (EventType::CashIn, Shape::Receive),
+        (TxKind::CashIn, _) if is_cob(tx) => return None,
+        (TxKind::PixIn | TxKind::CashIn, _) => (EventType::CashIn, Shape::Flat),
+        (TxKind::CashOut | TxKind::QrCashOut, _) => (EventType::CashOut, Shape::Flat),
+        (TxKind::RefundIn, _) if tx.refund.as_ref().is_some_and(|r| r.family == Family::B) => {
+            (EventType::RefundIn, Shape::Refund)
+        }
+        (TxKind::RefundIn, _) => (EventType::RefundIn, Shape::Flat),
+        (TxKind::RefundOut, _) => (EventType::RefundOut, Shape::Flat),
+    })
 }
 
 /// An amount as a JSON number with two decimals (`10.50`, not `10.5`).
@@ -172,26 +234,13 @@ pub fn refund_envelope(tx: &Transaction) -> Value {
 /// The outbox event a transaction's current state calls for, if any: a final debit, or a
 /// received credit.
 pub fn event_for(tx: &Transaction, at: DateTime<Utc>) -> Option<OutboxEvent> {
-    let (event_type, payload) = match (tx.kind, tx.status) {
-        (_, TxStatus::Pending) => return None,
-        (TxKind::DictPix, _) => (EventType::CashOut, transfer_envelope(tx)),
-        // A cob's payment is a RECEIVE; its expiry or cancellation is no event.
-        (TxKind::CashIn, TxStatus::Confirmed) if is_cob(tx) => (EventType::CashIn, receive_envelope(tx)),
-        (TxKind::CashIn, _) if is_cob(tx) => return None,
-        (TxKind::PixIn | TxKind::CashIn, _) => (EventType::CashIn, flat_webhook(tx)),
-        (TxKind::CashOut | TxKind::QrCashOut, _) => (EventType::CashOut, flat_webhook(tx)),
-        (TxKind::RefundIn, _) if tx.refund.as_ref().is_some_and(|r| r.family == Family::B) => {
-            (EventType::RefundIn, refund_envelope(tx))
-        }
-        (TxKind::RefundIn, _) => (EventType::RefundIn, flat_webhook(tx)),
-        (TxKind::RefundOut, _) => (EventType::RefundOut, flat_webhook(tx)),
-    };
+    let (event_type, _) = shape_of(tx)?;
     Some(OutboxEvent {
         account_id: tx.account_id.get(),
         local_id: tx.local_id,
         event_type,
         created_at: at,
-        payload,
+        body: EventBody::Transaction(Box::new(tx.clone())),
     })
 }
 
@@ -213,7 +262,7 @@ pub fn current_event(tx: &Transaction, at: DateTime<Utc>) -> OutboxEvent {
         local_id: tx.local_id,
         event_type: event_type_of(tx.kind),
         created_at: at,
-        payload: flat_webhook(tx),
+        body: EventBody::Transaction(Box::new(tx.clone())),
     })
 }
 
@@ -266,7 +315,7 @@ mod tests {
         t.error_code = Some(ErrorCode::BlockedAccount);
         let e = event_for(&t, Utc::now()).unwrap();
         assert_eq!(e.event_type, EventType::CashOut);
-        let p = serde_json::to_string(&e.payload).unwrap();
+        let p = serde_json::to_string(&e.payload()).unwrap();
         for f in [
             "\"event\":\"CashOut\"",
             "\"status\":\"ERROR\"",
@@ -310,11 +359,12 @@ mod tests {
         t.status = TxStatus::Confirmed;
         let e = event_for(&t, Utc::now()).unwrap();
         assert_eq!(e.event_type, EventType::CashIn);
-        assert_eq!(e.payload["type"], "RECEIVE");
-        assert_eq!(e.payload["data"]["txId"], "abc");
-        assert_eq!(e.payload["data"]["status"], "LIQUIDATED");
-        assert_eq!(e.payload["data"]["payment"]["amount"], "10.50");
-        assert_eq!(e.payload["data"]["debtorAccount"]["document"], "***.982.247-**");
+        let p = e.payload();
+        assert_eq!(p["type"], "RECEIVE");
+        assert_eq!(p["data"]["txId"], "abc");
+        assert_eq!(p["data"]["status"], "LIQUIDATED");
+        assert_eq!(p["data"]["payment"]["amount"], "10.50");
+        assert_eq!(p["data"]["debtorAccount"]["document"], "***.982.247-**");
         t.status = TxStatus::Error;
         assert!(event_for(&t, Utc::now()).is_none());
     }
@@ -324,7 +374,7 @@ mod tests {
         let t = tx(TxKind::CashOut);
         let e = current_event(&t, Utc::now());
         assert_eq!(e.event_type, EventType::CashOut);
-        assert_eq!(e.payload["status"], "PENDING");
+        assert_eq!(e.payload()["status"], "PENDING");
         for (kind, ty) in [
             (TxKind::PixIn, EventType::CashIn),
             (TxKind::CashIn, EventType::CashIn),
@@ -341,7 +391,7 @@ mod tests {
     fn a_credit_webhook_subtracts_the_fee() {
         let mut t = tx(TxKind::PixIn);
         t.status = TxStatus::Confirmed;
-        let p = event_for(&t, Utc::now()).unwrap().payload;
+        let p = event_for(&t, Utc::now()).unwrap().payload();
         assert_eq!(p["event"], "CashIn");
         assert_eq!(p["movementType"], "CREDIT");
         assert_eq!(serde_json::to_string(&p["finalAmount"]).unwrap(), "10.25");

@@ -1,4 +1,5 @@
-//! Identifiers: numeric account ids and UUID v4 client ids.
+//! Identifiers: numeric account ids, UUID v4 client ids, and the transactionId that carries
+//! its transaction's local id.
 
 use std::fmt;
 use std::str::FromStr;
@@ -78,9 +79,54 @@ impl From<ClientId> for String {
     }
 }
 
+/// The largest local id a transactionId carries (56 bits).
+pub const UUID_LOCAL_ID_MAX: u64 = (1 << 56) - 1;
+
+/// A transactionId that carries its transaction's local id, so the record is found by it
+/// without an index: a UUID v4 made of `random`, whose bytes 9 to 15 hold the local id
+/// masked by its bytes 0 to 6, so it looks as random as any other. A local id above
+/// [`UUID_LOCAL_ID_MAX`] does not fit: [`local_id_in_uuid`] then answers another number,
+/// and storage indexes that transactionId instead.
+pub fn transaction_uuid(local_id: u64, random: [u8; 16]) -> Uuid {
+    let mut b = *uuid::Builder::from_random_bytes(random).as_uuid().as_bytes();
+    let masked = (local_id ^ uuid_mask(&b)) & UUID_LOCAL_ID_MAX;
+    b[9..16].copy_from_slice(&masked.to_be_bytes()[1..8]);
+    Uuid::from_bytes(b)
+}
+
+/// The local id a transactionId made by [`transaction_uuid`] carries. Any other UUID gives
+/// some number: the caller checks that the transaction found there has this transactionId.
+pub fn local_id_in_uuid(u: &Uuid) -> u64 {
+    let b = u.as_bytes();
+    let masked = u64::from_be_bytes([0, b[9], b[10], b[11], b[12], b[13], b[14], b[15]]);
+    masked ^ uuid_mask(b)
+}
+
+fn uuid_mask(b: &[u8; 16]) -> u64 {
+    u64::from_be_bytes([0, b[0], b[1], b[2], b[3], b[4], b[5], b[6]])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_transaction_id_is_a_uuid_v4_that_carries_its_local_id() {
+        for (local, seed) in [(0u64, 0u8), (1, 7), (123_456_789, 200), (UUID_LOCAL_ID_MAX, 255)] {
+            let u = transaction_uuid(local, [seed; 16]);
+            assert_eq!(u.get_version_num(), 4);
+            assert_eq!(u.get_variant(), uuid::Variant::RFC4122);
+            assert_eq!(local_id_in_uuid(&u), local);
+        }
+        // Two ids of consecutive transactions share no visible pattern.
+        let (a, b) = (transaction_uuid(41, [3; 16]), transaction_uuid(42, [9; 16]));
+        assert_ne!(a.as_bytes()[9..], b.as_bytes()[9..]);
+        // Too large a local id does not come back: storage indexes such an id.
+        assert_ne!(
+            local_id_in_uuid(&transaction_uuid(UUID_LOCAL_ID_MAX + 1, [1; 16])),
+            UUID_LOCAL_ID_MAX + 1
+        );
+    }
 
     #[test]
     fn account_ids_are_positive_canonical_numbers() {

@@ -94,6 +94,17 @@ impl Money {
         Money::try_from(self.0.checked_sub(other.0)?).ok()
     }
 
+    /// The amount in whole centavos (exact: an amount has at most two decimals).
+    pub fn cents(self) -> u64 {
+        let scaled = self.0 * Decimal::ONE_HUNDRED;
+        u64::try_from(scaled.trunc()).unwrap_or(u64::MAX)
+    }
+
+    /// An amount of `cents` centavos (`None` above [`MONEY_MAX`]).
+    pub fn from_cents(cents: u64) -> Option<Money> {
+        Money::try_from(Decimal::from_i128_with_scale(i128::from(cents), 2)).ok()
+    }
+
     /// The amount with exactly two decimals, as responses write it (`10.5` -> `10.50`).
     pub fn to_cents_string(self) -> String {
         format!("{:.2}", self.0)
@@ -198,6 +209,17 @@ impl From<Percent> for Decimal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_amount_round_trips_through_whole_centavos_up_to_the_maximum() {
+        for text in ["0", "0.01", "0.1", "10.5", "10.50", "7", "999999999999.99", "1000000000000"] {
+            let m = Money::parse(text).unwrap();
+            assert_eq!(Money::from_cents(m.cents()), Some(m), "{text}");
+        }
+        assert_eq!(Money::parse("10.5").unwrap().cents(), 1050);
+        assert_eq!(Money::from_cents(100_000_000_000_000), Money::try_from(MONEY_MAX).ok());
+        assert_eq!(Money::from_cents(100_000_000_000_001), None, "above the maximum");
+    }
 
     #[test]
     fn two_decimals_as_written_are_accepted() {

@@ -384,9 +384,105 @@ pub fn end_to_end_id(prefix: char, ispb: &str, at: DateTime<Utc>, entropy: &[u8;
     format!("{prefix}{ispb:0>8.8}{}{tail}", at.format("%Y%m%d%H%M"))
 }
 
+/// Which end-to-end id of its transaction an own id is (the letter after its minute).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum E2eVariant {
+    /// Made with the transaction.
+    Created,
+    /// A `/dict/pix` transfer's settled id (its provisional one is `Created`).
+    Settled,
+}
+
+impl E2eVariant {
+    fn letter(self) -> u8 {
+        match self {
+            E2eVariant::Created => b'A',
+            E2eVariant::Settled => b'B',
+        }
+    }
+}
+
+const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+/// Base-62 digits of the local id in an own end-to-end id.
+const OWN_DIGITS: usize = 10;
+/// The largest local id an own end-to-end id carries: 62^10 - 1.
+pub const E2E_LOCAL_ID_MAX: u64 = 839_299_365_868_340_223;
+
+/// An end-to-end id this gateway makes for its own transaction: `prefix` (`E`, or `D` for a
+/// return), our ISPB, the minute, the variant letter and the local id in 10 base-62 digits
+/// (32 characters), so the transaction is found by it without an index. The last 11
+/// characters are where the PIX format puts the institution's own sequence. `None` when the
+/// local id does not fit (never, below [`E2E_LOCAL_ID_MAX`]).
+pub fn own_end_to_end_id(
+    prefix: char,
+    at: DateTime<Utc>,
+    local_id: u64,
+    variant: E2eVariant,
+) -> Option<String> {
+    if local_id > E2E_LOCAL_ID_MAX {
+        return None;
+    }
+    let mut digits = [b'0'; OWN_DIGITS];
+    let mut n = local_id;
+    for d in digits.iter_mut().rev() {
+        *d = BASE62[(n % 62) as usize];
+        n /= 62;
+    }
+    let tail: String = std::iter::once(variant.letter()).chain(digits).map(char::from).collect();
+    Some(format!("{prefix}{GATEWAY_ISPB}{}{tail}", at.format("%Y%m%d%H%M")))
+}
+
+/// [`own_end_to_end_id`], or for a local id too large to carry (never in practice) an id with
+/// the tail drawn from `entropy`, which storage then indexes.
+pub fn own_or_random_end_to_end_id(
+    prefix: char,
+    at: DateTime<Utc>,
+    local_id: u64,
+    variant: E2eVariant,
+    entropy: &[u8; 16],
+) -> String {
+    own_end_to_end_id(prefix, at, local_id, variant)
+        .unwrap_or_else(|| end_to_end_id(prefix, GATEWAY_ISPB, at, entropy))
+}
+
+/// The local id an own end-to-end id carries, if the id has that form. Ids made elsewhere
+/// may look like one: the caller checks that the transaction found has this id.
+pub fn local_id_in_end_to_end(e2e: &str) -> Option<u64> {
+    let b = e2e.as_bytes();
+    if b.len() != 32 || &b[1..9] != GATEWAY_ISPB.as_bytes() || !matches!(b[21], b'A' | b'B') {
+        return None;
+    }
+    b[22..].iter().try_fold(0u64, |n, c| {
+        let d = BASE62.iter().position(|x| x == c)? as u64;
+        n.checked_mul(62)?.checked_add(d)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_own_end_to_end_id_has_the_documented_form_and_carries_its_local_id() {
+        let at = DateTime::parse_from_rfc3339("2026-11-22T10:05:00Z").unwrap().with_timezone(&Utc);
+        for local in [0, 1, 61, 62, 123_456_789, E2E_LOCAL_ID_MAX] {
+            for variant in [E2eVariant::Created, E2eVariant::Settled] {
+                let id = own_end_to_end_id('E', at, local, variant).unwrap();
+                assert_eq!(id.len(), 32, "{id}");
+                assert!(id.starts_with("E99999999202611221005"), "{id}");
+                assert!(id.chars().all(|c| c.is_ascii_alphanumeric()));
+                assert_eq!(local_id_in_end_to_end(&id), Some(local), "{id}");
+            }
+        }
+        let created = own_end_to_end_id('D', at, 5, E2eVariant::Created).unwrap();
+        let settled = own_end_to_end_id('D', at, 5, E2eVariant::Settled).unwrap();
+        assert_ne!(created, settled, "a transfer's settled id differs from its provisional one");
+        assert_eq!(own_end_to_end_id('E', at, E2E_LOCAL_ID_MAX + 1, E2eVariant::Created), None);
+        // Ids made elsewhere carry nothing.
+        assert_eq!(local_id_in_end_to_end("E00000000202611221005A000000000a"), None);
+        assert_eq!(local_id_in_end_to_end(&end_to_end_id('E', PAYER_ISPB, at, &[9; 16])), None);
+        assert_eq!(local_id_in_end_to_end("short"), None);
+    }
 
     #[test]
     fn end_to_end_ids_have_32_characters_in_the_documented_form() {

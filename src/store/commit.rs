@@ -93,8 +93,9 @@ pub struct CountedIndex {
     pub counter: fn(key: &[u8], value: &[u8]) -> Option<Vec<u8>>,
 }
 
-/// Told of every group once it is durable (see [`GroupCommit::observe`]).
-pub type Observer = Box<dyn Fn(&Batch) + Send + Sync>;
+/// Told of every group's writes under a prefix once they are durable (see
+/// [`GroupCommit::observe`]).
+pub type Observer = Box<dyn Fn(&[Op]) + Send + Sync>;
 
 /// What the committer and the checkpointer tell each other.
 #[derive(Default)]
@@ -113,7 +114,7 @@ struct CheckpointState {
 pub struct GroupCommit {
     tickets: AtomicU64,
     counted: Option<CountedIndex>,
-    observer: OnceLock<Observer>,
+    observer: OnceLock<(&'static [u8], Observer)>,
     queue: Sender<Job>,
     stopped: AtomicBool,
     progress: watch::Sender<Progress>,
@@ -291,8 +292,14 @@ impl GroupCommit {
             match written {
                 Ok(seq) => {
                     let write_seconds = started.elapsed().as_secs_f64();
+                    let observed: Vec<Op> = match self.observer.get() {
+                        Some((prefix, _)) => {
+                            merged.ops().iter().filter(|op| op.key().starts_with(prefix)).cloned().collect()
+                        }
+                        None => Vec::new(),
+                    };
                     if let Some(seq) = seq {
-                        self.overlay.put_group(&merged, seq);
+                        self.overlay.put_group(merged, seq);
                     }
                     metrics::histogram!("pixgw_commit_apply_seconds").record(write_seconds);
                     metrics::histogram!("pixgw_commit_seconds").record(started.elapsed().as_secs_f64());
@@ -300,8 +307,8 @@ impl GroupCommit {
                     metrics::counter!("pixgw_committed_batches_total").increment(tickets.len() as u64);
                     let durable = watermark.flushed(tickets);
                     self.publish(|p| p.durable = durable);
-                    if let Some(observe) = self.observer.get() {
-                        observe(&merged);
+                    if let (Some((_, observe)), false) = (self.observer.get(), observed.is_empty()) {
+                        observe(&observed);
                     }
                     if self.overlay.active_bytes() >= CHECKPOINT_BYTES {
                         self.request_checkpoint();
@@ -401,8 +408,8 @@ impl GroupCommit {
         // `applied_seq` moves only with the last one, so recovery replays the whole window
         // again, and replaying puts and deletes of final values is idempotent.
         let mut batch = Batch::default();
-        for (key, value) in frozen.layer.iter() {
-            match value {
+        for (key, entry) in frozen.layer.iter() {
+            match &entry.value {
                 Some(v) => batch.put(key.clone(), v.clone()),
                 // Put and deleted within the window: the snapshot never had it.
                 None if base.get(key)?.is_none() => {}
@@ -459,12 +466,12 @@ impl GroupCommit {
     }
 
     /// Registers the one observer, called on the committer thread with each group's writes
-    /// right after they are durable: the webhook dispatcher learns of new outbox events this
-    /// way, so it never sends an event that a crash could still take back. Answers false if
-    /// an observer was already registered. The observer must be quick; it runs before the
-    /// next group is written.
-    pub fn observe(&self, observer: Observer) -> bool {
-        self.observer.set(observer).is_ok()
+    /// under `prefix` right after they are durable (and readable): the webhook dispatcher
+    /// learns of new outbox events this way, so it never sends an event that a crash could
+    /// still take back. Answers false if an observer was already registered. The observer
+    /// must be quick; it runs before the next group is written.
+    pub fn observe(&self, prefix: &'static [u8], observer: Observer) -> bool {
+        self.observer.set((prefix, observer)).is_ok()
     }
 
     /// Stops taking batches (at shutdown, after the server stopped serving).
@@ -589,16 +596,15 @@ fn count(store: &dyn Store, index: CountedIndex, batch: &mut Batch) -> Result<()
     let mut entries: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
     let mut deltas: HashMap<Vec<u8>, i64> = HashMap::new();
     for op in batch.ops() {
-        let (key, new) = match op {
-            Op::Put(k, v) => (k, Some(v)),
-            Op::Delete(k) => (k, None),
-        };
+        let (key, new) = (op.key(), op.value());
         if !key.starts_with(index.prefix) {
             continue;
         }
-        let old = match entries.get(key) {
-            Some(v) => v.clone(),
-            None => store.get(key)?,
+        let old = match (entries.get(key), op) {
+            (Some(v), _) => v.clone(),
+            // A new entry: there is no old one to read.
+            (None, Op::Insert(..)) => None,
+            (None, _) => store.get(key)?,
         };
         if let Some(c) = old.as_deref().and_then(|v| (index.counter)(key, v)) {
             *deltas.entry(c).or_default() -= 1;
@@ -606,7 +612,7 @@ fn count(store: &dyn Store, index: CountedIndex, batch: &mut Batch) -> Result<()
         if let Some(c) = new.and_then(|v| (index.counter)(key, v)) {
             *deltas.entry(c).or_default() += 1;
         }
-        entries.insert(key.clone(), new.cloned());
+        entries.insert(key.to_vec(), new.map(<[u8]>::to_vec));
     }
     for (counter, delta) in deltas {
         if delta == 0 {
@@ -742,17 +748,19 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let view = gc.view();
         let watcher = Arc::clone(&gc);
-        assert!(gc.observe(Box::new(move |batch: &Batch| {
-            for op in batch.ops() {
-                if let crate::store::Op::Put(k, _) = op {
+        assert!(gc.observe(
+            b"outbox/",
+            Box::new(move |ops: &[Op]| {
+                for op in ops {
                     // Already readable and under the watermark when observed.
-                    let stored = view.get(k).unwrap().is_some();
-                    let _ = tx.send((k.clone(), stored, watcher.durable_now()));
+                    let stored = view.get(op.key()).unwrap().is_some();
+                    let _ = tx.send((op.key().to_vec(), stored, watcher.durable_now()));
                 }
-            }
-        })));
-        assert!(!gc.observe(Box::new(|_| {})), "one observer only");
+            })
+        ));
+        assert!(!gc.observe(b"", Box::new(|_| {})), "one observer only");
         let mut b = Batch::default();
+        b.put("other/1", vec![1]);
         b.put("outbox/1", vec![1]);
         let ticket = gc.submit(b).unwrap();
         let (key, stored, durable) = rx.recv_timeout(Duration::from_secs(10)).unwrap();

@@ -77,7 +77,7 @@ impl Store for MemoryStore {
         let mut map = self.map()?;
         for op in batch.ops() {
             match op {
-                Op::Put(k, v) => {
+                Op::Put(k, v) | Op::Insert(k, v) => {
                     map.insert(k.clone(), v.clone());
                 }
                 Op::Delete(k) => {

@@ -8,9 +8,11 @@
 //! yet checkpointed over sled. The trait is deliberately tiny (get, scans, apply a batch,
 //! flush) so that every durability rule stays visible in this module.
 
+pub mod codec;
 mod commit;
 pub mod journal;
 mod memory;
+pub mod migrate;
 mod overlay;
 mod repo;
 mod sled_store;
@@ -41,10 +43,32 @@ pub enum StoreError {
 }
 
 /// One write in a batch.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
     Put(Vec<u8>, Vec<u8>),
+    /// A put of a key that exists nowhere yet (a new record, index entry or hold, under an
+    /// id never handed out before). The writer's word for it lets the layers above storage
+    /// drop a key inserted and deleted before it reaches the snapshot, and lets the
+    /// committer count a new index entry without reading an old one. Storage and the
+    /// journal treat it as a put.
+    Insert(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
+}
+
+impl Op {
+    pub fn key(&self) -> &[u8] {
+        match self {
+            Op::Put(k, _) | Op::Insert(k, _) | Op::Delete(k) => k,
+        }
+    }
+
+    /// The value written, `None` for a delete.
+    pub fn value(&self) -> Option<&[u8]> {
+        match self {
+            Op::Put(_, v) | Op::Insert(_, v) => Some(v),
+            Op::Delete(_) => None,
+        }
+    }
 }
 
 /// Writes applied all together or not at all.
@@ -58,12 +82,21 @@ impl Batch {
         self.ops.push(Op::Put(key.into(), value.into()));
     }
 
+    /// Puts a key that exists nowhere yet (see [`Op::Insert`]).
+    pub fn insert(&mut self, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
+        self.ops.push(Op::Insert(key.into(), value.into()));
+    }
+
     pub fn delete(&mut self, key: impl Into<Vec<u8>>) {
         self.ops.push(Op::Delete(key.into()));
     }
 
     pub fn ops(&self) -> &[Op] {
         &self.ops
+    }
+
+    pub fn into_ops(self) -> Vec<Op> {
+        self.ops
     }
 
     pub fn is_empty(&self) -> bool {
@@ -78,20 +111,43 @@ impl Batch {
     /// Drops every write that a later write of the same key in this batch overrides. The
     /// batch applies atomically, so no reader could have seen the dropped values: the result
     /// is the same, with less to write (a hot account's ledger record, written once per
-    /// payment, is written once per group).
+    /// payment, is written once per group). A key inserted in the batch stays an insert
+    /// whatever was put after, and one inserted and then deleted is dropped altogether.
     pub fn compact(&mut self) {
-        let mut seen = std::collections::HashSet::new();
-        let mut kept: Vec<Op> = Vec::with_capacity(self.ops.len());
-        for op in self.ops.drain(..).rev() {
-            let key = match &op {
-                Op::Put(k, _) | Op::Delete(k) => k.clone(),
-            };
-            if seen.insert(key) {
-                kept.push(op);
+        use std::collections::hash_map::Entry;
+        // Per key: the index of its last write, and whether its first write inserted it.
+        let mut last: std::collections::HashMap<&[u8], (usize, bool)> =
+            std::collections::HashMap::with_capacity(self.ops.len());
+        for (i, op) in self.ops.iter().enumerate() {
+            match last.entry(op.key()) {
+                Entry::Occupied(mut e) => e.get_mut().0 = i,
+                Entry::Vacant(e) => {
+                    e.insert((i, matches!(op, Op::Insert(..))));
+                }
             }
         }
-        kept.reverse();
-        self.ops = kept;
+        if last.len() == self.ops.len() {
+            return;
+        }
+        let keep: Vec<Option<bool>> = self
+            .ops
+            .iter()
+            .enumerate()
+            .map(|(i, op)| match last.get(op.key()) {
+                Some(&(at, inserted)) if at == i => Some(inserted),
+                _ => None,
+            })
+            .collect();
+        let ops = std::mem::take(&mut self.ops);
+        self.ops = ops
+            .into_iter()
+            .zip(keep)
+            .filter_map(|(op, keep)| match (keep?, op) {
+                (true, Op::Delete(_)) => None,
+                (true, Op::Put(k, v)) => Some(Op::Insert(k, v)),
+                (_, op) => Some(op),
+            })
+            .collect();
     }
 
     /// The number of writes.
@@ -102,12 +158,12 @@ impl Batch {
     /// The batch as a journal record's payload (physical redo: replaying it needs no
     /// business logic). Format version 1: a version byte, then for each write a tag (1 put,
     /// 2 delete), the key's length (u32 LE) and bytes, and for a put the value's length and
-    /// bytes.
+    /// bytes. An insert is written as a put: replay only needs the final values.
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.push(REDO_FORMAT_VERSION);
         for op in &self.ops {
             let (tag, key, value) = match op {
-                Op::Put(k, v) => (1u8, k, Some(v)),
+                Op::Put(k, v) | Op::Insert(k, v) => (1u8, k, Some(v)),
                 Op::Delete(k) => (2u8, k, None),
             };
             out.push(tag);
@@ -274,6 +330,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_inserted_key_stays_new_and_one_inserted_then_deleted_is_dropped() {
+        let mut b = Batch::default();
+        b.insert("hold", vec![1]);
+        b.insert("tx", vec![1]);
+        b.put("tx", vec![2]);
+        b.put("ledger", vec![1]);
+        b.delete("hold");
+        b.delete("old");
+        b.compact();
+        assert_eq!(
+            b.ops(),
+            &[
+                Op::Insert(b"tx".to_vec(), vec![2]),
+                Op::Put(b"ledger".to_vec(), vec![1]),
+                Op::Delete(b"old".to_vec())
+            ]
+        );
+        let mut bytes = Vec::new();
+        b.encode(&mut bytes);
+        let replayed = Batch::decode(&bytes).unwrap();
+        assert_eq!(replayed.ops()[0], Op::Put(b"tx".to_vec(), vec![2]), "the journal keeps a put");
+    }
+
+    #[test]
     fn compaction_keeps_the_last_write_of_each_key_in_order() {
         let mut b = Batch::default();
         b.put("a", vec![1]);
@@ -286,7 +366,7 @@ mod tests {
             .ops()
             .iter()
             .map(|o| match o {
-                Op::Put(k, v) => format!("put {}={}", String::from_utf8_lossy(k), v[0]),
+                Op::Put(k, v) | Op::Insert(k, v) => format!("put {}={}", String::from_utf8_lossy(k), v[0]),
                 Op::Delete(k) => format!("del {}", String::from_utf8_lossy(k)),
             })
             .collect();

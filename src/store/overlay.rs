@@ -5,21 +5,38 @@
 //! (the active layer becomes the *frozen* one and a new active layer starts), writes the
 //! frozen layer to the snapshot store in one batch, flushes, and only then drops it. A key
 //! written many times between two checkpoints is in the layer once, so it reaches the
-//! snapshot once; a key put and deleted in the window reaches it as a delete, which the
-//! checkpoint skips when the snapshot never had the key.
+//! snapshot once. A key inserted ([`Op::Insert`]: its writer knows it exists nowhere else)
+//! and deleted in the same layer leaves the layer altogether: it never reaches the snapshot.
+//! Any other delete stays in the layer as a tombstone, which the checkpoint skips when the
+//! snapshot never had the key.
 //!
 //! Reads look at the active layer, then the frozen one, then the snapshot, and always in
 //! that order (layers before the snapshot): a value leaves the layers only after the
 //! snapshot holds it, so a reader never misses a write that was acknowledged.
 
+use std::collections::btree_map::Entry as MapEntry;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 use super::{Batch, Op, Pairs, SharedStore, Store, StoreError};
 
-/// A layer: each key's newest write (`None`: deleted).
-type Layer = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+/// A key's newest write in a layer.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// `None`: deleted.
+    pub value: Option<Vec<u8>>,
+    /// Its first write in this layer was an insert: no older layer and not the snapshot has
+    /// it, so a delete removes the entry instead of leaving a tombstone.
+    fresh: bool,
+}
+
+/// A layer: each key's newest write.
+type Layer = BTreeMap<Vec<u8>, Entry>;
+
+fn entry_bytes(key: &[u8], value: Option<&Vec<u8>>) -> u64 {
+    (key.len() + value.map_or(0, Vec::len)) as u64
+}
 
 #[derive(Default)]
 struct Layers {
@@ -33,7 +50,7 @@ struct Layers {
 
 /// What a checkpoint writes: the frozen layer and the last sequence number it holds.
 pub struct Frozen {
-    pub layer: Arc<BTreeMap<Vec<u8>, Option<Vec<u8>>>>,
+    pub layer: Arc<BTreeMap<Vec<u8>, Entry>>,
     pub seq: u64,
     pub bytes: u64,
 }
@@ -68,21 +85,34 @@ impl Overlay {
     }
 
     /// Puts a durable group, journal record `seq`, into the active layer.
-    pub fn put_group(&self, batch: &Batch, seq: u64) {
+    pub fn put_group(&self, batch: Batch, seq: u64) {
         let mut layers = self.write();
-        for op in batch.ops() {
-            let (key, value) = match op {
-                Op::Put(k, v) => (k, Some(v.clone())),
-                Op::Delete(k) => (k, None),
+        let Layers { active, active_bytes, active_seq, .. } = &mut *layers;
+        for op in batch.into_ops() {
+            let (key, value, insert) = match op {
+                Op::Put(k, v) => (k, Some(v), false),
+                Op::Insert(k, v) => (k, Some(v), true),
+                Op::Delete(k) => (k, None, false),
             };
-            let added = (key.len() + value.as_ref().map_or(0, Vec::len)) as u64;
-            if let Some(old) = layers.active.insert(key.clone(), value) {
-                let removed = (key.len() + old.map_or(0, |v| v.len())) as u64;
-                layers.active_bytes = layers.active_bytes.saturating_sub(removed);
+            let added = entry_bytes(&key, value.as_ref());
+            match active.entry(key) {
+                MapEntry::Vacant(e) => {
+                    *active_bytes += added;
+                    e.insert(Entry { value, fresh: insert });
+                }
+                MapEntry::Occupied(mut e) => {
+                    *active_bytes = active_bytes.saturating_sub(entry_bytes(e.key(), e.get().value.as_ref()));
+                    if value.is_none() && e.get().fresh {
+                        // Inserted in this layer and deleted again: as if never written.
+                        e.remove();
+                    } else {
+                        *active_bytes += added;
+                        e.get_mut().value = value;
+                    }
+                }
             }
-            layers.active_bytes += added;
         }
-        layers.active_seq = layers.active_seq.max(seq);
+        *active_seq = (*active_seq).max(seq);
     }
 
     /// Bytes held by the active layer.
@@ -117,15 +147,15 @@ impl Overlay {
     /// the layers do not know it.
     fn layered(&self, key: &[u8]) -> Option<Option<Vec<u8>>> {
         let layers = self.read();
-        layers.active.get(key).or_else(|| layers.frozen.get(key)).cloned()
+        layers.active.get(key).or_else(|| layers.frozen.get(key)).map(|e| e.value.clone())
     }
 
     /// The layers' writes with keys in `range`, newest layer winning, in key order.
-    fn layered_range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Layer {
+    fn layered_range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> BTreeMap<Vec<u8>, Option<Vec<u8>>> {
         let layers = self.read();
-        let mut out: Layer =
-            layers.frozen.range::<[u8], _>((from, to)).map(|(k, v)| (k.clone(), v.clone())).collect();
-        out.extend(layers.active.range::<[u8], _>((from, to)).map(|(k, v)| (k.clone(), v.clone())));
+        let mut out: BTreeMap<Vec<u8>, Option<Vec<u8>>> =
+            layers.frozen.range::<[u8], _>((from, to)).map(|(k, e)| (k.clone(), e.value.clone())).collect();
+        out.extend(layers.active.range::<[u8], _>((from, to)).map(|(k, e)| (k.clone(), e.value.clone())));
         out
     }
 }
@@ -214,7 +244,7 @@ impl Store for Overlay {
     /// no journal (tests). The committer uses [`Overlay::put_group`].
     fn apply(&self, batch: &Batch) -> Result<(), StoreError> {
         let seq = self.read().active_seq;
-        self.put_group(batch, seq);
+        self.put_group(batch.clone(), seq);
         Ok(())
     }
 
@@ -275,9 +305,9 @@ mod tests {
         base.apply(&batch(&[("a/1", Some("s")), ("b/1", Some("s")), ("d/1", Some("s")), ("e/1", Some("s"))]))
             .unwrap();
         let o = Overlay::new(base, no_ids());
-        o.put_group(&batch(&[("b/1", None), ("c/1", Some("f")), ("d/1", Some("f"))]), 1);
+        o.put_group(batch(&[("b/1", None), ("c/1", Some("f")), ("d/1", Some("f"))]), 1);
         assert!(o.freeze().is_some());
-        o.put_group(&batch(&[("d/1", Some("a")), ("e/1", None), ("f/1", Some("a"))]), 2);
+        o.put_group(batch(&[("d/1", Some("a")), ("e/1", None), ("f/1", Some("a"))]), 2);
         o
     }
 
@@ -293,6 +323,33 @@ mod tests {
         assert_eq!(get("f/1").as_deref(), Some("a"));
         assert_eq!(text(o.scan_prefix(b"").unwrap()), vec!["a/1=s", "c/1=f", "d/1=a", "f/1=a"]);
         assert_eq!(text(o.scan_prefix(b"d/").unwrap()), vec!["d/1=a"]);
+    }
+
+    #[test]
+    fn a_key_inserted_and_deleted_in_one_layer_leaves_no_trace_but_an_older_one_a_tombstone() {
+        let base = Arc::new(MemoryStore::new());
+        let o = Overlay::new(base.clone(), no_ids());
+        let mut b = Batch::default();
+        b.insert("hold/1", vec![1]);
+        b.insert("hold/2", vec![1]);
+        o.put_group(b, 1);
+        let mut b = Batch::default();
+        b.delete("hold/1");
+        o.put_group(b, 2);
+        assert_eq!(o.get(b"hold/1").unwrap(), None);
+        let frozen = o.freeze().unwrap();
+        assert!(!frozen.layer.contains_key(b"hold/1".as_slice()), "nothing for the checkpoint to write");
+        assert_eq!(frozen.bytes, entry_bytes(b"hold/2", Some(&vec![1])), "bytes follow the entries");
+        // The checkpoint writes the frozen layer; then hold/2 is deleted in a later layer:
+        // the snapshot has it, so the delete stays as a tombstone.
+        base.apply(&batch(&[("hold/2", Some("\u{1}"))])).unwrap();
+        o.release_frozen();
+        let mut b = Batch::default();
+        b.delete("hold/2");
+        o.put_group(b, 3);
+        assert_eq!(o.get(b"hold/2").unwrap(), None);
+        let again = o.freeze().unwrap();
+        assert_eq!(again.layer.get(b"hold/2".as_slice()).map(|e| e.value.clone()), Some(None));
     }
 
     #[test]
@@ -320,12 +377,12 @@ mod tests {
                 if step == 0 && !o.checkpointing() && o.active_bytes() == 0 {
                     base.apply(&b).unwrap();
                 } else {
-                    o.put_group(&b, i as u64 + 1);
+                    o.put_group(b, i as u64 + 1);
                     if step == 2 {
                         if let Some(f) = o.freeze() {
                             let mut w = Batch::default();
-                            for (k, v) in f.layer.iter() {
-                                match v { Some(v) => w.put(k.clone(), v.clone()), None => w.delete(k.clone()) }
+                            for (k, e) in f.layer.iter() {
+                                match &e.value { Some(v) => w.put(k.clone(), v.clone()), None => w.delete(k.clone()) }
                             }
                             base.apply(&w).unwrap();
                             o.release_frozen();

@@ -12,10 +12,12 @@
 //! client/{clientId}         ClientRecord (JSON): the account and the secret's salted hash
 //! cert/{fingerprint}        CertificateRecord (JSON)
 //! acct_cert/{id:020}/{fp}   empty: the index of an account's certificates
-//! ledger/{id:020}           LedgerState (JSON): balance, limit counters, totals
-//! tx/{local:020}            Transaction (JSON), by its numeric local id
-//! txid/{uuid}               u64: local id by transactionId
-//! e2e/{endToEndId}          u64: local id by end-to-end id
+//! ledger/{id:020}           LedgerState (codec.rs): balance, limit counters, totals
+//! tx/{local:020}            Transaction (codec.rs), by its numeric local id
+//! txid/{uuid}               u64: local id by transactionId, only for a transactionId that
+//!                           does not carry its local id (those made before 2026-11-23)
+//! e2e/{endToEndId}          u64: local id by end-to-end id, only for an id that does not
+//!                           carry its local id (received PIX: the payer's bank made it)
 //! tlist/{id:020}/{created_ms:013}/{local:020}  2 bytes (status, operation): the list index,
 //!                           also every transaction of the account, oldest first (releases
 //!                           before the journal also wrote `atx/{id}/{local}`, now unused)
@@ -23,10 +25,10 @@
 //!                           by the committer (CountedIndex), so totals need no scan
 //! ext/{id:020}/{externalId} u64: the externalId index (decisions.md §4)
 //! idem/{id:020}/{key}       JSON [local id, request hash]: `/dict/pix` idempotency keys
-//! pend/{id:020}/{local:020} Money (JSON): the hold of a pending debit
+//! pend/{id:020}/{local:020} Money (codec.rs): the hold of a pending debit
 //! copen/{id:020}/{local:020} empty: an open charge (PENDING, not yet paid or expired)
 //! ctxid/{id:020}/{txid}     u64: a charge by the txid of its BR Code
-//! outbox/{seq:020}          OutboxEvent (JSON): an event whose delivery has not ended
+//! outbox/{seq:020}          OutboxEvent (codec.rs): an event whose delivery has not ended
 //! whst/{seq:020}            DeliveryState (JSON): attempts made on it, when the next is due
 //! whlog/{id:020}/{log:020}  DeliveryLog (JSON): one attempt (or resend) of a webhook
 //! whcfg/{id:020}/{type}     WebhookConfig (JSON): one endpoint per account and event type
@@ -47,16 +49,16 @@ use std::collections::HashMap;
 
 use uuid::Uuid;
 
-use super::{Batch, CountedIndex, GroupCommit, SharedStore, Storage, StoreError};
+use super::{codec, Batch, CountedIndex, GroupCommit, SharedStore, Storage, StoreError};
 use crate::domain::account::{AccountProfile, AccountSettings};
 use crate::domain::certificate::{Fingerprint, Validity};
 use crate::domain::decide::Record;
 use crate::domain::events::OutboxEvent;
-use crate::domain::ids::{AccountId, ClientId};
+use crate::domain::ids::{local_id_in_uuid, AccountId, ClientId};
 use crate::domain::ledger::{Ledger, LedgerChange, LedgerState, StoredKeys};
 use crate::domain::listing::{day_start, local_day, summary, summary_matches, Operation};
 use crate::domain::money::Money;
-use crate::domain::transaction::{Transaction, TxKind, TxStatus};
+use crate::domain::transaction::{local_id_in_end_to_end, Transaction, TxKind, TxStatus};
 use chrono::NaiveDate;
 
 pub const KEY_JWT: &[u8] = b"meta/jwt_key";
@@ -473,38 +475,40 @@ impl Repo {
         Ok(out)
     }
 
-    /// Puts a transaction; `first` also writes its indexes (they never change afterwards);
-    /// `new_e2e` indexes its end-to-end id, which a `/dict/pix` settlement replaces (the
-    /// provisional one stays indexed too) and a charge receives when it is paid.
-    pub fn put_transaction(
-        &self,
-        b: &mut Batch,
-        tx: &Transaction,
-        first: bool,
-        new_e2e: bool,
-    ) -> Result<(), RepoError> {
-        b.put(tx_key(tx.local_id), to_json(tx)?);
-        // Rewritten on every write: the committer counts a status change from the old value.
-        b.put(
-            tlist_key(tx.account_id, tx.created_at, tx.local_id),
-            summary(tx.status, Operation::of(tx.kind)).to_vec(),
-        );
+    /// Puts a transaction; `first` (its first write) also writes its indexes, which never
+    /// change afterwards, as inserts: they are new keys. Its transactionId and its own
+    /// end-to-end ids carry its local id, so they need no index; an end-to-end id made
+    /// elsewhere (a received PIX, given when it is paid) is indexed whenever it is written.
+    pub fn put_transaction(&self, b: &mut Batch, tx: &Transaction, first: bool) -> Result<(), RepoError> {
+        let mut record = Vec::with_capacity(256);
+        codec::encode_transaction(tx, &mut record);
+        // The list entry is rewritten on every write: the committer counts a status change
+        // from the old value.
+        let entry = summary(tx.status, Operation::of(tx.kind)).to_vec();
+        let list_key = tlist_key(tx.account_id, tx.created_at, tx.local_id);
         let local = tx.local_id.to_be_bytes().to_vec();
-        if new_e2e && !tx.end_to_end_id.is_empty() {
+        if !tx.end_to_end_id.is_empty() && local_id_in_end_to_end(&tx.end_to_end_id) != Some(tx.local_id) {
             b.put(e2e_key(&tx.end_to_end_id), local.clone());
         }
-        if let (true, Some(c)) = (first, &tx.charge) {
-            b.put(format!("ctxid/{:020}/{}", tx.account_id.get(), c.txid).into_bytes(), local.clone());
+        if !first {
+            b.put(tx_key(tx.local_id), record);
+            b.put(list_key, entry);
+            return Ok(());
         }
-        if first {
-            b.put(txid_key(&tx.transaction_id), local.clone());
-            if let Some(ext) = &tx.external_id {
-                b.put(with_suffix(ext_prefix(tx.account_id), ext), local.clone());
-            }
-            if let Some(d) = &tx.dict {
-                let v = to_json(&(tx.local_id, &d.request_hash))?;
-                b.put(with_suffix(idem_prefix(tx.account_id), &d.idempotency_key), v);
-            }
+        b.insert(tx_key(tx.local_id), record);
+        b.insert(list_key, entry);
+        if let Some(c) = &tx.charge {
+            b.insert(format!("ctxid/{:020}/{}", tx.account_id.get(), c.txid).into_bytes(), local.clone());
+        }
+        if local_id_in_uuid(&tx.transaction_id) != tx.local_id {
+            b.insert(txid_key(&tx.transaction_id), local.clone());
+        }
+        if let Some(ext) = &tx.external_id {
+            b.insert(with_suffix(ext_prefix(tx.account_id), ext), local);
+        }
+        if let Some(d) = &tx.dict {
+            let v = to_json(&(tx.local_id, &d.request_hash))?;
+            b.insert(with_suffix(idem_prefix(tx.account_id), &d.idempotency_key), v);
         }
         Ok(())
     }
@@ -522,13 +526,13 @@ impl Repo {
         for record in records {
             match record {
                 Record::NewTransaction(tx) => {
-                    self.put_transaction(&mut b, tx, true, true)?;
+                    self.put_transaction(&mut b, tx, true)?;
                     if tx.kind == TxKind::CashIn && tx.status == TxStatus::Pending {
                         self.put_open_charge(&mut b, id, tx.local_id);
                     }
                 }
                 Record::Transaction(tx) => {
-                    self.put_transaction(&mut b, tx, false, !tx.end_to_end_id.is_empty())?;
+                    self.put_transaction(&mut b, tx, false)?;
                     if tx.kind == TxKind::CashIn && tx.status != TxStatus::Pending {
                         self.delete_open_charge(&mut b, id, tx.local_id);
                     }
@@ -541,7 +545,7 @@ impl Repo {
                 self.put_ledger(&mut b, id, state)?;
             }
             for (local, hold) in change.holds_taken() {
-                self.put_pending(&mut b, id, *local, *hold)?;
+                self.put_pending(&mut b, id, *local, *hold);
             }
             for local in change.holds_released() {
                 self.delete_pending(&mut b, id, *local);
@@ -554,19 +558,15 @@ impl Repo {
     }
 
     pub fn put_ledger(&self, b: &mut Batch, id: AccountId, state: &LedgerState) -> Result<(), RepoError> {
-        b.put(ledger_key(id), to_json(state)?);
+        let mut record = Vec::with_capacity(48);
+        codec::encode_ledger(state, &mut record);
+        b.put(ledger_key(id), record);
         Ok(())
     }
 
-    pub fn put_pending(
-        &self,
-        b: &mut Batch,
-        id: AccountId,
-        local: u64,
-        hold: Money,
-    ) -> Result<(), RepoError> {
-        b.put(with_suffix(pend_prefix(id), &format!("{local:020}")), to_json(&hold)?);
-        Ok(())
+    /// The hold of a new pending debit (or MED): a new key.
+    pub fn put_pending(&self, b: &mut Batch, id: AccountId, local: u64, hold: Money) {
+        b.insert(with_suffix(pend_prefix(id), &format!("{local:020}")), codec::encode_hold(hold));
     }
 
     pub fn delete_pending(&self, b: &mut Batch, id: AccountId, local: u64) {
@@ -574,7 +574,7 @@ impl Repo {
     }
 
     pub fn put_open_charge(&self, b: &mut Batch, id: AccountId, local: u64) {
-        b.put(format!("copen/{:020}/{local:020}", id.get()).into_bytes(), Vec::new());
+        b.insert(format!("copen/{:020}/{local:020}", id.get()).into_bytes(), Vec::new());
     }
 
     pub fn delete_open_charge(&self, b: &mut Batch, id: AccountId, local: u64) {
@@ -685,7 +685,7 @@ impl Repo {
         let mut written = 0;
         let mut b = Batch::default();
         for (k, v) in self.store.scan_prefix(b"tx/")? {
-            let tx: Transaction = parse_json(&k, &v)?;
+            let tx = codec::decode_transaction(&v).map_err(|e| corrupt(&k, e))?;
             b.put(
                 tlist_key(tx.account_id, tx.created_at, tx.local_id),
                 summary(tx.status, Operation::of(tx.kind)).to_vec(),
@@ -753,13 +753,19 @@ impl Repo {
     /// Adds an event to the outbox in `b`; answers its sequence number.
     pub fn put_outbox(&self, b: &mut Batch, event: &OutboxEvent) -> Result<u64, RepoError> {
         let seq = self.store.generate_id()?;
-        b.put(outbox_key(seq), to_json(event)?);
+        let mut record = Vec::with_capacity(300);
+        codec::encode_event(event, &mut record);
+        b.insert(outbox_key(seq), record);
         Ok(seq)
     }
 
     /// One event still in the outbox.
     pub fn outbox_event(&self, seq: u64) -> Result<Option<OutboxEvent>, RepoError> {
-        self.get_json(&outbox_key(seq))
+        let key = outbox_key(seq);
+        match self.store.get(&key)? {
+            None => Ok(None),
+            Some(bytes) => codec::decode_event(&bytes).map(Some).map_err(|e| corrupt(&key, e)),
+        }
     }
 
     /// Events whose delivery has not ended, oldest first, with their delivery state: at
@@ -773,7 +779,7 @@ impl Repo {
                 break;
             }
             let seq = seq_of(&k, "outbox/")?;
-            let event: OutboxEvent = parse_json(&k, &v)?;
+            let event = codec::event_header(&v).map_err(|e| corrupt(&k, e))?;
             let state: Option<DeliveryState> = self.get_json(format!("whst/{seq:020}").as_bytes())?;
             out.push(Undelivered { seq, account_id: event.account_id, local_id: event.local_id, state });
         }
@@ -791,10 +797,13 @@ impl Repo {
         Ok(())
     }
 
-    /// Removes in `b` an event whose delivery ended (its log stays).
-    pub fn end_delivery(&self, b: &mut Batch, seq: u64) {
+    /// Removes in `b` an event whose delivery ended (its log stays); `attempted`: an attempt
+    /// was made, so its delivery state exists too.
+    pub fn end_delivery(&self, b: &mut Batch, seq: u64, attempted: bool) {
         b.delete(outbox_key(seq));
-        b.delete(format!("whst/{seq:020}").into_bytes());
+        if attempted {
+            b.delete(format!("whst/{seq:020}").into_bytes());
+        }
     }
 
     pub fn put_delivery_log(&self, b: &mut Batch, log: &DeliveryLog) -> Result<(), RepoError> {
@@ -839,7 +848,11 @@ impl Repo {
     }
 
     pub fn transaction(&self, local: u64) -> Result<Option<Transaction>, RepoError> {
-        self.get_json(&tx_key(local))
+        let key = tx_key(local);
+        match self.store.get(&key)? {
+            None => Ok(None),
+            Some(bytes) => codec::decode_transaction(&bytes).map(Some).map_err(|e| corrupt(&key, e)),
+        }
     }
 
     fn local_by(&self, key: &[u8]) -> Result<Option<u64>, RepoError> {
@@ -898,14 +911,31 @@ impl Repo {
         Ok(out)
     }
 
+    /// A transaction by its transactionId: the local id it carries, else the index of
+    /// transactionIds that carry none.
     pub fn transaction_by_uuid(&self, id: &Uuid) -> Result<Option<Transaction>, RepoError> {
+        if let Some(t) = self.transaction(local_id_in_uuid(id))?.filter(|t| t.transaction_id == *id) {
+            return Ok(Some(t));
+        }
         match self.local_by(&txid_key(id))? {
             Some(local) => self.transaction(local),
             None => Ok(None),
         }
     }
 
+    /// A transaction by one of its end-to-end ids (its own, a `/dict/pix` transfer's
+    /// provisional one, a return's): the local id an own id carries, else the index.
     pub fn transaction_by_e2e(&self, e2e: &str) -> Result<Option<Transaction>, RepoError> {
+        let names = |t: &Transaction| {
+            t.end_to_end_id == e2e
+                || t.dict.as_ref().is_some_and(|d| d.provisional_end_to_end_id == e2e)
+                || t.refund.as_ref().is_some_and(|r| r.rtr_id == e2e)
+        };
+        if let Some(local) = local_id_in_end_to_end(e2e) {
+            if let Some(t) = self.transaction(local)?.filter(names) {
+                return Ok(Some(t));
+            }
+        }
         match self.local_by(&e2e_key(e2e))? {
             Some(local) => self.transaction(local),
             None => Ok(None),
@@ -915,16 +945,18 @@ impl Repo {
     /// The account's ledger as stored, or its opening ledger when it never moved money.
     pub fn load_ledger(&self, account: &AccountRecord) -> Result<Ledger, RepoError> {
         let id = account.id;
-        let corrupt = |what: &str, reason: String| RepoError::Corrupt { key: format!("{what}/{id}"), reason };
-        let Some(state) = self.get_json::<LedgerState>(&ledger_key(id))? else {
+        let key = ledger_key(id);
+        let Some(bytes) = self.store.get(&key)? else {
             return Ok(Ledger::opening(account.opening_balance));
         };
+        let state = codec::decode_ledger(&bytes).map_err(|e| corrupt(&key, e))?;
+        let corrupt = |what: &str, reason: String| RepoError::Corrupt { key: format!("{what}/{id}"), reason };
         let strip = |prefix: &[u8], k: &[u8]| String::from_utf8_lossy(&k[prefix.len()..]).into_owned();
         let mut pending = HashMap::new();
         let p = pend_prefix(id);
         for (k, v) in self.store.scan_prefix(&p)? {
             let local: u64 = strip(&p, &k).parse().map_err(|_| corrupt("pend", "bad key".into()))?;
-            let hold: Money = serde_json::from_slice(&v).map_err(|e| corrupt("pend", e.to_string()))?;
+            let hold = codec::decode_hold(&v).map_err(|e| corrupt("pend", e.to_string()))?;
             pending.insert(local, hold);
         }
         Ledger::restore(state, pending).map_err(|e| corrupt("ledger", e.to_string()))
@@ -954,6 +986,11 @@ impl Repo {
         self.store.get(KEY_JWT)?;
         Ok(())
     }
+}
+
+/// A record under `key` that does not decode.
+fn corrupt(key: &[u8], e: codec::CodecError) -> RepoError {
+    RepoError::Corrupt { key: String::from_utf8_lossy(key).into_owned(), reason: e.to_string() }
 }
 
 fn to_json<T: Serialize>(value: &T) -> Result<Vec<u8>, RepoError> {

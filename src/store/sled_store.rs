@@ -76,7 +76,7 @@ impl Store for SledStore {
         let mut b = sled::Batch::default();
         for op in batch.ops() {
             match op {
-                Op::Put(k, v) => b.insert(k.as_slice(), v.as_slice()),
+                Op::Put(k, v) | Op::Insert(k, v) => b.insert(k.as_slice(), v.as_slice()),
                 Op::Delete(k) => b.remove(k.as_slice()),
             }
         }

@@ -171,7 +171,7 @@ impl Dispatcher {
                     // still send it once one is configured).
                     Ok(None) => {
                         self.scheduler.landed(d.seq);
-                        self.repo.end_delivery(&mut b, d.seq);
+                        self.repo.end_delivery(&mut b, d.seq, d.attempts > 0);
                         ended.push(d.seq);
                     }
                     Err(e) => {
@@ -216,7 +216,7 @@ impl Dispatcher {
     ) -> Result<Request, RepoError> {
         let secret = self.repo.account(account)?.map(|a| a.webhook_secret).unwrap_or_default();
         let key = secret_key(&secret).unwrap_or_else(|| secret.into_bytes());
-        let body = serde_json::to_vec(&event.payload).unwrap_or_default();
+        let body = serde_json::to_vec(&event.payload()).unwrap_or_default();
         let timestamp = now.timestamp();
         let signature = sign(&key, webhook_id, timestamp, &body);
         let mut headers = custom.to_vec();
@@ -289,7 +289,7 @@ impl Dispatcher {
                     d.seq,
                     &DeliveryState { attempts, next_attempt_at: at },
                 )?,
-                None => self.repo.end_delivery(&mut b, d.seq),
+                None => self.repo.end_delivery(&mut b, d.seq, true),
             }
             Ok(log)
         });
@@ -482,7 +482,7 @@ impl Handler<Durable> for Dispatcher {
                 self.spilled = true;
                 continue;
             }
-            match serde_json::from_slice::<OutboxEvent>(&bytes) {
+            match crate::store::codec::event_header(&bytes) {
                 Ok(e) => {
                     self.scheduler.add(Delivery {
                         seq,

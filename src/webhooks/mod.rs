@@ -15,7 +15,7 @@ use std::sync::Arc;
 use actix::{Actor, Addr, Arbiter};
 
 use crate::clock::Clock;
-use crate::store::{GroupCommit, Op, Repo};
+use crate::store::{GroupCommit, Repo};
 use dispatcher::{Dispatcher, Durable, Load};
 use sender::{Policy, Sender};
 
@@ -58,22 +58,21 @@ pub fn start(
     let dispatcher = Dispatcher::new(repo, Arc::clone(commit), clock, senders);
     let addr = Dispatcher::start_in_arbiter(&Arbiter::new().handle(), move |_| dispatcher);
     let observer = addr.clone();
-    let registered = commit.observe(Box::new(move |batch| {
-        let new: Vec<(u64, Vec<u8>)> = batch
-            .ops()
-            .iter()
-            .filter_map(|op| match op {
-                Op::Put(k, v) => {
-                    let seq = std::str::from_utf8(k).ok()?.strip_prefix("outbox/")?.parse().ok()?;
-                    Some((seq, v.clone()))
-                }
-                Op::Delete(_) => None,
-            })
-            .collect();
-        if !new.is_empty() {
-            observer.do_send(Durable(new));
-        }
-    }));
+    let registered = commit.observe(
+        b"outbox/",
+        Box::new(move |ops| {
+            let new: Vec<(u64, Vec<u8>)> = ops
+                .iter()
+                .filter_map(|op| {
+                    let seq = std::str::from_utf8(op.key()).ok()?.strip_prefix("outbox/")?.parse().ok()?;
+                    Some((seq, op.value()?.to_vec()))
+                })
+                .collect();
+            if !new.is_empty() {
+                observer.do_send(Durable(new));
+            }
+        }),
+    );
     anyhow::ensure!(registered, "the committer already has an observer");
     addr.do_send(Load);
     Ok(Webhooks { dispatcher: addr })

@@ -1,11 +1,12 @@
 //! The journal through the real binary: a damaged journal refuses to start and says where,
-//! a torn tail is cut and the server starts, and a data dir of the release before the
-//! journal (sled only) is read as it is.
+//! a torn tail is cut and the server starts, a data dir of the release before the journal
+//! (sled only) is read as it is, and one of the release before the binary records is
+//! migrated once at start.
 
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use pixgw::store::{Batch, JournalOptions, SledStore, Store, KEY_APPLIED_SEQ};
+use pixgw::store::{codec, Batch, JournalOptions, SledStore, Store, KEY_APPLIED_SEQ};
 
 use crate::helpers::{cash_out_body, serve_to_completion, Options, TestApp};
 
@@ -125,6 +126,86 @@ async fn a_data_dir_of_the_release_before_the_journal_is_read_as_it_is() {
     assert!(!segments(&app.data_dir()).is_empty());
     let (s, b) = app.post_raw("/api/pix/cash-out", &token, &cash_out_body("before", "10"), &[]).await;
     assert_eq!((s, b["code"].as_str()), (400, Some("PIX_DUPLICATE_EXTERNAL_ID")));
+}
+
+/// Makes the records of `db` as the release before the binary format wrote them: JSON, a
+/// transactionId that carries nothing, every transactionId and end-to-end id indexed, and no
+/// record format mark. Answers the transactionIds it gave, by end-to-end id.
+fn as_the_json_release_wrote_it(db: &Path) -> std::collections::HashMap<String, String> {
+    let sled = SledStore::open(db).unwrap();
+    let mut b = Batch::default();
+    let mut ids = std::collections::HashMap::new();
+    for (k, v) in sled.scan_prefix(b"tx/").unwrap() {
+        let mut tx = codec::decode_transaction(&v).unwrap();
+        tx.transaction_id = uuid::Uuid::new_v4();
+        let local = tx.local_id.to_be_bytes().to_vec();
+        b.put(format!("txid/{}", tx.transaction_id).into_bytes(), local.clone());
+        b.put(format!("e2e/{}", tx.end_to_end_id).into_bytes(), local);
+        ids.insert(tx.end_to_end_id.clone(), tx.transaction_id.to_string());
+        b.put(k, serde_json::to_vec(&tx).unwrap());
+    }
+    for (k, v) in sled.scan_prefix(b"ledger/").unwrap() {
+        b.put(k, serde_json::to_vec(&codec::decode_ledger(&v).unwrap()).unwrap());
+    }
+    for (k, v) in sled.scan_prefix(b"outbox/").unwrap() {
+        let e = codec::decode_event(&v).unwrap();
+        let old = serde_json::json!({
+            "accountId": e.account_id, "localId": e.local_id, "eventType": e.event_type,
+            "createdAt": e.created_at, "payload": e.payload(),
+        });
+        b.put(k, serde_json::to_vec(&old).unwrap());
+    }
+    b.delete(pixgw::store::migrate::KEY_RECORD_FORMAT);
+    sled.apply(&b).unwrap();
+    sled.flush().unwrap();
+    ids
+}
+
+#[actix_rt::test]
+async fn a_data_dir_of_the_json_release_is_migrated_once_and_its_old_ids_still_work() {
+    let mut app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let (s, pix_in) = app.post_raw("/sandbox/pix-in", &token, r#"{"amount": 100}"#, &[]).await;
+    assert_eq!(s, 201, "{pix_in}");
+    let (s, out) = app.post_raw("/api/pix/cash-out", &token, &cash_out_body("before", "10"), &[]).await;
+    assert_eq!(s, 201, "{out}");
+    let paid = app.wait_final(&token, out["transactionId"].as_str().unwrap()).await;
+    assert!(app.stop().success());
+    let old_ids = as_the_json_release_wrote_it(&app.data_dir().join("db"));
+    let old_cash_out = &old_ids[paid["endToEndId"].as_str().unwrap()];
+
+    app.start_again(&fast());
+    let token = app.demo_token().await;
+    assert_eq!(app.balance(&token).await, ("90.00".into(), "0.00".into(), "90.00".into()));
+    // The old transactionId and the received PIX's end-to-end id still find their records.
+    let (s, t) = app.get_with(&format!("/api/transactions/{old_cash_out}"), &token).await;
+    assert_eq!(
+        (s, t["externalId"].as_str(), t["status"].as_str()),
+        (200, Some("before"), Some("CONFIRMED")),
+        "{t}"
+    );
+    let e2e = pix_in["endToEndId"].as_str().unwrap();
+    let (s, t) = app.get_with(&format!("/api/transactions/{e2e}"), &token).await;
+    assert_eq!((s, t["endToEndId"].as_str()), (200, Some(e2e)), "{t}");
+    let (s, list) = app.get_with("/api/transactions", &token).await;
+    assert_eq!((s, list["metadata"]["total"].as_u64()), (200, Some(2)), "{list}");
+    // The externalId is still taken, and writing goes on.
+    let (s, b) = app.post_raw("/api/pix/cash-out", &token, &cash_out_body("before", "10"), &[]).await;
+    assert_eq!((s, b["code"].as_str()), (400, Some("PIX_DUPLICATE_EXTERNAL_ID")));
+    let (s, b) = app.post_raw("/api/pix/cash-out", &token, &cash_out_body("after", "5"), &[]).await;
+    assert_eq!(s, 201, "{b}");
+    app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;
+    assert!(app.stop().success());
+
+    // Every record is in the binary format now, and marked so.
+    let sled = SledStore::open(&app.data_dir().join("db")).unwrap();
+    let records: Vec<_> = ["tx/", "ledger/", "pend/", "outbox/"]
+        .iter()
+        .flat_map(|p| sled.scan_prefix(p.as_bytes()).unwrap())
+        .collect();
+    assert!(records.len() >= 4, "{} records", records.len());
+    assert!(records.iter().all(|(_, v)| v[0] == codec::FORMAT_BINARY_V1));
+    assert_eq!(sled.get(pixgw::store::migrate::KEY_RECORD_FORMAT).unwrap(), Some(vec![1]));
 }
 
 #[actix_rt::test]

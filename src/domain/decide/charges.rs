@@ -19,7 +19,7 @@ use crate::domain::scenario::ChargeScenario;
 use crate::domain::splits::{next_run, Split};
 use crate::domain::transaction::{
     end_to_end_id, BankInfo, ChargeDetails, CobDetails, Counterpart, ErrorCode, Transaction, TxKind,
-    TxStatus, GATEWAY_ISPB, PAYER_ISPB,
+    TxStatus, PAYER_ISPB,
 };
 
 /// The city a charge's BR Code names (the gateway's accounts carry no address).
@@ -113,7 +113,7 @@ pub fn create_charge(
             splits: req.splits,
             split_transactions: Vec::new(),
         }),
-        ..Transaction::new(fresh.local_id, fresh.uuid(), account.id, TxKind::CashIn, req.value, now)
+        ..Transaction::new(fresh.local_id, fresh.transaction_id(), account.id, TxKind::CashIn, req.value, now)
     };
     let mut plan = Plan::new(tx.clone());
     plan.ledger = Some(ledger.finish()?);
@@ -182,7 +182,7 @@ pub fn pay_charge(
     for (i, split) in details.splits.iter().enumerate() {
         let fresh = ids.take()?;
         let mut t = Transaction {
-            end_to_end_id: end_to_end_id('E', GATEWAY_ISPB, now, &fresh.entropy()),
+            end_to_end_id: fresh.end_to_end_id('E', now),
             description: Some(format!("split of charge {}", tx.local_id)),
             counterpart: Counterpart {
                 name: split.name.clone(),
@@ -193,7 +193,14 @@ pub fn pay_charge(
             },
             split_of: Some(tx.local_id),
             scheduled_for: (!split.immediate).then(|| next_run(account.settings.split_frequency, now)),
-            ..Transaction::new(fresh.local_id, fresh.uuid(), account.id, TxKind::CashOut, split.amount, now)
+            ..Transaction::new(
+                fresh.local_id,
+                fresh.transaction_id(),
+                account.id,
+                TxKind::CashOut,
+                split.amount,
+                now,
+            )
         };
         let hold = DebitRequest {
             local_id: fresh.local_id,

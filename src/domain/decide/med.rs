@@ -5,15 +5,14 @@
 use chrono::{DateTime, Utc};
 
 use super::{Account, Ids, Plan, Record, Refusal};
-use crate::domain::events::{EventType, OutboxEvent};
+use crate::domain::events::{EventBody, EventType, OutboxEvent};
 use crate::domain::ledger::{DebitDecision, DebitRequest, StoredKeys};
 use crate::domain::med::{
     AnalysisResult, Bank, Med, MedReason, MedRejection, MedStatus, OriginalTransaction,
 };
 use crate::domain::money::Money;
 use crate::domain::transaction::{
-    end_to_end_id, Counterpart, Family, RefundDetails, Transaction, TxKind, TxStatus, GATEWAY_ISPB,
-    PAYER_ISPB,
+    Counterpart, Family, RefundDetails, Transaction, TxKind, TxStatus, GATEWAY_ISPB, PAYER_ISPB,
 };
 
 /// The name the MED record gives this gateway as the contested bank.
@@ -35,7 +34,7 @@ fn med_event(med: &Med, event_type: EventType, name: &str) -> OutboxEvent {
         local_id: med.id,
         event_type,
         created_at: med.updated_at,
-        payload: serde_json::json!({ "event": name, "med": med.to_json() }),
+        body: EventBody::Json(serde_json::json!({ "event": name, "med": med.to_json() })),
     }
 }
 
@@ -160,7 +159,7 @@ pub fn close_med(
     let mut original_after = None;
     if approved && !med.blocked.is_zero() {
         let fresh = ids.take()?;
-        let rtr_id = end_to_end_id('D', GATEWAY_ISPB, now, &fresh.entropy());
+        let rtr_id = fresh.end_to_end_id('D', now);
         let name = med.original.as_ref().map_or_else(|| med.requesting_bank.name.clone(), |o| o.name.clone());
         refund = Some(Transaction {
             status: TxStatus::Confirmed,
@@ -178,7 +177,14 @@ pub fn close_med(
                 reason: med.cause.clone(),
                 family: Family::A,
             }),
-            ..Transaction::new(fresh.local_id, fresh.uuid(), account.id, TxKind::RefundIn, med.blocked, now)
+            ..Transaction::new(
+                fresh.local_id,
+                fresh.transaction_id(),
+                account.id,
+                TxKind::RefundIn,
+                med.blocked,
+                now,
+            )
         });
         med.refund_transaction_id = Some(fresh.local_id);
         if let (Some(_), Some(mut o)) = (med.original_transaction_id, original) {
@@ -261,7 +267,7 @@ mod tests {
         let med = &plan.reply;
         assert_eq!((med.amount, med.blocked), (m("10"), m("6")));
         assert_eq!(med.status, MedStatus::Received);
-        assert_eq!(plan.events[0].payload["med"]["status"], "OPEN");
+        assert_eq!(plan.events[0].payload()["med"]["status"], "OPEN");
         assert_eq!(med.requesting_bank.ispb, "00000000");
         assert_eq!(f.ledger.balance(), Balance { available: m("0"), blocked: m("6") });
     }

@@ -31,7 +31,7 @@ use super::ids::AccountId;
 use super::ledger::{InvariantViolation, Ledger, LedgerChange, Rejection};
 use super::med::{Med, MedRejection};
 use super::refunds::RefundRejection;
-use super::transaction::{Transaction, TxKind};
+use super::transaction::{own_or_random_end_to_end_id, E2eVariant, Transaction, TxKind};
 
 /// What a command reads of its account.
 #[derive(Debug, Clone, Copy)]
@@ -79,14 +79,20 @@ impl Fresh {
         out
     }
 
-    /// A UUID v4 from the first slot.
-    pub fn uuid(&self) -> Uuid {
-        uuid::Builder::from_random_bytes(self.slot(0)).into_uuid()
+    /// The transactionId of the record made with this identity: it carries the local id
+    /// (see [`crate::domain::ids::transaction_uuid`]).
+    pub fn transaction_id(&self) -> Uuid {
+        crate::domain::ids::transaction_uuid(self.local_id, self.slot(0))
     }
 
-    /// Entropy for an end-to-end id.
+    /// Entropy for an end-to-end id made elsewhere (the payer's).
     pub fn entropy(&self) -> [u8; 16] {
         self.slot(1)
+    }
+
+    /// The end-to-end id this gateway makes for the record: it carries the local id.
+    pub fn end_to_end_id(&self, prefix: char, at: chrono::DateTime<chrono::Utc>) -> String {
+        own_or_random_end_to_end_id(prefix, at, self.local_id, E2eVariant::Created, &self.slot(1))
     }
 
     /// A second UUID v4, independent of [`Fresh::uuid`].
@@ -284,8 +290,11 @@ mod tests {
     #[test]
     fn fresh_ids_give_distinct_uuids_and_bounded_hex() {
         let f = fresh(7);
-        assert_ne!(f.uuid(), f.second_uuid());
-        assert_eq!(f.uuid().get_version_num(), 4);
+        assert_ne!(f.transaction_id(), f.second_uuid());
+        assert_eq!(f.transaction_id().get_version_num(), 4);
+        assert_eq!(crate::domain::ids::local_id_in_uuid(&f.transaction_id()), 7);
+        let e2e = f.end_to_end_id('E', noon());
+        assert_eq!(crate::domain::transaction::local_id_in_end_to_end(&e2e), Some(7));
         assert_eq!(f.hex(25).len(), 25);
         assert!(f.hex(25).chars().all(|c| c.is_ascii_hexdigit()));
     }

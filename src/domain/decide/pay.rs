@@ -13,8 +13,8 @@ use crate::domain::ledger::{DebitDecision, DebitRequest, StoredKeys};
 use crate::domain::money::Money;
 use crate::domain::scenario::PayoutScenario;
 use crate::domain::transaction::{
-    end_to_end_id, BankInfo, Counterpart, DictDetails, ErrorCode, Priority, Transaction, TxKind, TxStatus,
-    GATEWAY_ISPB, PAYER_ISPB,
+    end_to_end_id, own_or_random_end_to_end_id, BankInfo, Counterpart, DictDetails, E2eVariant, ErrorCode,
+    Priority, Transaction, TxKind, TxStatus, PAYER_ISPB,
 };
 
 /// The `/dict/pix` parts of a payment.
@@ -79,7 +79,7 @@ pub fn pay(
     {
         return Ok(PayDecision::Replay(existing));
     }
-    let e2e = end_to_end_id('E', GATEWAY_ISPB, now, &fresh.entropy());
+    let e2e = fresh.end_to_end_id('E', now);
     let mut tx = Transaction {
         fee,
         external_id: req.external_id,
@@ -96,7 +96,7 @@ pub fn pay(
             provisional_end_to_end_id: e2e,
         }),
         qr_txid: req.qr_txid,
-        ..Transaction::new(fresh.local_id, fresh.uuid(), account.id, req.kind, req.value, now)
+        ..Transaction::new(fresh.local_id, fresh.transaction_id(), account.id, req.kind, req.value, now)
     };
     if req.document_mismatch {
         tx.settle(Err(ErrorCode::TaxIdMismatch), now).map_err(|e| Refusal::Bug(e.to_string()))?;
@@ -116,7 +116,6 @@ pub fn settle(
     result: Result<Option<BankInfo>, ErrorCode>,
     original: Option<Transaction>,
     now: DateTime<Utc>,
-    entropy: [u8; 16],
 ) -> Result<Option<Plan<()>>, Refusal> {
     let mut ledger = account.ledger.draft();
     if ledger.settle(tx.local_id, result.is_ok()).is_none() {
@@ -127,7 +126,8 @@ pub fn settle(
     }
     if tx.kind == TxKind::DictPix && result.is_ok() {
         // The provisional id answered at creation gives way to the settled one.
-        tx.end_to_end_id = end_to_end_id('E', GATEWAY_ISPB, now, &entropy);
+        let entropy = *tx.transaction_id.as_bytes();
+        tx.end_to_end_id = own_or_random_end_to_end_id('E', now, tx.local_id, E2eVariant::Settled, &entropy);
     }
     if tx.settle(result.map(|_| ()), now).is_err() {
         return Ok(None);
@@ -176,7 +176,7 @@ pub fn pix_in(
             bank: req.payer_bank,
         },
         processed_at: Some(now),
-        ..Transaction::new(fresh.local_id, fresh.uuid(), account.id, TxKind::PixIn, req.value, now)
+        ..Transaction::new(fresh.local_id, fresh.transaction_id(), account.id, TxKind::PixIn, req.value, now)
     };
     let mut plan = Plan::new(tx.clone());
     plan.ledger = Some(ledger.finish()?);
@@ -296,22 +296,17 @@ mod tests {
         );
         f.apply(&plan);
         let tx = plan.reply;
-        let ok = settle(&f.account(), tx.clone(), Ok(None), None, noon(), [1; 16]).unwrap().unwrap();
+        let ok = settle(&f.account(), tx.clone(), Ok(None), None, noon()).unwrap().unwrap();
         let written = transactions(&ok);
         assert_eq!(written.len(), 1);
         assert_eq!(written[0].status, TxStatus::Confirmed);
         assert_eq!(ok.events.len(), 1);
         assert_eq!(ok.ledger.as_ref().unwrap().holds_released(), &[1]);
-        let failed = settle(&f.account(), tx.clone(), Err(ErrorCode::OrderRejected), None, noon(), [1; 16])
-            .unwrap()
-            .unwrap();
+        let failed =
+            settle(&f.account(), tx.clone(), Err(ErrorCode::OrderRejected), None, noon()).unwrap().unwrap();
         f.apply(&failed);
         assert_eq!(f.ledger.balance(), Balance { available: m("100"), blocked: m("0") });
-        assert_eq!(
-            settle(&f.account(), tx, Ok(None), None, noon(), [1; 16]),
-            Ok(None),
-            "not pending any more"
-        );
+        assert_eq!(settle(&f.account(), tx, Ok(None), None, noon()), Ok(None), "not pending any more");
     }
 
     #[test]
@@ -329,8 +324,7 @@ mod tests {
         });
         let plan = planned(pay(&f.account(), req, StoredKeys::default(), noon(), &mut ids(&[1])).unwrap());
         f.apply(&plan);
-        let settled =
-            settle(&f.account(), plan.reply.clone(), Ok(None), None, noon(), [9; 16]).unwrap().unwrap();
+        let settled = settle(&f.account(), plan.reply.clone(), Ok(None), None, noon()).unwrap().unwrap();
         let t = transactions(&settled)[0];
         assert_ne!(t.end_to_end_id, plan.reply.end_to_end_id);
         assert_eq!(t.dict.as_ref().unwrap().provisional_end_to_end_id, plan.reply.end_to_end_id);
@@ -342,10 +336,9 @@ mod tests {
         let mut original =
             Transaction::new(50, uuid::Uuid::nil(), f.account().id, TxKind::PixIn, m("10"), noon());
         original.refunded = m("5");
-        let failed =
-            settle(&f.account(), refund, Err(ErrorCode::OrderRejected), Some(original), noon(), [0; 16])
-                .unwrap()
-                .unwrap();
+        let failed = settle(&f.account(), refund, Err(ErrorCode::OrderRejected), Some(original), noon())
+            .unwrap()
+            .unwrap();
         let written = transactions(&failed);
         assert_eq!(written[0].local_id, 50);
         assert_eq!(written[0].refunded, m("0"), "5 - 5 refunded");

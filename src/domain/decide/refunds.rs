@@ -14,7 +14,7 @@ use crate::domain::money::Money;
 use crate::domain::refunds::{check_refund, check_return, RefundRejection};
 use crate::domain::scenario::PayoutScenario;
 use crate::domain::transaction::{
-    end_to_end_id, Family, Natureza, RefundDetails, Transaction, TxKind, TxStatus, GATEWAY_ISPB, PAYER_ISPB,
+    end_to_end_id, Family, Natureza, RefundDetails, Transaction, TxKind, TxStatus, PAYER_ISPB,
 };
 
 /// A refund of a received PIX, from either family.
@@ -84,7 +84,7 @@ pub fn refund(
     {
         return Err(Refusal::Bug("a refund replayed".into()));
     }
-    let rtr_id = end_to_end_id('D', GATEWAY_ISPB, now, &fresh.entropy());
+    let rtr_id = fresh.end_to_end_id('D', now);
     let tx = Transaction {
         fee,
         external_id: req.refund_id.clone(),
@@ -101,7 +101,14 @@ pub fn refund(
             reason: req.reason,
             family: req.family,
         }),
-        ..Transaction::new(fresh.local_id, fresh.uuid(), account.id, TxKind::RefundIn, req.value, now)
+        ..Transaction::new(
+            fresh.local_id,
+            fresh.transaction_id(),
+            account.id,
+            TxKind::RefundIn,
+            req.value,
+            now,
+        )
     };
     original.refunded =
         original.refunded.checked_add(req.value).ok_or(Refusal::Ledger(Rejection::Overflow))?;
@@ -143,7 +150,7 @@ pub fn take_back(
             reason: None,
             family: Family::A,
         }),
-        ..Transaction::new(fresh.local_id, fresh.uuid(), account.id, TxKind::RefundOut, value, now)
+        ..Transaction::new(fresh.local_id, fresh.transaction_id(), account.id, TxKind::RefundOut, value, now)
     };
     original.refunded = original.refunded.checked_add(value).ok_or(Refusal::Ledger(Rejection::Overflow))?;
     let mut plan = Plan::new(tx.clone());
@@ -206,7 +213,8 @@ mod tests {
             (tx.kind, tx.status, tx.external_id.as_deref()),
             (TxKind::RefundIn, TxStatus::Pending, Some("r1"))
         );
-        assert!(tx.end_to_end_id.starts_with(&format!("D{GATEWAY_ISPB}")));
+        assert!(tx.end_to_end_id.starts_with(&format!("D{}", crate::domain::transaction::GATEWAY_ISPB)));
+        assert_eq!(crate::domain::transaction::local_id_in_end_to_end(&tx.end_to_end_id), Some(11));
         let written = transactions(&plan);
         assert_eq!(written[1].local_id, 10);
         assert_eq!(written[1].refunded, m("4"));
