@@ -46,7 +46,7 @@ fn main() {
 
 async fn run(n: u64, dir: std::path::PathBuf) -> anyhow::Result<()> {
     std::fs::create_dir_all(&dir)?;
-    let storage = Storage::open(&dir, 64, JournalOptions::default(), Some(Repo::transaction_index()))?;
+    let storage = Storage::open(&dir, 64, JournalOptions::default(), Repo::layout())?;
     let commit = Arc::clone(&storage.commit);
     let repo = Repo::new(&storage);
     let clock = Arc::new(Clock::test(0));

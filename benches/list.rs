@@ -22,9 +22,7 @@ fn list(c: &mut Criterion) {
     let n: u64 =
         std::env::var("LIST_BENCH_TRANSACTIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
     let Ok(dir) = tempfile::tempdir() else { return };
-    let Ok(storage) =
-        Storage::open(dir.path(), 64, JournalOptions::default(), Some(Repo::transaction_index()))
-    else {
+    let Ok(storage) = Storage::open(dir.path(), 64, JournalOptions::default(), Repo::layout()) else {
         return;
     };
     let commit = Arc::clone(&storage.commit);

@@ -37,13 +37,8 @@ pub fn open_storage(settings: &Settings) -> anyhow::Result<Storage> {
         .with_context(|| format!("creating the data dir {}", settings.data_dir.display()))?;
     let journal =
         JournalOptions { segment_bytes: settings.journal_segment_mb * 1024 * 1024, ..Default::default() };
-    let storage = Storage::open(
-        &settings.data_dir,
-        settings.storage_cache_mb,
-        journal,
-        Some(Repo::transaction_index()),
-    )
-    .with_context(|| format!("opening storage in {}", settings.data_dir.display()))?;
+    let storage = Storage::open(&settings.data_dir, settings.storage_cache_mb, journal, Repo::layout())
+        .with_context(|| format!("opening storage in {}", settings.data_dir.display()))?;
     Ok(storage)
 }
 

@@ -402,11 +402,11 @@ impl GroupCommit {
         let Some(frozen) = self.overlay.freeze() else { return Ok(()) };
         let started = Instant::now();
         let base = self.overlay.base();
-        // Written in small batches, not one: sled holds a lock that every read waits for while
-        // it applies a batch, and one batch of a second's writes held it for a third of a second
-        // (every authenticated request reads storage). A crash between two batches is safe:
-        // `applied_seq` moves only with the last one, so recovery replays the whole window
-        // again, and replaying puts and deletes of final values is idempotent.
+        // Written in small parts, not one batch: sled holds a lock that every read waits for
+        // while it applies a batch, and one batch of a second's writes held it for a third of
+        // a second (every authenticated request reads storage). A crash between two parts is
+        // safe: `applied_seq` moves only after the last one, so recovery replays the whole
+        // window again, and replaying puts and deletes of final values is idempotent.
         let mut batch = Batch::default();
         for (key, entry) in frozen.layer.iter() {
             match &entry.value {
@@ -415,12 +415,12 @@ impl GroupCommit {
                 None if base.get(key)?.is_none() => {}
                 None => batch.delete(key.clone()),
             }
-            if batch.len_hint() >= CHECKPOINT_CHUNK_OPS {
-                base.apply(&std::mem::take(&mut batch))?;
-            }
         }
-        batch.put(KEY_APPLIED_SEQ, frozen.seq.to_be_bytes().to_vec());
-        base.apply(&batch)?;
+        base.apply_in_parts(&batch, CHECKPOINT_CHUNK_OPS)?;
+        drop(batch);
+        let mut applied = Batch::default();
+        applied.put(KEY_APPLIED_SEQ, frozen.seq.to_be_bytes().to_vec());
+        base.apply(&applied)?;
         base.flush()?;
         self.overlay.release_frozen();
         if let Some(j) = &self.journal {

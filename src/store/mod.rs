@@ -14,6 +14,7 @@ pub mod journal;
 mod memory;
 pub mod migrate;
 mod overlay;
+pub mod paged;
 mod repo;
 mod sled_store;
 
@@ -23,9 +24,11 @@ use std::sync::Arc;
 pub use commit::{CommitError, CountedIndex, GroupCommit, KEY_APPLIED_SEQ};
 pub use journal::{JournalError, JournalOptions};
 pub use memory::MemoryStore;
+pub use paged::{PagedStore, Paging};
 pub use repo::{
     AccountRecord, AttemptOutcome, CertificateRecord, ClientRecord, DeliveryLog, DeliveryState, Repo,
     RepoError, Undelivered, WebhookConfig, KEY_ADMIN_TOKEN_HASH, KEY_CLOCK_OFFSET, KEY_DEMO_ACCOUNT, KEY_JWT,
+    PAGES,
 };
 pub use sled_store::{SledStore, STORAGE_CACHE_MB_DEFAULT};
 
@@ -233,6 +236,15 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<(), StoreError>;
     /// Applies the batch atomically (not yet durable).
     fn apply(&self, batch: &Batch) -> Result<(), StoreError>;
+    /// Applies the batch in parts of at most `chunk_ops` writes underneath, each part
+    /// atomic, in order (a checkpoint: a long atomic batch would hold up every reader, and
+    /// a crash between parts is safe because the journal replays them all).
+    fn apply_in_parts(&self, batch: &Batch, chunk_ops: usize) -> Result<(), StoreError> {
+        for part in batch.ops().chunks(chunk_ops.max(1)) {
+            self.apply(&Batch { ops: part.to_vec() })?;
+        }
+        Ok(())
+    }
     /// Makes everything applied so far durable.
     fn flush(&self) -> Result<(), StoreError>;
     /// A number never handed out before, across restarts and crashes (ids may skip).
@@ -264,17 +276,27 @@ pub enum OpenError {
 /// Replayed writes applied to sled at a time during recovery.
 const REPLAY_OPS_MAX: usize = 100_000;
 
+/// What storage needs to know of the key layout (the repository defines it): the index
+/// whose entries the committer counts, and the keys kept in pages.
+#[derive(Clone, Copy)]
+pub struct Layout {
+    pub counted: Option<CountedIndex>,
+    pub pages: &'static [Paging],
+}
+
 impl Storage {
-    /// Opens the data dir's storage: sled in `db/`, the journal in `journal/`. Recovery
-    /// replays every journal record the snapshot lacks, flushes, and only then returns, so
-    /// nothing is served from a state the disk does not hold.
+    /// Opens the data dir's storage: sled in `db/` with the layout's pages over it, the
+    /// journal in `journal/`. Recovery replays every journal record the snapshot lacks,
+    /// flushes, and only then returns, so nothing is served from a state the disk does not
+    /// hold.
     pub fn open(
         data_dir: &Path,
         cache_mb: u64,
         journal: JournalOptions,
-        counted: Option<CountedIndex>,
+        layout: Layout,
     ) -> Result<Storage, OpenError> {
-        let base: SharedStore = Arc::new(SledStore::open_with_cache(&data_dir.join("db"), cache_mb)?);
+        let sled: SharedStore = Arc::new(SledStore::open_with_cache(&data_dir.join("db"), cache_mb)?);
+        let base: SharedStore = Arc::new(PagedStore::open(sled, layout.pages)?);
         let applied = match base.get(KEY_APPLIED_SEQ)? {
             Some(v) => u64::from_be_bytes(v.as_slice().try_into().map_err(|_| {
                 StoreError::Engine(format!("{} is not a u64", String::from_utf8_lossy(KEY_APPLIED_SEQ)))
@@ -306,15 +328,17 @@ impl Storage {
                 "replayed the journal"
             );
         }
-        let commit = GroupCommit::start_with(base, Some(recovered.journal), counted)?;
+        let commit = GroupCommit::start_with(base, Some(recovered.journal), layout.counted)?;
         let view = commit.view();
         Ok(Storage { commit, view })
     }
 
-    /// Storage over `base` with no journal, keeping the server's counted index (tests that
-    /// inject faults into `base`): writes reach `base` at each checkpoint.
+    /// Storage over `base` with no journal, with the server's layout (tests that inject
+    /// faults into `base`): writes reach `base` at each checkpoint.
     pub fn without_journal(base: SharedStore) -> Result<Storage, OpenError> {
-        let commit = GroupCommit::start_counting(base, Some(Repo::transaction_index()))?;
+        let layout = Repo::layout();
+        let base: SharedStore = Arc::new(PagedStore::open(base, layout.pages)?);
+        let commit = GroupCommit::start_counting(base, layout.counted)?;
         let view = commit.view();
         Ok(Storage { commit, view })
     }

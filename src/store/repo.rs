@@ -49,7 +49,7 @@ use std::collections::HashMap;
 
 use uuid::Uuid;
 
-use super::{codec, Batch, CountedIndex, GroupCommit, SharedStore, Storage, StoreError};
+use super::{codec, Batch, CountedIndex, GroupCommit, Layout, Paging, SharedStore, Storage, StoreError};
 use crate::domain::account::{AccountProfile, AccountSettings};
 use crate::domain::certificate::{Fingerprint, Validity};
 use crate::domain::decide::Record;
@@ -60,6 +60,17 @@ use crate::domain::listing::{day_start, local_day, summary, summary_matches, Ope
 use crate::domain::money::Money;
 use crate::domain::transaction::{local_id_in_end_to_end, Transaction, TxKind, TxStatus};
 use chrono::NaiveDate;
+
+/// The keys kept in pages (see `paged.rs`): written in key order on the payment path, so a
+/// checkpoint writes a page for many of them.
+pub const PAGES: &[Paging] = &[
+    // tx/{local:020}: 100 local ids a page.
+    Paging { prefix: b"tx/", page_len: 21 },
+    // tlist/{id:020}/{created_ms:013}/{local:020}: an account's entries of one second.
+    Paging { prefix: b"tlist/", page_len: 37 },
+    // whlog/{id:020}/{log:020}: 100 log ids a page.
+    Paging { prefix: b"whlog/", page_len: 45 },
+];
 
 pub const KEY_JWT: &[u8] = b"meta/jwt_key";
 pub const KEY_ADMIN_TOKEN_HASH: &[u8] = b"meta/admin_token_hash";
@@ -599,6 +610,12 @@ impl Repo {
     /// The index of the transactions list, for the committer to count (see the key layout).
     pub fn transaction_index() -> CountedIndex {
         CountedIndex { prefix: b"tlist/", counter: tlist_counter }
+    }
+
+    /// What storage needs to know of this layout: the counted list index, and the keys
+    /// kept in pages ([`PAGES`]).
+    pub fn layout() -> Layout {
+        Layout { counted: Some(Repo::transaction_index()), pages: PAGES }
     }
 
     /// One page of an account's transactions on the local days `[first, last]`, newest

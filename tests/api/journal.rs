@@ -6,7 +6,9 @@
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use pixgw::store::{codec, Batch, JournalOptions, SledStore, Store, KEY_APPLIED_SEQ};
+use std::sync::Arc;
+
+use pixgw::store::{codec, Batch, JournalOptions, PagedStore, SledStore, Store, KEY_APPLIED_SEQ, PAGES};
 
 use crate::helpers::{cash_out_body, serve_to_completion, Options, TestApp};
 
@@ -129,11 +131,21 @@ async fn a_data_dir_of_the_release_before_the_journal_is_read_as_it_is() {
 }
 
 /// Makes the records of `db` as the release before the binary format wrote them: JSON, a
-/// transactionId that carries nothing, every transactionId and end-to-end id indexed, and no
-/// record format mark. Answers the transactionIds it gave, by end-to-end id.
+/// transactionId that carries nothing, every transactionId and end-to-end id indexed, every
+/// key on its own (no pages), and no record format mark. Answers the transactionIds it gave,
+/// by end-to-end id.
 fn as_the_json_release_wrote_it(db: &Path) -> std::collections::HashMap<String, String> {
-    let sled = SledStore::open(db).unwrap();
+    let raw: Arc<dyn Store> = Arc::new(SledStore::open(db).unwrap());
+    let sled = PagedStore::open(raw.clone(), PAGES).unwrap();
     let mut b = Batch::default();
+    for prefix in ["tlist/", "whlog/"] {
+        for (k, v) in sled.scan_prefix(prefix.as_bytes()).unwrap() {
+            b.put(k, v);
+        }
+    }
+    for (k, _) in raw.scan_prefix(pixgw::store::paged::PAGE_PREFIX).unwrap() {
+        b.delete(k);
+    }
     let mut ids = std::collections::HashMap::new();
     for (k, v) in sled.scan_prefix(b"tx/").unwrap() {
         let mut tx = codec::decode_transaction(&v).unwrap();
@@ -156,8 +168,8 @@ fn as_the_json_release_wrote_it(db: &Path) -> std::collections::HashMap<String, 
         b.put(k, serde_json::to_vec(&old).unwrap());
     }
     b.delete(pixgw::store::migrate::KEY_RECORD_FORMAT);
-    sled.apply(&b).unwrap();
-    sled.flush().unwrap();
+    raw.apply(&b).unwrap();
+    raw.flush().unwrap();
     ids
 }
 
@@ -197,8 +209,10 @@ async fn a_data_dir_of_the_json_release_is_migrated_once_and_its_old_ids_still_w
     app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;
     assert!(app.stop().success());
 
-    // Every record is in the binary format now, and marked so.
-    let sled = SledStore::open(&app.data_dir().join("db")).unwrap();
+    // Every record is in the binary format now, in pages, and marked so.
+    let raw: Arc<dyn Store> = Arc::new(SledStore::open(&app.data_dir().join("db")).unwrap());
+    assert!(raw.scan_prefix(b"tx/").unwrap().is_empty(), "transactions are kept in pages");
+    let sled = PagedStore::open(raw, PAGES).unwrap();
     let records: Vec<_> = ["tx/", "ledger/", "pend/", "outbox/"]
         .iter()
         .flat_map(|p| sled.scan_prefix(p.as_bytes()).unwrap())
@@ -218,7 +232,7 @@ async fn a_full_disk_refuses_writes_with_503_and_retry_after_and_still_serves_re
     let dir = tempfile::tempdir().unwrap();
     let faults = Arc::new(Faults::default());
     let options = JournalOptions { segment_bytes: 1 << 20, faults: Arc::clone(&faults) };
-    let storage = Storage::open(dir.path(), 16, options, Some(Repo::transaction_index())).unwrap();
+    let storage = Storage::open(dir.path(), 16, options, Repo::layout()).unwrap();
     let app = crate::helpers::spawn_in_process(storage.clone()).await;
     let token = app.demo_token().await;
     app.fund(&token, "100").await;

@@ -167,9 +167,7 @@ async fn kill_9_while_cash_outs_stream_in_loses_nothing_acknowledged_and_duplica
     assert!(app.stop().success());
 
     // Read the database itself.
-    let storage =
-        Storage::open(&app.data_dir(), 16, JournalOptions::default(), Some(Repo::transaction_index()))
-            .unwrap();
+    let storage = Storage::open(&app.data_dir(), 16, JournalOptions::default(), Repo::layout()).unwrap();
     let repo = Repo::new(&storage);
     let txs = repo.transactions_of(AccountId::new(app.creds.account_id).unwrap()).unwrap();
     let mut seen = HashMap::new();
