@@ -51,10 +51,17 @@ pub enum TokenError {
     Expired,
 }
 
+/// Tokens whose signature was verified, kept so the next request with the same token skips
+/// the HMAC, the base64 and the claims' JSON (every authenticated request presents one).
+pub const VERIFIED_TOKENS_MAX: usize = 10_000;
+
 pub struct TokenKeys {
     encoding: EncodingKey,
     decoding: DecodingKey,
     validation: Validation,
+    /// Token text -> (subject, exp). Only tokens with a valid signature enter, so no client
+    /// can fill it with garbage; it is emptied when full. Expiry is checked on every use.
+    verified: std::sync::RwLock<std::collections::HashMap<String, (TokenSubject, i64)>>,
 }
 
 impl TokenKeys {
@@ -68,6 +75,7 @@ impl TokenKeys {
             encoding: EncodingKey::from_secret(secret),
             decoding: DecodingKey::from_secret(secret),
             validation,
+            verified: std::sync::RwLock::default(),
         }
     }
 
@@ -99,6 +107,27 @@ impl TokenKeys {
         if token.len() > TOKEN_BYTES_MAX {
             return Err(TokenError::Invalid);
         }
+        let known = self.verified.read().unwrap_or_else(|p| p.into_inner()).get(token).cloned();
+        let (subject, exp) = match known {
+            Some(known) => known,
+            None => {
+                let fresh = self.verify_signature(token)?;
+                let mut verified = self.verified.write().unwrap_or_else(|p| p.into_inner());
+                if verified.len() >= VERIFIED_TOKENS_MAX {
+                    verified.clear();
+                }
+                verified.insert(token.to_owned(), fresh.clone());
+                fresh
+            }
+        };
+        if now.timestamp() >= exp {
+            return Err(TokenError::Expired);
+        }
+        Ok(subject)
+    }
+
+    /// Checks the signature and the claims' form; answers the subject and its `exp`.
+    fn verify_signature(&self, token: &str) -> Result<(TokenSubject, i64), TokenError> {
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map_err(|_| TokenError::Invalid)?;
         let c = data.claims;
@@ -109,15 +138,13 @@ impl TokenKeys {
             .ok()
             .and_then(|b| b.try_into().ok())
             .ok_or(TokenError::Invalid)?;
-        if now.timestamp() >= c.exp {
-            return Err(TokenError::Expired);
-        }
-        Ok(TokenSubject {
+        let subject = TokenSubject {
             account_id,
             client_id,
             fingerprint: Fingerprint::from_digest(&fp_bytes),
             issued_at: c.iat,
-        })
+        };
+        Ok((subject, c.exp))
     }
 
     /// Signs and verifies one token. jsonwebtoken panics at first use when its crypto
@@ -150,6 +177,24 @@ mod tests {
             client,
             Fingerprint::from_digest(&[3u8; 32]),
         )
+    }
+
+    #[test]
+    fn a_verified_token_is_answered_from_memory_and_still_expires() {
+        let (keys, now, id, client, fp) = setup();
+        let t = keys.issue(id, client, &fp, now, Uuid::new_v4()).unwrap();
+        assert!(keys.verify(&t, now).is_ok());
+        assert_eq!(keys.verified.read().unwrap().len(), 1);
+        assert!(keys.verify(&t, now).is_ok(), "from memory");
+        let exp = now + Duration::seconds(TOKEN_TTL_SECONDS);
+        assert_eq!(keys.verify(&t, exp), Err(TokenError::Expired), "expiry is checked on every use");
+        // A forged token never enters.
+        // Another signature: a character in its middle changed.
+        let at = t.len() - 10;
+        let other = if &t[at..=at] == "A" { "B" } else { "A" };
+        let forged = format!("{}{other}{}", &t[..at], &t[at + 1..]);
+        assert_eq!(keys.verify(&forged, now), Err(TokenError::Invalid));
+        assert_eq!(keys.verified.read().unwrap().len(), 1);
     }
 
     #[test]

@@ -23,7 +23,13 @@ impl Fingerprint {
     }
 
     pub fn from_digest(digest: &[u8; 32]) -> Fingerprint {
-        Fingerprint(digest.iter().map(|b| format!("{b:02x}")).collect())
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut text = String::with_capacity(64);
+        for b in digest {
+            text.push(char::from(HEX[usize::from(b >> 4)]));
+            text.push(char::from(HEX[usize::from(b & 15)]));
+        }
+        Fingerprint(text)
     }
 
     /// The 32 bytes of the digest (for the token's `x5t#S256` confirmation claim).

@@ -89,6 +89,8 @@ pub struct Delivery {
     pub account: u64,
     /// The transaction the event is about; its deliveries keep their order.
     pub transaction: u64,
+    /// Which of the account's endpoints it goes to.
+    pub event_type: super::events::EventType,
     /// Attempts made so far (all failed).
     pub attempts: u32,
     pub due: DateTime<Utc>,
@@ -303,7 +305,14 @@ mod tests {
     }
 
     fn d(seq: u64, account: u64, transaction: u64, due: DateTime<Utc>) -> Delivery {
-        Delivery { seq, account, transaction, attempts: 0, due }
+        Delivery {
+            seq,
+            account,
+            transaction,
+            event_type: crate::domain::events::EventType::CashOut,
+            attempts: 0,
+            due,
+        }
     }
 
     #[test]

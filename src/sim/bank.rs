@@ -1,9 +1,14 @@
 //! The settling bank: takes a payment, waits the settle delay, and tells the account actor
 //! how it ended, as a message. The outcome is a function of the scenario and the
 //! directory, so a payment resubmitted after a restart ends the same way.
+//!
+//! Answers wait in one queue ordered by when they are due, behind one timer for the
+//! earliest: an actix context polls every timer it holds whenever it wakes, so a timer per
+//! payment (thousands in flight under load) cost time that grew with their number.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::{Actor, AsyncContext, Context, Handler, Message, Recipient};
 
@@ -38,11 +43,40 @@ pub struct Submit {
 pub struct Bank {
     directory: Arc<Directory>,
     settle_delay: Duration,
+    /// Answers not yet due, by (due, arrival order).
+    due: BTreeMap<(Instant, u64), (Recipient<Settled>, Settled)>,
+    arrivals: u64,
+    /// When the timer that is set will fire, if one is.
+    wake_at: Option<Instant>,
 }
 
 impl Bank {
     pub fn new(directory: Arc<Directory>, settle_delay: Duration) -> Bank {
-        Bank { directory, settle_delay }
+        Bank { directory, settle_delay, due: BTreeMap::new(), arrivals: 0, wake_at: None }
+    }
+
+    /// Sends every answer that is due, and sets the timer for the next.
+    fn fire(&mut self, ctx: &mut Context<Self>) {
+        let now = Instant::now();
+        while let Some(entry) = self.due.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let (to, settled) = entry.remove();
+            to.do_send(settled);
+        }
+        self.wake_at = None;
+        self.arm(ctx);
+    }
+
+    /// Sets the timer for the earliest answer unless one is set for it already.
+    fn arm(&mut self, ctx: &mut Context<Self>) {
+        let Some(&(next, _)) = self.due.keys().next() else { return };
+        if self.wake_at.is_some_and(|at| at <= next) {
+            return;
+        }
+        self.wake_at = Some(next);
+        ctx.run_later(next.saturating_duration_since(Instant::now()), |act, ctx| act.fire(ctx));
     }
 
     /// The outcome of a payment, and after how long (None: it never settles).
@@ -86,9 +120,11 @@ impl Handler<Submit> for Bank {
         let settled = Settled { local_id: msg.local_id, result };
         if delay.is_zero() {
             msg.reply_to.do_send(settled);
-        } else {
-            ctx.run_later(delay, move |_, _| msg.reply_to.do_send(settled));
+            return;
         }
+        self.arrivals += 1;
+        self.due.insert((Instant::now() + delay, self.arrivals), (msg.reply_to, settled));
+        self.arm(ctx);
     }
 }
 
@@ -99,6 +135,52 @@ mod tests {
 
     fn bank() -> Bank {
         Bank::new(Arc::new(Directory::embedded().unwrap()), Duration::from_millis(200))
+    }
+
+    /// Collects the answers it is sent, in order.
+    struct Collect(Arc<std::sync::Mutex<Vec<u64>>>, usize, Option<tokio::sync::oneshot::Sender<()>>);
+
+    impl Actor for Collect {
+        type Context = Context<Self>;
+    }
+
+    impl Handler<Settled> for Collect {
+        type Result = ();
+
+        fn handle(&mut self, msg: Settled, _: &mut Context<Self>) {
+            let mut got = self.0.lock().unwrap();
+            got.push(msg.local_id);
+            if got.len() == self.1 {
+                if let Some(done) = self.2.take() {
+                    let _ = done.send(());
+                }
+            }
+        }
+    }
+
+    #[actix_rt::test]
+    async fn answers_go_out_in_the_order_they_are_due_whatever_order_they_came_in() {
+        let got = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (done, finished) = tokio::sync::oneshot::channel();
+        let to = Collect(Arc::clone(&got), 5, Some(done)).start().recipient();
+        let b = Bank::new(Arc::new(Directory::embedded().unwrap()), Duration::from_millis(300)).start();
+        let submit = |local_id, scenario| Submit {
+            local_id,
+            key: None,
+            scenario,
+            immediate: false,
+            refund: false,
+            reply_to: to.clone(),
+        };
+        // Due at 300 ms, 900, 30, 300 (after 1), and at once: wide apart, so a slow machine
+        // between two sends cannot reorder them.
+        b.send(submit(1, None)).await.unwrap();
+        b.send(submit(2, Some(PayoutScenario::Delay(900)))).await.unwrap();
+        b.send(submit(3, Some(PayoutScenario::Delay(30)))).await.unwrap();
+        b.send(submit(4, None)).await.unwrap();
+        b.send(Submit { immediate: true, ..submit(5, None) }).await.unwrap();
+        finished.await.unwrap();
+        assert_eq!(*got.lock().unwrap(), vec![5, 3, 1, 4, 2]);
     }
 
     #[test]

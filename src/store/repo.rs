@@ -59,7 +59,7 @@ use crate::domain::ledger::{Ledger, LedgerChange, LedgerState, StoredKeys};
 use crate::domain::listing::{day_start, local_day, summary, summary_matches, Operation};
 use crate::domain::money::Money;
 use crate::domain::transaction::{local_id_in_end_to_end, Transaction, TxKind, TxStatus};
-use chrono::NaiveDate;
+use chrono::{Datelike, NaiveDate};
 
 /// The keys kept in pages (see `paged.rs`): written in key order on the payment path, so a
 /// checkpoint writes a page for many of them.
@@ -80,29 +80,74 @@ pub const KEY_DEMO_ACCOUNT: &[u8] = b"meta/demo_account";
 const KEY_TLIST_BUILT: &[u8] = b"meta/tlist_built";
 const KEY_SEQ_ACCOUNT: &[u8] = b"seq/account";
 
+/// A key of the layout: texts as they are, numbers zero-padded to a fixed width so keys
+/// sort by them. (Built by hand: these are made several times per payment, and `format!`
+/// showed in the profile.)
+struct Key(Vec<u8>);
+
+impl Key {
+    fn new(prefix: &str) -> Key {
+        let mut v = Vec::with_capacity(64);
+        v.extend_from_slice(prefix.as_bytes());
+        Key(v)
+    }
+
+    fn text(mut self, s: &str) -> Key {
+        self.0.extend_from_slice(s.as_bytes());
+        self
+    }
+
+    /// `n` in decimal, zero-padded to `width` digits (wider if it needs more).
+    fn num(mut self, mut n: u64, width: usize) -> Key {
+        let mut digits = [b'0'; 20];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let start = at.min(digits.len() - width.min(digits.len()));
+        self.0.extend_from_slice(&digits[start..]);
+        self
+    }
+
+    fn id(self, id: AccountId) -> Key {
+        self.num(id.get(), 20)
+    }
+
+    fn done(self) -> Vec<u8> {
+        self.0
+    }
+}
+
 fn account_key(id: AccountId) -> Vec<u8> {
-    format!("acct/{:020}", id.get()).into_bytes()
+    Key::new("acct/").id(id).done()
 }
 fn tlist_prefix(id: AccountId) -> String {
     format!("tlist/{:020}/", id.get())
 }
 
 fn tlist_key(id: AccountId, created: DateTime<Utc>, local: u64) -> Vec<u8> {
-    format!("{}{:013}/{local:020}", tlist_prefix(id), created.timestamp_millis().max(0)).into_bytes()
+    let millis = u64::try_from(created.timestamp_millis()).unwrap_or(0);
+    Key::new("tlist/").id(id).text("/").num(millis, 13).text("/").num(local, 20).done()
 }
 
 /// The list index's counter of an entry: its account, Sao Paulo day, status and operation.
 fn tlist_counter(key: &[u8], value: &[u8]) -> Option<Vec<u8>> {
     let text = std::str::from_utf8(key).ok()?.strip_prefix("tlist/")?;
-    let mut parts = text.split('/');
-    let (account, millis) = (parts.next()?, parts.next()?.parse::<i64>().ok()?);
+    let account = text.get(..20)?;
+    let millis = text.get(21..34)?.parse::<i64>().ok()?;
     let day = local_day(DateTime::from_timestamp_millis(millis)?);
     let summary = std::str::from_utf8(value).ok()?;
-    Some(format!("tcnt/{account}/{}/{summary}", day.format("%Y%m%d")).into_bytes())
+    let date = u64::try_from(day.year()).ok()? * 10_000 + u64::from(day.month()) * 100 + u64::from(day.day());
+    Some(Key::new("tcnt/").text(account).text("/").num(date, 8).text("/").text(summary).done())
 }
 
 fn outbox_key(seq: u64) -> Vec<u8> {
-    format!("outbox/{seq:020}").into_bytes()
+    Key::new("outbox/").num(seq, 20).done()
 }
 
 /// The sequence number at the end of a key such as `outbox/00000000000000000042`.
@@ -134,25 +179,31 @@ fn account_cert_prefix(id: AccountId) -> Vec<u8> {
     format!("acct_cert/{:020}/", id.get()).into_bytes()
 }
 fn ledger_key(id: AccountId) -> Vec<u8> {
-    format!("ledger/{:020}", id.get()).into_bytes()
+    Key::new("ledger/").id(id).done()
 }
 fn tx_key(local: u64) -> Vec<u8> {
-    format!("tx/{local:020}").into_bytes()
+    Key::new("tx/").num(local, 20).done()
 }
 fn txid_key(id: &Uuid) -> Vec<u8> {
     format!("txid/{id}").into_bytes()
 }
 fn e2e_key(e2e: &str) -> Vec<u8> {
-    format!("e2e/{e2e}").into_bytes()
+    Key::new("e2e/").text(e2e).done()
 }
 fn ext_prefix(id: AccountId) -> Vec<u8> {
-    format!("ext/{:020}/", id.get()).into_bytes()
+    Key::new("ext/").id(id).text("/").done()
 }
 fn idem_prefix(id: AccountId) -> Vec<u8> {
-    format!("idem/{:020}/", id.get()).into_bytes()
+    Key::new("idem/").id(id).text("/").done()
 }
 fn pend_prefix(id: AccountId) -> Vec<u8> {
-    format!("pend/{:020}/", id.get()).into_bytes()
+    Key::new("pend/").id(id).text("/").done()
+}
+fn pend_key(id: AccountId, local: u64) -> Vec<u8> {
+    Key::new("pend/").id(id).text("/").num(local, 20).done()
+}
+fn copen_key(id: AccountId, local: u64) -> Vec<u8> {
+    Key::new("copen/").id(id).text("/").num(local, 20).done()
 }
 fn with_suffix(mut prefix: Vec<u8>, suffix: &str) -> Vec<u8> {
     prefix.extend_from_slice(suffix.as_bytes());
@@ -226,6 +277,7 @@ pub struct Undelivered {
     pub seq: u64,
     pub account_id: u64,
     pub local_id: u64,
+    pub event_type: crate::domain::events::EventType,
     pub state: Option<DeliveryState>,
 }
 
@@ -577,19 +629,19 @@ impl Repo {
 
     /// The hold of a new pending debit (or MED): a new key.
     pub fn put_pending(&self, b: &mut Batch, id: AccountId, local: u64, hold: Money) {
-        b.insert(with_suffix(pend_prefix(id), &format!("{local:020}")), codec::encode_hold(hold));
+        b.insert(pend_key(id, local), codec::encode_hold(hold));
     }
 
     pub fn delete_pending(&self, b: &mut Batch, id: AccountId, local: u64) {
-        b.delete(with_suffix(pend_prefix(id), &format!("{local:020}")));
+        b.delete(pend_key(id, local));
     }
 
     pub fn put_open_charge(&self, b: &mut Batch, id: AccountId, local: u64) {
-        b.insert(format!("copen/{:020}/{local:020}", id.get()).into_bytes(), Vec::new());
+        b.insert(copen_key(id, local), Vec::new());
     }
 
     pub fn delete_open_charge(&self, b: &mut Batch, id: AccountId, local: u64) {
-        b.delete(format!("copen/{:020}/{local:020}", id.get()).into_bytes());
+        b.delete(copen_key(id, local));
     }
 
     /// The account's open charges, oldest first.
@@ -798,7 +850,13 @@ impl Repo {
             let seq = seq_of(&k, "outbox/")?;
             let event = codec::event_header(&v).map_err(|e| corrupt(&k, e))?;
             let state: Option<DeliveryState> = self.get_json(format!("whst/{seq:020}").as_bytes())?;
-            out.push(Undelivered { seq, account_id: event.account_id, local_id: event.local_id, state });
+            out.push(Undelivered {
+                seq,
+                account_id: event.account_id,
+                local_id: event.local_id,
+                event_type: event.event_type,
+                state,
+            });
         }
         Ok((out, more))
     }
@@ -1047,6 +1105,25 @@ mod tests {
             rotated_at: now,
         };
         Some((account, client))
+    }
+
+    #[test]
+    fn keys_are_built_with_their_numbers_zero_padded_as_the_layout_says() {
+        let id = AccountId::new(42).unwrap();
+        // 2025-11-23 02:00:00.123 UTC, still the 22nd in Sao Paulo.
+        let at = DateTime::from_timestamp_millis(1_763_863_200_123).unwrap();
+        assert_eq!(tx_key(7), b"tx/00000000000000000007");
+        assert_eq!(tx_key(u64::MAX), b"tx/18446744073709551615");
+        assert_eq!(
+            String::from_utf8(tlist_key(id, at, 9)).unwrap(),
+            format!("tlist/{:020}/{:013}/{:020}", 42, 1_763_863_200_123u64, 9)
+        );
+        assert_eq!(pend_key(id, 5), format!("pend/{:020}/{:020}", 42, 5).into_bytes());
+        // The counter of an entry: its Sao Paulo day.
+        assert_eq!(
+            tlist_counter(&tlist_key(id, at, 9), b"PW").map(String::from_utf8),
+            Some(Ok(format!("tcnt/{:020}/20251122/PW", 42)))
+        );
     }
 
     #[test]

@@ -128,6 +128,7 @@ impl Dispatcher {
                 seq: u.seq,
                 account: u.account_id,
                 transaction: u.local_id,
+                event_type: u.event_type,
                 attempts: u.state.map_or(0, |s| s.attempts),
                 due: u.state.map_or(now, |s| s.next_attempt_at),
             });
@@ -193,12 +194,13 @@ impl Dispatcher {
         d: &Delivery,
         now: DateTime<Utc>,
     ) -> Result<Option<(Request, WebhookConfig)>, RepoError> {
-        let Some(event) = self.repo.outbox_event(d.seq)? else { return Ok(None) };
-        let Some(account) = AccountId::new(event.account_id) else { return Ok(None) };
-        let Some(config) = self.repo.webhook_config(account, event.event_type)?.filter(|c| c.is_active)
-        else {
+        // The endpoint first: most events of a busy account may go to none, and then the
+        // event itself is never read.
+        let Some(account) = AccountId::new(d.account) else { return Ok(None) };
+        let Some(config) = self.repo.webhook_config(account, d.event_type)?.filter(|c| c.is_active) else {
             return Ok(None);
         };
+        let Some(event) = self.repo.outbox_event(d.seq)? else { return Ok(None) };
         let request =
             self.signed(account, &config.url, &config.headers, &event, &format!("msg_{}", d.seq), now)?;
         Ok(Some((request, config)))
@@ -385,6 +387,7 @@ impl Dispatcher {
                 seq: 0,
                 account: event.account_id,
                 transaction: event.local_id,
+                event_type: event.event_type,
                 attempts: 0,
                 due: sent_at,
             };
@@ -488,6 +491,7 @@ impl Handler<Durable> for Dispatcher {
                         seq,
                         account: e.account_id,
                         transaction: e.local_id,
+                        event_type: e.event_type,
                         attempts: 0,
                         due: now,
                     });
