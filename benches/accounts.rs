@@ -20,6 +20,10 @@ use pixgw::sim::bank::Bank;
 use pixgw::sim::directory::Directory;
 use pixgw::store::{JournalOptions, Repo, Storage};
 
+/// How long the allocator is given to return freed memory before the last measurement
+/// (jemalloc purges dirty pages after about 10 s).
+const MEMORY_DECAY_WAIT: Duration = Duration::from_secs(15);
+
 fn rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -31,6 +35,9 @@ fn rss_mb() -> f64 {
         .and_then(|kb| kb.parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
 }
+
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() {
     // `cargo bench` passes --bench; nothing else to parse.
@@ -152,6 +159,13 @@ async fn run(n: u64, dir: std::path::PathBuf) -> anyhow::Result<()> {
         }
     }
     println!("live account actors: {}; resident memory: {:.0} MB", registry.live_count(), rss_mb());
+    actix_rt::time::sleep(MEMORY_DECAY_WAIT).await;
+    println!(
+        "{:?} later, every actor still live ({}): resident memory: {:.0} MB",
+        MEMORY_DECAY_WAIT,
+        registry.live_count(),
+        rss_mb()
+    );
 
     clock.advance(ACCOUNT_IDLE_STOP_SECONDS + 1).map_err(|e| anyhow::anyhow!("{e}"))?;
     registry.tick_all().await;
@@ -164,5 +178,9 @@ async fn run(n: u64, dir: std::path::PathBuf) -> anyhow::Result<()> {
         registry.live_count(),
         rss_mb()
     );
+    // The allocator gives freed memory back on its own background thread (decay): measure
+    // again once it had the time to.
+    actix_rt::time::sleep(MEMORY_DECAY_WAIT).await;
+    println!("{:?} later: resident memory: {:.0} MB", MEMORY_DECAY_WAIT, rss_mb());
     Ok(())
 }

@@ -8,6 +8,9 @@ use pixgw::config::{Cli, Command, ListenArgs, LoadArgs, ServeArgs, Settings, Web
 use pixgw::startup::Application;
 use pixgw::telemetry;
 
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {

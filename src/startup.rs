@@ -114,6 +114,14 @@ impl Application {
         )
         .context("starting webhook delivery")?;
         let registry = Arc::new(Registry::new(deps, settings.workers));
+        let swept = Arc::clone(&registry);
+        actix_web::rt::spawn(async move {
+            let mut every = tokio::time::interval(crate::account::IDLE_SWEEP_EVERY);
+            loop {
+                every.tick().await;
+                swept.sweep();
+            }
+        });
         // Recovery: wake every account with pending debits so they go to the bank again
         // now, not when the account is next used.
         let resumed = repo.accounts_with_pending()?;

@@ -24,7 +24,9 @@ use chrono::{DateTime, Utc};
 
 use super::messages::*;
 use crate::clock::Clock;
+use crate::domain::account::AccountSettings;
 use crate::domain::decide::{self, Account, Fresh, Ids, Plan, Record, Refusal, FRESH_RANDOM_BYTES};
+use crate::domain::ids::AccountId;
 use crate::domain::ledger::{Ledger, StoredKeys};
 use crate::domain::med::{Med, MedStatus};
 use crate::domain::pix_key::parse_directory_key;
@@ -35,13 +37,8 @@ use crate::store::{AccountRecord, CommitError, GroupCommit, Repo, RepoError, Sto
 
 /// Messages an actor's mailbox holds before senders wait.
 const MAILBOX_CAPACITY: usize = 4096;
-/// Key index entries (externalIds, idempotency keys) an actor holds in memory before it
-/// forgets those whose writes are durable (storage answers for them).
-const KEYS_HELD_MAX: usize = 1024;
 /// How long a settlement refused for a full disk waits before it is written again.
 pub(super) const SETTLE_RETRY_AFTER: Duration = Duration::from_secs(1);
-/// How often an actor looks for expired transfers on its own.
-const TICK_EVERY: Duration = Duration::from_secs(1);
 /// An actor with nothing in flight stops after this long without a request (server
 /// clock), so a node that served many accounts does not keep them all in memory; the
 /// registry starts it again from storage on its next request.
@@ -57,7 +54,7 @@ pub struct Deps {
 }
 
 pub struct AccountActor {
-    pub(super) account: AccountRecord,
+    pub(super) account: Owner,
     pub(super) deps: Arc<Deps>,
     /// `Err` when the ledger could not be loaded: the actor stops at once.
     ledger: Result<Ledger, String>,
@@ -65,30 +62,82 @@ pub struct AccountActor {
     halted: bool,
     /// The writes queued before the halt have landed (or failed).
     halt_landed: bool,
-    /// Pending debits, to settle without a storage read.
-    pending: HashMap<u64, Transaction>,
-    /// Open charges (PENDING cash-ins).
-    pub(super) open_charges: HashMap<u64, Transaction>,
-    /// `/dict/pix` and charge expirations: (deadline, local id).
-    deadlines: BTreeSet<(DateTime<Utc>, u64)>,
-    /// Scheduled splits: (when they go to the bank, local id).
-    scheduled: BTreeSet<(DateTime<Utc>, u64)>,
-    /// New pending debits to send to the bank once the writes that made them are durable.
-    ready: Vec<Transaction>,
+    /// What is pending, open, scheduled or in flight; `None` while nothing is, so an idle
+    /// account of a node that serves many holds next to nothing (see [`Work`]).
+    work: Option<Box<Work>>,
     /// The newest group-commit ticket of this actor's writes; replies wait for it.
     last_ticket: u64,
-    /// Transactions this actor wrote that the committer may not have applied yet, with the
-    /// ticket of their latest write: the actor reads its own writes here first, because
-    /// storage lags its memory by up to one group. Pruned at every commit, so it holds only
-    /// writes in flight.
-    unapplied: HashMap<u64, (u64, Transaction)>,
-    unapplied_order: VecDeque<(u64, u64)>,
-    /// MEDs of this account that are not closed: their latest state, ahead of storage.
-    pub(super) meds: HashMap<u64, Med>,
     /// The last request (server clock), for the idle stop.
     last_active: DateTime<Utc>,
     /// Replies waiting for durability.
     replies_pending: usize,
+    /// The one timer an actor may hold: for its earliest deadline or scheduled split (server
+    /// clock), and its handle. None while it has no deadline: the idle stop is driven by the
+    /// registry's sweep, not by a timer per actor.
+    timer: Option<(DateTime<Utc>, SpawnHandle)>,
+    /// A wait for this actor's writes to become durable is under way, after which it
+    /// forgets them (see [`AccountActor::forget_when_durable`]).
+    forgetting: bool,
+}
+
+/// What an actor keeps of its account's record: what its commands read (not the secrets,
+/// the document or the client id).
+pub(super) struct Owner {
+    pub(super) id: AccountId,
+    pub(super) settings: AccountSettings,
+    name: Box<str>,
+    receiving_key: Box<str>,
+}
+
+/// An actor's bookkeeping of unfinished business. Transactions are boxed: one is large, a
+/// hash table keeps its entries inline, and its first insert makes room for several. Each
+/// map gives its table back once it is empty, and the whole is dropped once everything is.
+#[derive(Default)]
+struct Work {
+    /// Pending debits, to settle without a storage read.
+    pending: HashMap<u64, Box<Transaction>>,
+    /// Open charges (PENDING cash-ins).
+    open_charges: HashMap<u64, Box<Transaction>>,
+    /// `/dict/pix` and charge expirations: (deadline, local id).
+    deadlines: BTreeSet<(DateTime<Utc>, u64)>,
+    /// Scheduled splits: (when they go to the bank, local id).
+    scheduled: BTreeSet<(DateTime<Utc>, u64)>,
+    /// New pending debits (local ids) to send to the bank once the writes that made them
+    /// are durable.
+    ready: Vec<u64>,
+    /// Transactions this actor wrote that the committer may not have applied yet, with the
+    /// ticket of their latest write: the actor reads its own writes here first, because
+    /// storage lags its memory by up to one group. Pruned at every commit, so it holds only
+    /// writes in flight.
+    unapplied: HashMap<u64, (u64, Box<Transaction>)>,
+    unapplied_order: VecDeque<(u64, u64)>,
+    /// MEDs of this account that are not closed: their latest state, ahead of storage.
+    meds: HashMap<u64, Med>,
+}
+
+impl Work {
+    fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+            && self.open_charges.is_empty()
+            && self.deadlines.is_empty()
+            && self.scheduled.is_empty()
+            && self.ready.is_empty()
+            && self.unapplied.is_empty()
+            && self.meds.is_empty()
+    }
+
+    fn give_back(&mut self) {
+        give_back(&mut self.pending);
+        give_back(&mut self.open_charges);
+        give_back(&mut self.unapplied);
+        give_back(&mut self.meds);
+        if self.unapplied_order.is_empty() {
+            self.unapplied_order.shrink_to_fit();
+        }
+        if self.ready.is_empty() {
+            self.ready.shrink_to_fit();
+        }
+    }
 }
 
 impl AccountActor {
@@ -96,23 +145,24 @@ impl AccountActor {
     pub fn load(account: AccountRecord, deps: Arc<Deps>) -> AccountActor {
         let ledger = deps.repo.load_ledger(&account).map_err(|e| e.to_string());
         let started = deps.clock.now();
+        let owner = Owner {
+            id: account.id,
+            settings: account.settings,
+            name: account.profile.name.as_str().into(),
+            receiving_key: account.receiving_key.into_boxed_str(),
+        };
         let mut actor = AccountActor {
-            account,
+            account: owner,
             deps,
             ledger,
             halted: false,
             halt_landed: false,
-            pending: HashMap::new(),
-            open_charges: HashMap::new(),
-            deadlines: BTreeSet::new(),
-            scheduled: BTreeSet::new(),
-            ready: Vec::new(),
+            work: None,
             last_ticket: 0,
-            unapplied: HashMap::new(),
-            unapplied_order: VecDeque::new(),
-            meds: HashMap::new(),
             last_active: started,
             replies_pending: 0,
+            timer: None,
+            forgetting: false,
         };
         if let Err(e) = actor.load_pending() {
             actor.ledger = Err(e);
@@ -137,6 +187,40 @@ impl AccountActor {
         Ok(())
     }
 
+    // ---- bookkeeping --------------------------------------------------------------------
+
+    fn work(&mut self) -> &mut Work {
+        self.work.get_or_insert_with(Box::default)
+    }
+
+    /// Drops the bookkeeping once nothing is left in it.
+    fn tidy(&mut self) {
+        if let Some(w) = self.work.as_mut() {
+            if w.is_empty() {
+                self.work = None;
+            } else {
+                w.give_back();
+            }
+        }
+    }
+
+    fn pending_tx(&self, local_id: u64) -> Option<&Transaction> {
+        self.work.as_ref()?.pending.get(&local_id).map(|t| &**t)
+    }
+
+    pub(super) fn open_charge(&self, local_id: u64) -> Option<&Transaction> {
+        self.work.as_ref()?.open_charges.get(&local_id).map(|t| &**t)
+    }
+
+    /// Whether an open charge matches.
+    pub(super) fn open_charges_any(&self, f: impl Fn(&Transaction) -> bool) -> bool {
+        self.work.as_ref().is_some_and(|w| w.open_charges.values().any(|t| f(t)))
+    }
+
+    pub(super) fn unclosed_med(&self, id: u64) -> Option<&Med> {
+        self.work.as_ref()?.meds.get(&id)
+    }
+
     // ---- gather ------------------------------------------------------------------------
 
     /// What the pure rules read of this account; refused while halted.
@@ -148,7 +232,7 @@ impl AccountActor {
         Ok(Account {
             id: self.account.id,
             settings: &self.account.settings,
-            name: self.account.profile.name.as_str(),
+            name: &self.account.name,
             receiving_key: &self.account.receiving_key,
             ledger,
         })
@@ -206,8 +290,8 @@ impl AccountActor {
         ctx: &mut Context<Self>,
     ) -> Result<Option<Transaction>, PayError> {
         self.prune_unapplied();
-        if let Some((_, tx)) = self.unapplied.get(&local_id) {
-            return Ok(Some(tx.clone()));
+        if let Some((_, tx)) = self.work.as_ref().and_then(|w| w.unapplied.get(&local_id)) {
+            return Ok(Some((**tx).clone()));
         }
         let r = self.deps.repo.transaction(local_id);
         let account = self.account.id;
@@ -216,7 +300,7 @@ impl AccountActor {
 
     /// Whether any write still in flight matches.
     pub(super) fn unapplied_any(&self, f: impl Fn(&Transaction) -> bool) -> bool {
-        self.unapplied.values().any(|(_, t)| f(t))
+        self.work.as_ref().is_some_and(|w| w.unapplied.values().any(|(_, t)| f(t)))
     }
 
     /// The bank data of an institution of the directory.
@@ -264,7 +348,37 @@ impl AccountActor {
         for record in records {
             self.track(ticket, record);
         }
+        self.arm(ctx);
         Ok(reply)
+    }
+
+    /// Sets the timer for the earliest deadline or scheduled split, if there is one and no
+    /// timer fires before it.
+    fn arm(&mut self, ctx: &mut Context<Self>) {
+        let earliest = self.work.as_ref().and_then(|w| {
+            let deadline = w.deadlines.first().map(|(at, _)| *at);
+            let scheduled = w.scheduled.first().map(|(at, _)| *at);
+            deadline.into_iter().chain(scheduled).min()
+        });
+        match (earliest, self.timer.as_ref()) {
+            (None, None) => {}
+            (None, Some(&(_, handle))) => {
+                ctx.cancel_future(handle);
+                self.timer = None;
+            }
+            (Some(at), Some(&(set, _))) if set <= at => {}
+            (Some(at), old) => {
+                if let Some(&(_, handle)) = old {
+                    ctx.cancel_future(handle);
+                }
+                let wait = (at - self.now()).to_std().unwrap_or(Duration::ZERO);
+                let handle = ctx.run_later(wait, |act, ctx| {
+                    act.timer = None;
+                    act.expire_due(ctx);
+                });
+                self.timer = Some((at, handle));
+            }
+        }
     }
 
     /// What a written record means for the actor's own bookkeeping.
@@ -274,8 +388,8 @@ impl AccountActor {
             Record::Transaction(tx) => (tx, false),
             Record::Med(med) => {
                 match med.status {
-                    MedStatus::Open | MedStatus::Received => self.meds.insert(med.id, med),
-                    MedStatus::Cancelled | MedStatus::Analyzed => self.meds.remove(&med.id),
+                    MedStatus::Open | MedStatus::Received => self.work().meds.insert(med.id, med),
+                    MedStatus::Cancelled | MedStatus::Analyzed => self.work().meds.remove(&med.id),
                 };
                 return;
             }
@@ -287,9 +401,9 @@ impl AccountActor {
                 if new {
                     match tx.scheduled_for {
                         Some(at) => {
-                            self.scheduled.insert((at, tx.local_id));
+                            self.work().scheduled.insert((at, tx.local_id));
                         }
-                        None => self.ready.push(tx.clone()),
+                        None => self.work().ready.push(tx.local_id),
                     }
                 }
                 self.track_pending(tx.clone());
@@ -297,45 +411,54 @@ impl AccountActor {
             (kind, _) if kind.is_debit() => self.untrack_pending(&tx),
             _ => {}
         }
-        self.unapplied_order.push_back((ticket, tx.local_id));
-        self.unapplied.insert(tx.local_id, (ticket, tx));
+        let w = self.work();
+        w.unapplied_order.push_back((ticket, tx.local_id));
+        w.unapplied.insert(tx.local_id, (ticket, Box::new(tx)));
     }
 
     fn track_charge(&mut self, tx: Transaction) {
+        let w = self.work();
         if let Some(c) = &tx.charge {
-            self.deadlines.insert((c.expires_at, tx.local_id));
+            w.deadlines.insert((c.expires_at, tx.local_id));
         }
-        self.open_charges.insert(tx.local_id, tx);
+        w.open_charges.insert(tx.local_id, Box::new(tx));
     }
 
     fn untrack_charge(&mut self, tx: &Transaction) {
+        let Some(w) = self.work.as_mut() else { return };
         if let Some(c) = &tx.charge {
-            self.deadlines.remove(&(c.expires_at, tx.local_id));
+            w.deadlines.remove(&(c.expires_at, tx.local_id));
         }
-        self.open_charges.remove(&tx.local_id);
+        w.open_charges.remove(&tx.local_id);
     }
 
     fn track_pending(&mut self, tx: Transaction) {
+        let w = self.work();
         if let Some(d) = &tx.dict {
             let deadline = tx.created_at + chrono::Duration::seconds(i64::from(d.expiration_seconds));
-            self.deadlines.insert((deadline, tx.local_id));
+            w.deadlines.insert((deadline, tx.local_id));
         }
-        self.pending.insert(tx.local_id, tx);
+        w.pending.insert(tx.local_id, Box::new(tx));
     }
 
     fn untrack_pending(&mut self, tx: &Transaction) {
-        self.pending.remove(&tx.local_id);
+        let Some(w) = self.work.as_mut() else { return };
+        w.pending.remove(&tx.local_id);
         if let Some(d) = &tx.dict {
             let deadline = tx.created_at + chrono::Duration::seconds(i64::from(d.expiration_seconds));
-            self.deadlines.remove(&(deadline, tx.local_id));
+            w.deadlines.remove(&(deadline, tx.local_id));
         }
     }
 
     /// Sends the new pending debits to the bank (their writes are durable by now).
     fn submit_ready(&mut self, ctx: &mut Context<Self>) {
-        for tx in std::mem::take(&mut self.ready) {
-            self.submit(&tx, ctx);
+        let Some(ready) = self.work.as_mut().map(|w| std::mem::take(&mut w.ready)) else { return };
+        for local_id in ready {
+            if let Some(tx) = self.pending_tx(local_id) {
+                self.submit(tx, ctx);
+            }
         }
+        self.tidy();
     }
 
     fn submit(&self, tx: &Transaction, ctx: &mut Context<Self>) {
@@ -358,22 +481,27 @@ impl AccountActor {
     /// Forgets the writes that storage now has (their ticket is under the watermark).
     fn prune_unapplied(&mut self) {
         let durable = self.deps.commit.durable_now();
-        while let Some(&(ticket, id)) = self.unapplied_order.front() {
-            if ticket > durable {
-                break;
-            }
-            self.unapplied_order.pop_front();
-            // A later write of the same transaction keeps its entry.
-            if self.unapplied.get(&id).is_some_and(|(latest, _)| *latest == ticket) {
-                self.unapplied.remove(&id);
+        if let Some(w) = self.work.as_mut() {
+            while let Some(&(ticket, id)) = w.unapplied_order.front() {
+                if ticket > durable {
+                    break;
+                }
+                w.unapplied_order.pop_front();
+                // A later write of the same transaction keeps its entry.
+                if w.unapplied.get(&id).is_some_and(|(latest, _)| *latest == ticket) {
+                    w.unapplied.remove(&id);
+                }
             }
         }
+        // The keys of durable writes are storage's to answer for (a command asks it anyway),
+        // so the ledger keeps only those in flight.
         if let Ok(ledger) = self.ledger.as_mut() {
-            if ledger.keys_held() > KEYS_HELD_MAX {
-                let in_flight = &self.unapplied;
-                ledger.retain_keys(|local| in_flight.contains_key(&local));
+            if ledger.keys_held() > 0 {
+                let in_flight = self.work.as_ref().map(|w| &w.unapplied);
+                ledger.retain_keys(|local| in_flight.is_some_and(|u| u.contains_key(&local)));
             }
         }
+        self.tidy();
     }
 
     /// Stops the actor after a failure that may leave its memory ahead of (or apart from)
@@ -418,6 +546,8 @@ impl AccountActor {
             let reply = match durable {
                 Ok(()) => {
                     act.submit_ready(ctx);
+                    // What is durable now is storage's to answer for.
+                    act.prune_unapplied();
                     reply
                 }
                 // This actor's memory may hold effects that never reached the disk.
@@ -440,7 +570,7 @@ impl AccountActor {
         result: Result<Option<BankInfo>, ErrorCode>,
         ctx: &mut Context<Self>,
     ) {
-        let Some(tx) = self.pending.get(&local_id).cloned() else { return };
+        let Some(tx) = self.pending_tx(local_id).cloned() else { return };
         // A refund that failed gives its amount back to the original's refunded sum.
         let original = match (&tx.refund, tx.kind, result.is_err()) {
             (Some(r), TxKind::RefundIn, true) => match self.transaction(r.original_local_id, ctx) {
@@ -456,25 +586,49 @@ impl AccountActor {
         };
         match decided {
             Ok(None) => {}
-            Ok(Some(plan)) => {
-                if self.execute(plan, ctx).is_err() && !self.halted {
+            Ok(Some(plan)) => match self.execute(plan, ctx) {
+                Ok(()) => self.forget_when_durable(ctx),
+                Err(_) if !self.halted => {
                     // The disk is full (logged once by the journal): the bank's answer is kept
                     // and written once room returns, so the money does not stay blocked.
                     ctx.run_later(SETTLE_RETRY_AFTER, move |act, ctx| act.settle(local_id, result, ctx));
                 }
-            }
+                Err(_) => {}
+            },
             Err(r) => {
                 self.refused(r, ctx);
             }
         }
     }
 
+    /// Forgets this actor's writes once they are durable, for the writes no reply waits for
+    /// (a settlement, an expiry): the memory of an account whose last write was one must not
+    /// wait for its next command. One wait at a time.
+    fn forget_when_durable(&mut self, ctx: &mut Context<Self>) {
+        if self.forgetting || self.work.as_ref().is_none_or(|w| w.unapplied.is_empty()) {
+            return;
+        }
+        self.forgetting = true;
+        let commit = Arc::clone(&self.deps.commit);
+        let ticket = self.last_ticket;
+        let landed = async move { commit.durable(ticket).await };
+        ctx.spawn(landed.into_actor(self).map(|_, act, ctx| {
+            act.forgetting = false;
+            act.prune_unapplied();
+            // Writes made meanwhile get their own wait.
+            act.forget_when_durable(ctx);
+        }));
+    }
+
     /// Closes an open charge that reached its expiration.
     fn expire_charge(&mut self, local_id: u64, ctx: &mut Context<Self>) {
-        let Some(charge) = self.open_charges.get(&local_id).cloned() else { return };
+        let Some(charge) = self.open_charge(local_id).cloned() else { return };
         let plan = decide::expire_charge(charge, self.now());
-        if let Err(e) = self.execute(plan, ctx) {
-            tracing::error!(account = %self.account.id, local_id, error = %e, "charge expiry not recorded");
+        match self.execute(plan, ctx) {
+            Ok(_) => self.forget_when_durable(ctx),
+            Err(e) => {
+                tracing::error!(account = %self.account.id, local_id, error = %e, "charge expiry not recorded")
+            }
         }
     }
 
@@ -483,13 +637,7 @@ impl AccountActor {
     fn idle(&mut self, now: DateTime<Utc>) -> bool {
         self.prune_unapplied();
         now - self.last_active >= chrono::Duration::seconds(ACCOUNT_IDLE_STOP_SECONDS)
-            && self.pending.is_empty()
-            && self.open_charges.is_empty()
-            && self.deadlines.is_empty()
-            && self.scheduled.is_empty()
-            && self.ready.is_empty()
-            && self.meds.is_empty()
-            && self.unapplied.is_empty()
+            && self.work.is_none()
             && self.replies_pending == 0
             && self.last_ticket <= self.deps.commit.durable_now()
     }
@@ -506,23 +654,29 @@ impl AccountActor {
             ctx.stop();
             return;
         }
+        let Some(w) = self.work.as_mut() else { return };
         // Scheduled splits whose time has come go to the bank (their writes are long durable).
         let due: Vec<(DateTime<Utc>, u64)> =
-            self.scheduled.iter().take_while(|(at, _)| *at <= now).copied().collect();
-        for key in due {
-            self.scheduled.remove(&key);
-            if let Some(tx) = self.pending.get(&key.1).cloned() {
-                self.submit(&tx, ctx);
+            w.scheduled.iter().take_while(|(at, _)| *at <= now).copied().collect();
+        for key in &due {
+            w.scheduled.remove(key);
+        }
+        let expired: Vec<u64> =
+            w.deadlines.iter().take_while(|(d, _)| *d <= now).map(|(_, id)| *id).collect();
+        for (_, local_id) in due {
+            if let Some(tx) = self.pending_tx(local_id) {
+                self.submit(tx, ctx);
             }
         }
-        let due: Vec<u64> = self.deadlines.iter().take_while(|(d, _)| *d <= now).map(|(_, id)| *id).collect();
-        for id in due {
-            if self.open_charges.contains_key(&id) {
+        for id in expired {
+            if self.open_charge(id).is_some() {
                 self.expire_charge(id, ctx);
             } else {
                 self.settle(id, Err(ErrorCode::Expired), ctx);
             }
         }
+        self.tidy();
+        self.arm(ctx);
     }
 
     /// Keeps `last_active` as it was (time moving is not a request).
@@ -531,6 +685,13 @@ impl AccountActor {
         let reply = self.reply_when_durable(Ok(()));
         self.last_active = last;
         reply
+    }
+}
+
+/// Frees an emptied map's table (a map keeps its largest size otherwise).
+fn give_back<K: std::hash::Hash + Eq, V>(map: &mut HashMap<K, V>) {
+    if map.is_empty() && map.capacity() > 0 {
+        map.shrink_to_fit();
     }
 }
 
@@ -547,15 +708,23 @@ impl Actor for AccountActor {
         // Recovery: whatever was pending when the server stopped goes to the bank again,
         // but a scheduled split waits for its time.
         let now = self.now();
-        let pending: Vec<Transaction> = self.pending.values().cloned().collect();
-        for tx in &pending {
-            match tx.scheduled_for {
+        let pending: Vec<(u64, Option<DateTime<Utc>>)> = self
+            .work
+            .as_ref()
+            .map(|w| w.pending.values().map(|t| (t.local_id, t.scheduled_for)).collect())
+            .unwrap_or_default();
+        for (local_id, scheduled_for) in pending {
+            match scheduled_for {
                 Some(at) if at > now => {
-                    self.scheduled.insert((at, tx.local_id));
+                    self.work().scheduled.insert((at, local_id));
                 }
-                _ => self.submit(tx, ctx),
+                _ => {
+                    if let Some(tx) = self.pending_tx(local_id) {
+                        self.submit(tx, ctx);
+                    }
+                }
             }
         }
-        ctx.run_interval(TICK_EVERY, |act, ctx| act.expire_due(ctx));
+        self.arm(ctx);
     }
 }

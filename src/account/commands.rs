@@ -60,7 +60,7 @@ impl AccountActor {
     /// Whether a charge of this account has this txid: open, in flight, or stored.
     fn txid_taken(&mut self, txid: &str, ctx: &mut Context<Self>) -> Result<bool, PayError> {
         let has = |t: &Transaction| t.charge.as_ref().is_some_and(|c| c.txid == txid);
-        if self.open_charges.values().any(has) || self.unapplied_any(has) {
+        if self.open_charges_any(has) || self.unapplied_any(has) {
             return Ok(true);
         }
         let r = self.deps.repo.charge_by_txid(self.account.id, txid);
@@ -101,7 +101,7 @@ impl AccountActor {
 
     /// A charge as this actor knows it: open, or its status.
     fn charge_state(&mut self, local_id: u64, ctx: &mut Context<Self>) -> Result<ChargeState, PayError> {
-        if let Some(tx) = self.open_charges.get(&local_id) {
+        if let Some(tx) = self.open_charge(local_id) {
             return Ok(ChargeState::Open(Box::new(tx.clone())));
         }
         Ok(ChargeState::Closed(self.transaction(local_id, ctx)?.map(|t| t.status)))
@@ -213,7 +213,7 @@ impl AccountActor {
 
     fn close_med(&mut self, msg: CloseMed, ctx: &mut Context<Self>) -> Result<Med, PayError> {
         self.view()?;
-        let med = match self.meds.get(&msg.id) {
+        let med = match self.unclosed_med(msg.id) {
             Some(m) => Some(m.clone()),
             None => {
                 let r = self.deps.repo.med(self.account.id, msg.id);

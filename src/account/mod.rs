@@ -20,4 +20,4 @@ pub use messages::{
     CancelCharge, ChargeRequest, CloseMed, CreateCharge, DictRequest, GetBalance, OpenMed, Pay, PayCharge,
     PayError, PayOutcome, PayRequest, PixIn, Refund, RefundRequest, ReturnPayment, SettingsChanged, Tick,
 };
-pub use registry::{Registry, RegistryError};
+pub use registry::{Registry, RegistryError, IDLE_SWEEP_EVERY};

@@ -23,6 +23,10 @@ pub enum RegistryError {
     Repo(#[from] RepoError),
 }
 
+/// How often live actors are asked whether they are idle (an idle actor stops within
+/// `ACCOUNT_IDLE_STOP_SECONDS` plus this).
+pub const IDLE_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Inserts between two sweeps of stopped actors' addresses.
 const PRUNE_EVERY_INSERTS: usize = 1024;
 
@@ -79,6 +83,16 @@ impl Registry {
     fn live(&self) -> Vec<Addr<AccountActor>> {
         let map = self.actors.read().unwrap_or_else(|p| p.into_inner());
         map.values().filter(|a| a.connected()).cloned().collect()
+    }
+
+    /// Asks every live actor to act on the current time (expire what is due, stop if idle)
+    /// without waiting: the idle stop's only driver, run every [`IDLE_SWEEP_EVERY`].
+    pub fn sweep(&self) {
+        for addr in self.live() {
+            addr.do_send(Tick);
+        }
+        let mut map = self.actors.write().unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, a| a.connected());
     }
 
     /// Lets every live actor act on the current time, and waits until they have.

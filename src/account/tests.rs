@@ -182,3 +182,40 @@ async fn after_a_failed_sync_nothing_is_acknowledged_and_the_actor_halts() {
         Err(e) => assert!(matches!(e, MailboxError::Closed)),
     }
 }
+
+#[actix_rt::test]
+async fn a_transfer_queued_past_its_expiration_is_ended_by_the_actors_own_timer() {
+    let f = fixture("10.00");
+    // Tell the test when a hold is released (the settlement's write is durable).
+    let (released, holds) = std::sync::mpsc::channel();
+    assert!(f.commit.observe(
+        b"pend/",
+        Box::new(move |ops: &[crate::store::Op]| {
+            for op in ops.iter().filter(|op| op.value().is_none()) {
+                let _ = released.send(op.key().to_vec());
+            }
+        })
+    ));
+    let addr = f.actor();
+    let mut transfer = cash_out("", "1.00").0;
+    transfer.kind = TxKind::DictPix;
+    transfer.external_id = None;
+    transfer.dict = Some(DictRequest {
+        idempotency_key: "k".into(),
+        request_hash: "h".into(),
+        priority: crate::domain::transaction::Priority::Norm,
+        expiration_seconds: 1,
+        currency: "BRL".into(),
+    });
+    let out = addr.send(Pay(transfer)).await.unwrap().unwrap();
+    assert_eq!(f.balance(&addr).await, Balance { available: m("9"), blocked: m("1") });
+    // Nothing tells the actor that time passed: its own timer ends the transfer.
+    let key = holds.recv_timeout(Duration::from_secs(30)).expect("the hold was never released");
+    assert!(String::from_utf8_lossy(&key).ends_with(&format!("{:020}", out.tx.local_id)));
+    assert_eq!(f.balance(&addr).await, Balance { available: m("10"), blocked: m("0") });
+    let ended = f.repo.transaction(out.tx.local_id).unwrap().unwrap();
+    assert_eq!(
+        (ended.status, ended.error_code),
+        (TxStatus::Error, Some(crate::domain::transaction::ErrorCode::Expired))
+    );
+}

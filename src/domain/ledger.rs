@@ -110,12 +110,20 @@ pub struct InvariantViolation(pub String);
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ledger {
     state: LedgerState,
-    external_ids: HashMap<String, u64>,
-    idempotency: HashMap<String, (u64, String)>,
+    /// The keys of debits whose writes are in flight; `None` when none are (most of the
+    /// time for most accounts: an account's memory is kept small).
+    keys: Option<Box<KeysInFlight>>,
     pending: HashMap<u64, Money>,
     /// The sum of `pending`, kept as holds come and go, so the check of every change is
     /// O(1) rather than a sum over every pending debit (a hot account has thousands).
     held: Money,
+}
+
+/// The externalIds and idempotency keys of debits whose writes are in flight.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct KeysInFlight {
+    external_ids: HashMap<String, u64>,
+    idempotency: HashMap<String, (u64, String)>,
 }
 
 /// A checked change to a ledger: made only by [`LedgerDraft::finish`].
@@ -175,7 +183,7 @@ impl Ledger {
             .try_fold(Money::ZERO, |acc, h| acc.checked_add(*h))
             .ok_or_else(|| InvariantViolation("pending holds overflow".into()))?;
         check(&state, held)?;
-        Ok(Ledger { state, external_ids: HashMap::new(), idempotency: HashMap::new(), pending, held })
+        Ok(Ledger { state, keys: None, pending, held })
     }
 
     pub fn state(&self) -> &LedgerState {
@@ -187,7 +195,11 @@ impl Ledger {
     }
 
     pub fn external_id(&self, external_id: &str) -> Option<u64> {
-        self.external_ids.get(external_id).copied()
+        self.keys.as_ref()?.external_ids.get(external_id).copied()
+    }
+
+    fn idempotency_key(&self, key: &str) -> Option<(u64, String)> {
+        self.keys.as_ref()?.idempotency.get(key).cloned()
     }
 
     pub fn pending(&self) -> impl Iterator<Item = (u64, Money)> + '_ {
@@ -196,14 +208,18 @@ impl Ledger {
 
     /// Entries of the key indexes held in memory.
     pub fn keys_held(&self) -> usize {
-        self.external_ids.len() + self.idempotency.len()
+        self.keys.as_ref().map_or(0, |k| k.external_ids.len() + k.idempotency.len())
     }
 
     /// Forgets the key index entries of every transaction but those `in_flight` says are
     /// (their writes are durable, so storage answers for them from now on).
     pub fn retain_keys(&mut self, in_flight: impl Fn(u64) -> bool) {
-        self.external_ids.retain(|_, local| in_flight(*local));
-        self.idempotency.retain(|_, (local, _)| in_flight(*local));
+        let Some(keys) = self.keys.as_mut() else { return };
+        keys.external_ids.retain(|_, local| in_flight(*local));
+        keys.idempotency.retain(|_, (local, _)| in_flight(*local));
+        if keys.external_ids.is_empty() && keys.idempotency.is_empty() {
+            self.keys = None;
+        }
     }
 
     pub fn is_pending(&self, local_id: u64) -> bool {
@@ -232,8 +248,15 @@ impl Ledger {
             self.pending.remove(&local);
         }
         self.pending.extend(change.holds_taken);
-        self.external_ids.extend(change.external_ids);
-        self.idempotency.extend(change.idempotency.into_iter().map(|(k, local, hash)| (k, (local, hash))));
+        if self.pending.is_empty() {
+            self.pending.shrink_to_fit();
+        }
+        if !change.external_ids.is_empty() || !change.idempotency.is_empty() {
+            let keys = self.keys.get_or_insert_with(Box::default);
+            keys.external_ids.extend(change.external_ids);
+            keys.idempotency
+                .extend(change.idempotency.into_iter().map(|(k, local, hash)| (k, (local, hash))));
+        }
     }
 }
 
@@ -256,7 +279,7 @@ impl LedgerDraft<'_> {
             .iter()
             .find(|(k, _, _)| k == key)
             .map(|(_, local, hash)| (*local, hash.clone()))
-            .or_else(|| self.base.idempotency.get(key).cloned())
+            .or_else(|| self.base.idempotency_key(key))
     }
 
     /// A debit: takes its keys, checks the limits and the balance, and holds value and fee.

@@ -219,21 +219,15 @@ pub async fn list(
     if !v.is_empty() {
         return Err(ApiError::Validation(v));
     }
-    let mut meds: Vec<Med> = state
-        .repo
-        .meds_of(caller.account_id)?
-        .into_iter()
-        .filter(|m| {
-            status.is_none_or(|s| s == m.status)
-                && reconciled.is_none_or(|r| r == m.is_reconciled())
-                && from.is_none_or(|f| m.created_at >= f)
-                && to.is_none_or(|t| m.created_at <= t)
-        })
-        .collect();
-    meds.reverse();
-    let total = meds.len();
+    let keep = |m: &Med| {
+        status.is_none_or(|s| s == m.status)
+            && reconciled.is_none_or(|r| r == m.is_reconciled())
+            && from.is_none_or(|f| m.created_at >= f)
+            && to.is_none_or(|t| m.created_at <= t)
+    };
     let skip = (page as usize - 1).saturating_mul(size as usize);
-    let data = meds.iter().skip(skip).take(size as usize).map(Med::to_json).collect();
+    let (meds, total) = state.repo.meds_page(caller.account_id, keep, skip, size as usize)?;
+    let data = meds.iter().map(Med::to_json).collect();
     Ok(HttpResponse::Ok().json(MedPage {
         data,
         metadata: MedMetadata { total, page, page_size: size, total_pages: total.div_ceil(size as usize) },

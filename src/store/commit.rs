@@ -407,17 +407,23 @@ impl GroupCommit {
         // a second (every authenticated request reads storage). A crash between two parts is
         // safe: `applied_seq` moves only after the last one, so recovery replays the whole
         // window again, and replaying puts and deletes of final values is idempotent.
-        let mut batch = Batch::default();
-        for (key, entry) in frozen.layer.iter() {
-            match &entry.value {
-                Some(v) => batch.put(key.clone(), v.clone()),
-                // Put and deleted within the window: the snapshot never had it.
-                None if base.get(key)?.is_none() => {}
-                None => batch.delete(key.clone()),
-            }
+        let mut missing = None;
+        let mut writes = frozen.layer.iter().filter_map(|(key, entry)| match &entry.value {
+            Some(v) => Some((key.as_slice(), Some(v.as_slice()))),
+            // Put and deleted within the window: the snapshot never had it.
+            None => match base.get(key) {
+                Ok(None) => None,
+                Ok(Some(_)) => Some((key.as_slice(), None)),
+                Err(e) => {
+                    missing = Some(e);
+                    None
+                }
+            },
+        });
+        base.apply_writes(&mut writes, CHECKPOINT_CHUNK_OPS)?;
+        if let Some(e) = missing {
+            return Err(e);
         }
-        base.apply_in_parts(&batch, CHECKPOINT_CHUNK_OPS)?;
-        drop(batch);
         let mut applied = Batch::default();
         applied.put(KEY_APPLIED_SEQ, frozen.seq.to_be_bytes().to_vec());
         base.apply(&applied)?;

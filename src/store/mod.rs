@@ -221,6 +221,9 @@ pub const REDO_FORMAT_VERSION: u8 = 1;
 /// Key-value pairs in key order.
 pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
+/// A write handed over by reference: a key and its new value (`None`: deleted).
+pub type Write<'a> = (&'a [u8], Option<&'a [u8]>);
+
 /// The storage engine behind the server.
 pub trait Store: Send + Sync + 'static {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
@@ -236,12 +239,27 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<(), StoreError>;
     /// Applies the batch atomically (not yet durable).
     fn apply(&self, batch: &Batch) -> Result<(), StoreError>;
-    /// Applies the batch in parts of at most `chunk_ops` writes underneath, each part
-    /// atomic, in order (a checkpoint: a long atomic batch would hold up every reader, and
-    /// a crash between parts is safe because the journal replays them all).
-    fn apply_in_parts(&self, batch: &Batch, chunk_ops: usize) -> Result<(), StoreError> {
-        for part in batch.ops().chunks(chunk_ops.max(1)) {
-            self.apply(&Batch { ops: part.to_vec() })?;
+    /// Applies `writes`, given in increasing key order, in parts of at most `part_ops`
+    /// writes underneath, each part atomic, in order. For a checkpoint: a long atomic batch
+    /// would hold up every reader, and a crash between parts is safe because the journal
+    /// replays them all. Only a part is held in memory at a time.
+    fn apply_writes<'a>(
+        &self,
+        writes: &mut dyn Iterator<Item = Write<'a>>,
+        part_ops: usize,
+    ) -> Result<(), StoreError> {
+        let mut part = Batch::default();
+        for (key, value) in writes {
+            match value {
+                Some(v) => part.put(key, v),
+                None => part.delete(key),
+            }
+            if part.len_hint() >= part_ops {
+                self.apply(&std::mem::take(&mut part))?;
+            }
+        }
+        if !part.is_empty() {
+            self.apply(&part)?;
         }
         Ok(())
     }

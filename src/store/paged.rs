@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 
 use super::codec::FORMAT_BINARY_V1;
-use super::{Batch, Op, Pairs, SharedStore, Store, StoreError};
+use super::{Batch, Op, Pairs, SharedStore, Store, StoreError, Write};
 
 /// Where pages are kept in the store underneath.
 pub const PAGE_PREFIX: &[u8] = b"pg/";
@@ -231,6 +231,34 @@ impl PagedStore {
         Ok(out)
     }
 
+    /// Reads page `name`, applies `slots` (keys of that page and their new values) and adds
+    /// its new value (or its removal) to `part`.
+    fn write_page(
+        &self,
+        part: &mut Batch,
+        name: Vec<u8>,
+        page_len: usize,
+        slots: &[Write<'_>],
+    ) -> Result<(), StoreError> {
+        let mut page = match self.inner.get(&name)? {
+            Some(bytes) => decode_page(&bytes)?,
+            None => Page::new(),
+        };
+        for (key, value) in slots {
+            let slot = key[page_len..].to_vec();
+            match value {
+                Some(v) => page.insert(slot, v.to_vec()),
+                None => page.remove(&slot),
+            };
+        }
+        if page.is_empty() {
+            part.delete(name);
+        } else {
+            part.put(name, encode_page(&page));
+        }
+        Ok(())
+    }
+
     /// The stretches of `[from, to)` in key order: those under a paged prefix, those of
     /// plain keys, and none of the pages' own keys.
     fn spans(&self, from: &[u8], to: &[u8]) -> Vec<Span<'_>> {
@@ -373,10 +401,49 @@ impl Store for PagedStore {
         self.inner.apply(&self.physical(batch)?)
     }
 
-    /// Pages the whole batch first, so each page is read and written once, then writes the
-    /// result in parts.
-    fn apply_in_parts(&self, batch: &Batch, chunk_ops: usize) -> Result<(), StoreError> {
-        self.inner.apply_in_parts(&self.physical(batch)?, chunk_ops)
+    /// The writes come in key order, so a page's keys come together: each page is read,
+    /// changed and written once, and only the part being built is held.
+    fn apply_writes<'a>(
+        &self,
+        writes: &mut dyn Iterator<Item = Write<'a>>,
+        part_ops: usize,
+    ) -> Result<(), StoreError> {
+        let mut part = Batch::default();
+        // The page being gathered: its name, where its slots start, and its slots' writes.
+        let mut page: Option<(Vec<u8>, usize, Vec<Write<'a>>)> = None;
+        let mut last: Option<&[u8]> = None;
+        for (key, value) in writes {
+            if last.is_some_and(|l| l >= key) {
+                return Err(engine("writes out of key order"));
+            }
+            last = Some(key);
+            let here = match self.paging(key) {
+                Some(p) => Some((Self::page_key(p, key)?, p.page_len)),
+                None => None,
+            };
+            if page.as_ref().is_some_and(|(name, _, _)| here.as_ref().is_none_or(|(h, _)| h != name)) {
+                if let Some((name, len, slots)) = page.take() {
+                    self.write_page(&mut part, name, len, &slots)?;
+                }
+            }
+            match here {
+                Some((name, len)) => page.get_or_insert_with(|| (name, len, Vec::new())).2.push((key, value)),
+                None => match value {
+                    Some(v) => part.put(key, v),
+                    None => part.delete(key),
+                },
+            }
+            if part.len_hint() >= part_ops {
+                self.inner.apply(&std::mem::take(&mut part))?;
+            }
+        }
+        if let Some((name, len, slots)) = page.take() {
+            self.write_page(&mut part, name, len, &slots)?;
+        }
+        if !part.is_empty() {
+            self.inner.apply(&part)?;
+        }
+        Ok(())
     }
 
     fn flush(&self) -> Result<(), StoreError> {
@@ -478,6 +545,28 @@ mod tests {
                 .collect();
             prop_assert_eq!(rev, want);
         });
+    }
+
+    #[test]
+    fn writes_handed_over_in_order_reach_pages_in_parts_the_same_as_one_batch() {
+        let (inner, store) = paged();
+        let mut first = Batch::default();
+        for i in 0..150u32 {
+            first.put(format!("tx/{i:03}"), "old");
+        }
+        store.apply(&first).unwrap();
+        let writes: Vec<(Vec<u8>, Option<Vec<u8>>)> = (0..300u32)
+            .map(|i| (format!("tx/{i:03}").into_bytes(), (i % 3 != 0).then(|| format!("v{i}").into_bytes())))
+            .chain(std::iter::once((b"z".to_vec(), Some(b"plain".to_vec()))))
+            .collect();
+        let mut it = writes.iter().map(|(k, v)| (k.as_slice(), v.as_deref()));
+        store.apply_writes(&mut it, 7).unwrap();
+        for (k, v) in &writes {
+            assert_eq!(store.get(k).unwrap(), *v, "{}", String::from_utf8_lossy(k));
+        }
+        assert_eq!(inner.scan_prefix(PAGE_PREFIX).unwrap().len(), 3, "one value per page");
+        let mut backwards = [(b"tx/002".as_slice(), None), (b"tx/001".as_slice(), None)].into_iter();
+        assert!(store.apply_writes(&mut backwards, 7).is_err(), "out of order is refused");
     }
 
     #[test]

@@ -780,10 +780,36 @@ impl Repo {
         self.get_json(format!("med/{:020}/{med:020}", id.get()).as_bytes())
     }
 
-    /// The account's MEDs, oldest first.
-    pub fn meds_of(&self, id: AccountId) -> Result<Vec<crate::domain::med::Med>, RepoError> {
-        let prefix = format!("med/{:020}/", id.get()).into_bytes();
-        self.store.scan_prefix(&prefix)?.into_iter().map(|(k, v)| parse_json(&k, &v)).collect()
+    /// One page of the account's MEDs that `keep` keeps, newest first, after `skip` of them,
+    /// and how many it keeps in all. Only the page is held: the rest are read one at a time
+    /// and counted.
+    pub fn meds_page(
+        &self,
+        id: AccountId,
+        keep: impl Fn(&crate::domain::med::Med) -> bool,
+        skip: usize,
+        size: usize,
+    ) -> Result<(Vec<crate::domain::med::Med>, usize), RepoError> {
+        let from = Key::new("med/").id(id).text("/").done();
+        let to = Key::new("med/").id(id).text("0").done(); // '0' sorts right after '/'
+        let (mut page, mut total, mut bad) = (Vec::new(), 0usize, None);
+        self.store.scan_rev(&from, &to, &mut |k, v| {
+            match parse_json::<crate::domain::med::Med>(k, v) {
+                Ok(med) if keep(&med) => {
+                    if total >= skip && page.len() < size {
+                        page.push(med);
+                    }
+                    total += 1;
+                }
+                Ok(_) => {}
+                Err(e) => bad = Some(e),
+            }
+            bad.is_none()
+        })?;
+        match bad {
+            Some(e) => Err(e),
+            None => Ok((page, total)),
+        }
     }
 
     /// An account's transaction by the externalId its client gave.
@@ -1105,6 +1131,46 @@ mod tests {
             rotated_at: now,
         };
         Some((account, client))
+    }
+
+    #[test]
+    fn a_med_page_holds_the_newest_kept_after_the_skipped_and_counts_them_all() {
+        use crate::domain::med::{Bank, Med, MedReason, MedStatus};
+        let storage = Storage::memory().unwrap();
+        let repo = Repo::new(&storage);
+        let now = Utc::now();
+        let mut b = Batch::default();
+        for (account, id) in [(1u64, 1u64), (2, 2), (1, 3), (1, 4), (1, 5), (1, 6), (1, 7)] {
+            let med = Med {
+                id,
+                account_id: account,
+                end_to_end: "E".into(),
+                status: if id % 2 == 0 { MedStatus::Cancelled } else { MedStatus::Received },
+                reason: MedReason::RefundRequest,
+                cause: None,
+                description: None,
+                analysis_result: None,
+                analysis_details: None,
+                requesting_bank: Bank { ispb: "0".into(), name: "b".into() },
+                contested_bank: Bank { ispb: "0".into(), name: "b".into() },
+                original: None,
+                original_transaction_id: None,
+                amount: Money::ZERO,
+                blocked: Money::ZERO,
+                refund_transaction_id: None,
+                created_at: now,
+                updated_at: now,
+            };
+            repo.put_med(&mut b, &med).unwrap();
+        }
+        storage.commit.commit_blocking(b).unwrap();
+        let account = AccountId::new(1).unwrap();
+        let ids = |(page, total): (Vec<Med>, usize)| (page.iter().map(|m| m.id).collect::<Vec<_>>(), total);
+        assert_eq!(ids(repo.meds_page(account, |_| true, 0, 2).unwrap()), (vec![7, 6], 6));
+        assert_eq!(ids(repo.meds_page(account, |_| true, 4, 2).unwrap()), (vec![3, 1], 6));
+        let received = |m: &Med| m.status == MedStatus::Received;
+        assert_eq!(ids(repo.meds_page(account, received, 1, 10).unwrap()), (vec![5, 3, 1], 4));
+        assert_eq!(ids(repo.meds_page(account, received, 9, 10).unwrap()), (vec![], 4));
     }
 
     #[test]
