@@ -23,6 +23,7 @@ use crate::store::{GroupCommit, MemoryStore, Repo, Storage};
 
 struct Fixture {
     registry: Registry,
+    clock: Arc<Clock>,
     repo: Repo,
     base: Arc<MemoryStore>,
     commit: Arc<GroupCommit>,
@@ -51,8 +52,22 @@ fn fixture(balance: &str) -> Fixture {
         sandbox: true,
     };
     let created = crate::accounts::create_account(&repo, profile, m(balance), None, clock.now()).unwrap();
-    let deps = Arc::new(Deps { repo: repo.clone(), commit: Arc::clone(&commit), clock, bank, directory });
-    Fixture { registry: Registry::new(deps, 1), repo, base, commit, account: created.record.id, _dir: dir }
+    let deps = Arc::new(Deps {
+        repo: repo.clone(),
+        commit: Arc::clone(&commit),
+        clock: Arc::clone(&clock),
+        bank,
+        directory,
+    });
+    Fixture {
+        registry: Registry::new(deps, 1),
+        clock,
+        repo,
+        base,
+        commit,
+        account: created.record.id,
+        _dir: dir,
+    }
 }
 
 /// A cash-out the simulated bank never answers (the test answers for it).
@@ -218,4 +233,25 @@ async fn a_transfer_queued_past_its_expiration_is_ended_by_the_actors_own_timer(
         (ended.status, ended.error_code),
         (TxStatus::Error, Some(crate::domain::transaction::ErrorCode::Expired))
     );
+}
+
+#[actix_rt::test]
+async fn the_registry_sweep_stops_an_idle_actor_and_spares_a_busy_one() {
+    let f = fixture("10.00");
+    let addr = f.actor();
+    // Busy: a payment the bank has not answered yet keeps it alive however long it waits.
+    addr.send(cash_out("a", "1.00")).await.unwrap().unwrap();
+    f.clock.advance(ACCOUNT_IDLE_STOP_SECONDS + 1).unwrap();
+    f.registry.sweep();
+    assert_eq!(f.balance(&addr).await.blocked, m("1"), "still there");
+    assert_eq!(f.registry.live_count(), 1);
+    // Once it is settled and the time has passed again, the sweep stops it.
+    let pending = f.repo.transaction_by_external_id(f.account, "a").unwrap().unwrap();
+    addr.do_send(Settled { local_id: pending.local_id, result: Ok(None) });
+    assert_eq!(f.balance(&addr).await.blocked, m("0"));
+    f.clock.advance(ACCOUNT_IDLE_STOP_SECONDS + 1).unwrap();
+    f.registry.sweep();
+    // The sweep's Tick is queued ahead of this message: it meets a closed mailbox.
+    assert!(matches!(addr.send(GetBalance).await, Err(MailboxError::Closed)));
+    assert_eq!(f.registry.live_count(), 0);
 }
