@@ -138,7 +138,14 @@ fn op_for(scenario: Scenario, mix: &[u32; 4], n: u64) -> Op {
 
 #[derive(Default)]
 struct Stats {
+    /// From each request's intended send time (what a client of an open loop sees).
     latency: Option<Histogram<u64>>,
+    /// From the moment it was actually sent: the server's (and the network's) share.
+    service: Option<Histogram<u64>>,
+    /// How late the client sent it (its timer's granularity and scheduling): `latency` less
+    /// `service`. An open loop never waits for answers before sending, so this is the
+    /// client's own delay, not the server's backpressure.
+    late: Option<Histogram<u64>>,
     done: u64,
     by_status: BTreeMap<u16, u64>,
     errors: BTreeMap<(u16, String), u64>,
@@ -161,8 +168,11 @@ struct Ctx {
 impl Ctx {
     async fn one(&self, n: u64, intended: Instant) {
         let op = op_for(self.settings.scenario, &self.settings.mix, n);
+        let sent = Instant::now();
         let (status, body, external) = self.send(op, n).await;
         let elapsed = intended.elapsed();
+        let service = sent.elapsed();
+        let late = sent.saturating_duration_since(intended);
         let mut s = self.stats.borrow_mut();
         if let Some(ext) = external.filter(|_| status == 201) {
             if !s.accepted.insert(ext.clone()) {
@@ -179,9 +189,12 @@ impl Ctx {
                 body.get("code").and_then(Value::as_str).unwrap_or(if status == 0 { "NETWORK" } else { "-" });
             *s.errors.entry((status, code.to_owned())).or_default() += 1;
         }
-        let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX).max(1);
-        if let Some(h) = s.latency.as_mut() {
-            let _ = h.record(micros.min(h.high()));
+        let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1);
+        let st = &mut *s;
+        for (h, d) in [(&mut st.latency, elapsed), (&mut st.service, service), (&mut st.late, late)] {
+            if let Some(h) = h.as_mut() {
+                let _ = h.record(micros(d).min(h.high()));
+            }
         }
     }
 
@@ -384,6 +397,8 @@ pub async fn run(s: LoadSettings) -> anyhow::Result<bool> {
         payee: (payee_key, payee_doc),
         stats: RefCell::new(Stats {
             latency: Histogram::new_with_bounds(1, 60_000_000, 3).ok(),
+            service: Histogram::new_with_bounds(1, 60_000_000, 3).ok(),
+            late: Histogram::new_with_bounds(1, 60_000_000, 3).ok(),
             ..Stats::default()
         }),
     });
@@ -545,6 +560,11 @@ async fn consistency(ctx: &Ctx, before: &Snapshot, fee: Money) -> anyhow::Result
 
 fn summary_json(s: &LoadSettings, st: &Stats, elapsed: Duration, report: &Value) -> Value {
     let ms = |q: f64| st.latency.as_ref().map_or(0.0, |h| h.value_at_quantile(q) as f64 / 1000.0);
+    let quantiles = |h: &Option<Histogram<u64>>| {
+        let at = |q: f64| h.as_ref().map_or(0.0, |h| h.value_at_quantile(q) as f64 / 1000.0);
+        json!({"p50": at(0.50), "p90": at(0.90), "p99": at(0.99), "p999": at(0.999),
+            "max": h.as_ref().map_or(0.0, |h| h.max() as f64 / 1000.0)})
+    };
     json!({
         "scenario": format!("{:?}", s.scenario),
         "mode": if s.rate.is_some() { "open" } else { "closed" },
@@ -557,6 +577,8 @@ fn summary_json(s: &LoadSettings, st: &Stats, elapsed: Duration, report: &Value)
             "p50": ms(0.50), "p90": ms(0.90), "p99": ms(0.99), "p999": ms(0.999),
             "max": st.latency.as_ref().map_or(0.0, |h| h.max() as f64 / 1000.0),
         },
+        "serviceMs": quantiles(&st.service),
+        "lateMs": quantiles(&st.late),
         "byStatus": st.by_status.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "errors": st.errors.iter().map(|((status, code), n)| json!({"status": status, "code": code, "count": n})).collect::<Vec<_>>(),
         "consistency": report,
@@ -581,6 +603,22 @@ fn print_summary(v: &Value) {
         l["p999"].as_f64().unwrap_or(0.0),
         l["max"].as_f64().unwrap_or(0.0)
     );
+    if v["mode"] == "open" {
+        for (name, key) in [
+            ("  of which the server's (from the actual send)", "serviceMs"),
+            ("  client's lateness in sending", "lateMs"),
+        ] {
+            let q = &v[key];
+            println!(
+                "{name} ms: p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}",
+                q["p50"].as_f64().unwrap_or(0.0),
+                q["p90"].as_f64().unwrap_or(0.0),
+                q["p99"].as_f64().unwrap_or(0.0),
+                q["p999"].as_f64().unwrap_or(0.0),
+                q["max"].as_f64().unwrap_or(0.0)
+            );
+        }
+    }
     println!("by status: {}", v["byStatus"]);
     for e in v["errors"].as_array().into_iter().flatten() {
         println!("  {} {}: {}", e["status"], e["code"].as_str().unwrap_or(""), e["count"]);
