@@ -13,9 +13,11 @@
 //! gives them fixed widths); no other key starts with `pg/`; a page holds its slots in
 //! order, and an empty page is deleted.
 //!
-//! Page format (version 1): [`codec::FORMAT_BINARY_V1`], the number of slots (varint), then
-//! each slot's length and bytes and its value's length and bytes (varint lengths), in slot
-//! order.
+//! Page format (version 1): [`codec::FORMAT_BINARY_V1`], the number of slots `n` (u32 LE),
+//! `n` end offsets (u32 LE, where each entry ends in the body), then the body: each slot's
+//! length and bytes and its value's length and bytes (varint lengths), in slot order. The
+//! offsets let a read find one slot by binary search: a busy account's page of one second
+//! holds thousands of entries.
 
 use std::collections::BTreeMap;
 
@@ -68,17 +70,105 @@ fn put_varint(out: &mut Vec<u8>, mut v: usize) {
 }
 
 fn encode_page(page: &Page) -> Vec<u8> {
-    let size: usize = page.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
-    let mut out = Vec::with_capacity(size + 8);
-    out.push(FORMAT_BINARY_V1);
-    put_varint(&mut out, page.len());
+    let mut body = Vec::with_capacity(page.iter().map(|(k, v)| k.len() + v.len() + 4).sum());
+    let mut ends = Vec::with_capacity(page.len());
     for (slot, value) in page {
-        put_varint(&mut out, slot.len());
-        out.extend_from_slice(slot);
-        put_varint(&mut out, value.len());
-        out.extend_from_slice(value);
+        put_varint(&mut body, slot.len());
+        body.extend_from_slice(slot);
+        put_varint(&mut body, value.len());
+        body.extend_from_slice(value);
+        ends.push(body.len() as u32);
     }
+    let mut out = Vec::with_capacity(5 + 4 * ends.len() + body.len());
+    out.push(FORMAT_BINARY_V1);
+    out.extend_from_slice(&(ends.len() as u32).to_le_bytes());
+    for end in ends {
+        out.extend_from_slice(&end.to_le_bytes());
+    }
+    out.extend_from_slice(&body);
     out
+}
+
+/// A page's parts: its end offsets and its body, checked to agree.
+fn page_parts(bytes: &[u8]) -> Result<(&[u8], &[u8]), StoreError> {
+    let rest = match bytes.split_first() {
+        Some((&FORMAT_BINARY_V1, rest)) => rest,
+        Some((other, _)) => return Err(engine(format!("unknown format {other:#04x}"))),
+        None => return Err(engine("empty")),
+    };
+    let (n, rest) = rest.split_at_checked(4).ok_or_else(|| engine("truncated"))?;
+    let n = u32::from_le_bytes([n[0], n[1], n[2], n[3]]) as usize;
+    let (ends, body) =
+        n.checked_mul(4).and_then(|len| rest.split_at_checked(len)).ok_or_else(|| engine("truncated"))?;
+    let mut last = 0;
+    for i in 0..n {
+        let end = end_at(ends, i);
+        if end < last {
+            return Err(engine("offsets out of order"));
+        }
+        last = end;
+    }
+    if last != body.len() {
+        return Err(engine("offsets disagree with the body"));
+    }
+    Ok((ends, body))
+}
+
+fn end_at(ends: &[u8], i: usize) -> usize {
+    let e = &ends[4 * i..4 * i + 4];
+    u32::from_le_bytes([e[0], e[1], e[2], e[3]]) as usize
+}
+
+/// Entry `i` of a page's body: its slot and value.
+fn entry<'a>(ends: &[u8], body: &'a [u8], i: usize) -> Result<(&'a [u8], &'a [u8]), StoreError> {
+    let start = if i == 0 { 0 } else { end_at(ends, i - 1) };
+    let mut b = body.get(start..end_at(ends, i)).ok_or_else(|| engine("bad offsets"))?;
+    let n = varint(&mut b)?;
+    let slot = take(&mut b, n)?;
+    let n = varint(&mut b)?;
+    let value = take(&mut b, n)?;
+    if !b.is_empty() {
+        return Err(engine("bad entry"));
+    }
+    Ok((slot, value))
+}
+
+/// The value of `slot` in a page, found by binary search.
+fn page_get(bytes: &[u8], slot: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+    let (ends, body) = page_parts(bytes)?;
+    let (mut lo, mut hi) = (0, ends.len() / 4);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        let (s, v) = entry(ends, body, mid)?;
+        match s.cmp(slot) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return Ok(Some(v.to_vec())),
+        }
+    }
+    Ok(None)
+}
+
+fn varint(b: &mut &[u8]) -> Result<usize, StoreError> {
+    let mut v = 0usize;
+    for shift in (0..64).step_by(7) {
+        let (&byte, rest) = b.split_first().ok_or_else(|| engine("truncated"))?;
+        *b = rest;
+        v |= usize::from(byte & 0x7F) << shift;
+        if byte < 0x80 {
+            return Ok(v);
+        }
+    }
+    Err(engine("bad length"))
+}
+
+fn take<'a>(b: &mut &'a [u8], n: usize) -> Result<&'a [u8], StoreError> {
+    if b.len() < n {
+        return Err(engine("truncated"));
+    }
+    let (head, rest) = b.split_at(n);
+    *b = rest;
+    Ok(head)
 }
 
 /// Reads a page's slots in order, handing each to `visit` until it answers false.
@@ -86,46 +176,14 @@ fn read_page<'a>(
     bytes: &'a [u8],
     mut visit: impl FnMut(&'a [u8], &'a [u8]) -> bool,
 ) -> Result<(), StoreError> {
-    fn varint(b: &mut &[u8]) -> Result<usize, StoreError> {
-        let mut v = 0usize;
-        for shift in (0..64).step_by(7) {
-            let (&byte, rest) = b.split_first().ok_or_else(|| engine("truncated"))?;
-            *b = rest;
-            v |= usize::from(byte & 0x7F) << shift;
-            if byte < 0x80 {
-                return Ok(v);
-            }
-        }
-        Err(engine("bad length"))
-    }
-    fn take<'a>(b: &mut &'a [u8], n: usize) -> Result<&'a [u8], StoreError> {
-        if b.len() < n {
-            return Err(engine("truncated"));
-        }
-        let (head, rest) = b.split_at(n);
-        *b = rest;
-        Ok(head)
-    }
-    let mut b = match bytes.split_first() {
-        Some((&FORMAT_BINARY_V1, rest)) => rest,
-        Some((other, _)) => return Err(engine(format!("unknown format {other:#04x}"))),
-        None => return Err(engine("empty")),
-    };
-    let count = varint(&mut b)?;
-    for _ in 0..count {
-        let n = varint(&mut b)?;
-        let slot = take(&mut b, n)?;
-        let n = varint(&mut b)?;
-        let value = take(&mut b, n)?;
+    let (ends, body) = page_parts(bytes)?;
+    for i in 0..ends.len() / 4 {
+        let (slot, value) = entry(ends, body, i)?;
         if !visit(slot, value) {
-            return Ok(());
+            break;
         }
     }
-    if b.is_empty() {
-        Ok(())
-    } else {
-        Err(engine("trailing bytes"))
-    }
+    Ok(())
 }
 
 fn decode_page(bytes: &[u8]) -> Result<Page, StoreError> {
@@ -350,15 +408,7 @@ impl Store for PagedStore {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         let Some(p) = self.paging(key) else { return self.inner.get(key) };
         let Some(bytes) = self.inner.get(&Self::page_key(p, key)?)? else { return Ok(None) };
-        let slot = &key[p.page_len..];
-        let mut found = None;
-        read_page(&bytes, |s, v| {
-            if s == slot {
-                found = Some(v.to_vec());
-            }
-            found.is_none() && s < slot
-        })?;
-        Ok(found)
+        page_get(&bytes, &key[p.page_len..])
     }
 
     fn scan_prefix(&self, prefix: &[u8]) -> Result<Pairs, StoreError> {
@@ -583,6 +633,19 @@ mod tests {
         assert_eq!(store.scan_prefix(b"tx/").unwrap().len(), 120);
         assert_eq!(store.get(b"tx/119").unwrap(), Some(b"v119".to_vec()));
         assert_eq!(store.get(b"keep").unwrap(), Some(b"k".to_vec()));
+    }
+
+    #[test]
+    fn a_slot_is_found_by_binary_search_in_a_large_page() {
+        let page: Page =
+            (0..5_000u32).map(|i| (format!("{:06}", 2 * i).into_bytes(), i.to_le_bytes().to_vec())).collect();
+        let bytes = encode_page(&page);
+        for i in [0u32, 1, 2_499, 4_999] {
+            let hit = page_get(&bytes, format!("{:06}", 2 * i).as_bytes()).unwrap();
+            assert_eq!(hit, Some(i.to_le_bytes().to_vec()));
+            assert_eq!(page_get(&bytes, format!("{:06}", 2 * i + 1).as_bytes()).unwrap(), None);
+        }
+        assert_eq!(page_get(&encode_page(&Page::new()), b"x").unwrap(), None);
     }
 
     #[test]
