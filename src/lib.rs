@@ -17,7 +17,8 @@
 //! - [`auth`]: secrets and their hashes, certificate parsing and generation, access tokens.
 //! - [`accounts`]: account administration over the repository.
 //! - [`store`]: the storage trait, sled and in-memory implementations, the journal, group
-//!   commit and checkpoints, the overlay readers see, the typed repository and the key layout.
+//!   commit and checkpoints, the overlay readers see, the pages under it, the record formats
+//!   (`codec`), the start-up migrations, the typed repository and the key layout.
 //! - [`http`]: DTOs, handlers, authentication extractors, the one error mapping, the route
 //!   table and the OpenAPI document.
 //! - [`clock`]: the server clock (system, or the adjustable test clock).

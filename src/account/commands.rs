@@ -7,7 +7,7 @@ use super::actor::AccountActor;
 use super::messages::*;
 use crate::domain::decide::{
     self, ChargeOutcome, ChargeState, CloseMedRequest, OpenMedRequest, PayDecision, PixInRequest,
-    RefundDecision,
+    RefundDecision, Refusal,
 };
 use crate::domain::ledger::Balance;
 use crate::domain::med::{AnalysisResult, Bank, Med};
@@ -125,7 +125,9 @@ impl AccountActor {
         match decided {
             Ok(plan) => match self.execute(plan, ctx)? {
                 ChargeOutcome::Paid(tx) => Ok(*tx),
-                ChargeOutcome::Expired => Err(PayError::NotPayable(TxStatus::Error.as_str())),
+                ChargeOutcome::Expired => {
+                    Err(PayError::Refused(Refusal::NotPayable(TxStatus::Error.as_str())))
+                }
             },
             Err(r) => Err(self.refused(r, ctx)),
         }

@@ -3,9 +3,9 @@
 use actix::Message;
 
 use crate::domain::account::AccountSettings;
-use crate::domain::decide::Refusal;
+pub use crate::domain::decide::Refusal;
 pub use crate::domain::decide::{ChargeRequest, DictRequest, PayRequest, RefundRequest};
-use crate::domain::ledger::{Balance, Rejection};
+use crate::domain::ledger::Balance;
 use crate::domain::money::Money;
 use crate::domain::transaction::Transaction;
 
@@ -16,25 +16,12 @@ pub struct PayOutcome {
     pub replayed: bool,
 }
 
+/// Why an account command did not happen.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum PayError {
-    #[error("rejected: {0:?}")]
-    Rejected(Rejection),
-    /// A charge's expiration is below the provider's minimum (seconds).
-    #[error("expiration below the provider minimum of {0} s")]
-    BelowProviderMinimum(u32),
-    /// The charge is not open: paid, or expired (its status).
-    #[error("the charge is not payable: {0}")]
-    NotPayable(&'static str),
-    /// A cob with this txid exists (409).
-    #[error("txid already exists")]
-    TxidTaken,
-    /// A refund (or a return) the rules refuse.
-    #[error("refund refused: {0:?}")]
-    Refund(crate::domain::refunds::RefundRejection),
-    /// A MED the rules refuse.
-    #[error("MED refused: {0}")]
-    Med(crate::domain::med::MedRejection),
+    /// The rules refused it (see [`Refusal`]); a bug among them is answered as internal.
+    #[error(transparent)]
+    Refused(Refusal),
     #[error("unavailable: {0}")]
     Unavailable(String),
     #[error("internal: {0}")]
@@ -44,13 +31,8 @@ pub enum PayError {
 impl From<Refusal> for PayError {
     fn from(r: Refusal) -> Self {
         match r {
-            Refusal::Ledger(r) => PayError::Rejected(r),
-            Refusal::BelowProviderMinimum(s) => PayError::BelowProviderMinimum(s),
-            Refusal::NotPayable(status) => PayError::NotPayable(status),
-            Refusal::TxidTaken => PayError::TxidTaken,
-            Refusal::Refund(r) => PayError::Refund(r),
-            Refusal::Med(r) => PayError::Med(r),
             Refusal::Bug(why) => PayError::Internal(why),
+            other => PayError::Refused(other),
         }
     }
 }

@@ -18,6 +18,7 @@ mod tests;
 pub use actor::{AccountActor, Deps, ACCOUNT_IDLE_STOP_SECONDS};
 pub use messages::{
     CancelCharge, ChargeRequest, CloseMed, CreateCharge, DictRequest, GetBalance, OpenMed, Pay, PayCharge,
-    PayError, PayOutcome, PayRequest, PixIn, Refund, RefundRequest, ReturnPayment, SettingsChanged, Tick,
+    PayError, PayOutcome, PayRequest, PixIn, Refund, RefundRequest, Refusal, ReturnPayment, SettingsChanged,
+    Tick,
 };
 pub use registry::{Registry, RegistryError, IDLE_SWEEP_EVERY};

@@ -106,9 +106,9 @@ async fn concurrent_cash_outs_never_overspend_and_each_external_id_moves_money_o
     for r in replies {
         match r.unwrap() {
             Ok(out) => accepted.push(out.tx),
-            Err(PayError::Rejected(
+            Err(PayError::Refused(Refusal::Ledger(
                 Rejection::InsufficientBalance | Rejection::DuplicateExternalId { .. },
-            )) => {}
+            ))) => {}
             Err(e) => panic!("unexpected {e}"),
         }
     }

@@ -265,7 +265,9 @@ pub async fn patch_cob(
         return Err(ApiError::Validation(f.violations));
     }
     let tx = ask(&state, &caller, CancelCharge { local_id: cob.local_id }).await?.map_err(|e| match e {
-        PayError::NotPayable(_) => ApiError::Conflict("the cob is no longer ATIVA".into()),
+        PayError::Refused(crate::account::Refusal::NotPayable(_)) => {
+            ApiError::Conflict("the cob is no longer ATIVA".into())
+        }
         other => family_b_error(other),
     })?;
     Ok(HttpResponse::Ok().json(view(&tx)))

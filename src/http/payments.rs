@@ -8,7 +8,9 @@ use utoipa::ToSchema;
 use super::auth::Caller;
 use super::error::{ApiError, Business, Violation};
 use super::AppState;
-use crate::account::{AccountActor, GetBalance, Pay, PayError, PayOutcome, PayRequest, RegistryError};
+use crate::account::{
+    AccountActor, GetBalance, Pay, PayError, PayOutcome, PayRequest, Refusal, RegistryError,
+};
 use crate::domain::ledger::{Balance, Rejection};
 use crate::domain::med::MedRejection;
 use crate::domain::refunds::RefundRejection;
@@ -89,7 +91,7 @@ pub async fn balance(state: &AppState, caller: &Caller) -> Result<Balance, ApiEr
 /// Family A: a rejection is a 400 with its code (a QR cash-out's duplicate is 409).
 pub fn family_a_error(e: PayError, external_id: &str, duplicate_is_conflict: bool) -> ApiError {
     match e {
-        PayError::Rejected(r) => match r {
+        PayError::Refused(Refusal::Ledger(r)) => match r {
             Rejection::DuplicateExternalId { existing } if duplicate_is_conflict => {
                 ApiError::Business(Business::DuplicateExternalIdConflict {
                     external_id: external_id.into(),
@@ -110,12 +112,12 @@ pub fn family_a_error(e: PayError, external_id: &str, duplicate_is_conflict: boo
                 ApiError::Internal(format!("unexpected rejection {r:?}"))
             }
         },
-        PayError::BelowProviderMinimum(minimum) => {
+        PayError::Refused(Refusal::BelowProviderMinimum(minimum)) => {
             ApiError::Business(Business::ProviderExpirationBelowMinimum { minimum })
         }
-        PayError::NotPayable(status) => not_payable(status),
-        PayError::TxidTaken => ApiError::Conflict("txid already exists".into()),
-        PayError::Refund(r) => match r {
+        PayError::Refused(Refusal::NotPayable(status)) => not_payable(status),
+        PayError::Refused(Refusal::TxidTaken) => ApiError::Conflict("txid already exists".into()),
+        PayError::Refused(Refusal::Refund(r)) => match r {
             RefundRejection::NotReceived => not_received(),
             RefundRejection::DeadlineExceeded => ApiError::Business(Business::RefundDeadlineExceeded),
             RefundRejection::ExceedsRefundable { refundable } => {
@@ -124,9 +126,9 @@ pub fn family_a_error(e: PayError, external_id: &str, duplicate_is_conflict: boo
                 })
             }
         },
-        PayError::Med(r) => med_error(r),
+        PayError::Refused(Refusal::Med(r)) => med_error(r),
+        PayError::Refused(Refusal::Bug(m)) | PayError::Internal(m) => ApiError::Internal(m),
         PayError::Unavailable(m) => ApiError::Unavailable(m),
-        PayError::Internal(m) => ApiError::Internal(m),
     }
 }
 
@@ -154,7 +156,7 @@ fn not_payable(status: &str) -> ApiError {
 pub fn family_b_error(e: PayError) -> ApiError {
     let m = |s: &str| ApiError::Unprocessable(s.to_owned());
     match e {
-        PayError::Rejected(r) => match r {
+        PayError::Refused(Refusal::Ledger(r)) => match r {
             Rejection::InsufficientBalance => m("insufficient balance"),
             Rejection::PerTransactionLimit => m("the amount is above the per-transaction limit"),
             Rejection::DailyLimit => m("the amount would exceed the daily limit"),
@@ -166,12 +168,12 @@ pub fn family_b_error(e: PayError) -> ApiError {
                 ApiError::Internal(format!("unexpected rejection {r:?}"))
             }
         },
-        PayError::BelowProviderMinimum(minimum) => {
+        PayError::Refused(Refusal::BelowProviderMinimum(minimum)) => {
             ApiError::Unprocessable(format!("the expiration is below the provider minimum of {minimum} s"))
         }
-        PayError::NotPayable(status) => not_payable(status),
-        PayError::TxidTaken => ApiError::Conflict("txid already exists".into()),
-        PayError::Refund(r) => match r {
+        PayError::Refused(Refusal::NotPayable(status)) => not_payable(status),
+        PayError::Refused(Refusal::TxidTaken) => ApiError::Conflict("txid already exists".into()),
+        PayError::Refused(Refusal::Refund(r)) => match r {
             RefundRejection::NotReceived => not_received(),
             RefundRejection::DeadlineExceeded => m("the refund deadline (89 days after receipt) has passed"),
             RefundRejection::ExceedsRefundable { refundable } => ApiError::Validation(vec![Violation::new(
@@ -179,9 +181,9 @@ pub fn family_b_error(e: PayError) -> ApiError {
                 format!("exceeds the amount still refundable ({refundable})"),
             )]),
         },
-        PayError::Med(r) => med_error(r),
+        PayError::Refused(Refusal::Med(r)) => med_error(r),
+        PayError::Refused(Refusal::Bug(msg)) | PayError::Internal(msg) => ApiError::Internal(msg),
         PayError::Unavailable(msg) => ApiError::Unavailable(msg),
-        PayError::Internal(msg) => ApiError::Internal(msg),
     }
 }
 

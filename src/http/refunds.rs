@@ -221,9 +221,9 @@ pub async fn devolucao(
         scenario: None,
     };
     let (tx, replayed) = ask_refund(&state, &caller, request).await?.map_err(|e| match e {
-        crate::account::PayError::Rejected(Rejection::DuplicateExternalId { .. }) => {
-            ApiError::Conflict("this id is already used with another valor or PIX".into())
-        }
+        crate::account::PayError::Refused(crate::account::Refusal::Ledger(
+            Rejection::DuplicateExternalId { .. },
+        )) => ApiError::Conflict("this id is already used with another valor or PIX".into()),
         other => family_b_error(other),
     })?;
     let body = Devolucao::of(&tx);

@@ -57,7 +57,9 @@ pub async fn pix_in(
     };
     let tx =
         ask(&state, &caller, PixIn { value, payer_name, payer_document }).await?.map_err(|e| match e {
-            PayError::Rejected(r) => ApiError::BadRequest(format!("amount cannot be credited: {r:?}")),
+            PayError::Refused(crate::account::Refusal::Ledger(r)) => {
+                ApiError::BadRequest(format!("amount cannot be credited: {r:?}"))
+            }
             other => super::payments::family_a_error(other, "", false),
         })?;
     Ok(HttpResponse::Created().json(PixInCreated {
@@ -186,9 +188,9 @@ pub async fn refund_out(
     let tx = ask(&state, &caller, ReturnPayment { original_local_id: original.local_id, value })
         .await?
         .map_err(|e| match e {
-            PayError::Refund(crate::domain::refunds::RefundRejection::NotReceived) => {
-                ApiError::NotFound("no confirmed payment of this account with this end-to-end id".into())
-            }
+            PayError::Refused(crate::account::Refusal::Refund(
+                crate::domain::refunds::RefundRejection::NotReceived,
+            )) => ApiError::NotFound("no confirmed payment of this account with this end-to-end id".into()),
             other => super::payments::family_a_error(other, "", false),
         })?;
     Ok(HttpResponse::Created()

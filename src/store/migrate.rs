@@ -10,7 +10,7 @@
 //!   were: a transactionId or end-to-end id made then carries no local id, and the `txid/`
 //!   and `e2e/` entries written then still find it.
 
-use super::{codec, Batch, GroupCommit, Store, StoreError};
+use super::{codec, prefix_end, Batch, GroupCommit, Store, StoreError};
 use crate::store::{Repo, RepoError};
 
 /// `meta/record_format`: the format (one byte) every record on the payment path has.
@@ -90,7 +90,7 @@ fn rewrite_all(
     prefix: &[u8],
     rewrite: Rewrite,
 ) -> Result<usize, RepoError> {
-    let mut to = prefix_end(prefix);
+    let mut to = prefix_end(prefix).unwrap_or_else(|| vec![u8::MAX; prefix.len() + 1]);
     let mut rewritten = 0;
     loop {
         let mut chunk: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(MIGRATION_CHUNK_MAX);
@@ -115,15 +115,6 @@ fn rewrite_all(
             durable(commit, b)?;
         }
     }
-}
-
-/// The smallest key above every key starting with `prefix` (its last byte plus one).
-fn prefix_end(prefix: &[u8]) -> Vec<u8> {
-    let mut end = prefix.to_vec();
-    if let Some(last) = end.last_mut() {
-        *last += 1;
-    }
-    end
 }
 
 fn durable(commit: &GroupCommit, b: Batch) -> Result<(), RepoError> {

@@ -1,6 +1,7 @@
 //! Storage: a small key-value trait, its sled implementation, an in-memory one for tests,
-//! the journal and group commit that make writes durable, and the typed repository the
-//! rest of the server uses.
+//! the journal and group commit that make writes durable, the pages that keep many records
+//! to a sled value, the record formats, the start-up migrations, and the typed repository
+//! the rest of the server uses.
 //!
 //! Every write goes through [`GroupCommit`]: it is acknowledged only once its journal record
 //! is synced to disk; sled is the snapshot store, written and flushed by checkpoints
@@ -217,6 +218,19 @@ impl Batch {
 
 /// The version of [`Batch::encode`]'s format.
 pub const REDO_FORMAT_VERSION: u8 = 1;
+
+/// The smallest key greater than every key starting with `prefix` (`None`: no bound, for a
+/// prefix of `0xFF` bytes only).
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
 
 /// Key-value pairs in key order.
 pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
-use super::{Batch, Op, Pairs, SharedStore, Store, StoreError};
+use super::{prefix_end, Batch, Op, Pairs, SharedStore, Store, StoreError};
 
 /// A key's newest write in a layer.
 #[derive(Debug, Clone)]
@@ -158,18 +158,6 @@ impl Overlay {
         out.extend(layers.active.range::<[u8], _>((from, to)).map(|(k, e)| (k.clone(), e.value.clone())));
         out
     }
-}
-
-/// The smallest key greater than every key starting with `prefix` (`None`: no bound).
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < u8::MAX {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
 }
 
 impl Store for Overlay {

@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 
 use super::codec::FORMAT_BINARY_V1;
-use super::{Batch, Op, Pairs, SharedStore, Store, StoreError, Write};
+use super::{prefix_end, Batch, Op, Pairs, SharedStore, Store, StoreError, Write};
 
 /// Where pages are kept in the store underneath.
 pub const PAGE_PREFIX: &[u8] = b"pg/";
@@ -43,18 +43,6 @@ pub struct PagedStore {
 
 fn engine(why: impl std::fmt::Display) -> StoreError {
     StoreError::Engine(format!("page: {why}"))
-}
-
-/// The smallest key above every key starting with `prefix` (`None`: no bound).
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < u8::MAX {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
 }
 
 // ---- the page format -----------------------------------------------------------------------
@@ -374,16 +362,22 @@ impl PagedStore {
         let mut failed = None;
         self.inner.scan_rev(&lo, &hi, &mut |page_key, bytes| {
             let name = &page_key[PAGE_PREFIX.len()..];
-            let mut entries = Vec::new();
-            if let Err(e) = read_page(bytes, |slot, value| {
-                entries.push((slot, value));
-                true
-            }) {
-                failed = Some(e);
-                return false;
-            }
+            let (ends, body) = match page_parts(bytes) {
+                Ok(parts) => parts,
+                Err(e) => {
+                    failed = Some(e);
+                    return false;
+                }
+            };
             let mut key = Vec::with_capacity(p.page_len + 32);
-            for (slot, value) in entries.into_iter().rev() {
+            for i in (0..ends.len() / 4).rev() {
+                let (slot, value) = match entry(ends, body, i) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        failed = Some(e);
+                        return false;
+                    }
+                };
                 key.clear();
                 key.extend_from_slice(name);
                 key.extend_from_slice(slot);

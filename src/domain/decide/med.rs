@@ -215,35 +215,6 @@ mod tests {
     use super::super::testing::*;
     use super::*;
     use crate::domain::ledger::Balance;
-    use crate::domain::transaction::BankInfo;
-
-    fn received(value: &str) -> Transaction {
-        Transaction {
-            status: TxStatus::Confirmed,
-            processed_at: Some(noon()),
-            end_to_end_id: "E00000000202603101500abcdefghijk".into(),
-            counterpart: Counterpart {
-                name: "Payer".into(),
-                document: Some("52998224725".into()),
-                bank: Some(BankInfo {
-                    ispb: "00000000".into(),
-                    name: "Banco".into(),
-                    code: "001".into(),
-                    branch: None,
-                    account_number: None,
-                }),
-                ..Counterpart::default()
-            },
-            ..Transaction::new(
-                10,
-                uuid::Uuid::nil(),
-                crate::domain::ids::AccountId::new(1).unwrap(),
-                TxKind::PixIn,
-                m(value),
-                noon(),
-            )
-        }
-    }
 
     fn open(amount: Option<&str>) -> OpenMedRequest {
         OpenMedRequest {

@@ -270,6 +270,36 @@ pub(crate) mod testing {
         }
     }
 
+    /// A PIX of `value` received at noon by account 1, local id 10, from a payer's bank.
+    pub fn received(value: &str) -> Transaction {
+        use crate::domain::transaction::{BankInfo, Counterpart, TxStatus};
+        Transaction {
+            status: TxStatus::Confirmed,
+            processed_at: Some(noon()),
+            end_to_end_id: "E00000000202603101500abcdefghijk".into(),
+            counterpart: Counterpart {
+                name: "Payer".into(),
+                document: Some("52998224725".into()),
+                bank: Some(BankInfo {
+                    ispb: "00000000".into(),
+                    name: "Banco".into(),
+                    code: "001".into(),
+                    branch: None,
+                    account_number: None,
+                }),
+                ..Counterpart::default()
+            },
+            ..Transaction::new(
+                10,
+                uuid::Uuid::nil(),
+                AccountId::new(1).unwrap(),
+                TxKind::PixIn,
+                m(value),
+                noon(),
+            )
+        }
+    }
+
     /// The transactions a plan writes, new or updated.
     pub fn transactions<R>(plan: &Plan<R>) -> Vec<&Transaction> {
         plan.records

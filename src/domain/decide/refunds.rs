@@ -166,22 +166,6 @@ mod tests {
     use super::*;
     use crate::domain::ledger::Balance;
 
-    fn received(value: &str) -> Transaction {
-        Transaction {
-            status: TxStatus::Confirmed,
-            processed_at: Some(noon()),
-            end_to_end_id: "E00000000202603101500abcdefghijk".into(),
-            ..Transaction::new(
-                10,
-                uuid::Uuid::nil(),
-                crate::domain::ids::AccountId::new(1).unwrap(),
-                TxKind::PixIn,
-                m(value),
-                noon(),
-            )
-        }
-    }
-
     fn request(value: &str, id: &str) -> RefundRequest {
         RefundRequest {
             original_local_id: 10,
