@@ -21,6 +21,10 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT_SECONDS: u64 = 30;
 pub const DEFAULT_WEBHOOK_SENDERS: usize = 2;
 /// Bytes of a request body; larger bodies answer 413.
 pub const REQUEST_BODY_BYTES_MAX: usize = 64 * 1024;
+/// How long a request's body may take to arrive unless configured, and the longest accepted
+/// (milliseconds).
+pub const BODY_TIMEOUT_MS_DEFAULT: u64 = 10_000;
+pub const BODY_TIMEOUT_MS_MAX: u64 = 600_000;
 
 #[derive(Debug, Parser)]
 #[command(name = "pixgw", version, about = "PIX instant-payment gateway")]
@@ -142,6 +146,14 @@ pub struct ServeArgs {
     /// Settle delay of the simulated bank, in milliseconds.
     #[arg(long, env = "PIXGW_SIM_SETTLE_MS")]
     pub sim_settle_ms: Option<u64>,
+    /// Refuse (401) any authenticated request without the client certificate its token is
+    /// bound to in X-SSL-Client-Cert: for a TLS-terminating proxy that sets it on every request.
+    #[arg(long, env = "PIXGW_REQUIRE_CLIENT_CERT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub require_client_cert: bool,
+    /// Milliseconds a request's body may take to arrive after its headers (default 10000;
+    /// 1 to 600000); a slower one is answered 408 and its connection closed.
+    #[arg(long, env = "PIXGW_BODY_TIMEOUT_MS")]
+    pub body_timeout_ms: Option<u64>,
     /// Allow plain http webhook URLs (local development and tests).
     #[arg(long, env = "PIXGW_WEBHOOK_ALLOW_HTTP", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
     pub webhook_allow_http: bool,
@@ -183,6 +195,8 @@ pub struct FileConfig {
     pub admin_token: Option<String>,
     pub sim_settle_ms: Option<u64>,
     pub dict_file: Option<PathBuf>,
+    pub require_client_cert: Option<bool>,
+    pub body_timeout_ms: Option<u64>,
     pub webhook_allow_http: Option<bool>,
     pub webhook_allow_private: Option<bool>,
     pub webhook_ca_file: Option<PathBuf>,
@@ -203,6 +217,8 @@ pub struct Settings {
     pub admin_token: Option<String>,
     pub sim_settle_ms: u64,
     pub dict_file: Option<PathBuf>,
+    pub require_client_cert: bool,
+    pub body_timeout_ms: u64,
     pub webhook_allow_http: bool,
     pub webhook_allow_private: bool,
     pub webhook_ca_file: Option<PathBuf>,
@@ -261,8 +277,14 @@ impl Settings {
         if !(1..=JOURNAL_SEGMENT_MB_MAX).contains(&journal_segment_mb) {
             return Err(ConfigError::Invalid("journal segments must be of 1 to 1024 MiB"));
         }
+        let body_timeout_ms =
+            args.body_timeout_ms.or(file.body_timeout_ms).unwrap_or(BODY_TIMEOUT_MS_DEFAULT);
+        if !(1..=BODY_TIMEOUT_MS_MAX).contains(&body_timeout_ms) {
+            return Err(ConfigError::Invalid("the body timeout must be of 1 to 600000 ms"));
+        }
         Ok(Settings {
             listen,
+            body_timeout_ms,
             data_dir: args
                 .data_dir
                 .clone()
@@ -273,6 +295,7 @@ impl Settings {
             admin_token,
             sim_settle_ms: args.sim_settle_ms.or(file.sim_settle_ms).unwrap_or(DEFAULT_SIM_SETTLE_MS),
             dict_file: args.dict_file.clone().or(file.dict_file),
+            require_client_cert: args.require_client_cert || file.require_client_cert.unwrap_or(false),
             webhook_allow_http: args.webhook_allow_http || file.webhook_allow_http.unwrap_or(false),
             webhook_allow_private: args.webhook_allow_private || file.webhook_allow_private.unwrap_or(false),
             webhook_ca_file: args.webhook_ca_file.clone().or(file.webhook_ca_file),
@@ -313,13 +336,19 @@ mod tests {
     fn a_flag_beats_the_file_and_the_file_beats_the_default() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pixgw.toml");
-        std::fs::write(&path, "listen = \"127.0.0.1:9999\"\nsim_settle_ms = 5\ntest_clock = true\n").unwrap();
+        std::fs::write(
+            &path,
+            "listen = \"127.0.0.1:9999\"\nsim_settle_ms = 5\ntest_clock = true\nrequire_client_cert = true\n",
+        )
+        .unwrap();
         let args =
             ServeArgs { config: Some(path), listen: Some("127.0.0.1:7777".into()), ..ServeArgs::default() };
         let s = Settings::resolve(&args).unwrap();
         assert_eq!(s.listen.to_string(), "127.0.0.1:7777");
         assert_eq!(s.sim_settle_ms, 5);
         assert!(s.test_clock);
+        assert!(s.require_client_cert);
+        assert!(!Settings::resolve(&ServeArgs::default()).unwrap().require_client_cert, "off by default");
     }
 
     #[test]
@@ -347,5 +376,18 @@ mod tests {
         assert_eq!(with(JOURNAL_SEGMENT_MB_MAX).unwrap().journal_segment_mb, JOURNAL_SEGMENT_MB_MAX);
         assert!(matches!(with(0), Err(ConfigError::Invalid(_))));
         assert!(matches!(with(JOURNAL_SEGMENT_MB_MAX + 1), Err(ConfigError::Invalid(_))));
+    }
+
+    #[test]
+    fn the_body_timeout_takes_1_to_600000_ms() {
+        let with = |ms| Settings::resolve(&ServeArgs { body_timeout_ms: Some(ms), ..ServeArgs::default() });
+        assert_eq!(
+            Settings::resolve(&ServeArgs::default()).unwrap().body_timeout_ms,
+            BODY_TIMEOUT_MS_DEFAULT
+        );
+        assert_eq!(with(1).unwrap().body_timeout_ms, 1);
+        assert_eq!(with(BODY_TIMEOUT_MS_MAX).unwrap().body_timeout_ms, BODY_TIMEOUT_MS_MAX);
+        assert!(matches!(with(0), Err(ConfigError::Invalid(_))));
+        assert!(matches!(with(BODY_TIMEOUT_MS_MAX + 1), Err(ConfigError::Invalid(_))));
     }
 }

@@ -140,11 +140,14 @@ impl Application {
             registry,
             directory,
             webhook_allow_http,
+            require_client_cert: settings.require_client_cert,
+            body_timeout: std::time::Duration::from_millis(settings.body_timeout_ms),
             webhooks,
             resend_rate: std::sync::Mutex::new(RateWindow::new(
                 RESEND_PER_WINDOW_MAX,
                 chrono::Duration::seconds(RESEND_WINDOW_SECONDS),
             )),
+            token_throttle: std::sync::Mutex::new(Default::default()),
             med_list_rate: std::sync::Mutex::new(RateWindow::new(
                 crate::http::med::MED_LIST_PER_WINDOW_MAX,
                 chrono::Duration::seconds(crate::http::med::MED_LIST_WINDOW_SECONDS),
@@ -159,6 +162,7 @@ impl Application {
             App::new()
                 .app_data(state.clone())
                 .app_data(web::PayloadConfig::new(REQUEST_BODY_BYTES_MAX))
+                .wrap(from_fn(http::body::read_within_deadline))
                 .wrap(from_fn(http::ops::record_metrics))
                 .wrap(from_fn(http::error::envelope))
                 .configure(|cfg| {

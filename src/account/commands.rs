@@ -6,7 +6,7 @@ use actix::prelude::*;
 use super::actor::AccountActor;
 use super::messages::*;
 use crate::domain::decide::{
-    self, ChargeOutcome, ChargeState, CloseMedRequest, OpenMedRequest, PayDecision, PixInRequest,
+    self, ChargeOutcome, ChargeState, CloseMedRequest, OpenMedRequest, PayDecision, Payer, PixInRequest,
     RefundDecision, Refusal,
 };
 use crate::domain::ledger::Balance;
@@ -88,7 +88,7 @@ impl AccountActor {
         };
         match scenario {
             Some(ChargeScenario::PayNow) => {
-                self.pay_charge(tx.local_id, ctx)?;
+                self.pay_charge(tx.local_id, None, ctx)?;
             }
             Some(ChargeScenario::ExpireNow) => {
                 let plan = decide::expire_charge(tx.clone(), self.now());
@@ -107,7 +107,12 @@ impl AccountActor {
         Ok(ChargeState::Closed(self.transaction(local_id, ctx)?.map(|t| t.status)))
     }
 
-    fn pay_charge(&mut self, local_id: u64, ctx: &mut Context<Self>) -> Result<Transaction, PayError> {
+    fn pay_charge(
+        &mut self,
+        local_id: u64,
+        payer: Option<Payer>,
+        ctx: &mut Context<Self>,
+    ) -> Result<Transaction, PayError> {
         self.view()?;
         let charge = self.charge_state(local_id, ctx)?;
         let splits = match &charge {
@@ -121,7 +126,8 @@ impl AccountActor {
         // One for the payer's end-to-end id, one per split.
         let mut ids = self.draw_ids(1 + splits.len(), ctx)?;
         let now = self.now();
-        let decided = decide::pay_charge(&self.view()?, charge, payer_bank, &split_banks, now, &mut ids);
+        let decided =
+            decide::pay_charge(&self.view()?, charge, payer, payer_bank, &split_banks, now, &mut ids);
         match decided {
             Ok(plan) => match self.execute(plan, ctx)? {
                 ChargeOutcome::Paid(tx) => Ok(*tx),
@@ -305,7 +311,7 @@ impl Handler<PayCharge> for AccountActor {
     type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
 
     fn handle(&mut self, msg: PayCharge, ctx: &mut Context<Self>) -> Self::Result {
-        let reply = self.pay_charge(msg.local_id, ctx);
+        let reply = self.pay_charge(msg.local_id, msg.payer, ctx);
         self.reply_when_durable(reply)
     }
 }

@@ -75,6 +75,8 @@ pub struct CreateCharge(pub ChargeRequest);
 #[rtype(result = "Result<Transaction, PayError>")]
 pub struct PayCharge {
     pub local_id: u64,
+    /// Who pays, when the request names them (else the charge's debtor or the sandbox payer).
+    pub payer: Option<crate::domain::decide::Payer>,
 }
 
 /// Answers the refund and whether it is a replay of an earlier one with the same id.

@@ -1,7 +1,14 @@
-//! Brazilian tax ids: CPF (people, 11 digits) and CNPJ (companies, 14 digits).
+//! Brazilian tax ids: CPF (people, 11 digits) and CNPJ (companies, 14 characters).
 //!
-//! A [`TaxId`] holds digits only and its check digits are verified at construction, so a
-//! value of this type is always a well-formed document (decisions.md §10 "Documents").
+//! A CNPJ is either the numeric one (14 digits) or the alphanumeric one the Receita Federal
+//! issues from July 2026 (IN RFB 2.229/2024): twelve characters `0-9` or `A-Z`, then two
+//! numeric check digits. Both use the same mod-11 weights, each character counting as its
+//! ASCII code minus 48 (so a digit counts as itself and `A` as 17). Letters must be upper
+//! case: the Receita writes them so, and keys and indexes compare documents as text, so a
+//! lower-case form would be a second spelling of one company.
+//!
+//! A [`TaxId`] is always well formed: its characters, length and check digits are verified
+//! at construction (docs/decisions.md, "Documents").
 
 use std::fmt;
 
@@ -12,9 +19,9 @@ pub const CNPJ_DIGITS: usize = 14;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TaxIdError {
-    #[error("must contain digits only")]
+    #[error("must contain digits only (a CNPJ may also have upper-case letters in its first 12 characters)")]
     NotDigits,
-    #[error("must have 11 (CPF) or 14 (CNPJ) digits")]
+    #[error("must have 11 (CPF) or 14 (CNPJ) characters")]
     WrongLength,
     #[error("has invalid check digits")]
     BadCheckDigits,
@@ -34,19 +41,37 @@ pub struct TaxId(String);
 
 impl TaxId {
     pub fn parse(text: &str) -> Result<TaxId, TaxIdError> {
-        if !text.bytes().all(|b| b.is_ascii_digit()) || text.is_empty() {
+        let b = text.as_bytes();
+        if b.is_empty() || !b.iter().all(|c| c.is_ascii_digit() || c.is_ascii_uppercase()) {
             return Err(TaxIdError::NotDigits);
         }
-        let digits: Vec<u32> = text.bytes().map(|b| u32::from(b - b'0')).collect();
-        let valid = match digits.len() {
-            CPF_DIGITS => cpf_is_valid(&digits),
-            CNPJ_DIGITS => cnpj_is_valid(&digits),
+        let numeric = b.iter().all(u8::is_ascii_digit);
+        let values: Vec<u32> = b.iter().map(|&c| u32::from(c - b'0')).collect();
+        let valid = match b.len() {
+            CPF_DIGITS if numeric => cpf_is_valid(&values),
+            // Letters only in the root and branch; the check digits are always digits.
+            CNPJ_DIGITS if b[12..].iter().all(u8::is_ascii_digit) => cnpj_is_valid(&values),
+            CPF_DIGITS | CNPJ_DIGITS => return Err(TaxIdError::NotDigits),
             _ => return Err(TaxIdError::WrongLength),
         };
         if valid {
             Ok(TaxId(text.to_owned()))
         } else {
             Err(TaxIdError::BadCheckDigits)
+        }
+    }
+
+    /// Whether `text` has the shape of a document (digits, or a CNPJ's upper-case letters),
+    /// whatever its check digits: what tells a document key from other key types.
+    pub fn looks_like(text: &str) -> bool {
+        let b = text.as_bytes();
+        match b.len() {
+            CPF_DIGITS => b.iter().all(u8::is_ascii_digit),
+            CNPJ_DIGITS => {
+                b[..12].iter().all(|c| c.is_ascii_digit() || c.is_ascii_uppercase())
+                    && b[12..].iter().all(u8::is_ascii_digit)
+            }
+            _ => !b.is_empty() && b.iter().all(u8::is_ascii_digit),
         }
     }
 
@@ -63,7 +88,7 @@ impl TaxId {
     }
 
     /// The masked form shown to other parties: CPF `***.456.789-**`, CNPJ
-    /// `12.345.678/****-**` (decisions.md §2).
+    /// `12.345.678/****-**` (an alphanumeric one the same way: `12.ABC.345/****-**`).
     pub fn masked(&self) -> String {
         let d = &self.0;
         match self.kind() {
@@ -119,6 +144,8 @@ fn cpf_is_valid(d: &[u32]) -> bool {
     d[9] == first && d[10] == second
 }
 
+/// `d` holds each character's ASCII code minus 48, so digits are themselves and letters
+/// 17 (`A`) to 42 (`Z`), as the alphanumeric CNPJ's rule says.
 fn cnpj_is_valid(d: &[u32]) -> bool {
     if d.iter().all(|&x| x == d[0]) {
         return false;
@@ -157,6 +184,53 @@ mod tests {
         assert_eq!(TaxId::parse("529.982.247-25"), Err(TaxIdError::NotDigits));
         assert_eq!(TaxId::parse(""), Err(TaxIdError::NotDigits));
         assert_eq!(TaxId::parse("１１１"), Err(TaxIdError::NotDigits));
+    }
+
+    #[test]
+    fn the_receitas_alphanumeric_example_parses_and_is_a_cnpj() {
+        let t = TaxId::parse("12ABC34501DE35").expect("the Receita's example");
+        assert_eq!(t.kind(), TaxIdKind::Cnpj);
+        assert_eq!(t.masked(), "12.ABC.345/****-**");
+        // Letters in every position of root and branch (check digits computed by hand).
+        for ok in ["ABCDEFGHIJKL80", "Z9Y8X7W6V5U429"] {
+            assert_eq!(TaxId::parse(ok).map(|t| t.kind()), Ok(TaxIdKind::Cnpj), "{ok}");
+        }
+    }
+
+    #[test]
+    fn an_alphanumeric_cnpj_with_wrong_check_digits_is_refused() {
+        for last in 0..100 {
+            let text = format!("12ABC34501DE{last:02}");
+            let parsed = TaxId::parse(&text);
+            if last == 35 {
+                assert!(parsed.is_ok());
+            } else {
+                assert_eq!(parsed, Err(TaxIdError::BadCheckDigits), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn alphanumeric_rules_letters_upper_case_only_and_never_in_check_digits_or_a_cpf() {
+        assert_eq!(TaxId::parse("12abc34501de35"), Err(TaxIdError::NotDigits));
+        assert_eq!(TaxId::parse("12ABC34501DEA5"), Err(TaxIdError::NotDigits));
+        assert_eq!(TaxId::parse("12ABC34501D"), Err(TaxIdError::NotDigits));
+        assert_eq!(TaxId::parse("12ABC3450"), Err(TaxIdError::WrongLength));
+        assert_eq!(TaxId::parse("12ABC34501DE3"), Err(TaxIdError::WrongLength));
+        assert_eq!(TaxId::parse("12ÁBC34501DE35"), Err(TaxIdError::NotDigits));
+        assert!(TaxId::looks_like("12ABC34501DE35"));
+        assert!(TaxId::looks_like("12ABC34501DE99"));
+        assert!(!TaxId::looks_like("12ABC34501DEA5"));
+        assert!(!TaxId::looks_like("ABCDEFGHIJK"));
+        assert!(TaxId::looks_like("52998224725"));
+    }
+
+    #[test]
+    fn the_check_digits_of_a_numeric_cnpj_are_those_of_the_alphanumeric_rule() {
+        // Digits count as themselves under ASCII minus 48: the numeric CNPJ is unchanged.
+        for ok in ["11222333000181", "45723174000110"] {
+            assert_eq!(TaxId::parse(ok).map(|t| t.kind()), Ok(TaxIdKind::Cnpj));
+        }
     }
 
     #[test]

@@ -23,5 +23,6 @@ pub mod qr_image;
 pub mod refunds;
 pub mod scenario;
 pub mod splits;
+pub mod throttle;
 pub mod transaction;
 pub mod webhooks;

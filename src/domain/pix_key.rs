@@ -63,7 +63,7 @@ impl fmt::Display for DirectoryKey {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
-    #[error("must be a CPF (11 digits) or CNPJ (14 digits) with valid check digits")]
+    #[error("must be a CPF (11 digits) or CNPJ (14 characters) with valid check digits")]
     Document,
     #[error("must be a valid e-mail address of at most 77 characters")]
     Email,
@@ -147,8 +147,8 @@ pub fn parse_cash_out_key(kind: CashOutKeyType, key: &str) -> Result<DirectoryKe
     }
 }
 
-/// Parses a key as `/dict/pix` and BR Codes write them, inferring its type: CPF or CNPJ
-/// digits, an e-mail, `+55` and a phone, or a hyphenated UUID.
+/// Parses a key as `/dict/pix` and BR Codes write them, inferring its type: a CPF or a
+/// CNPJ (numeric or alphanumeric), an e-mail, `+55` and a phone, or a hyphenated UUID.
 pub fn parse_directory_key(key: &str) -> Result<DirectoryKey, KeyError> {
     if let Some(national) = key.strip_prefix("+55") {
         return if national_phone_ok(national) {
@@ -160,7 +160,7 @@ pub fn parse_directory_key(key: &str) -> Result<DirectoryKey, KeyError> {
     if key.contains('@') {
         return parse_cash_out_key(CashOutKeyType::Email, key);
     }
-    if !key.is_empty() && key.bytes().all(|b| b.is_ascii_digit()) {
+    if TaxId::looks_like(key) {
         return parse_cash_out_key(CashOutKeyType::Document, key);
     }
     if key.len() == 36 {
@@ -179,6 +179,7 @@ mod tests {
         let ok = [
             (K::Document, "52998224725", "52998224725", DirectoryKeyType::Cpf),
             (K::Document, "11222333000181", "11222333000181", DirectoryKeyType::Cnpj),
+            (K::Document, "12ABC34501DE35", "12ABC34501DE35", DirectoryKeyType::Cnpj),
             (K::Email, "Ana.Silva@Example.com", "ana.silva@example.com", DirectoryKeyType::Email),
             (K::Phone, "11987654321", "+5511987654321", DirectoryKeyType::Phone),
             (K::Phone, "1133334444", "+551133334444", DirectoryKeyType::Phone),
@@ -209,6 +210,8 @@ mod tests {
         let bad = [
             (K::Document, "52998224724", KeyError::Document),
             (K::Document, "529.982.247-25", KeyError::Document),
+            (K::Document, "12ABC34501DE36", KeyError::Document),
+            (K::Document, "12abc34501de35", KeyError::Document),
             (K::Email, "no-at-sign", KeyError::Email),
             (K::Email, "a@b", KeyError::Email),
             (K::Email, "a b@c.com", KeyError::Email),
@@ -232,6 +235,8 @@ mod tests {
         assert_eq!(parse_directory_key("11987654321").map(|k| k.key_type), Err(KeyError::Document));
         assert_eq!(parse_directory_key("+55119876").map(|k| k.key_type), Err(KeyError::PhoneE164));
         assert_eq!(parse_directory_key("11222333000181").map(|k| k.key_type), Ok(DirectoryKeyType::Cnpj));
+        assert_eq!(parse_directory_key("12ABC34501DE35").map(|k| k.key_type), Ok(DirectoryKeyType::Cnpj));
+        assert_eq!(parse_directory_key("12ABC34501DE36"), Err(KeyError::Document));
         assert_eq!(parse_directory_key("x@y.io").map(|k| k.key_type), Ok(DirectoryKeyType::Email));
         assert_eq!(
             parse_directory_key("3f2b8c1e-9d4a-4e6b-8a7c-1d2e3f4a5b6c").map(|k| k.key_type),

@@ -18,6 +18,11 @@ use super::scenario::PayoutScenario;
 pub const GATEWAY_ISPB: &str = "99999999";
 /// The ISPB of the simulated payers' bank (received PIX, paid charges).
 pub const PAYER_ISPB: &str = "00000000";
+/// The simulated payer of a received PIX or a paid charge when the request names none and
+/// the charge names no debtor: every received payment names a payer with a document.
+pub const SANDBOX_PAYER_NAME: &str = "Sandbox Payer";
+/// The simulated payer's CPF (valid check digits).
+pub const SANDBOX_PAYER_DOCUMENT: &str = "11144477735";
 
 /// Characters of an `externalId`.
 pub const EXTERNAL_ID_LEN_MAX: usize = 100;
@@ -116,7 +121,8 @@ pub const ADDITIONAL_INFO_KEYS_MAX: usize = 10;
 #[serde(rename_all = "camelCase")]
 pub struct ChargeDetails {
     pub correlation_id: Uuid,
-    /// The txid in the BR Code (field 62/05).
+    /// The charge's txid: a family A charge's own (25 hex characters, also its code's
+    /// reference) or a cob's, chosen by the client. The code carries [`code_reference`].
     pub txid: String,
     /// The BR Code to pay (copy and paste).
     pub pix_code: String,
@@ -130,6 +136,43 @@ pub struct ChargeDetails {
     /// The numeric ids of the transfers its splits became, once paid.
     #[serde(default)]
     pub split_transactions: Vec<u64>,
+}
+
+/// What a charge's BR Code names it by, in the txid field (EMV 62/05), which holds at most
+/// [`super::brcode::TXID_LEN_MAX`] characters. A txid that fits (a family A charge's, 25
+/// lower-case hex characters) is written as it is. A cob's txid (26 to 35 characters) does
+/// not fit, and cutting it would give two cobs whose txids share their first 25 characters
+/// the same code; so a cob's code carries `COB` and its local id in 20 digits instead (23
+/// characters, upper case, never a family A txid nor a cob's, whose shortest is 26). Local
+/// ids are unique, so the reference is too, and it is found without an index.
+pub fn code_reference(txid: &str, local_id: u64) -> String {
+    if txid.len() <= super::brcode::TXID_LEN_MAX {
+        txid.to_owned()
+    } else {
+        format!("{COB_REFERENCE_PREFIX}{local_id:020}")
+    }
+}
+
+/// The prefix of a cob's [`code_reference`].
+pub const COB_REFERENCE_PREFIX: &str = "COB";
+
+/// What a BR Code's txid field names: a transaction by local id, or a charge by its txid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeReference<'a> {
+    Local(u64),
+    Txid(&'a str),
+}
+
+/// Reads a BR Code's txid field back as [`code_reference`] wrote it.
+pub fn parse_code_reference(text: &str) -> CodeReference<'_> {
+    let local = text
+        .strip_prefix(COB_REFERENCE_PREFIX)
+        .filter(|d| d.len() == 20 && d.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|d| d.parse().ok());
+    match local {
+        Some(l) => CodeReference::Local(l),
+        None => CodeReference::Txid(text),
+    }
 }
 
 /// Cob txid: 26 to 35 alphanumeric characters (interface.md).
@@ -461,6 +504,29 @@ pub fn local_id_in_end_to_end(e2e: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_code_reference_fits_the_field_is_unique_by_local_id_and_reads_back() {
+        let hex = "0123456789abcdef012345678";
+        assert_eq!(code_reference(hex, 7), hex, "a txid that fits is itself");
+        assert_eq!(parse_code_reference(hex), CodeReference::Txid(hex));
+        let a = "a".repeat(25) + "X";
+        let b = "a".repeat(25) + "Y";
+        let (ra, rb) = (code_reference(&a, 1), code_reference(&b, 2));
+        assert_ne!(ra, rb, "txids sharing 25 characters get different references");
+        for (r, local) in [(&ra, 1), (&rb, 2)] {
+            assert!(r.len() <= super::super::brcode::TXID_LEN_MAX);
+            assert_eq!(parse_code_reference(r), CodeReference::Local(local));
+        }
+        let max = code_reference(&"z".repeat(COB_TXID_LEN_MAX), u64::MAX);
+        assert_eq!(max.len(), 23);
+        assert_eq!(parse_code_reference(&max), CodeReference::Local(u64::MAX));
+        // Near misses are txids, not local ids.
+        for other in ["COB1", "COB0000000000000000000x", "COB99999999999999999999", "cob00000000000000000001"]
+        {
+            assert_eq!(parse_code_reference(other), CodeReference::Txid(other), "{other}");
+        }
+    }
 
     #[test]
     fn an_own_end_to_end_id_has_the_documented_form_and_carries_its_local_id() {

@@ -3,8 +3,10 @@
 //! [`Caller`] accepts a token only if its signature and algorithm are the server's, it has
 //! not expired on the server clock, its client still belongs to its account and was not
 //! rotated after the token was issued, and the certificate it is bound to is still
-//! registered to that account and not revoked. Any failure is one 401 in the route
-//! family's body shape.
+//! registered to that account and not revoked. A request that presents a client
+//! certificate (`X-SSL-Client-Cert`, as a TLS-terminating proxy forwards it) must present
+//! the one the token is bound to (`cnf.x5t#S256`); with `--require-client-cert` every
+//! request must present it. Any failure is one 401 in the route family's body shape.
 
 use std::future::{ready, Ready};
 
@@ -13,9 +15,11 @@ use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpRequest};
 
 use super::error::ApiError;
+use super::token::CERT_HEADER;
 use super::AppState;
-use crate::auth::secrets;
 use crate::auth::tokens::TokenError;
+use crate::auth::{certs, secrets};
+use crate::domain::certificate::Fingerprint;
 use crate::domain::ids::{AccountId, ClientId};
 
 /// An authenticated client of an account.
@@ -52,6 +56,7 @@ fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
     if client.account_id != subject.account_id || subject.issued_at < client.rotated_at.timestamp() {
         return Err(revoked);
     }
+    check_binding(req, &subject.fingerprint, state.require_client_cert)?;
     match state.repo.certificate(&subject.fingerprint)? {
         Some(c) if c.account_id == subject.account_id && !c.is_revoked() => {}
         _ => return Err(revoked),
@@ -64,6 +69,27 @@ fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
         client_id: subject.client_id,
         sandbox: account.profile.sandbox,
     })
+}
+
+/// The certificate a request presents, if any, must be the one its token is bound to. An
+/// empty header is no certificate (a proxy forwards an empty value when the client sent
+/// none); it is refused only when certificates are required.
+fn check_binding(req: &HttpRequest, bound: &Fingerprint, required: bool) -> Result<(), ApiError> {
+    let presented = req.headers().get(CERT_HEADER).map(|v| v.to_str().map(str::trim));
+    match presented {
+        None | Some(Ok("")) if required => {
+            Err(ApiError::Unauthorized("a client certificate (X-SSL-Client-Cert) is required"))
+        }
+        None | Some(Ok("")) => Ok(()),
+        Some(Ok(text)) => match certs::parse_header(text) {
+            Ok(c) if c.fingerprint == *bound => Ok(()),
+            Ok(_) => {
+                Err(ApiError::Unauthorized("the client certificate is not the one the token is bound to"))
+            }
+            Err(_) => Err(ApiError::Unauthorized("the client certificate header is malformed")),
+        },
+        Some(Err(_)) => Err(ApiError::Unauthorized("the client certificate header is malformed")),
+    }
 }
 
 impl FromRequest for Caller {

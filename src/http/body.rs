@@ -1,12 +1,54 @@
 //! Reading JSON request bodies field by field, so a client hears about every invalid field
 //! at once (one message per field) instead of the first serde error.
 
-use actix_web::http::header;
-use actix_web::HttpRequest;
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::{header, StatusCode};
+use actix_web::middleware::Next;
+use actix_web::{HttpMessage, HttpRequest, HttpResponse};
+use futures_util::StreamExt;
 use serde_json::{Map, Value};
 
 use super::error::{Violation, ViolationKind};
+use crate::config::{BODY_TIMEOUT_MS_DEFAULT, REQUEST_BODY_BYTES_MAX};
 use crate::domain::money::Money;
+
+/// Reads the whole request body before routing, within the server's body deadline: a
+/// client whose headers arrived but whose body trickles (or never comes) is answered 408
+/// and its connection closed, instead of holding a connection and a file descriptor for
+/// as long as it likes. A body over [`REQUEST_BODY_BYTES_MAX`] is 413 as soon as it is
+/// seen. The deadline is real time: it is about the network, not the business clock.
+pub async fn read_within_deadline(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let deadline = req
+        .app_data::<actix_web::web::Data<super::AppState>>()
+        .map_or(std::time::Duration::from_millis(BODY_TIMEOUT_MS_DEFAULT), |s| s.body_timeout);
+    let mut payload = req.take_payload();
+    let read = async {
+        let mut body = actix_web::web::BytesMut::new();
+        while let Some(chunk) = payload.next().await {
+            let chunk = chunk.map_err(|_| StatusCode::BAD_REQUEST)?;
+            if body.len() + chunk.len() > REQUEST_BODY_BYTES_MAX {
+                return Err(StatusCode::PAYLOAD_TOO_LARGE);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body.freeze())
+    };
+    let refused = match tokio::time::timeout(deadline, read).await {
+        Ok(Ok(body)) => {
+            req.set_payload(actix_web::dev::Payload::from(body));
+            return Ok(next.call(req).await?.map_into_boxed_body());
+        }
+        Ok(Err(status)) => status,
+        Err(_) => StatusCode::REQUEST_TIMEOUT,
+    };
+    // The rest of the body is never read, so the connection cannot carry another request.
+    let res = HttpResponse::build(refused).insert_header((header::CONNECTION, "close")).finish();
+    Ok(req.into_response(res))
+}
 
 /// Why a body is not a JSON object.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,9 +80,70 @@ pub fn json_object(req: &HttpRequest, body: &[u8]) -> Result<Map<String, Value>,
         return Err(BodyError::ContentType);
     }
     match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(map)) => Ok(map),
+        Ok(Value::Object(map)) => {
+            // serde_json keeps the last of two members with one name; a proxy or a client
+            // library that keeps the first would see another request (another amount).
+            serde_json::from_slice::<NoDuplicates>(body).map_err(|e| BodyError::NotJson(e.to_string()))?;
+            Ok(map)
+        }
         Ok(_) => Err(BodyError::NotObject),
         Err(e) => Err(BodyError::NotJson(e.to_string())),
+    }
+}
+
+/// Walks a JSON text and fails on an object that names a member twice (anywhere in it).
+/// Names are compared decoded, so `"a"` and `"\u0061"` are the same name.
+struct NoDuplicates;
+
+impl<'de> serde::Deserialize<'de> for NoDuplicates {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NoDuplicatesVisitor)
+    }
+}
+
+struct NoDuplicatesVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicatesVisitor {
+    type Value = NoDuplicates;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<NoDuplicates, E> {
+        Ok(NoDuplicates)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<NoDuplicates, E> {
+        Ok(NoDuplicates)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<NoDuplicates, E> {
+        Ok(NoDuplicates)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<NoDuplicates, E> {
+        Ok(NoDuplicates)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<NoDuplicates, E> {
+        Ok(NoDuplicates)
+    }
+    fn visit_unit<E>(self) -> Result<NoDuplicates, E> {
+        Ok(NoDuplicates)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<NoDuplicates, A::Error> {
+        while seq.next_element::<NoDuplicates>()?.is_some() {}
+        Ok(NoDuplicates)
+    }
+
+    // With arbitrary_precision a number arrives as a one-member map too; it has one name.
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<NoDuplicates, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(name) = map.next_key::<String>()? {
+            map.next_value::<NoDuplicates>()?;
+            if !seen.insert(name.clone()) {
+                return Err(serde::de::Error::custom(format!("the member \"{name}\" appears twice")));
+            }
+        }
+        Ok(NoDuplicates)
     }
 }
 
@@ -132,7 +235,7 @@ impl<'a> Fields<'a> {
         match crate::domain::document::TaxId::parse(s) {
             Ok(t) => Some(t),
             Err(e) => {
-                self.fail(field, format!("must be a CPF (11 digits) or CNPJ (14 digits): {e}"));
+                self.fail(field, format!("must be a CPF (11 digits) or CNPJ (14 characters): {e}"));
                 None
             }
         }
@@ -301,5 +404,28 @@ mod tests {
         assert_eq!(f.integer("z", 0, 5), None);
         assert_eq!(f.integer("w", 0, 5), None);
         assert_eq!(f.violations.len(), 3);
+    }
+
+    #[test]
+    fn a_member_named_twice_anywhere_is_not_json_we_accept() {
+        let req = actix_web::test::TestRequest::default()
+            .insert_header((header::CONTENT_TYPE, "application/json"))
+            .to_http_request();
+        let read = |text: &str| json_object(&req, text.as_bytes());
+        for twice in [
+            r#"{"value": 0.01, "value": 0.02}"#,
+            r#"{"value": 1, "v\u0061lue": 2}"#,
+            r#"{"details": {"key": "a", "key": "b"}}"#,
+            r#"{"splits": [{"x": 1}, {"y": 1, "y": 2}]}"#,
+        ] {
+            match read(twice) {
+                Err(BodyError::NotJson(e)) => assert!(e.contains("appears twice"), "{twice}: {e}"),
+                other => panic!("{twice}: {other:?}"),
+            }
+        }
+        // The same name in sibling objects, and numbers of any precision, are fine.
+        let ok = read(r#"{"a": {"k": 1}, "b": {"k": 2.005}, "c": [{"k": 1}, {"k": 1e400}]}"#).unwrap();
+        assert_eq!(ok.len(), 3);
+        assert_eq!(ok["b"]["k"].to_string(), "2.005");
     }
 }

@@ -71,7 +71,7 @@ fn view(t: &Transaction) -> Value {
     v
 }
 
-/// `devedor`: `nome` and exactly one of `cpf` (11 digits) and `cnpj` (14 digits).
+/// `devedor`: `nome` and exactly one of `cpf` (11 digits) and `cnpj` (14 characters, numeric or alphanumeric).
 fn devedor(f: &mut Fields<'_>) -> Option<(String, String, Value)> {
     f.object("devedor", |d| {
         let nome = d.text("nome", true, DEVEDOR_NOME_LEN_MAX).map(str::to_owned);
@@ -85,7 +85,7 @@ fn devedor(f: &mut Fields<'_>) -> Option<(String, String, Value)> {
         if doc.is_none() {
             d.fail(
                 "cpf",
-                "exactly one of cpf (11 digits) and cnpj (14 digits), with valid check digits, is required",
+                "exactly one of cpf (11 digits) and cnpj (14 characters), with valid check digits, is required",
             );
         }
         match (nome, doc) {

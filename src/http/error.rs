@@ -74,6 +74,10 @@ pub enum TokenFailure {
     CertNotRegistered,
     InvalidCredentials,
     CertNotAuthorizedForAccount,
+    /// Too many failed attempts; `Retry-After` says in how many seconds to try again.
+    TooManyFailures {
+        retry_after_seconds: u64,
+    },
     /// Storage answered something it should not (a record that does not decode).
     UpstreamError,
     /// Storage did not answer.
@@ -371,6 +375,12 @@ fn token_parts(t: &TokenFailure) -> ErrorParts {
             "the certificate is not linked to the account of this clientId".into(),
             "Use the certificate registered for this account.",
         ),
+        T::TooManyFailures { .. } => (
+            StatusCode::TOO_MANY_REQUESTS,
+            "PUB_TOO_MANY_ATTEMPTS",
+            "too many failed attempts; try again after the time in Retry-After".into(),
+            "Check clientId, clientSecret and the certificate before trying again.",
+        ),
         T::UpstreamError => (
             StatusCode::BAD_GATEWAY,
             "PUB_AUTH_UPSTREAM_ERROR",
@@ -429,9 +439,12 @@ impl ResponseError for ApiError {
     /// carries the status and the error itself.
     fn error_response(&self) -> HttpResponse<BoxBody> {
         match self {
-            ApiError::RateLimited { retry_after_seconds } => HttpResponse::build(self.status_code())
-                .insert_header((header::RETRY_AFTER, retry_after_seconds.to_string()))
-                .finish(),
+            ApiError::RateLimited { retry_after_seconds }
+            | ApiError::Token(TokenFailure::TooManyFailures { retry_after_seconds }) => {
+                HttpResponse::build(self.status_code())
+                    .insert_header((header::RETRY_AFTER, retry_after_seconds.to_string()))
+                    .finish()
+            }
             // Unavailable is temporary (a full disk, a slow flush): say when to come back.
             _ if self.status_code() == StatusCode::SERVICE_UNAVAILABLE => {
                 HttpResponse::build(self.status_code())
@@ -449,6 +462,7 @@ fn parts_from_status(status: StatusCode) -> ErrorParts {
         StatusCode::NOT_FOUND => ("NOT_FOUND", "no route matches this path"),
         StatusCode::METHOD_NOT_ALLOWED => ("METHOD_NOT_ALLOWED", "this method is not allowed here"),
         StatusCode::PAYLOAD_TOO_LARGE => ("PAYLOAD_TOO_LARGE", "the request body is too large"),
+        StatusCode::REQUEST_TIMEOUT => ("REQUEST_TIMEOUT", "the request body did not arrive in time"),
         StatusCode::BAD_REQUEST => ("HTTP_ERROR", "the request is malformed"),
         s if s.is_server_error() => ("HTTP_ERROR", "internal error"),
         _ => ("HTTP_ERROR", "the request cannot be served"),

@@ -67,11 +67,23 @@ pub struct AppState {
     pub admin_token_hash: String,
     pub registry: Arc<Registry>,
     pub directory: Arc<Directory>,
+    /// Every authenticated request must present its token's certificate
+    /// (`--require-client-cert`).
+    pub require_client_cert: bool,
+    /// How long a request's body may take to arrive (`--body-timeout-ms`).
+    pub body_timeout: std::time::Duration,
     /// Plain http webhook URLs are accepted (`PIXGW_WEBHOOK_ALLOW_HTTP`).
     pub webhook_allow_http: bool,
     pub webhooks: crate::webhooks::Webhooks,
     /// Resend calls per account (interface.md: 60 per minute).
     pub resend_rate: std::sync::Mutex<crate::domain::delivery::RateWindow>,
+    /// Failed token requests, per certificate and per clientId (`domain::throttle`).
+    pub token_throttle: std::sync::Mutex<
+        crate::domain::throttle::TokenThrottle<
+            crate::domain::certificate::Fingerprint,
+            crate::domain::ids::ClientId,
+        >,
+    >,
     /// `GET /api/med` calls per account.
     pub med_list_rate: std::sync::Mutex<crate::domain::delivery::RateWindow>,
 }

@@ -12,8 +12,9 @@ use super::error::{ApiError, ExtendedErrorBody};
 use super::payments::ask;
 use super::AppState;
 use crate::account::{PayCharge, PayError, PixIn, ReturnPayment};
+use crate::domain::decide::Payer;
 use crate::domain::events::money_number;
-use crate::domain::transaction::COUNTERPART_NAME_LEN_MAX;
+use crate::domain::transaction::{COUNTERPART_NAME_LEN_MAX, SANDBOX_PAYER_NAME};
 
 pub fn sandbox_only(caller: &Caller) -> Result<(), ApiError> {
     if caller.sandbox {
@@ -35,7 +36,7 @@ pub struct PixInCreated {
 
 #[utoipa::path(
     post, path = "/sandbox/pix-in", tag = "sandbox",
-    request_body(content = Object, description = "{amount (number), payerName?, payerDocument?}"),
+    request_body(content = Object, description = "{amount (number), payerName? (default Sandbox Payer), payerDocument? (default the sandbox payer's CPF 11144477735)}"),
     responses((status = 201, body = PixInCreated), (status = 400, body = ExtendedErrorBody), (status = 403, body = ExtendedErrorBody)),
     security(("bearer" = []))
 )]
@@ -50,7 +51,7 @@ pub async fn pix_in(
     let mut f = Fields::new(&obj);
     let amount = f.amount("amount", true);
     let payer_name =
-        f.text("payerName", false, COUNTERPART_NAME_LEN_MAX).unwrap_or("Sandbox Payer").to_owned();
+        f.text("payerName", false, COUNTERPART_NAME_LEN_MAX).unwrap_or(SANDBOX_PAYER_NAME).to_owned();
     let payer_document = f.document("payerDocument", false).map(|t| t.to_string());
     let (Some(value), true) = (amount, f.violations.is_empty()) else {
         return Err(ApiError::Validation(f.violations));
@@ -79,13 +80,23 @@ pub struct Paid {
     txid: Option<String>,
 }
 
-/// Finds the caller's charge named by exactly one of pixCode, transactionId, txid.
+/// The caller's charge named by exactly one of pixCode, transactionId, txid; and the payer,
+/// if the body names one (`payer {name, document}`).
 fn find_charge(
     state: &AppState,
     caller: &Caller,
     obj: &serde_json::Map<String, Value>,
-) -> Result<crate::domain::transaction::Transaction, ApiError> {
+) -> Result<(crate::domain::transaction::Transaction, Option<Payer>), ApiError> {
     let mut f = Fields::new(obj);
+    f.only(&["pixCode", "transactionId", "txid", "payer"]);
+    let payer = f
+        .object("payer", |p| {
+            p.only(&["name", "document"]);
+            let name = p.text("name", true, COUNTERPART_NAME_LEN_MAX).map(str::to_owned);
+            let document = p.document("document", true);
+            Some(Payer { name: name?, document: document? })
+        })
+        .flatten();
     let code = f.string("pixCode", false);
     let id = f.string("transactionId", false);
     let txid = f.string("txid", false);
@@ -103,22 +114,24 @@ fn find_charge(
     if !f.violations.is_empty() {
         return Err(ApiError::Validation(f.violations));
     }
-    let found = match (from_code.or(txid.map(str::to_owned)), id) {
-        (Some(t), _) => state.repo.charge_by_txid(caller.account_id, &t)?,
-        (None, Some(id)) => match uuid::Uuid::try_parse(id) {
+    let found = match (from_code, txid, id) {
+        (Some(reference), _, _) => state.repo.charge_by_code(caller.account_id, &reference)?,
+        (None, Some(t), _) => state.repo.charge_by_txid(caller.account_id, t)?,
+        (None, None, Some(id)) => match uuid::Uuid::try_parse(id) {
             Ok(u) => state.repo.transaction_by_uuid(&u)?,
             Err(_) => None,
         },
-        (None, None) => None,
+        (None, None, None) => None,
     };
-    found
+    let charge = found
         .filter(|t| t.account_id == caller.account_id && t.charge.is_some())
-        .ok_or_else(|| ApiError::NotFound("no charge of this account matches".into()))
+        .ok_or_else(|| ApiError::NotFound("no charge of this account matches".into()))?;
+    Ok((charge, payer))
 }
 
 #[utoipa::path(
     post, path = "/sandbox/pay", tag = "sandbox",
-    request_body(content = Object, description = "{pixCode} or {transactionId} or {txid}: pays one of the caller's charges"),
+    request_body(content = Object, description = "{pixCode} or {transactionId} or {txid}, and payer? {name, document}: pays one of the caller's charges (the payer defaults to the charge's debtor, else the sandbox payer)"),
     responses(
         (status = 200, body = Paid),
         (status = 400, body = ExtendedErrorBody),
@@ -136,8 +149,8 @@ pub async fn pay(
 ) -> Result<HttpResponse, ApiError> {
     sandbox_only(&caller)?;
     let obj = request_object(&req, &bytes)?;
-    let charge = find_charge(&state, &caller, &obj)?;
-    let tx = ask(&state, &caller, PayCharge { local_id: charge.local_id })
+    let (charge, payer) = find_charge(&state, &caller, &obj)?;
+    let tx = ask(&state, &caller, PayCharge { local_id: charge.local_id, payer })
         .await?
         .map_err(|e| super::payments::family_a_error(e, "", false))?;
     Ok(HttpResponse::Ok().json(Paid {

@@ -8,7 +8,8 @@
 //! and the certificate belongs to the clientId's account. Credentials are checked only
 //! after the certificate is known, so a client without a registered certificate learns
 //! nothing about credentials; an unknown clientId and a wrong secret cost the same and
-//! answer the same.
+//! answer the same. Failed attempts are throttled (`domain::throttle`): past the limit, 429
+//! `PUB_TOO_MANY_ATTEMPTS` with `Retry-After`, before the secret is checked.
 
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
@@ -22,8 +23,9 @@ use super::AppState;
 use crate::auth::certs::{self, ParsedCert};
 use crate::auth::secrets;
 use crate::auth::tokens::TOKEN_TTL_SECONDS;
-use crate::domain::certificate::ValidityVerdict;
+use crate::domain::certificate::{Fingerprint, ValidityVerdict};
 use crate::domain::ids::ClientId;
+use crate::domain::throttle::TokenThrottle;
 use crate::store::RepoError;
 
 pub const CERT_HEADER: &str = "x-ssl-client-cert";
@@ -69,6 +71,11 @@ fn read_certificate(req: &HttpRequest) -> Result<ParsedCert, ApiError> {
     certs::parse_header(text).map_err(|e| fail(TokenFailure::MalformedPem(e.0)))
 }
 
+fn throttle(state: &AppState) -> std::sync::MutexGuard<'_, TokenThrottle<Fingerprint, ClientId>> {
+    // A panic while holding it leaves counts, not a broken invariant: keep using them.
+    state.token_throttle.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn read_body(req: &HttpRequest, body: &[u8]) -> Result<(ClientId, String), ApiError> {
     let obj = json_object(req, body).map_err(|e| fail(TokenFailure::BodyInvalid(vec![e.violation()])))?;
     let mut f = Fields::new(&obj);
@@ -103,6 +110,7 @@ fn read_body(req: &HttpRequest, body: &[u8]) -> Result<(ClientId, String), ApiEr
         (status = 400, description = "PUB_CERT_HEADER_MISSING, PUB_CERT_MALFORMED_PEM, PUB_REQUEST_BODY_INVALID", body = ExtendedErrorBody),
         (status = 401, description = "PUB_CERT_NOT_YET_VALID, PUB_CERT_EXPIRED, PUB_CERT_NOT_REGISTERED, PUB_INVALID_CREDENTIALS", body = ExtendedErrorBody),
         (status = 403, description = "PUB_CERT_NOT_AUTHORIZED_FOR_ACCOUNT", body = ExtendedErrorBody),
+        (status = 429, description = "PUB_TOO_MANY_ATTEMPTS: too many failed attempts with this certificate or on this clientId; Retry-After says when to try again", body = ExtendedErrorBody),
         (status = 502, description = "PUB_AUTH_UPSTREAM_ERROR", body = ExtendedErrorBody),
         (status = 503, description = "PUB_AUTH_UPSTREAM_UNAVAILABLE", body = ExtendedErrorBody),
     )
@@ -126,14 +134,23 @@ pub async fn issue_token(
         _ => return Err(fail(TokenFailure::CertNotRegistered)),
     };
     let client = state.repo.client(&client_id).map_err(upstream)?;
+    let own_account = client.as_ref().is_some_and(|c| c.account_id == registered.account_id);
+    if let Err(wait) = throttle(&state).admit(&cert.fingerprint, &client_id, own_account, now) {
+        let retry_after_seconds = wait.num_seconds().max(0) as u64 + u64::from(wait.subsec_nanos() > 0);
+        return Err(fail(TokenFailure::TooManyFailures { retry_after_seconds }));
+    }
     let stored = client.as_ref().map(|c| (c.salt_hex.as_str(), c.secret_hash_hex.as_str()));
     let client = match (secrets::verify_secret(stored, &secret), client) {
-        (true, Some(c)) => c,
-        _ => return Err(fail(TokenFailure::InvalidCredentials)),
+        (true, Some(c)) if own_account => c,
+        (true, Some(_)) => {
+            throttle(&state).fail(&cert.fingerprint, &client_id, own_account, now);
+            return Err(fail(TokenFailure::CertNotAuthorizedForAccount));
+        }
+        _ => {
+            throttle(&state).fail(&cert.fingerprint, &client_id, own_account, now);
+            return Err(fail(TokenFailure::InvalidCredentials));
+        }
     };
-    if registered.account_id != client.account_id {
-        return Err(fail(TokenFailure::CertNotAuthorizedForAccount));
-    }
     if state.repo.account(client.account_id).map_err(upstream)?.is_none() {
         return Err(fail(TokenFailure::InvalidCredentials));
     }

@@ -51,6 +51,7 @@ use uuid::Uuid;
 
 use super::{codec, Batch, CountedIndex, GroupCommit, Layout, Paging, SharedStore, Storage, StoreError};
 use crate::domain::account::{AccountProfile, AccountSettings};
+use crate::domain::brcode::TXID_LEN_MAX;
 use crate::domain::certificate::{Fingerprint, Validity};
 use crate::domain::decide::Record;
 use crate::domain::events::OutboxEvent;
@@ -58,7 +59,10 @@ use crate::domain::ids::{local_id_in_uuid, AccountId, ClientId};
 use crate::domain::ledger::{Ledger, LedgerChange, LedgerState, StoredKeys};
 use crate::domain::listing::{day_start, local_day, summary, summary_matches, Operation};
 use crate::domain::money::Money;
-use crate::domain::transaction::{local_id_in_end_to_end, Transaction, TxKind, TxStatus};
+use crate::domain::transaction::{
+    code_reference, local_id_in_end_to_end, parse_code_reference, CodeReference, Transaction, TxKind,
+    TxStatus,
+};
 use chrono::{Datelike, NaiveDate};
 
 /// The keys kept in pages (see `paged.rs`): written in key order on the payment path, so a
@@ -832,6 +836,32 @@ impl Repo {
         }
     }
 
+    /// The account's charge a BR Code names by `reference`, its txid field (see
+    /// [`code_reference`]). A cob made before references existed carries its txid cut to 25
+    /// characters: it is found when exactly one of the account's txids begins with it.
+    pub fn charge_by_code(&self, id: AccountId, reference: &str) -> Result<Option<Transaction>, RepoError> {
+        let found = match parse_code_reference(reference) {
+            CodeReference::Local(local) => self.transaction(local)?,
+            CodeReference::Txid(txid) => match self.charge_by_txid(id, txid)? {
+                Some(tx) => Some(tx),
+                None if txid.len() == TXID_LEN_MAX => {
+                    let hits = self.store.scan_prefix(format!("ctxid/{:020}/{txid}", id.get()).as_bytes())?;
+                    match hits.as_slice() {
+                        [(k, _)] => match self.local_by(k)? {
+                            Some(local) => self.transaction(local)?,
+                            None => None,
+                        },
+                        _ => None,
+                    }
+                }
+                None => None,
+            },
+        };
+        Ok(found.filter(|t| {
+            t.account_id == id && t.charge.as_ref().is_some_and(|c| is_named_by(c, t.local_id, reference))
+        }))
+    }
+
     /// The account's webhook configurations, by event type.
     pub fn webhook_configs(&self, id: AccountId) -> Result<Vec<WebhookConfig>, RepoError> {
         let prefix = format!("whcfg/{:020}/", id.get()).into_bytes();
@@ -1089,6 +1119,13 @@ impl Repo {
     }
 }
 
+/// Whether a code with `reference` in its txid field names this charge: its reference, or
+/// for a cob made before references, the first 25 characters of its txid.
+fn is_named_by(c: &crate::domain::transaction::ChargeDetails, local: u64, reference: &str) -> bool {
+    code_reference(&c.txid, local) == reference
+        || (c.txid.len() > TXID_LEN_MAX && c.txid.starts_with(reference))
+}
+
 /// A record under `key` that does not decode.
 fn corrupt(key: &[u8], e: codec::CodecError) -> RepoError {
     RepoError::Corrupt { key: String::from_utf8_lossy(key).into_owned(), reason: e.to_string() }
@@ -1171,6 +1208,51 @@ mod tests {
         let received = |m: &Med| m.status == MedStatus::Received;
         assert_eq!(ids(repo.meds_page(account, received, 1, 10).unwrap()), (vec![5, 3, 1], 4));
         assert_eq!(ids(repo.meds_page(account, received, 9, 10).unwrap()), (vec![], 4));
+    }
+
+    #[test]
+    fn a_code_finds_its_charge_by_reference_and_an_old_cut_txid_only_when_it_is_unambiguous() {
+        use crate::domain::transaction::{ChargeDetails, TxKind};
+        let storage = Storage::memory().unwrap();
+        let repo = Repo::new(&storage);
+        let account = AccountId::new(1).unwrap();
+        let now = Utc::now();
+        let charge = |local: u64, txid: &str| {
+            let mut tx =
+                Transaction::new(local, uuid::Uuid::new_v4(), account, TxKind::CashIn, Money::ZERO, now);
+            tx.charge = Some(ChargeDetails {
+                correlation_id: uuid::Uuid::nil(),
+                txid: txid.into(),
+                pix_code: String::new(),
+                expires_at: now,
+                additional_info: Default::default(),
+                cob: None,
+                splits: vec![],
+                split_transactions: vec![],
+            });
+            tx
+        };
+        let shared = "a".repeat(25);
+        let mut b = Batch::default();
+        repo.put_transaction(&mut b, &charge(1, &format!("{shared}X")), true).unwrap();
+        repo.put_transaction(&mut b, &charge(2, "0123456789abcdef012345678"), true).unwrap();
+        repo.put_transaction(&mut b, &charge(3, &format!("{}Z", "b".repeat(25))), true).unwrap();
+        storage.commit.commit_blocking(b).unwrap();
+        let found = |r: &str| repo.charge_by_code(account, r).unwrap().map(|t| t.local_id);
+        assert_eq!(found(&code_reference(&format!("{shared}X"), 1)), Some(1));
+        assert_eq!(found("0123456789abcdef012345678"), Some(2));
+        assert_eq!(found(&format!("COB{:020}", 2)), None, "a family A charge is named by its txid");
+        assert_eq!(found(&"b".repeat(25)), Some(3), "an old code: one txid begins with it");
+        assert_eq!(found(&shared), Some(1));
+        let mut b = Batch::default();
+        repo.put_transaction(&mut b, &charge(4, &format!("{shared}Y")), true).unwrap();
+        storage.commit.commit_blocking(b).unwrap();
+        assert_eq!(found(&shared), None, "two txids begin with it: no guess");
+        assert_eq!(
+            repo.charge_by_code(AccountId::new(2).unwrap(), &code_reference("c".repeat(26).as_str(), 1))
+                .unwrap(),
+            None
+        );
     }
 
     #[test]

@@ -535,3 +535,48 @@ async fn a_redirect_is_a_failed_attempt_and_is_not_followed() {
     assert_eq!((l[0]["statusCode"].as_u64(), l[0]["attempt"].as_u64()), (Some(302), Some(1)));
     assert!(rx.drain().is_empty(), "nothing followed the redirect");
 }
+
+#[actix_rt::test]
+async fn a_paid_cob_names_its_payer_the_one_given_else_the_sandbox_payer() {
+    let app = gateway().await;
+    let token = app.demo_token().await;
+    let mut rx = Receiver::ok();
+    configure(&app, &token, "cash_in", &rx.url, json!([])).await;
+    let cob = json!({"calendario": {"expiracao": 3600}, "valor": {"original": "1.00"}});
+    for txid in ["semdevedor20261123abcdefghij1", "semdevedor20261123abcdefghij2"] {
+        let req = app.client.put(app.url(&format!("/cob/{txid}"))).bearer_auth(&token);
+        assert_eq!(crate::helpers::send(req, Some(cob.clone())).await.0, 201);
+    }
+    let pay = |body: Value| {
+        let (app, token) = (&app, token.clone());
+        async move { app.post_raw("/sandbox/pay", &token, &body.to_string(), &[]).await }
+    };
+    // No payer named and no devedor: the simulated payer, with a CPF.
+    let (s, b) = pay(json!({"txid": "semdevedor20261123abcdefghij1"})).await;
+    assert_eq!(s, 200, "{b}");
+    let w = rx.next().await.json();
+    assert_eq!(w["type"], "RECEIVE", "{w}");
+    assert_eq!(w["data"]["debtorAccount"], json!({"name": "Sandbox Payer", "document": "***.444.777-**"}));
+    // A payer in the request, here with an alphanumeric CNPJ.
+    let payer = json!({"name": "Aurora Tecnologia", "document": "12ABC34501DE35"});
+    let (s, b) = pay(json!({"txid": "semdevedor20261123abcdefghij2", "payer": payer})).await;
+    assert_eq!(s, 200, "{b}");
+    let w = rx.next().await.json();
+    assert_eq!(
+        w["data"]["debtorAccount"],
+        json!({"name": "Aurora Tecnologia", "document": "12.ABC.345/****-**"})
+    );
+    let (_, list) = app.get_with("/api/transactions", &token).await;
+    let docs: Vec<&Value> =
+        list["data"].as_array().unwrap().iter().map(|t| &t["counterpart"]["document"]).collect();
+    assert_eq!(docs, vec!["12.ABC.345/****-**", "***.444.777-**"]);
+    // A malformed payer is refused before the charge is looked up.
+    for bad in [
+        json!({"name": "X"}),
+        json!({"name": "X", "document": "123"}),
+        json!({"name": "", "document": "52998224725"}),
+    ] {
+        let (s, b) = pay(json!({"txid": "semdevedor20261123abcdefghij1", "payer": bad})).await;
+        assert_eq!(s, 400, "{bad}: {b}");
+    }
+}

@@ -105,3 +105,54 @@ async fn a_storage_outage_answers_json_503_on_health_and_admin_routes() {
     store.set_failing(false);
     assert_eq!(send(app.client.get(app.url("/healthz")), None).await.0, 200);
 }
+
+#[actix_rt::test]
+async fn a_body_that_does_not_arrive_in_time_is_a_json_408_and_the_connection_is_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let opts = crate::helpers::Options {
+        env: vec![("PIXGW_BODY_TIMEOUT_MS".into(), "300".into())],
+        ..Default::default()
+    };
+    let app = crate::helpers::spawn_with(opts).await;
+    let addr = app.url("").trim_start_matches("http://").trim_end_matches('/').to_owned();
+    let mut conn = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /admin/accounts HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"name\": ",
+        app.creds.admin_token
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    // The rest of the body never comes: the server answers and closes on its own.
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(20), conn.read_to_end(&mut answer));
+    read.await.expect("the server closes the connection").unwrap();
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    let body: Value = serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_extended(&body, 408, "REQUEST_TIMEOUT");
+    // Nothing was created: the next account made is the second.
+    let (s, b) = app
+        .admin(
+            "POST",
+            "/admin/accounts",
+            Some(serde_json::json!({"name": "Next", "document": "52998224725"})),
+        )
+        .await;
+    assert_eq!((s, b["accountId"].as_u64()), (201, Some(2)), "{b}");
+}
+
+#[actix_rt::test]
+async fn a_member_named_twice_is_400_and_moves_nothing() {
+    let app = crate::helpers::TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    app.fund(&token, "10").await;
+    let (key, doc, _) = crate::helpers::directory_key("EMAIL", 0);
+    let body = format!(
+        r#"{{"value": 0.01, "value": 0.02, "externalId": "twice", "details": {{"key": "{key}", "keyType": "EMAIL", "name": "P", "document": "{doc}"}}}}"#
+    );
+    let (s, b) = app.post_raw("/api/pix/cash-out", &token, &body, &[]).await;
+    assert_eq!(s, 400, "{b}");
+    assert_extended(&b, 400, "HTTP_ERROR");
+    assert!(b["message"].to_string().contains("\\\"value\\\" appears twice"), "{b}");
+    assert_eq!(app.balance(&token).await.0, "10.00");
+}

@@ -140,6 +140,8 @@ pub async fn spawn_in_process(storage: Storage) -> TestApp {
         admin_token: None,
         sim_settle_ms: 200,
         dict_file: None,
+        require_client_cert: false,
+        body_timeout_ms: 10_000,
         webhook_allow_http: false,
         webhook_allow_private: false,
         webhook_ca_file: None,

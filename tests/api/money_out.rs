@@ -51,7 +51,7 @@ async fn every_invalid_field_has_its_own_message() {
             "description must have at most 140 characters",
             "details.keyType must be DOCUMENT, EMAIL, PHONE or RANDOM",
             "details.name must have at most 100 characters",
-            "details.document must be a CPF (11 digits) or CNPJ (14 digits): must have 11 (CPF) or 14 (CNPJ) digits",
+            "details.document must be a CPF (11 digits) or CNPJ (14 characters): must have 11 (CPF) or 14 (CNPJ) characters",
         ]
     );
     assert!(b.get("errorCode").is_none(), "{b}");
@@ -466,4 +466,46 @@ async fn another_accounts_transaction_is_not_found() {
         app.get_with(&format!("/api/transactions/{id}"), t["access_token"].as_str().unwrap()).await;
     assert_eq!(s, 404);
     assert_extended(&body, 404, "NOT_FOUND");
+}
+
+#[actix_rt::test]
+async fn an_alphanumeric_cnpj_is_a_key_a_payer_and_a_holder_and_is_masked_like_a_cnpj() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    // The Receita's own example, which the shipped directory holds as a CNPJ key.
+    let cnpj = "12ABC34501DE35";
+    let (s, fund) = app
+        .post_raw(
+            "/sandbox/pix-in",
+            &token,
+            &json!({"amount": 50, "payerName": "Aurora", "payerDocument": cnpj}).to_string(),
+            &[],
+        )
+        .await;
+    assert_eq!(s, 201, "{fund}");
+    let body = json!({"value": 2, "externalId": "alnum", "details": {"key": cnpj, "keyType": "DOCUMENT", "name": "Aurora", "document": cnpj}});
+    let (s, b) = app.post_raw("/api/pix/cash-out", &token, &body.to_string(), &[]).await;
+    assert_eq!(s, 201, "{b}");
+    let t = app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;
+    assert_eq!(t["status"], "CONFIRMED", "the directory knows the key: {t}");
+    let (s, list) = app.get_with("/api/transactions", &token).await;
+    assert_eq!(s, 200);
+    for row in list["data"].as_array().unwrap() {
+        assert_eq!(row["counterpart"]["document"], "12.ABC.345/****-**", "{row}");
+    }
+    // Wrong check digits and lower case are refused like any invalid document.
+    for (i, bad) in ["12ABC34501DE36", "12abc34501de35"].iter().enumerate() {
+        let body = json!({"value": 1, "externalId": format!("bad{i}"), "details": {"key": bad, "keyType": "DOCUMENT", "name": "A", "document": cnpj}});
+        let (s, b) = app.post_raw("/api/pix/cash-out", &token, &body.to_string(), &[]).await;
+        assert_eq!(s, 400, "{bad}");
+        assert_eq!(b["errorCode"], "PIX_INVALID_PIX_KEY", "{bad}: {b}");
+        let body = json!({"value": 1, "externalId": format!("doc{i}"), "details": {"key": cnpj, "keyType": "DOCUMENT", "name": "A", "document": bad}});
+        let (s, b) = app.post_raw("/api/pix/cash-out", &token, &body.to_string(), &[]).await;
+        assert_eq!(s, 400, "{bad}: {b}");
+    }
+    // An account may be held by a company with an alphanumeric CNPJ.
+    let (s, acct) =
+        app.admin("POST", "/admin/accounts", Some(json!({"name": "Aurora", "document": cnpj}))).await;
+    assert_eq!(s, 201, "{acct}");
+    assert_eq!(app.balance(&token).await.2, "48.00");
 }

@@ -280,3 +280,107 @@ async fn rotating_the_secret_retires_the_old_secret_and_its_tokens() {
     let fresh = body["access_token"].as_str().unwrap();
     assert_eq!(app.get_with("/api/account", fresh).await.0, 200);
 }
+
+/// A GET with a bearer token and, when given, an `X-SSL-Client-Cert` header.
+async fn get_presenting(
+    app: &crate::helpers::TestApp,
+    path: &str,
+    token: &str,
+    cert: Option<&str>,
+) -> (u16, Value) {
+    let mut req = app.client.get(app.url(path)).bearer_auth(token);
+    if let Some(c) = cert {
+        req = req.insert_header(("X-SSL-Client-Cert", c.to_owned()));
+    }
+    send(req, None).await
+}
+
+#[actix_rt::test]
+async fn a_request_that_presents_a_certificate_must_present_the_tokens() {
+    let app = spawn_app().await;
+    let token = app.demo_token().await;
+    let own = certs::url_encode_pem(&app.creds.cert_pem);
+    let now = Utc::now();
+    let other = certs::url_encode_pem(&cert(now - Duration::hours(1), now + Duration::days(1)));
+    assert_eq!(get_presenting(&app, "/api/balance", &token, None).await.0, 200, "no header: served");
+    assert_eq!(get_presenting(&app, "/api/balance", &token, Some(&own)).await.0, 200);
+    assert_eq!(get_presenting(&app, "/api/balance", &token, Some("")).await.0, 200, "empty: none sent");
+    for (presented, why) in [(other.as_str(), "another certificate"), ("not-a-pem", "a malformed header")] {
+        let (s, b) = get_presenting(&app, "/api/balance", &token, Some(presented)).await;
+        assert_eq!(s, 401, "{why}: {b}");
+        assert_extended(&b, 401, "HTTP_ERROR");
+        // Family B answers in its own shape.
+        let (s, b) = get_presenting(&app, "/accounts/balances", &token, Some(presented)).await;
+        assert_eq!(s, 401, "{why}: {b}");
+        crate::helpers::assert_simple(&b, 401);
+    }
+}
+
+#[actix_rt::test]
+async fn require_client_cert_makes_the_tokens_certificate_mandatory_on_every_request() {
+    let opts = crate::helpers::Options {
+        env: vec![("PIXGW_REQUIRE_CLIENT_CERT".into(), "1".into())],
+        ..Default::default()
+    };
+    let app = crate::helpers::spawn_with(opts).await;
+    let token = app.demo_token().await;
+    let own = certs::url_encode_pem(&app.creds.cert_pem);
+    for missing in [None, Some("")] {
+        let (s, b) = get_presenting(&app, "/api/balance", &token, missing).await;
+        assert_eq!(s, 401, "{missing:?}: {b}");
+        assert!(b["message"].as_str().is_some_and(|m| m.contains("X-SSL-Client-Cert")), "{b}");
+    }
+    assert_eq!(get_presenting(&app, "/api/balance", &token, Some(&own)).await.0, 200);
+    // Routes without a client token are not affected.
+    assert_eq!(get_presenting(&app, "/healthz", &token, None).await.0, 200);
+}
+
+#[actix_rt::test]
+async fn failed_attempts_are_throttled_per_certificate_and_never_lock_a_client_out_from_other_accounts() {
+    use pixgw::domain::throttle::{TOKEN_FAILURES_PER_CERT_MAX, TOKEN_FAILURE_WINDOW_SECONDS};
+    let app = spawn_app().await;
+    let (demo_pem, demo_id) = (app.creds.cert_pem.clone(), app.creds.client_id.clone());
+    for _ in 0..TOKEN_FAILURES_PER_CERT_MAX {
+        let (s, b) = app.token_with(&demo_pem, &demo_id, "wrong").await;
+        assert_token_error(&b, s, "PUB_INVALID_CREDENTIALS");
+    }
+    // The certificate is throttled, before its credentials are even read.
+    let req = app
+        .client
+        .post(app.url("/api/auth/token"))
+        .insert_header(("X-SSL-Client-Cert", certs::url_encode_pem(&demo_pem)));
+    let mut res =
+        req.send_json(&json!({"clientId": demo_id, "clientSecret": app.creds.client_secret})).await.unwrap();
+    assert_eq!(res.status().as_u16(), 429);
+    let wait: i64 = res.headers().get("retry-after").unwrap().to_str().unwrap().parse().unwrap();
+    assert!((1..=TOKEN_FAILURE_WINDOW_SECONDS).contains(&wait), "{wait}");
+    let body: Value = res.json().await.unwrap();
+    assert_token_error(&body, 429, "PUB_TOO_MANY_ATTEMPTS");
+    app.advance(TOKEN_FAILURE_WINDOW_SECONDS).await;
+    let (s, b) = app.token_with(&demo_pem, &demo_id, &app.creds.client_secret).await;
+    assert_eq!(s, 201, "the window ended: {b}");
+
+    // Guesses on the Demo clientId with certificates of another account: throttled per
+    // clientId across certificates, while the Demo's own certificate still gets its token.
+    let (other, _, _, first) = app.new_account("Other").await;
+    let mut pems = vec![first];
+    let now = Utc::now();
+    for _ in 0..2 {
+        let pem = cert(now - Duration::hours(1), now + Duration::days(1));
+        let (s, b) = app
+            .admin("POST", &format!("/admin/accounts/{other}/certificates"), Some(json!({"pem": pem})))
+            .await;
+        assert_eq!(s, 201, "{b}");
+        pems.push(pem);
+    }
+    let per_client = pixgw::domain::throttle::TOKEN_FAILURES_PER_CLIENT_MAX;
+    let mut statuses = vec![];
+    for i in 0..per_client + 1 {
+        let pem = &pems[i / TOKEN_FAILURES_PER_CERT_MAX];
+        statuses.push(app.token_with(pem, &demo_id, "guess").await.0);
+    }
+    assert!(statuses[..per_client].iter().all(|s| *s == 401), "{statuses:?}");
+    assert_eq!(statuses[per_client], 429, "the clientId is throttled for other accounts' certificates");
+    let (s, b) = app.token_with(&demo_pem, &demo_id, &app.creds.client_secret).await;
+    assert_eq!(s, 201, "the client's own certificate is not locked out: {b}");
+}

@@ -13,13 +13,14 @@ use chrono::{DateTime, Utc};
 
 use super::{Account, Ids, Plan, Record, Refusal};
 use crate::domain::brcode::{generate, BrCodeSpec};
+use crate::domain::document::TaxId;
 use crate::domain::ledger::{DebitDecision, DebitRequest, StoredKeys};
 use crate::domain::money::Money;
 use crate::domain::scenario::ChargeScenario;
 use crate::domain::splits::{next_run, Split};
 use crate::domain::transaction::{
-    end_to_end_id, BankInfo, ChargeDetails, CobDetails, Counterpart, ErrorCode, Transaction, TxKind,
-    TxStatus, PAYER_ISPB,
+    code_reference, end_to_end_id, BankInfo, ChargeDetails, CobDetails, Counterpart, ErrorCode, Transaction,
+    TxKind, TxStatus, PAYER_ISPB, SANDBOX_PAYER_DOCUMENT, SANDBOX_PAYER_NAME,
 };
 
 /// The city a charge's BR Code names (the gateway's accounts carry no address).
@@ -93,7 +94,7 @@ pub fn create_charge(
         amount: Some(req.value),
         merchant_name: account.name.to_owned(),
         merchant_city: CHARGE_CITY.into(),
-        txid: Some(txid.clone()),
+        txid: Some(code_reference(&txid, fresh.local_id)),
     });
     let tx = Transaction {
         external_id: req.external_id,
@@ -144,11 +145,22 @@ pub enum ChargeOutcome {
     Expired,
 }
 
-/// A payer pays an open charge. `payer_bank` is the simulated payer's bank; `split_banks`,
-/// the bank of each split's key (in the order of the charge's splits). Ids: one per split.
+/// Who pays a charge, when the request says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Payer {
+    pub name: String,
+    pub document: TaxId,
+}
+
+/// A payer pays an open charge. The payer is the one given; else the debtor the charge names
+/// (a family A charge's payer, a cob's `devedor`); else the simulated sandbox payer, so a
+/// received payment always names a payer with a document. `payer_bank` is the payer's bank;
+/// `split_banks`, the bank of each split's key (in the order of the charge's splits). Ids:
+/// one for the payer's end-to-end id, one per split.
 pub fn pay_charge(
     account: &Account,
     charge: ChargeState,
+    payer: Option<Payer>,
     payer_bank: Option<BankInfo>,
     split_banks: &[Option<BankInfo>],
     now: DateTime<Utc>,
@@ -172,10 +184,21 @@ pub fn pay_charge(
     tx.status = TxStatus::Confirmed;
     tx.fee = fee;
     tx.processed_at = Some(now);
-    let payer = ids.take()?;
+    let drawn = ids.take()?;
     // The payer's institution made this id.
-    tx.end_to_end_id = end_to_end_id('E', PAYER_ISPB, now, &payer.entropy());
+    tx.end_to_end_id = end_to_end_id('E', PAYER_ISPB, now, &drawn.entropy());
     tx.counterpart.bank = payer_bank;
+    match payer {
+        Some(p) => {
+            tx.counterpart.name = p.name;
+            tx.counterpart.document = Some(p.document.to_string());
+        }
+        None if tx.counterpart.document.is_some() => {}
+        None => {
+            tx.counterpart.name = SANDBOX_PAYER_NAME.into();
+            tx.counterpart.document = Some(SANDBOX_PAYER_DOCUMENT.into());
+        }
+    }
     // The credit and every split's hold are one change: each split is decided on the
     // balance the credit and the splits before it leave.
     let mut splits = Vec::with_capacity(details.splits.len());
@@ -341,6 +364,7 @@ mod tests {
             &f.account(),
             ChargeState::Open(Box::new(charge)),
             None,
+            None,
             &[],
             noon(),
             &mut ids(&[2, 3, 4, 5]),
@@ -370,6 +394,7 @@ mod tests {
             &f.account(),
             ChargeState::Open(Box::new(charge.clone())),
             None,
+            None,
             &[],
             due,
             &mut ids(&[2]),
@@ -382,6 +407,7 @@ mod tests {
             &f.account(),
             ChargeState::Closed(Some(TxStatus::Error)),
             None,
+            None,
             &[],
             due,
             &mut ids(&[2]),
@@ -393,6 +419,38 @@ mod tests {
         );
         let cancelled = cancel_charge(ChargeState::Open(Box::new(charge)), due).unwrap();
         assert_eq!(cancelled.reply.error_code, Some(ErrorCode::Cancelled));
+    }
+
+    #[test]
+    fn a_paid_charge_names_the_payer_given_else_its_debtor_else_the_sandbox_payer() {
+        let paid_by = |req: ChargeRequest, payer: Option<Payer>| {
+            let mut f = Fixture::with_balance("0");
+            let charge = open(&mut f, req, 1);
+            let plan = pay_charge(
+                &f.account(),
+                ChargeState::Open(Box::new(charge)),
+                payer,
+                None,
+                &[],
+                noon(),
+                &mut ids(&[2]),
+            )
+            .unwrap();
+            let ChargeOutcome::Paid(tx) = plan.reply else { panic!("not paid") };
+            (tx.counterpart.name, tx.counterpart.document)
+        };
+        let bia = Payer { name: "Bia".into(), document: TaxId::parse("12ABC34501DE35").unwrap() };
+        assert_eq!(paid_by(request("1"), Some(bia)), ("Bia".into(), Some("12ABC34501DE35".into())));
+        assert_eq!(paid_by(request("1"), None), ("Ana".into(), Some("52998224725".into())), "the debtor");
+        let mut nobody = request("1");
+        nobody.payer_name = String::new();
+        nobody.payer_document = None;
+        assert_eq!(
+            paid_by(nobody, None),
+            (SANDBOX_PAYER_NAME.into(), Some(SANDBOX_PAYER_DOCUMENT.into())),
+            "a cob without devedor"
+        );
+        assert!(TaxId::parse(SANDBOX_PAYER_DOCUMENT).is_ok());
     }
 
     #[test]
@@ -414,6 +472,7 @@ mod tests {
         let plan = pay_charge(
             &f.account(),
             ChargeState::Open(Box::new(charge)),
+            None,
             None,
             &[None],
             noon(),

@@ -17,7 +17,7 @@ mod pay;
 mod refunds;
 
 pub use charges::{
-    cancel_charge, create_charge, expire_charge, pay_charge, ChargeOutcome, ChargeRequest, ChargeState,
+    cancel_charge, create_charge, expire_charge, pay_charge, ChargeOutcome, ChargeRequest, ChargeState, Payer,
 };
 pub use med::{close_med, open_med, CloseMedRequest, OpenMedRequest};
 pub use pay::{pay, pix_in, settle, DictRequest, PayDecision, PayRequest, PixInRequest};

@@ -14,7 +14,7 @@ use crate::domain::money::Money;
 use crate::domain::scenario::PayoutScenario;
 use crate::domain::transaction::{
     end_to_end_id, own_or_random_end_to_end_id, BankInfo, Counterpart, DictDetails, E2eVariant, ErrorCode,
-    Priority, Transaction, TxKind, TxStatus, PAYER_ISPB,
+    Priority, Transaction, TxKind, TxStatus, PAYER_ISPB, SANDBOX_PAYER_DOCUMENT,
 };
 
 /// The `/dict/pix` parts of a payment.
@@ -152,7 +152,8 @@ pub struct PixInRequest {
     pub payer_bank: Option<BankInfo>,
 }
 
-/// A received PIX: credits value minus the cash-in fee, recorded CONFIRMED.
+/// A received PIX: credits value minus the cash-in fee, recorded CONFIRMED. A payer sent
+/// without a document is given the sandbox payer's, so every received payment names one.
 pub fn pix_in(
     account: &Account,
     req: PixInRequest,
@@ -170,7 +171,7 @@ pub fn pix_in(
         end_to_end_id: end_to_end_id('E', PAYER_ISPB, now, &fresh.entropy()),
         counterpart: Counterpart {
             name: req.payer_name,
-            document: req.payer_document,
+            document: Some(req.payer_document.unwrap_or_else(|| SANDBOX_PAYER_DOCUMENT.into())),
             key: None,
             key_type: None,
             bank: req.payer_bank,
@@ -353,6 +354,8 @@ mod tests {
         let plan = pix_in(&f.account(), req, noon(), &mut ids(&[3])).unwrap();
         assert_eq!(plan.reply.status, TxStatus::Confirmed);
         assert!(plan.reply.end_to_end_id.starts_with(&format!("E{PAYER_ISPB}")));
+        let payer = &plan.reply.counterpart;
+        assert_eq!((payer.name.as_str(), payer.document.as_deref()), ("Ana", Some(SANDBOX_PAYER_DOCUMENT)));
         assert_eq!(plan.events.len(), 1);
         f.apply(&plan);
         assert_eq!(f.ledger.balance().available, m("9"));
