@@ -15,7 +15,10 @@ const LATENCY_BUCKETS_SECONDS: &[f64] =
 /// Installs the log subscriber; `RUST_LOG` overrides the default `info` filter.
 pub fn init_logs(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colours only on a terminal: in a file or a log collector they are noise.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder =
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(colour);
     // A second init (tests start several servers in one process) is harmless.
     let _ = match format {
         LogFormat::Human => builder.try_init(),

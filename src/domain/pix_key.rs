@@ -47,6 +47,37 @@ pub enum DirectoryKeyType {
     Evp,
 }
 
+impl DirectoryKeyType {
+    /// The directory's name (and `/dict/pix`'s): CPF, CNPJ, EMAIL, PHONE, EVP.
+    pub fn directory_name(self) -> &'static str {
+        match self {
+            DirectoryKeyType::Cpf => "CPF",
+            DirectoryKeyType::Cnpj => "CNPJ",
+            DirectoryKeyType::Email => "EMAIL",
+            DirectoryKeyType::Phone => "PHONE",
+            DirectoryKeyType::Evp => "EVP",
+        }
+    }
+
+    /// The name a family A cash-out gives this type: DOCUMENT for a CPF or CNPJ, RANDOM
+    /// for an EVP.
+    pub fn cash_out_name(self) -> &'static str {
+        match self {
+            DirectoryKeyType::Cpf | DirectoryKeyType::Cnpj => "DOCUMENT",
+            DirectoryKeyType::Evp => "RANDOM",
+            other => other.directory_name(),
+        }
+    }
+
+    /// The name a charge's split gives this type: CPF, CNPJ, EMAIL, PHONE, RANDOM.
+    pub fn split_name(self) -> &'static str {
+        match self {
+            DirectoryKeyType::Evp => "RANDOM",
+            other => other.directory_name(),
+        }
+    }
+}
+
 /// A key in the directory's canonical form.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -226,6 +257,21 @@ mod tests {
         ];
         for (kind, input, err) in bad {
             assert_eq!(parse_cash_out_key(kind, input), Err(err), "{input}");
+        }
+    }
+
+    #[test]
+    fn each_route_names_key_types_in_its_own_words() {
+        use DirectoryKeyType as D;
+        let names = |t: D| (t.directory_name(), t.cash_out_name(), t.split_name());
+        assert_eq!(names(D::Cpf), ("CPF", "DOCUMENT", "CPF"));
+        assert_eq!(names(D::Cnpj), ("CNPJ", "DOCUMENT", "CNPJ"));
+        assert_eq!(names(D::Email), ("EMAIL", "EMAIL", "EMAIL"));
+        assert_eq!(names(D::Phone), ("PHONE", "PHONE", "PHONE"));
+        assert_eq!(names(D::Evp), ("EVP", "RANDOM", "RANDOM"));
+        // The directory names are what serde writes.
+        for t in [D::Cpf, D::Cnpj, D::Email, D::Phone, D::Evp] {
+            assert_eq!(serde_json::to_value(t).unwrap(), t.directory_name());
         }
     }
 

@@ -19,6 +19,7 @@ use super::payments::{ask, family_a_error};
 use super::sandbox::sandbox_only;
 use super::AppState;
 use crate::account::{CloseMed, OpenMed};
+use crate::domain::listing::PageInfo;
 use crate::domain::med::{
     cause_known, AnalysisResult, Med, MedStatus, DEFAULT_CAUSE, FRAUD_CAUSES, MED_TEXT_LEN_MAX,
     OPERATIONAL_CAUSES,
@@ -144,10 +145,12 @@ async fn close(
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MedMetadata {
-    total: usize,
+    total: u64,
     page: u32,
     page_size: u32,
-    total_pages: usize,
+    total_pages: u64,
+    has_next: bool,
+    has_previous: bool,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -230,6 +233,16 @@ pub async fn list(
     let data = meds.iter().map(Med::to_json).collect();
     Ok(HttpResponse::Ok().json(MedPage {
         data,
-        metadata: MedMetadata { total, page, page_size: size, total_pages: total.div_ceil(size as usize) },
+        metadata: {
+            let info = PageInfo::new(page, size, total as u64);
+            MedMetadata {
+                total: info.total,
+                page,
+                page_size: size,
+                total_pages: info.total_pages,
+                has_next: info.has_next,
+                has_previous: info.has_previous,
+            }
+        },
     }))
 }

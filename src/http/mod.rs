@@ -133,6 +133,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) -> Vec<(Method, &'static str)> {
     t.add(Method::POST, "/api/pix/cash-in", charges::cash_in);
     t.add(Method::POST, "/api/pix/refund-in/{id}", refunds::refund_in);
     t.add(Method::PUT, "/pix/{e2eid}/devolucao/{id}", refunds::devolucao);
+    t.add(Method::GET, "/pix/{e2eid}/devolucao/{id}", refunds::get_devolucao);
     t.add(Method::PUT, "/cob/{txid}", cob::put_cob);
     t.add(Method::GET, "/cob/{txid}", cob::get_cob);
     t.add(Method::PATCH, "/cob/{txid}", cob::patch_cob);
@@ -146,6 +147,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) -> Vec<(Method, &'static str)> {
     t.add(Method::POST, "/api/webhooks", webhooks::configure);
     t.add(Method::GET, "/api/webhooks", webhooks::list);
     t.add(Method::GET, "/api/webhooks/logs", webhooks::logs);
+    t.add(Method::DELETE, "/api/webhooks/{eventType}", webhooks::remove);
     t.add(Method::POST, "/api/resend-webhook/{transactionIdentifier}", webhooks::resend);
     t.add(Method::POST, "/dict/pix", dict::dict_pix);
     t.add(Method::GET, "/accounts/balances", balance::balances);

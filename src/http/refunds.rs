@@ -229,3 +229,45 @@ pub async fn devolucao(
     let body = Devolucao::of(&tx);
     Ok(if replayed { HttpResponse::Ok().json(body) } else { HttpResponse::Created().json(body) })
 }
+
+#[utoipa::path(
+    get, path = "/pix/{e2eid}/devolucao/{id}", tag = "family B",
+    params(("e2eid" = String, Path, description = "end-to-end id of the received PIX, 32 characters"),
+           ("id" = String, Path, description = "the refund's id, 1 to 35 alphanumeric characters")),
+    responses(
+        (status = 200, body = Devolucao),
+        (status = 400, body = SimpleErrorBody),
+        (status = 404, description = "no refund with this id of this account's received PIX", body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_devolucao(
+    caller: Caller,
+    path: web::Path<(String, String)>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (e2eid, id) = path.into_inner();
+    let mut bad = Vec::new();
+    if e2eid.len() != E2E_LEN || !e2eid.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        bad.push(Violation::new("e2eid", "must be 32 alphanumeric characters"));
+    }
+    if id.is_empty() || id.len() > DEVOLUCAO_ID_LEN_MAX || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        bad.push(Violation::new("id", "must be 1 to 35 alphanumeric characters"));
+    }
+    if !bad.is_empty() {
+        return Err(ApiError::Validation(bad));
+    }
+    // The id is the refund's externalId (one namespace with family A refunds); it must be a
+    // refund of the PIX this path names.
+    let refund = state
+        .repo
+        .transaction_by_external_id(caller.account_id, &id)?
+        .filter(|t| t.account_id == caller.account_id)
+        .filter(|t| t.refund.as_ref().is_some_and(|r| r.original_end_to_end_id == e2eid));
+    match refund {
+        Some(tx) => Ok(HttpResponse::Ok().json(Devolucao::of(&tx))),
+        None => {
+            Err(ApiError::NotFound("no refund with this id of a PIX received with this end-to-end id".into()))
+        }
+    }
+}

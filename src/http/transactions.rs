@@ -21,7 +21,7 @@ use crate::domain::listing::{
     date_range, local_day, parse_status, status_display, Operation, PageInfo, PAGE_SIZE_DEFAULT,
     PAGE_SIZE_MAX,
 };
-use crate::domain::transaction::Transaction;
+use crate::domain::transaction::{Transaction, TxKind};
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -72,12 +72,28 @@ impl From<&Transaction> for TransactionView {
             end_to_end_id: t.end_to_end_id.clone(),
             created_at: iso(t.created_at),
             processed_at: t.processed_at.map(iso),
-            counterpart: serde_json::to_value(&t.counterpart).unwrap_or(Value::Null),
+            counterpart: counterpart_view(t),
             split_of: t.split_of,
             split_transactions: t.charge.as_ref().map(|c| c.split_transactions.clone()).unwrap_or_default(),
             scheduled_for: t.scheduled_for.map(iso),
         }
     }
+}
+
+/// The counterpart with its key type in the words of the route that made the transfer: a
+/// family A cash-out says DOCUMENT and RANDOM, a split CPF, CNPJ and RANDOM, `/dict/pix`
+/// the directory's CPF, CNPJ and EVP.
+fn counterpart_view(t: &Transaction) -> Value {
+    let mut v = serde_json::to_value(&t.counterpart).unwrap_or(Value::Null);
+    if let (Some(kt), Some(obj)) = (t.counterpart.key_type, v.as_object_mut()) {
+        let name = match (t.kind, t.split_of) {
+            (TxKind::DictPix, _) => kt.directory_name(),
+            (_, Some(_)) => kt.split_name(),
+            _ => kt.cash_out_name(),
+        };
+        obj.insert("keyType".into(), Value::String(name.into()));
+    }
+    v
 }
 
 #[utoipa::path(

@@ -1,5 +1,5 @@
 //! The webhook routes (decisions.md §7): configuration (`POST /api/webhooks`, an upsert per
-//! event type, and `GET /api/webhooks`), `POST /api/resend-webhook/{id}` and, beyond the
+//! event type, `GET /api/webhooks` and `DELETE /api/webhooks/{eventType}`), `POST /api/resend-webhook/{id}` and, beyond the
 //! interface, the delivery log `GET /api/webhooks/logs`. Delivery itself is
 //! [`crate::webhooks`].
 
@@ -23,6 +23,9 @@ use crate::webhooks::dispatcher::{Resend, ResendError};
 /// Entries `GET /api/webhooks/logs` answers at most.
 pub const WEBHOOK_LOGS_LIMIT_MAX: usize = 100;
 const WEBHOOK_LOGS_LIMIT_DEFAULT: usize = 50;
+
+const EVENT_TYPES_MESSAGE: &str =
+    "must be one of cash_in, cash_out, refund_in, refund_out, med_created, med_accepted, med_rejected";
 
 /// An http(s) URL with a host; plain http only when allowed.
 fn check_url(url: &str, allow_http: bool) -> Result<(), &'static str> {
@@ -105,10 +108,7 @@ pub async fn configure(
     let event_type = f.string("eventType", true).and_then(|t| {
         let parsed = EventType::parse(t);
         if parsed.is_none() {
-            f.fail(
-                "eventType",
-                "must be one of cash_in, cash_out, refund_in, refund_out, med_created, med_accepted, med_rejected",
-            );
+            f.fail("eventType", EVENT_TYPES_MESSAGE);
         }
         parsed
     });
@@ -138,6 +138,36 @@ pub async fn configure(
         format!("webhook for {} {}", event_type.as_str(), if created { "created" } else { "updated" });
     let body = Configured { success: true, message };
     Ok(if created { HttpResponse::Created().json(body) } else { HttpResponse::Ok().json(body) })
+}
+
+#[utoipa::path(
+    delete, path = "/api/webhooks/{eventType}", tag = "webhooks",
+    params(("eventType" = String, Path, description = "cash_in, cash_out, refund_in, refund_out, med_created, med_accepted or med_rejected")),
+    responses(
+        (status = 204, description = "Removed: events of this type are no longer delivered, pending retries included"),
+        (status = 400, description = "not an event type", body = ExtendedErrorBody),
+        (status = 401, body = ExtendedErrorBody),
+        (status = 404, description = "no endpoint is configured for this event type", body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn remove(
+    caller: Caller,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let name = path.into_inner();
+    let Some(event_type) = EventType::parse(&name) else {
+        return Err(ApiError::Validation(vec![super::error::Violation::new(
+            "eventType",
+            EVENT_TYPES_MESSAGE,
+        )]));
+    };
+    if state.repo.delete_webhook_config(caller.account_id, event_type)? {
+        Ok(HttpResponse::NoContent().finish())
+    } else {
+        Err(ApiError::NotFound(format!("no webhook is configured for {name}")))
+    }
 }
 
 #[derive(Serialize, ToSchema)]

@@ -631,7 +631,13 @@ fn make_next(shared: &Shared, index: u64) -> std::io::Result<()> {
     if free < headroom + shared.segment_bytes {
         return Err(std::io::Error::new(
             ErrorKind::StorageFull,
-            format!("{} MiB free, below the {} MiB kept for checkpoints", free >> 20, headroom >> 20),
+            format!(
+                "{} MiB free, and a segment of {} MiB needs {} MiB with the {} MiB kept for checkpoints",
+                free >> 20,
+                shared.segment_bytes >> 20,
+                (headroom + shared.segment_bytes) >> 20,
+                headroom >> 20
+            ),
         ));
     }
     make_segment(&shared.dir, index, shared.segment_bytes, &shared.faults)

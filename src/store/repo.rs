@@ -875,6 +875,22 @@ impl Repo {
         self.commit(&b)
     }
 
+    /// Removes the configuration of an account's event type (flushed); answers whether there
+    /// was one.
+    pub fn delete_webhook_config(
+        &self,
+        id: AccountId,
+        event_type: crate::domain::events::EventType,
+    ) -> Result<bool, RepoError> {
+        if self.webhook_config(id, event_type)?.is_none() {
+            return Ok(false);
+        }
+        let mut b = Batch::default();
+        b.delete(format!("whcfg/{:020}/{}", id.get(), event_type.as_str()).into_bytes());
+        self.commit(&b)?;
+        Ok(true)
+    }
+
     /// Adds an event to the outbox in `b`; answers its sequence number.
     pub fn put_outbox(&self, b: &mut Batch, event: &OutboxEvent) -> Result<u64, RepoError> {
         let seq = self.store.generate_id()?;

@@ -57,6 +57,7 @@ async fn a_replay_answers_the_first_transfer_and_moves_nothing() {
     assert_eq!(app.balance(&token).await.2, "89.50");
     let t = app.wait_final(&token, &first["id"].to_string()).await;
     assert_eq!(t["status"], "CONFIRMED");
+    assert_eq!(t["counterpart"]["keyType"], "PHONE", "the directory's words");
     assert_eq!(app.balance(&token).await, ("89.50".into(), "0.00".into(), "89.50".into()));
     // The settled end-to-end id replaces the provisional one.
     assert_ne!(t["endToEndId"], first["endToEndId"]);

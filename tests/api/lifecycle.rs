@@ -105,3 +105,28 @@ async fn an_idle_account_actor_stops_and_comes_back_from_storage() {
     assert_eq!(app.balance(&token).await.2, "15.00");
     assert_eq!(live_actors(&app).await, 1);
 }
+
+#[test]
+fn human_logs_written_to_a_file_carry_no_terminal_colours() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let mut child = Command::new(crate::helpers::bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--log-format", "human", "--data-dir"])
+        .arg(dir.path().join("run"))
+        .env("RUST_LOG", "info")
+        .env_remove("PIXGW_CONFIG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
+        .spawn()
+        .unwrap();
+    let mut banner = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut banner).unwrap();
+    assert!(banner.starts_with("pixgw listening on"), "{banner}");
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    assert!(child.wait().unwrap().success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("INFO"), "the start-up was logged: {text}");
+    assert!(!text.contains('\x1b'), "no ANSI escapes in a file: {text:?}");
+}

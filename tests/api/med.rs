@@ -204,7 +204,10 @@ async fn the_med_list_filters_pages_and_refuses_bad_queries() {
     };
     let (s, all) = get("").await;
     assert_eq!(s, 200, "{all}");
-    assert_eq!(all["metadata"], json!({"total": 4, "page": 1, "pageSize": 20, "totalPages": 1}));
+    assert_eq!(
+        all["metadata"],
+        json!({"total": 4, "page": 1, "pageSize": 20, "totalPages": 1, "hasNext": false, "hasPrevious": false})
+    );
     assert_eq!(all["data"][0]["id"], loose["id"], "newest first");
     let (_, analyzed) = get("status=ANALYZED").await;
     assert_eq!(
@@ -217,6 +220,15 @@ async fn the_med_list_filters_pages_and_refuses_bad_queries() {
     assert_eq!(unreconciled["data"][0]["id"], loose["id"]);
     let (_, p2) = get("pageSize=3&page=2").await;
     assert_eq!((p2["metadata"]["totalPages"].as_u64(), p2["data"].as_array().unwrap().len()), (Some(2), 1));
+    assert_eq!(
+        (p2["metadata"]["hasNext"].as_bool(), p2["metadata"]["hasPrevious"].as_bool()),
+        (Some(false), Some(true))
+    );
+    let (_, p1) = get("pageSize=3&page=1").await;
+    assert_eq!(
+        (p1["metadata"]["hasNext"].as_bool(), p1["metadata"]["hasPrevious"].as_bool()),
+        (Some(true), Some(false))
+    );
     let (_, none) = get("startDate=2099-01-01T00:00:00Z").await;
     assert_eq!(none["metadata"]["total"], 0);
     let (_, some) = get("startDate=2000-01-01T00:00:00Z&endDate=2099-01-01T00:00:00Z").await;

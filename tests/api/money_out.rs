@@ -83,6 +83,12 @@ async fn key_formats_by_key_type_and_their_error_code() {
         let (s, b) = app.post_raw("/api/pix/cash-out", &token, &body.to_string(), &[]).await;
         if *ok {
             assert_eq!(s, 201, "{key_type} {key}: {b}");
+            // The transaction names the key type as the request did (not the directory's
+            // CPF, CNPJ or EVP).
+            let (_, t) = app
+                .get_with(&format!("/api/transactions/{}", b["transactionId"].as_str().unwrap()), &token)
+                .await;
+            assert_eq!(t["counterpart"]["keyType"], *key_type, "{t}");
         } else {
             assert_eq!(s, 400, "{key_type} {key}");
             assert_eq!(b["errorCode"], "PIX_INVALID_PIX_KEY", "{key_type} {key}: {b}");
@@ -488,6 +494,7 @@ async fn an_alphanumeric_cnpj_is_a_key_a_payer_and_a_holder_and_is_masked_like_a
     assert_eq!(s, 201, "{b}");
     let t = app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;
     assert_eq!(t["status"], "CONFIRMED", "the directory knows the key: {t}");
+    assert_eq!(t["counterpart"]["keyType"], "DOCUMENT", "in the words of the request");
     let (s, list) = app.get_with("/api/transactions", &token).await;
     assert_eq!(s, 200);
     for row in list["data"].as_array().unwrap() {

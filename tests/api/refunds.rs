@@ -170,6 +170,17 @@ async fn a_devolucao_shares_the_namespace_and_answers_replays() {
     assert_eq!(done["status"], "CONFIRMED");
     let (s, fin) = devolucao(&app, &token, &e2e, "dev1", json!({"valor": "12.30"})).await;
     assert_eq!((s, fin["status"].as_str()), (200, Some("DEVOLVIDO")));
+    // GET reads it back, as the API Pix does; only under the PIX it refunds.
+    let (s, got) = app.get_with(&format!("/pix/{e2e}/devolucao/dev1"), &token).await;
+    assert_eq!((s, &got), (200, &fin));
+    let (_, other_e2e) = receive(&app, &token, "5").await;
+    let (s, b) = app.get_with(&format!("/pix/{other_e2e}/devolucao/dev1"), &token).await;
+    assert_eq!(s, 404, "{b}");
+    assert_simple(&b, 404);
+    assert_eq!(app.get_with(&format!("/pix/{e2e}/devolucao/nope"), &token).await.0, 404);
+    let (s, b) = app.get_with(&format!("/pix/{e2e}/devolucao/dev-1"), &token).await;
+    assert_eq!(s, 400, "{b}");
+    assert_simple(&b, 400);
 }
 
 #[actix_rt::test]

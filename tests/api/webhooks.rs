@@ -111,3 +111,39 @@ async fn plain_http_is_accepted_only_when_allowed() {
         configure(&app, &token, json!({"url": "http://127.0.0.1:9999/hook", "eventType": "refund_in"})).await;
     assert_eq!(s, 201, "{b}");
 }
+
+#[actix_rt::test]
+async fn an_endpoint_is_removed_by_its_event_type_and_only_the_callers() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    for t in ["cash_in", "cash_out"] {
+        let (s, _) =
+            configure(&app, &token, json!({"url": "https://hooks.example.com/x", "eventType": t})).await;
+        assert_eq!(s, 201);
+    }
+    let (_, client_id, secret, pem) = app.new_account("Other").await;
+    let (_, t) = app.token_with(&pem, &client_id, &secret).await;
+    let other = t["access_token"].as_str().unwrap().to_owned();
+    let delete = |path: &str, token: &str| {
+        let req = app.client.delete(app.url(path)).bearer_auth(token);
+        send(req, None)
+    };
+    // Another account has no cash_in endpoint: 404, and the caller's is untouched.
+    let (s, b) = delete("/api/webhooks/cash_in", &other).await;
+    assert_eq!(s, 404, "{b}");
+    assert_extended(&b, 404, "NOT_FOUND");
+    let (s, _) = delete("/api/webhooks/cash_in", &token).await;
+    assert_eq!(s, 204);
+    let (_, list) = app.get_with("/api/webhooks", &token).await;
+    assert_eq!(list["total"], 1);
+    assert_eq!(list["webhooks"][0]["type"], "cash_out");
+    let (s, _) = delete("/api/webhooks/cash_in", &token).await;
+    assert_eq!(s, 404, "already removed");
+    let (s, b) = delete("/api/webhooks/cash_everything", &token).await;
+    assert_eq!(s, 400, "{b}");
+    assert_extended(&b, 400, "HTTP_ERROR");
+    // Configuring it again creates a new endpoint.
+    let (s, _) =
+        configure(&app, &token, json!({"url": "https://hooks.example.com/y", "eventType": "cash_in"})).await;
+    assert_eq!(s, 201);
+}
