@@ -2,7 +2,7 @@
 //!
 //! [`parse`] reads a copy-and-paste code: it must start with `000201`, have 50 to 500
 //! characters, be well-formed TLV (two-digit id, two-digit length, exactly that many
-//! characters), end with field 63 holding the CRC16/CCITT-FALSE of everything before its
+//! characters, or UTF-8 bytes where a code holds accents: both readings are tried), end with field 63 holding the CRC16/CCITT-FALSE of everything before its
 //! value (a wrong CRC is an invalid code), and carry a merchant account template (ids 26 to
 //! 51) whose GUI is `br.gov.bcb.pix` (any case) with a key (01) or a URL (25).
 //! [`generate`] is its inverse; a property test checks that the two agree.
@@ -68,8 +68,17 @@ pub struct BrCode {
     pub txid: Option<String>,
 }
 
-/// Splits a TLV string into (id, value) pairs, in order.
-fn tlv(s: &str) -> Result<Vec<(u8, &str)>, BrCodeError> {
+/// What a field's length counts. The EMV specification has ASCII only, where the two agree;
+/// codes issued in the wild with accents in the merchant's name or city count characters
+/// (most apps) or UTF-8 bytes (some), so both readings are tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Bytes,
+    Chars,
+}
+
+/// Splits a TLV string into (id, value) pairs, in order, lengths counted in `unit`.
+fn tlv(s: &str, unit: Unit) -> Result<Vec<(u8, &str)>, BrCodeError> {
     let mut out = Vec::new();
     let mut rest = s;
     while !rest.is_empty() {
@@ -79,24 +88,50 @@ fn tlv(s: &str) -> Result<Vec<(u8, &str)>, BrCodeError> {
         }
         let id: u8 = head[..2].parse().map_err(|_| BrCodeError::Tlv)?;
         let len: usize = head[2..].parse().map_err(|_| BrCodeError::Tlv)?;
-        let value = rest.get(4..4 + len).ok_or(BrCodeError::Tlv)?;
+        let bytes = match unit {
+            Unit::Bytes => len,
+            // The byte offset after `len` characters (the end of the text counts as one).
+            Unit::Chars => {
+                let body = &rest[4..];
+                body.char_indices()
+                    .map(|(i, _)| i)
+                    .chain(std::iter::once(body.len()))
+                    .nth(len)
+                    .ok_or(BrCodeError::Tlv)?
+            }
+        };
+        let value = rest.get(4..4 + bytes).ok_or(BrCodeError::Tlv)?;
         out.push((id, value));
-        rest = &rest[4 + len..];
+        rest = &rest[4 + bytes..];
     }
     Ok(out)
 }
 
+/// Reads a code. Its CRC is over its UTF-8 bytes; field lengths may count bytes or
+/// characters (see [`Unit`]): a code is accepted when its CRC verifies and its fields parse
+/// under either reading, bytes first.
 pub fn parse(code: &str) -> Result<BrCode, BrCodeError> {
-    if !code.is_ascii() {
-        return Err(BrCodeError::Tlv);
+    match parse_as(code, Unit::Bytes) {
+        // When both fail, the reading that got past the TLV says more (a wrong CRC, say).
+        Err(e) if !code.is_ascii() => {
+            parse_as(code, Unit::Chars).map_err(|c| if e == BrCodeError::Tlv { c } else { e })
+        }
+        read => read,
     }
-    if code.len() < BRCODE_LEN_MIN || code.len() > BRCODE_LEN_MAX {
+}
+
+fn parse_as(code: &str, unit: Unit) -> Result<BrCode, BrCodeError> {
+    let chars = code.chars().count();
+    if !(BRCODE_LEN_MIN..=BRCODE_LEN_MAX).contains(&chars) || code.len() > 2 * BRCODE_LEN_MAX {
         return Err(BrCodeError::Length);
+    }
+    if code.chars().any(char::is_control) {
+        return Err(BrCodeError::Tlv);
     }
     if !code.starts_with("000201") {
         return Err(BrCodeError::Prefix);
     }
-    let fields = tlv(code)?;
+    let fields = tlv(code, unit)?;
     match fields.last() {
         Some((63, v)) if v.len() == 4 => {}
         _ => return Err(BrCodeError::MissingCrc),
@@ -114,7 +149,7 @@ pub fn parse(code: &str) -> Result<BrCode, BrCodeError> {
     }
     let pix = (26..=51)
         .filter_map(|id| top.get(&id))
-        .map(|v| tlv(v))
+        .map(|v| tlv(v, unit))
         .collect::<Result<Vec<_>, _>>()?
         .into_iter()
         .find(|sub| sub.iter().any(|(id, v)| *id == 0 && v.eq_ignore_ascii_case(PIX_GUI)))
@@ -139,7 +174,7 @@ pub fn parse(code: &str) -> Result<BrCode, BrCodeError> {
     let merchant_city = top.get(&60).ok_or(BrCodeError::Merchant)?.to_string();
     let txid = match top.get(&62) {
         None => None,
-        Some(v) => tlv(v)?.into_iter().find(|(id, _)| *id == 5).map(|(_, v)| v.to_owned()),
+        Some(v) => tlv(v, unit)?.into_iter().find(|(id, _)| *id == 5).map(|(_, v)| v.to_owned()),
     };
     Ok(BrCode {
         point_of_initiation: top.get(&1).map(|s| s.to_string()),
@@ -287,6 +322,45 @@ mod tests {
         assert!(parse(&format!("{body}{}", crc.to_lowercase())).is_ok());
     }
 
+    /// A code as an app writes it with accents: lengths counted by `len`, CRC over UTF-8.
+    fn accented(len: fn(&str) -> usize) -> String {
+        let f = |id: u8, v: &str| format!("{id:02}{:02}{v}", len(v));
+        let account = f(0, "br.gov.bcb.pix") + &f(1, "ana@example.com");
+        let body = f(0, "01")
+            + &f(26, &account)
+            + &f(52, "0000")
+            + &f(53, "986")
+            + &f(54, "12.34")
+            + &f(58, "BR")
+            + &f(59, "JOSÉ CONCEIÇÃO")
+            + &f(60, "SÃO PAULO")
+            + &f(62, &f(5, "pedido42"))
+            + "6304";
+        format!("{body}{:04X}", crc16(body.as_bytes()))
+    }
+
+    #[test]
+    fn codes_with_accents_parse_with_lengths_in_characters_or_in_bytes() {
+        for code in [accented(|v| v.chars().count()), accented(str::len)] {
+            let p = parse(&code).unwrap_or_else(|e| panic!("{code}: {e}"));
+            assert_eq!((p.merchant_name.as_str(), p.merchant_city.as_str()), ("JOSÉ CONCEIÇÃO", "SÃO PAULO"));
+            assert_eq!(p.key.as_deref(), Some("ana@example.com"));
+            assert_eq!(p.amount.map(|a| a.to_cents_string()), Some("12.34".into()));
+            assert_eq!(p.txid.as_deref(), Some("pedido42"));
+        }
+        // The CRC still decides.
+        let code = accented(|v| v.chars().count());
+        let (body, crc) = code.split_at(code.len() - 4);
+        let wrong = format!("{body}{:04X}", u16::from_str_radix(crc, 16).unwrap() ^ 1);
+        assert_eq!(parse(&wrong), Err(BrCodeError::Crc));
+        // Lengths that fit neither reading are not well-formed.
+        let off = accented(|v| v.len() + 1);
+        assert!(parse(&off).is_err());
+        // Control characters are never accepted.
+        let body = format!("{}\u{7}", &code[..code.len() - 8]);
+        assert!(parse(&body).is_err());
+    }
+
     #[test]
     fn structural_errors() {
         let good = generate(&sample());
@@ -361,6 +435,28 @@ mod tests {
             let folded: String = fold_ascii(&name).chars().take(MERCHANT_NAME_LEN_MAX).collect();
             prop_assert_eq!(p.merchant_name, folded);
             prop_assert_eq!(p.txid, Some(txid.chars().take(TXID_LEN_MAX).collect::<String>()));
+        }
+
+        #[test]
+        fn any_text_is_answered_without_a_panic(prefix in "000201[0-9]{0,8}", rest in "\\PC{0,300}") {
+            let _ = parse(&format!("{prefix}{rest}"));
+        }
+
+        #[test]
+        fn an_accented_name_reads_back_whichever_way_its_length_was_counted(
+            name in "[A-Za-zÀ-ú ]{1,25}",
+            by_chars in any::<bool>(),
+        ) {
+            let len = |v: &str| if by_chars { v.chars().count() } else { v.len() };
+            let f = |id: u8, v: &str| format!("{id:02}{:02}{v}", len(v));
+            let account = f(0, "br.gov.bcb.pix") + &f(1, "ana@example.com");
+            let body = f(0, "01") + &f(26, &account) + &f(52, "0000") + &f(53, "986") + &f(58, "BR")
+                + &f(59, &name) + &f(60, "SÃO PAULO") + &f(62, &f(5, "***")) + "6304";
+            // Byte lengths over 99 do not fit the two digits; such a code cannot be written.
+            prop_assume!(name.len() <= 99);
+            let code = format!("{body}{:04X}", crc16(body.as_bytes()));
+            let p = parse(&code).unwrap();
+            prop_assert_eq!(p.merchant_name, name);
         }
     }
 }

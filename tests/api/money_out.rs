@@ -516,3 +516,31 @@ async fn an_alphanumeric_cnpj_is_a_key_a_payer_and_a_holder_and_is_masked_like_a
     assert_eq!(s, 201, "{acct}");
     assert_eq!(app.balance(&token).await.2, "48.00");
 }
+
+#[actix_rt::test]
+async fn a_qr_code_with_accents_counted_in_characters_is_paid() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    app.fund(&token, "10").await;
+    let (key, _, _) = directory_key("EVP", 0);
+    // As many apps write it: lengths in characters, the CRC over the UTF-8 bytes.
+    let f = |id: u8, v: &str| format!("{id:02}{:02}{v}", v.chars().count());
+    let account = f(0, "br.gov.bcb.pix") + &f(1, &key);
+    let body = f(0, "01")
+        + &f(26, &account)
+        + &f(52, "0000")
+        + &f(53, "986")
+        + &f(54, "1.50")
+        + &f(58, "BR")
+        + &f(59, "Padaria São João")
+        + &f(60, "Ribeirão Preto")
+        + &f(62, &f(5, "***"))
+        + "6304";
+    let code = format!("{body}{:04X}", pixgw::domain::brcode::crc16(body.as_bytes()));
+    let req = json!({"value": 1.50, "qrCode": code, "externalId": "accents"});
+    let (s, b) = app.post_raw("/api/pix/cash-out-qrcode", &token, &req.to_string(), &[]).await;
+    assert_eq!(s, 201, "{b}");
+    let t = app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;
+    assert_eq!(t["status"], "CONFIRMED", "{t}");
+    assert_eq!(t["counterpart"]["key"], key.as_str());
+}
