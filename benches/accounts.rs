@@ -68,6 +68,7 @@ async fn run(n: u64, dir: std::path::PathBuf) -> anyhow::Result<()> {
         clock: Arc::clone(&clock),
         bank,
         directory: Arc::clone(&directory),
+        on_us: std::sync::OnceLock::new(),
     });
     let registry = Registry::new(deps, 2);
     println!("data dir: {}", dir.display());

@@ -9,7 +9,7 @@ use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
-use crate::account::{Deps, Registry};
+use crate::account::{DeliverOnUs, Deps, OnUsCourier, Registry};
 use crate::auth::secrets;
 use crate::auth::tokens::TokenKeys;
 use crate::bootstrap::{self, Boot};
@@ -90,8 +90,20 @@ impl Application {
         }
         let bank_directory = Arc::clone(&directory);
         let settle_delay = std::time::Duration::from_millis(settings.sim_settle_ms);
+        let indexed = repo.backfill_receiving_keys(&commit)?;
+        if indexed > 0 {
+            tracing::info!(accounts = indexed, "indexed the receiving keys of the accounts");
+        }
+        // A payment to a receiving key of an account of this gateway settles on us.
+        let keys = repo.clone();
+        let on_us: crate::sim::bank::OnUsResolver = Arc::new(move |k| {
+            if k.key_type != crate::domain::pix_key::DirectoryKeyType::Evp {
+                return None;
+            }
+            keys.account_by_receiving_key(&k.key).ok().flatten()
+        });
         let bank = actix::Actor::start_in_arbiter(&actix::Arbiter::new().handle(), move |_| {
-            Bank::new(bank_directory, settle_delay)
+            Bank::new(bank_directory, settle_delay).with_on_us(on_us)
         });
         let deps = Arc::new(Deps {
             repo: repo.clone(),
@@ -99,6 +111,7 @@ impl Application {
             clock: Arc::clone(&clock),
             bank,
             directory: Arc::clone(&directory),
+            on_us: std::sync::OnceLock::new(),
         });
         // Before anything can write to the outbox (see webhooks::start).
         let webhooks = crate::webhooks::start(
@@ -122,6 +135,17 @@ impl Application {
                 swept.sweep();
             }
         });
+        // On-us credits: the courier carries them to their payees; those a crash left
+        // written are delivered again now (the payee answers a credit it already has).
+        let courier = actix::Actor::start(OnUsCourier::new(Arc::clone(&registry)));
+        let _ = registry.deps().on_us.set(courier.clone().recipient());
+        let owed = repo.on_us_credits()?;
+        if !owed.is_empty() {
+            tracing::info!(credits = owed.len(), "delivering on-us credits left from before");
+        }
+        for credit in owed {
+            courier.do_send(DeliverOnUs(credit));
+        }
         // Recovery: wake every account with pending debits so they go to the bank again
         // now, not when the account is next used.
         let resumed = repo.accounts_with_pending()?;

@@ -51,6 +51,9 @@ pub struct Deps {
     pub clock: Arc<Clock>,
     pub bank: Addr<Bank>,
     pub directory: Arc<Directory>,
+    /// Where a payer's actor hands the credits its on-us payments owe; set once the
+    /// registry exists (unset, a credit waits in storage for the next start).
+    pub on_us: std::sync::OnceLock<Recipient<super::on_us::DeliverOnUs>>,
 }
 
 pub struct AccountActor {
@@ -210,6 +213,14 @@ impl AccountActor {
 
     pub(super) fn open_charge(&self, local_id: u64) -> Option<&Transaction> {
         self.work.as_ref()?.open_charges.get(&local_id).map(|t| &**t)
+    }
+
+    /// The open charges, cloned (an on-us credit looks for the one its code names).
+    pub(super) fn work_open_charges(&self) -> Vec<Transaction> {
+        self.work
+            .as_ref()
+            .map(|w| w.open_charges.values().map(|t| (**t).clone()).collect())
+            .unwrap_or_default()
     }
 
     /// Whether an open charge matches.
@@ -393,6 +404,8 @@ impl AccountActor {
                 };
                 return;
             }
+            // Storage holds a credit until its payee carries it out; the payer keeps nothing.
+            Record::OnUsCredit(_) | Record::OnUsCredited(_) => return,
         };
         match (tx.kind, tx.status) {
             (TxKind::CashIn, TxStatus::Pending) => self.track_charge(tx.clone()),
@@ -568,6 +581,7 @@ impl AccountActor {
         &mut self,
         local_id: u64,
         result: Result<Option<BankInfo>, ErrorCode>,
+        on_us: Option<AccountId>,
         ctx: &mut Context<Self>,
     ) {
         let Some(tx) = self.pending_tx(local_id).cloned() else { return };
@@ -579,26 +593,74 @@ impl AccountActor {
             },
             _ => None,
         };
+        // An on-us payment names its payer to the payee: this account's name and document.
+        let payer = match on_us {
+            Some(payee) => match self.deps.repo.account(self.account.id) {
+                Ok(Some(a)) => Some(decide::OnUsPayer {
+                    payee,
+                    name: a.profile.name.as_str().to_owned(),
+                    document: a.profile.document.to_string(),
+                }),
+                Ok(None) => None,
+                Err(e) => {
+                    self.halt(&format!("storage read failed: {e}"), ctx);
+                    return;
+                }
+            },
+            None => None,
+        };
         let now = self.now();
         let decided = match self.view() {
-            Ok(view) => decide::settle(&view, tx, result.clone(), original, now),
+            Ok(view) => decide::settle(&view, tx, result.clone(), original, payer.as_ref(), now),
             Err(_) => return,
         };
         match decided {
             Ok(None) => {}
-            Ok(Some(plan)) => match self.execute(plan, ctx) {
-                Ok(()) => self.forget_when_durable(ctx),
-                Err(_) if !self.halted => {
-                    // The disk is full (logged once by the journal): the bank's answer is kept
-                    // and written once room returns, so the money does not stay blocked.
-                    ctx.run_later(SETTLE_RETRY_AFTER, move |act, ctx| act.settle(local_id, result, ctx));
+            Ok(Some(plan)) => {
+                let credit = plan.records.iter().find_map(|r| match r {
+                    Record::OnUsCredit(c) => Some(c.clone()),
+                    _ => None,
+                });
+                match self.execute(plan, ctx) {
+                    Ok(()) => {
+                        if let Some(credit) = credit {
+                            self.deliver_when_durable(credit, ctx);
+                        }
+                        self.forget_when_durable(ctx)
+                    }
+                    Err(_) if !self.halted => {
+                        // The disk is full (logged once by the journal): the bank's answer is
+                        // kept and written once room returns, so the money does not stay
+                        // blocked.
+                        ctx.run_later(SETTLE_RETRY_AFTER, move |act, ctx| {
+                            act.settle(local_id, result, on_us, ctx)
+                        });
+                    }
+                    Err(_) => {}
                 }
-                Err(_) => {}
-            },
+            }
             Err(r) => {
                 self.refused(r, ctx);
             }
         }
+    }
+
+    /// Hands an on-us credit to the courier once the settlement that wrote it is durable
+    /// (before, a crash could lose the settlement and leave a credit delivered for it).
+    fn deliver_when_durable(&mut self, credit: decide::OnUsCredit, ctx: &mut Context<Self>) {
+        let commit = Arc::clone(&self.deps.commit);
+        let ticket = self.last_ticket;
+        let courier = self.deps.on_us.get().cloned();
+        ctx.spawn(
+            async move {
+                if commit.durable(ticket).await.is_ok() {
+                    if let Some(c) = courier {
+                        c.do_send(super::on_us::DeliverOnUs(credit));
+                    }
+                }
+            }
+            .into_actor(self),
+        );
     }
 
     /// Forgets this actor's writes once they are durable, for the writes no reply waits for
@@ -672,7 +734,7 @@ impl AccountActor {
             if self.open_charge(id).is_some() {
                 self.expire_charge(id, ctx);
             } else {
-                self.settle(id, Err(ErrorCode::Expired), ctx);
+                self.settle(id, Err(ErrorCode::Expired), None, ctx);
             }
         }
         self.tidy();

@@ -12,7 +12,7 @@ use crate::domain::decide::{
 use crate::domain::ledger::Balance;
 use crate::domain::med::{AnalysisResult, Bank, Med};
 use crate::domain::scenario::ChargeScenario;
-use crate::domain::transaction::{Transaction, TxStatus, PAYER_ISPB};
+use crate::domain::transaction::{Transaction, TxKind, TxStatus, PAYER_ISPB};
 use crate::sim::bank::Settled;
 
 impl AccountActor {
@@ -48,6 +48,7 @@ impl AccountActor {
             payer_name: msg.payer_name,
             payer_document: msg.payer_document,
             payer_bank: self.institution(PAYER_ISPB),
+            end_to_end_id: None,
         };
         let now = self.now();
         let decided = decide::pix_in(&self.view()?, req, now, &mut ids);
@@ -139,6 +140,43 @@ impl AccountActor {
         }
     }
 
+    /// Carries out a credit an on-us payment owes this account, once: a credit whose record
+    /// is gone, or whose transaction is still in flight, was carried out before.
+    fn receive_on_us(&mut self, credit: decide::OnUsCredit, ctx: &mut Context<Self>) -> Result<(), PayError> {
+        self.view()?;
+        let e2e = credit.end_to_end_id.clone();
+        // A credit's transaction (an account may pay itself: its own debit has this id too).
+        let credit_tx =
+            |t: &Transaction| t.end_to_end_id == e2e && matches!(t.kind, TxKind::PixIn | TxKind::CashIn);
+        if self.unapplied_any(credit_tx) {
+            return Ok(());
+        }
+        let r = self.deps.repo.on_us_credit(&e2e);
+        if self.read(r, ctx)?.is_none() {
+            return Ok(());
+        }
+        let charge = match credit.reference.as_deref() {
+            Some(reference) => {
+                self.work_open_charges().into_iter().find(|c| decide::names_charge(reference, c))
+            }
+            None => None,
+        };
+        let splits =
+            charge.as_ref().and_then(|c| c.charge.as_ref()).map(|c| c.splits.clone()).unwrap_or_default();
+        let directory = &self.deps.directory;
+        let split_banks: Vec<_> =
+            splits.iter().map(|s| directory.lookup(&s.key).and_then(|e| directory.bank_of(e))).collect();
+        let payer_bank = Some(crate::sim::bank::gateway_bank());
+        let mut ids = self.draw_ids(1 + splits.len(), ctx)?;
+        let now = self.now();
+        let decided =
+            decide::receive_on_us(&self.view()?, credit, charge, payer_bank, &split_banks, now, &mut ids);
+        match decided {
+            Ok(plan) => self.execute(plan, ctx).map(|_| ()),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
     fn cancel_charge(&mut self, local_id: u64, ctx: &mut Context<Self>) -> Result<Transaction, PayError> {
         self.view()?;
         let charge = self.charge_state(local_id, ctx)?;
@@ -192,7 +230,7 @@ impl AccountActor {
 
     fn open_med(&mut self, msg: OpenMed, ctx: &mut Context<Self>) -> Result<Med, PayError> {
         self.view()?;
-        let r = self.deps.repo.transaction_by_e2e(&msg.end_to_end);
+        let r = self.deps.repo.transaction_by_e2e(self.account.id, &msg.end_to_end);
         let found = self.read(r, ctx)?.filter(|t| t.account_id == self.account.id);
         // The actor's own view: storage may lag its latest write of it.
         let original = match found {
@@ -275,7 +313,7 @@ impl Handler<Settled> for AccountActor {
     type Result = ();
 
     fn handle(&mut self, msg: Settled, ctx: &mut Context<Self>) {
-        self.settle(msg.local_id, msg.result, ctx);
+        self.settle(msg.local_id, msg.result, msg.on_us, ctx);
     }
 }
 
@@ -312,6 +350,15 @@ impl Handler<PayCharge> for AccountActor {
 
     fn handle(&mut self, msg: PayCharge, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.pay_charge(msg.local_id, msg.payer, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<ReceiveOnUs> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<(), PayError>>;
+
+    fn handle(&mut self, msg: ReceiveOnUs, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.receive_on_us(msg.0, ctx);
         self.reply_when_durable(reply)
     }
 }

@@ -70,6 +70,12 @@ pub struct SettingsChanged(pub AccountSettings);
 #[rtype(result = "Result<Transaction, PayError>")]
 pub struct CreateCharge(pub ChargeRequest);
 
+/// Carry out a credit this account is owed by an on-us payment (see `on_us.rs`); success
+/// also when it was carried out before.
+#[derive(Message, Clone)]
+#[rtype(result = "Result<(), PayError>")]
+pub struct ReceiveOnUs(pub crate::domain::decide::OnUsCredit);
+
 /// A payer pays an open charge (sandbox).
 #[derive(Message, Clone)]
 #[rtype(result = "Result<Transaction, PayError>")]

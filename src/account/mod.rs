@@ -11,6 +11,7 @@
 mod actor;
 mod commands;
 mod messages;
+mod on_us;
 mod registry;
 #[cfg(test)]
 mod tests;
@@ -18,7 +19,8 @@ mod tests;
 pub use actor::{AccountActor, Deps, ACCOUNT_IDLE_STOP_SECONDS};
 pub use messages::{
     CancelCharge, ChargeRequest, CloseMed, CreateCharge, DictRequest, GetBalance, OpenMed, Pay, PayCharge,
-    PayError, PayOutcome, PayRequest, PixIn, Refund, RefundRequest, Refusal, ReturnPayment, SettingsChanged,
-    Tick,
+    PayError, PayOutcome, PayRequest, PixIn, ReceiveOnUs, Refund, RefundRequest, Refusal, ReturnPayment,
+    SettingsChanged, Tick,
 };
+pub use on_us::{DeliverOnUs, OnUsCourier, ON_US_RETRY_AFTER};
 pub use registry::{Registry, RegistryError, IDLE_SWEEP_EVERY};

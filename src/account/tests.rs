@@ -58,6 +58,7 @@ fn fixture(balance: &str) -> Fixture {
         clock: Arc::clone(&clock),
         bank,
         directory,
+        on_us: std::sync::OnceLock::new(),
     });
     Fixture {
         registry: Registry::new(deps, 1),
@@ -127,8 +128,8 @@ async fn concurrent_cash_outs_never_overspend_and_each_external_id_moves_money_o
     for (i, tx) in accepted.iter().enumerate() {
         let result =
             if i % 2 == 0 { Ok(None) } else { Err(crate::domain::transaction::ErrorCode::OrderRejected) };
-        addr.do_send(Settled { local_id: tx.local_id, result: result.clone() });
-        addr.do_send(Settled { local_id: tx.local_id, result });
+        addr.do_send(Settled { local_id: tx.local_id, result: result.clone(), on_us: None });
+        addr.do_send(Settled { local_id: tx.local_id, result, on_us: None });
     }
     assert_eq!(f.balance(&addr).await, Balance { available: m("5"), blocked: m("0") });
     // A fresh actor, loaded from storage alone, holds the same.
@@ -247,11 +248,40 @@ async fn the_registry_sweep_stops_an_idle_actor_and_spares_a_busy_one() {
     assert_eq!(f.registry.live_count(), 1);
     // Once it is settled and the time has passed again, the sweep stops it.
     let pending = f.repo.transaction_by_external_id(f.account, "a").unwrap().unwrap();
-    addr.do_send(Settled { local_id: pending.local_id, result: Ok(None) });
+    addr.do_send(Settled { local_id: pending.local_id, result: Ok(None), on_us: None });
     assert_eq!(f.balance(&addr).await.blocked, m("0"));
     f.clock.advance(ACCOUNT_IDLE_STOP_SECONDS + 1).unwrap();
     f.registry.sweep();
     // The sweep's Tick is queued ahead of this message: it meets a closed mailbox.
     assert!(matches!(addr.send(GetBalance).await, Err(MailboxError::Closed)));
     assert_eq!(f.registry.live_count(), 0);
+}
+
+#[actix_rt::test]
+async fn an_on_us_credit_delivered_many_times_at_once_is_carried_out_once() {
+    use crate::domain::decide::{OnUsCredit, Record};
+    let f = fixture("0.00");
+    let credit = OnUsCredit {
+        payee: f.account,
+        end_to_end_id: "E99999999202611231200A0000000042".into(),
+        value: m("7.50"),
+        payer_name: "Bia".into(),
+        payer_document: "52998224725".into(),
+        reference: None,
+    };
+    // Written as the payer's settlement writes it.
+    let owed = f.repo.plan_batch(f.account, None, &[Record::OnUsCredit(credit.clone())], &[]).unwrap();
+    f.commit.commit(owed).await.unwrap();
+    let addr = f.actor();
+    let sends = (0..5).map(|_| addr.send(ReceiveOnUs(credit.clone())));
+    for reply in futures::future::join_all(sends).await {
+        reply.unwrap().unwrap();
+    }
+    assert_eq!(f.balance(&addr).await, Balance { available: m("7.50"), blocked: m("0") });
+    assert_eq!(f.repo.on_us_credit(&credit.end_to_end_id).unwrap(), None, "deleted with the credit");
+    // Delivered again later (a restart): nothing more.
+    addr.send(ReceiveOnUs(credit.clone())).await.unwrap().unwrap();
+    assert_eq!(f.balance(&addr).await.available, m("7.50"));
+    let received = f.repo.transaction_by_e2e(f.account, &credit.end_to_end_id).unwrap().unwrap();
+    assert_eq!((received.kind, received.counterpart.name.as_str()), (TxKind::PixIn, "Bia"));
 }

@@ -16,9 +16,9 @@ use super::AppState;
 use crate::account::{DictRequest, PayRequest};
 use crate::domain::ids::ClientId;
 use crate::domain::money::Money;
-use crate::domain::pix_key::{parse_directory_key, DirectoryKey};
+use crate::domain::pix_key::{parse_directory_key, DirectoryKey, DirectoryKeyType};
 use crate::domain::scenario::PayoutScenario;
-use crate::domain::transaction::{Counterpart, Priority, TxKind, DESCRIPTION_LEN_MAX};
+use crate::domain::transaction::{Counterpart, Priority, TxKind, DESCRIPTION_LEN_MAX, GATEWAY_ISPB};
 
 pub const IDEMPOTENCY_HEADER: &str = "x-idempotency-key";
 pub const EXPIRATION_SECONDS_MIN: u64 = 1;
@@ -188,25 +188,55 @@ pub async fn dict_pix(
     let input = read(&obj)?;
     refuse_if_provider_down(scenario)?;
     let entry = state.directory.lookup(&input.key);
+    // A receiving key of an account of this gateway is known too: the payment is on us.
+    let on_us = match (entry, input.key.key_type) {
+        (None, DirectoryKeyType::Evp) => match state.repo.account_by_receiving_key(&input.key.key)? {
+            Some(id) => state.repo.account(id)?,
+            None => None,
+        },
+        _ => None,
+    };
+    // The key's holder: (name, document, institution, bank).
+    let holder = match (entry, on_us) {
+        (Some(e), _) => {
+            Some((e.name.clone(), e.document.clone(), e.ispb.clone(), state.directory.bank_of(e)))
+        }
+        (None, Some(a)) => Some((
+            a.profile.name.as_str().to_owned(),
+            a.profile.document.to_string(),
+            GATEWAY_ISPB.to_owned(),
+            Some(crate::sim::bank::gateway_bank()),
+        )),
+        (None, None) => None,
+    };
     let directory_decides = matches!(scenario, None | Some(PayoutScenario::Confirm));
-    if entry.is_none() && directory_decides {
+    if holder.is_none() && directory_decides {
         return Err(ApiError::Unprocessable("pixKey not found in the directory".into()));
     }
-    if let Some(e) = entry {
-        if input.ispb_deny.contains(&e.ispb) {
+    if let Some((_, document, ispb, _)) = &holder {
+        if input.ispb_deny.contains(ispb) {
             return Err(ApiError::Unprocessable("the key's institution is in ispbDeny".into()));
         }
-        if input.creditor_document.as_ref().is_some_and(|d| *d != e.document) {
+        if input.creditor_document.as_ref().is_some_and(|d| d != document) {
             return Err(ApiError::Unprocessable("creditorDocument does not match the key holder".into()));
         }
     }
     let request_hash = input.hash();
-    let counterpart = Counterpart {
-        name: entry.map(|e| e.name.clone()).unwrap_or_default(),
-        document: entry.map(|e| e.document.clone()).or(input.creditor_document.clone()),
-        key: Some(input.key.key.clone()),
-        key_type: Some(input.key.key_type),
-        bank: entry.and_then(|e| state.directory.bank_of(e)),
+    let counterpart = match holder {
+        Some((name, document, _, bank)) => Counterpart {
+            name,
+            document: Some(document),
+            key: Some(input.key.key.clone()),
+            key_type: Some(input.key.key_type),
+            bank,
+        },
+        None => Counterpart {
+            name: String::new(),
+            document: input.creditor_document.clone(),
+            key: Some(input.key.key.clone()),
+            key_type: Some(input.key.key_type),
+            bank: None,
+        },
     };
     let request = PayRequest {
         kind: TxKind::DictPix,

@@ -11,7 +11,9 @@ use super::AppState;
 use crate::account::PayRequest;
 use crate::domain::brcode;
 use crate::domain::money::Money;
-use crate::domain::pix_key::{parse_cash_out_key, parse_directory_key, CashOutKeyType, DirectoryKey};
+use crate::domain::pix_key::{
+    parse_cash_out_key, parse_directory_key, CashOutKeyType, DirectoryKey, DirectoryKeyType,
+};
 use crate::domain::transaction::{
     Counterpart, TxKind, COUNTERPART_NAME_LEN_MAX, DESCRIPTION_LEN_MAX, EXTERNAL_ID_LEN_MAX,
 };
@@ -103,13 +105,28 @@ pub async fn cash_out(
     let input = read_cash_out(&request_object(&req, &bytes)?)?;
     refuse_if_provider_down(scenario)?;
     let entry = state.directory.lookup(&input.key);
-    let document_mismatch = input.check_document && entry.is_some_and(|e| e.document != input.document);
+    // A receiving key of an account of this gateway has a holder too (an on-us payment).
+    let on_us = match (entry, input.key.key_type) {
+        (None, DirectoryKeyType::Evp) => match state.repo.account_by_receiving_key(&input.key.key)? {
+            Some(id) => state.repo.account(id)?,
+            None => None,
+        },
+        _ => None,
+    };
+    let holder_document =
+        entry.map(|e| e.document.clone()).or(on_us.as_ref().map(|a| a.profile.document.to_string()));
+    let document_mismatch = input.check_document && holder_document.is_some_and(|d| d != input.document);
+    let bank = match (entry, &on_us) {
+        (Some(e), _) => state.directory.bank_of(e),
+        (None, Some(_)) => Some(crate::sim::bank::gateway_bank()),
+        (None, None) => None,
+    };
     let counterpart = Counterpart {
         name: input.name,
         document: Some(input.document),
         key: Some(input.key.key.clone()),
         key_type: Some(input.key.key_type),
-        bank: entry.and_then(|e| state.directory.bank_of(e)),
+        bank,
     };
     let request = PayRequest {
         kind: TxKind::CashOut,

@@ -208,7 +208,7 @@ pub async fn devolucao(
     };
     let original = state
         .repo
-        .transaction_by_e2e(&e2eid)?
+        .transaction_by_e2e(caller.account_id, &e2eid)?
         .filter(|t| t.account_id == caller.account_id)
         .ok_or_else(|| ApiError::NotFound("no received PIX with this end-to-end id".into()))?;
     let request = RefundRequest {

@@ -94,7 +94,7 @@ fn find_charge(
             p.only(&["name", "document"]);
             let name = p.text("name", true, COUNTERPART_NAME_LEN_MAX).map(str::to_owned);
             let document = p.document("document", true);
-            Some(Payer { name: name?, document: document? })
+            Some(Payer { name: name?, document: document?, end_to_end_id: None })
         })
         .flatten();
     let code = f.string("pixCode", false);
@@ -195,7 +195,7 @@ pub async fn refund_out(
     };
     let original = state
         .repo
-        .transaction_by_e2e(&e2e)?
+        .transaction_by_e2e(caller.account_id, &e2e)?
         .filter(|t| t.account_id == caller.account_id)
         .ok_or_else(|| ApiError::NotFound("no payment of this account with this end-to-end id".into()))?;
     let tx = ask(&state, &caller, ReturnPayment { original_local_id: original.local_id, value })

@@ -129,7 +129,7 @@ pub fn find_own(state: &AppState, caller: &Caller, id: &str) -> Result<Option<Tr
             return Ok(Some(t));
         }
     }
-    if let Some(t) = own(state.repo.transaction_by_e2e(id)?) {
+    if let Some(t) = own(state.repo.transaction_by_e2e(caller.account_id, id)?) {
         return Ok(Some(t));
     }
     Ok(own(state.repo.transaction_by_external_id(caller.account_id, id)?))
@@ -292,7 +292,7 @@ pub async fn list_transactions(
             let found = match (ext, e2e) {
                 (Some(_), Some(e)) => by_ext.filter(|t| &t.end_to_end_id == e),
                 (Some(_), None) => by_ext,
-                (None, Some(e)) => state.repo.transaction_by_e2e(e)?,
+                (None, Some(e)) => state.repo.transaction_by_e2e(caller.account_id, e)?,
                 (None, None) => None,
             };
             Some(found.filter(|t| {

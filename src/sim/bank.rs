@@ -1,6 +1,9 @@
 //! The settling bank: takes a payment, waits the settle delay, and tells the account actor
-//! how it ended, as a message. The outcome is a function of the scenario and the
-//! directory, so a payment resubmitted after a restart ends the same way.
+//! how it ended, as a message. The outcome is a function of the scenario, the directory and
+//! this gateway's own receiving keys, so a payment resubmitted after a restart ends the same
+//! way. A payment to a receiving key of an account of this gateway (on us) settles like one
+//! to a known key, and its answer names the payee, whom the payer's settlement then owes
+//! the credit (`domain::decide::on_us`).
 //!
 //! Answers wait in one queue ordered by when they are due, behind one timer for the
 //! earliest: an actix context polls every timer it holds whenever it wakes, so a timer per
@@ -13,9 +16,10 @@ use std::time::{Duration, Instant};
 use actix::{Actor, AsyncContext, Context, Handler, Message, Recipient};
 
 use super::directory::Directory;
+use crate::domain::ids::AccountId;
 use crate::domain::pix_key::DirectoryKey;
 use crate::domain::scenario::PayoutScenario;
-use crate::domain::transaction::{BankInfo, ErrorCode};
+use crate::domain::transaction::{BankInfo, ErrorCode, GATEWAY_ISPB};
 
 /// How a payment ended, sent to the account that made it.
 #[derive(Debug, Clone, Message)]
@@ -23,7 +27,29 @@ use crate::domain::transaction::{BankInfo, ErrorCode};
 pub struct Settled {
     pub local_id: u64,
     pub result: Result<Option<BankInfo>, ErrorCode>,
+    /// The payee, when the payment confirmed to an account of this gateway.
+    pub on_us: Option<AccountId>,
 }
+
+/// What the bank answers of a payment: the payee's institution, or why it failed.
+pub type BankAnswer = Result<Option<BankInfo>, ErrorCode>;
+
+/// Which account of this gateway a key is the receiving key of, if any.
+pub type OnUsResolver = Arc<dyn Fn(&DirectoryKey) -> Option<AccountId> + Send + Sync>;
+
+/// The institution an on-us payment settles at: this gateway.
+pub fn gateway_bank() -> BankInfo {
+    BankInfo {
+        ispb: GATEWAY_ISPB.into(),
+        name: "pixgw".into(),
+        code: GATEWAY_BANK_CODE.into(),
+        branch: None,
+        account_number: None,
+    }
+}
+
+/// The bank code this gateway shows for itself (simulated).
+pub const GATEWAY_BANK_CODE: &str = "999";
 
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -48,11 +74,43 @@ pub struct Bank {
     arrivals: u64,
     /// When the timer that is set will fire, if one is.
     wake_at: Option<Instant>,
+    on_us: Option<OnUsResolver>,
 }
 
 impl Bank {
     pub fn new(directory: Arc<Directory>, settle_delay: Duration) -> Bank {
-        Bank { directory, settle_delay, due: BTreeMap::new(), arrivals: 0, wake_at: None }
+        Bank { directory, settle_delay, due: BTreeMap::new(), arrivals: 0, wake_at: None, on_us: None }
+    }
+
+    /// Settles payments to these receiving keys on us.
+    pub fn with_on_us(mut self, resolver: OnUsResolver) -> Bank {
+        self.on_us = Some(resolver);
+        self
+    }
+
+    /// The outcome of a payment, after how long (None: it never settles), and the payee
+    /// when it confirms on us. A refund goes back to the payer's bank, never on us.
+    pub fn decide(
+        &self,
+        key: Option<&DirectoryKey>,
+        scenario: Option<PayoutScenario>,
+        immediate: bool,
+        refund: bool,
+    ) -> Option<(Duration, BankAnswer, Option<AccountId>)> {
+        let payee = match (&self.on_us, key) {
+            (Some(resolve), Some(k)) if !refund => resolve(k),
+            _ => None,
+        };
+        let base = if immediate { Duration::ZERO } else { self.settle_delay };
+        match (payee, scenario) {
+            (Some(p), None | Some(PayoutScenario::Confirm | PayoutScenario::ProviderDown)) => {
+                Some((base, Ok(Some(gateway_bank())), Some(p)))
+            }
+            (Some(p), Some(PayoutScenario::Delay(ms))) => {
+                Some((Duration::from_millis(ms), Ok(Some(gateway_bank())), Some(p)))
+            }
+            _ => self.outcome(key, scenario, immediate, refund).map(|(d, r)| (d, r, None)),
+        }
     }
 
     /// Sends every answer that is due, and sets the timer for the next.
@@ -113,11 +171,12 @@ impl Handler<Submit> for Bank {
     type Result = ();
 
     fn handle(&mut self, msg: Submit, ctx: &mut Context<Self>) {
-        let Some((delay, result)) = self.outcome(msg.key.as_ref(), msg.scenario, msg.immediate, msg.refund)
+        let Some((delay, result, on_us)) =
+            self.decide(msg.key.as_ref(), msg.scenario, msg.immediate, msg.refund)
         else {
             return;
         };
-        let settled = Settled { local_id: msg.local_id, result };
+        let settled = Settled { local_id: msg.local_id, result, on_us };
         if delay.is_zero() {
             msg.reply_to.do_send(settled);
             return;
@@ -205,5 +264,37 @@ mod tests {
         assert_eq!(b.outcome(known, Some(PayoutScenario::Stuck), false, false), None);
         // A refund goes back to the payer, who needs no key in the directory.
         assert_eq!(b.outcome(None, None, false, true), Some((ms(200), Ok(None))));
+    }
+
+    #[test]
+    fn a_payment_to_a_receiving_key_of_this_gateway_confirms_on_us_unless_a_scenario_says_otherwise() {
+        let ours = parse_directory_key("3f2b8c1e-9d4a-4e6b-8a7c-1d2e3f4a5b6c").unwrap();
+        let theirs = parse_directory_key("nobody@nowhere.example").unwrap();
+        let target = ours.clone();
+        let payee = AccountId::new(7).unwrap();
+        let b = bank().with_on_us(Arc::new(move |k: &DirectoryKey| (*k == target).then_some(payee)));
+        let ms = Duration::from_millis;
+        let ok = Some((ms(200), Ok(Some(gateway_bank())), Some(payee)));
+        assert_eq!(b.decide(Some(&ours), None, false, false), ok);
+        assert_eq!(b.decide(Some(&ours), Some(PayoutScenario::Confirm), false, false), ok);
+        assert_eq!(
+            b.decide(Some(&ours), Some(PayoutScenario::Delay(5)), false, false),
+            Some((ms(5), Ok(Some(gateway_bank())), Some(payee)))
+        );
+        assert_eq!(
+            b.decide(Some(&ours), Some(PayoutScenario::Reject(ErrorCode::BlockedAccount)), false, false),
+            Some((ms(200), Err(ErrorCode::BlockedAccount), None)),
+            "a rejection owes nothing"
+        );
+        assert_eq!(b.decide(Some(&ours), Some(PayoutScenario::Stuck), false, false), None);
+        assert_eq!(
+            b.decide(Some(&ours), None, false, true).map(|o| o.2),
+            Some(None),
+            "refunds are never on us"
+        );
+        assert_eq!(
+            b.decide(Some(&theirs), None, false, false),
+            Some((ms(200), Err(ErrorCode::OrderRejected), None))
+        );
     }
 }

@@ -34,6 +34,9 @@
 //! whcfg/{id:020}/{type}     WebhookConfig (JSON): one endpoint per account and event type
 //! med/{id:020}/{med:020}    Med (JSON): the account's MED cases; a MED's id is also the id
 //!                           of its hold in the ledger
+//! rkey/{receivingKey}       u64: the account whose receiving key this is (on-us payments)
+//! onus/{endToEndId}         OnUsCredit (JSON): a credit owed to an account of this gateway,
+//!                           written with the payer's settlement, deleted with the credit
 //! ```
 //! Every write goes through group commit: the payment paths' batches from the account
 //! actors, and the admin writes here, which wait on the calling thread until they are
@@ -82,6 +85,7 @@ pub const KEY_CLOCK_OFFSET: &[u8] = b"meta/clock_offset_ms";
 pub const KEY_DEMO_ACCOUNT: &[u8] = b"meta/demo_account";
 /// Present once the list index covers every transaction (see `backfill_transaction_index`).
 const KEY_TLIST_BUILT: &[u8] = b"meta/tlist_built";
+const KEY_RKEY_BUILT: &[u8] = b"meta/rkey_built";
 const KEY_SEQ_ACCOUNT: &[u8] = b"seq/account";
 
 /// A key of the layout: texts as they are, numbers zero-padded to a fixed width so keys
@@ -129,6 +133,12 @@ impl Key {
 
 fn account_key(id: AccountId) -> Vec<u8> {
     Key::new("acct/").id(id).done()
+}
+fn receiving_key_key(key: &str) -> Vec<u8> {
+    with_suffix(b"rkey/".to_vec(), key)
+}
+fn on_us_key(end_to_end_id: &str) -> Vec<u8> {
+    with_suffix(b"onus/".to_vec(), end_to_end_id)
 }
 fn tlist_prefix(id: AccountId) -> String {
     format!("tlist/{:020}/", id.get())
@@ -475,6 +485,7 @@ impl Repo {
         let mut b = Batch::default();
         b.put(KEY_SEQ_ACCOUNT, account.id.get().to_be_bytes().to_vec());
         b.put(account_key(account.id), to_json(account)?);
+        b.put(receiving_key_key(&account.receiving_key), account.id.get().to_be_bytes().to_vec());
         b.put(client_key(&client.client_id), to_json(client)?);
         if let Some(c) = cert {
             self.certificate_writes(&mut b, c)?;
@@ -605,6 +616,8 @@ impl Repo {
                     }
                 }
                 Record::Med(med) => self.put_med(&mut b, med)?,
+                Record::OnUsCredit(c) => b.put(on_us_key(&c.end_to_end_id), to_json(c)?),
+                Record::OnUsCredited(e2e) => b.delete(on_us_key(e2e)),
             }
         }
         if let Some(change) = ledger {
@@ -773,6 +786,42 @@ impl Repo {
         b.put(KEY_TLIST_BUILT.to_vec(), vec![1]);
         commit.submit(b).map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())))?;
         Ok(written)
+    }
+
+    /// Indexes the receiving keys of accounts made before the index existed (once per
+    /// database; a crash midway redoes it).
+    pub fn backfill_receiving_keys(&self, commit: &GroupCommit) -> Result<usize, RepoError> {
+        if self.store.get(KEY_RKEY_BUILT)?.is_some() {
+            return Ok(0);
+        }
+        let mut b = Batch::default();
+        let mut written = 0;
+        for (k, v) in self.store.scan_prefix(b"acct/")? {
+            let account: AccountRecord = parse_json(&k, &v)?;
+            b.put(receiving_key_key(&account.receiving_key), account.id.get().to_be_bytes().to_vec());
+            written += 1;
+        }
+        b.put(KEY_RKEY_BUILT.to_vec(), vec![1]);
+        commit.submit(b).map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())))?;
+        Ok(written)
+    }
+
+    /// The account of this gateway whose receiving key `key` is.
+    pub fn account_by_receiving_key(&self, key: &str) -> Result<Option<AccountId>, RepoError> {
+        Ok(self.local_by(&receiving_key_key(key))?.and_then(AccountId::new))
+    }
+
+    /// A credit owed to an account of this gateway that its payee has not carried out yet.
+    pub fn on_us_credit(
+        &self,
+        end_to_end_id: &str,
+    ) -> Result<Option<crate::domain::decide::OnUsCredit>, RepoError> {
+        self.get_json(&on_us_key(end_to_end_id))
+    }
+
+    /// Every credit not carried out yet (delivered again at start).
+    pub fn on_us_credits(&self) -> Result<Vec<crate::domain::decide::OnUsCredit>, RepoError> {
+        self.store.scan_prefix(b"onus/")?.into_iter().map(|(k, v)| parse_json(&k, &v)).collect()
     }
 
     pub fn put_med(&self, b: &mut Batch, med: &crate::domain::med::Med) -> Result<(), RepoError> {
@@ -1072,11 +1121,18 @@ impl Repo {
 
     /// A transaction by one of its end-to-end ids (its own, a `/dict/pix` transfer's
     /// provisional one, a return's): the local id an own id carries, else the index.
-    pub fn transaction_by_e2e(&self, e2e: &str) -> Result<Option<Transaction>, RepoError> {
+    /// The account's transaction an end-to-end id names. An on-us payment's two sides carry
+    /// one id: the payer's (found by the local id the id carries) and the payee's (indexed).
+    pub fn transaction_by_e2e(
+        &self,
+        account: AccountId,
+        e2e: &str,
+    ) -> Result<Option<Transaction>, RepoError> {
         let names = |t: &Transaction| {
-            t.end_to_end_id == e2e
-                || t.dict.as_ref().is_some_and(|d| d.provisional_end_to_end_id == e2e)
-                || t.refund.as_ref().is_some_and(|r| r.rtr_id == e2e)
+            t.account_id == account
+                && (t.end_to_end_id == e2e
+                    || t.dict.as_ref().is_some_and(|d| d.provisional_end_to_end_id == e2e)
+                    || t.refund.as_ref().is_some_and(|r| r.rtr_id == e2e))
         };
         if let Some(local) = local_id_in_end_to_end(e2e) {
             if let Some(t) = self.transaction(local)?.filter(names) {
@@ -1084,7 +1140,7 @@ impl Repo {
             }
         }
         match self.local_by(&e2e_key(e2e))? {
-            Some(local) => self.transaction(local),
+            Some(local) => Ok(self.transaction(local)?.filter(|t| t.account_id == account)),
             None => Ok(None),
         }
     }

@@ -14,6 +14,7 @@ mod load;
 mod med;
 mod money_in;
 mod money_out;
+mod on_us;
 mod receiver;
 mod recovery;
 mod refunds;

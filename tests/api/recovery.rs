@@ -13,7 +13,7 @@ use pixgw::store::{JournalOptions, Repo, Storage};
 
 use crate::helpers::{cash_out_body, directory_key, Options, TestApp};
 
-fn fast() -> Options {
+pub fn fast() -> Options {
     Options { test_clock: true, env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())] }
 }
 
@@ -65,15 +65,16 @@ async fn a_restart_resumes_pending_payments_and_expirations() {
     assert_eq!(app.balance(&token).await, ("90.00".into(), "0.00".into(), "90.00".into()));
 }
 
-/// Streams cash-outs from `workers` concurrent clients; SIGKILLs the server once `kill_after`
-/// have been acknowledged. Answers the acknowledged (externalId, transactionId) pairs and
-/// every externalId that was sent.
-async fn stream_then_kill(
+/// Streams cash-outs (`body_of` an externalId) from `workers` concurrent clients; SIGKILLs
+/// the server once `kill_after` have been acknowledged. Answers the acknowledged
+/// (externalId, transactionId) pairs and every externalId that was sent.
+pub async fn stream_then_kill(
     app: &mut TestApp,
     token: &str,
     workers: usize,
     kill_after: usize,
     round: usize,
+    body_of: &dyn Fn(&str) -> String,
 ) -> (HashMap<String, String>, Vec<String>) {
     let acked = Rc::new(RefCell::new(HashMap::new()));
     let sent = Rc::new(RefCell::new(Vec::new()));
@@ -91,7 +92,7 @@ async fn stream_then_kill(
                 sent.borrow_mut().push(ext.clone());
                 let mut req = app.client.post(app.url("/api/pix/cash-out")).bearer_auth(token);
                 req = req.content_type("application/json");
-                let Ok(mut res) = req.send_body(cash_out_body(&ext, "1.00")).await else { break };
+                let Ok(mut res) = req.send_body(body_of(&ext)).await else { break };
                 if res.status().as_u16() == 201 {
                     let b: serde_json::Value = match res.json().await {
                         Ok(b) => b,
@@ -138,7 +139,8 @@ async fn kill_9_while_cash_outs_stream_in_loses_nothing_acknowledged_and_duplica
     for round in 0..cycles {
         let token = app.demo_token().await;
         let kill_after = 120 + (round * 173) % 900;
-        let (acked, sent) = stream_then_kill(&mut app, &token, 16, kill_after, round).await;
+        let body_of = |ext: &str| cash_out_body(ext, "1.00");
+        let (acked, sent) = stream_then_kill(&mut app, &token, 16, kill_after, round, &body_of).await;
         assert!(acked.len() >= kill_after);
         all_acked.extend(acked);
         all_sent.extend(sent);

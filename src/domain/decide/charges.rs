@@ -150,6 +150,9 @@ pub enum ChargeOutcome {
 pub struct Payer {
     pub name: String,
     pub document: TaxId,
+    /// The payer's end-to-end id when its institution is known to have made one (an on-us
+    /// payment); else the simulated payer's bank makes one.
+    pub end_to_end_id: Option<String>,
 }
 
 /// A payer pays an open charge. The payer is the one given; else the debtor the charge names
@@ -186,7 +189,10 @@ pub fn pay_charge(
     tx.processed_at = Some(now);
     let drawn = ids.take()?;
     // The payer's institution made this id.
-    tx.end_to_end_id = end_to_end_id('E', PAYER_ISPB, now, &drawn.entropy());
+    tx.end_to_end_id = match payer.as_ref().and_then(|p| p.end_to_end_id.clone()) {
+        Some(e2e) => e2e,
+        None => end_to_end_id('E', PAYER_ISPB, now, &drawn.entropy()),
+    };
     tx.counterpart.bank = payer_bank;
     match payer {
         Some(p) => {
@@ -439,7 +445,11 @@ mod tests {
             let ChargeOutcome::Paid(tx) = plan.reply else { panic!("not paid") };
             (tx.counterpart.name, tx.counterpart.document)
         };
-        let bia = Payer { name: "Bia".into(), document: TaxId::parse("12ABC34501DE35").unwrap() };
+        let bia = Payer {
+            name: "Bia".into(),
+            document: TaxId::parse("12ABC34501DE35").unwrap(),
+            end_to_end_id: None,
+        };
         assert_eq!(paid_by(request("1"), Some(bia)), ("Bia".into(), Some("12ABC34501DE35".into())));
         assert_eq!(paid_by(request("1"), None), ("Ana".into(), Some("52998224725".into())), "the debtor");
         let mut nobody = request("1");

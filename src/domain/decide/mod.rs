@@ -13,6 +13,7 @@
 
 mod charges;
 mod med;
+mod on_us;
 mod pay;
 mod refunds;
 
@@ -20,6 +21,7 @@ pub use charges::{
     cancel_charge, create_charge, expire_charge, pay_charge, ChargeOutcome, ChargeRequest, ChargeState, Payer,
 };
 pub use med::{close_med, open_med, CloseMedRequest, OpenMedRequest};
+pub use on_us::{credit_of, names_charge, receive as receive_on_us, OnUsCredit, OnUsPayer};
 pub use pay::{pay, pix_in, settle, DictRequest, PayDecision, PayRequest, PixInRequest};
 pub use refunds::{refund, take_back, RefundDecision, RefundRequest};
 
@@ -137,6 +139,10 @@ pub enum Record {
     Transaction(Transaction),
     /// A MED case as it now is.
     Med(Med),
+    /// A credit owed to an account of this gateway, written with the payer's settlement.
+    OnUsCredit(OnUsCredit),
+    /// The payee carried the credit of this end-to-end id out: it is deleted.
+    OnUsCredited(String),
 }
 
 /// Everything one command does (see the module doc).
@@ -163,7 +169,7 @@ impl<R> Plan<R> {
     fn write(&mut self, record: Record, now: chrono::DateTime<chrono::Utc>) {
         let tx = match &record {
             Record::NewTransaction(t) | Record::Transaction(t) => Some(t),
-            Record::Med(_) => None,
+            Record::Med(_) | Record::OnUsCredit(_) | Record::OnUsCredited(_) => None,
         };
         if let Some(event) = tx.and_then(|t| super::events::event_for(t, now)) {
             self.events.push(event);
@@ -306,7 +312,7 @@ pub(crate) mod testing {
             .iter()
             .filter_map(|r| match r {
                 Record::NewTransaction(t) | Record::Transaction(t) => Some(t),
-                Record::Med(_) => None,
+                Record::Med(_) | Record::OnUsCredit(_) | Record::OnUsCredited(_) => None,
             })
             .collect()
     }

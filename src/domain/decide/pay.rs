@@ -110,11 +110,15 @@ pub fn pay(
 /// Ends a pending debit with the bank's answer (or a `/dict/pix` transfer's expiry).
 /// `original` is the received PIX a refund refunds, as it is now. `None` when there is
 /// nothing to do: the debit is no longer pending (a repeated answer).
+/// `on_us` names the payee when the transfer went to a key of an account of this gateway:
+/// a confirmed transfer then writes the credit it owes ([`super::OnUsCredit`]) in the same
+/// batch as its settlement.
 pub fn settle(
     account: &Account,
     mut tx: Transaction,
     result: Result<Option<BankInfo>, ErrorCode>,
     original: Option<Transaction>,
+    on_us: Option<&super::OnUsPayer>,
     now: DateTime<Utc>,
 ) -> Result<Option<Plan<()>>, Refusal> {
     let mut ledger = account.ledger.draft();
@@ -139,6 +143,11 @@ pub fn settle(
         o.refunded = o.refunded.checked_sub(tx.value).unwrap_or(Money::ZERO);
         plan.update(Record::Transaction(o));
     }
+    if let (Some(payer), TxStatus::Confirmed, TxKind::CashOut | TxKind::QrCashOut | TxKind::DictPix) =
+        (on_us, tx.status, tx.kind)
+    {
+        plan.update(Record::OnUsCredit(super::credit_of(&tx, payer)));
+    }
     plan.write(Record::Transaction(tx), now);
     Ok(Some(plan))
 }
@@ -150,6 +159,9 @@ pub struct PixInRequest {
     pub payer_name: String,
     pub payer_document: Option<String>,
     pub payer_bank: Option<BankInfo>,
+    /// The payer's end-to-end id when known (an on-us payment); else the simulated payer's
+    /// bank makes one.
+    pub end_to_end_id: Option<String>,
 }
 
 /// A received PIX: credits value minus the cash-in fee, recorded CONFIRMED. A payer sent
@@ -168,7 +180,9 @@ pub fn pix_in(
         status: TxStatus::Confirmed,
         fee,
         // The payer's institution made this id.
-        end_to_end_id: end_to_end_id('E', PAYER_ISPB, now, &fresh.entropy()),
+        end_to_end_id: req
+            .end_to_end_id
+            .unwrap_or_else(|| end_to_end_id('E', PAYER_ISPB, now, &fresh.entropy())),
         counterpart: Counterpart {
             name: req.payer_name,
             document: Some(req.payer_document.unwrap_or_else(|| SANDBOX_PAYER_DOCUMENT.into())),
@@ -297,17 +311,45 @@ mod tests {
         );
         f.apply(&plan);
         let tx = plan.reply;
-        let ok = settle(&f.account(), tx.clone(), Ok(None), None, noon()).unwrap().unwrap();
+        let ok = settle(&f.account(), tx.clone(), Ok(None), None, None, noon()).unwrap().unwrap();
         let written = transactions(&ok);
         assert_eq!(written.len(), 1);
         assert_eq!(written[0].status, TxStatus::Confirmed);
         assert_eq!(ok.events.len(), 1);
         assert_eq!(ok.ledger.as_ref().unwrap().holds_released(), &[1]);
-        let failed =
-            settle(&f.account(), tx.clone(), Err(ErrorCode::OrderRejected), None, noon()).unwrap().unwrap();
+        let failed = settle(&f.account(), tx.clone(), Err(ErrorCode::OrderRejected), None, None, noon())
+            .unwrap()
+            .unwrap();
         f.apply(&failed);
         assert_eq!(f.ledger.balance(), Balance { available: m("100"), blocked: m("0") });
-        assert_eq!(settle(&f.account(), tx, Ok(None), None, noon()), Ok(None), "not pending any more");
+        assert_eq!(settle(&f.account(), tx, Ok(None), None, None, noon()), Ok(None), "not pending any more");
+    }
+
+    #[test]
+    fn a_confirmed_transfer_to_an_account_of_this_gateway_writes_the_credit_it_owes_with_its_settlement() {
+        use crate::domain::decide::{OnUsCredit, OnUsPayer};
+        let mut f = Fixture::with_balance("100");
+        let plan = planned(
+            pay(&f.account(), cash_out("a", "10"), StoredKeys::default(), noon(), &mut ids(&[1])).unwrap(),
+        );
+        f.apply(&plan);
+        let tx = plan.reply;
+        let payee = crate::domain::ids::AccountId::new(2).unwrap();
+        let payer = OnUsPayer { payee, name: "Acme".into(), document: "11222333000181".into() };
+        let ok = settle(&f.account(), tx.clone(), Ok(None), None, Some(&payer), noon()).unwrap().unwrap();
+        let credits: Vec<&OnUsCredit> = ok
+            .records
+            .iter()
+            .filter_map(|r| if let Record::OnUsCredit(c) = r { Some(c) } else { None })
+            .collect();
+        assert_eq!(credits.len(), 1);
+        assert_eq!((credits[0].payee, credits[0].value), (payee, m("10")));
+        assert_eq!(credits[0].end_to_end_id, transactions(&ok)[0].end_to_end_id);
+        // A rejected one owes nothing.
+        let failed = settle(&f.account(), tx, Err(ErrorCode::OrderRejected), None, Some(&payer), noon())
+            .unwrap()
+            .unwrap();
+        assert!(!failed.records.iter().any(|r| matches!(r, Record::OnUsCredit(_))));
     }
 
     #[test]
@@ -325,7 +367,8 @@ mod tests {
         });
         let plan = planned(pay(&f.account(), req, StoredKeys::default(), noon(), &mut ids(&[1])).unwrap());
         f.apply(&plan);
-        let settled = settle(&f.account(), plan.reply.clone(), Ok(None), None, noon()).unwrap().unwrap();
+        let settled =
+            settle(&f.account(), plan.reply.clone(), Ok(None), None, None, noon()).unwrap().unwrap();
         let t = transactions(&settled)[0];
         assert_ne!(t.end_to_end_id, plan.reply.end_to_end_id);
         assert_eq!(t.dict.as_ref().unwrap().provisional_end_to_end_id, plan.reply.end_to_end_id);
@@ -337,9 +380,10 @@ mod tests {
         let mut original =
             Transaction::new(50, uuid::Uuid::nil(), f.account().id, TxKind::PixIn, m("10"), noon());
         original.refunded = m("5");
-        let failed = settle(&f.account(), refund, Err(ErrorCode::OrderRejected), Some(original), noon())
-            .unwrap()
-            .unwrap();
+        let failed =
+            settle(&f.account(), refund, Err(ErrorCode::OrderRejected), Some(original), None, noon())
+                .unwrap()
+                .unwrap();
         let written = transactions(&failed);
         assert_eq!(written[0].local_id, 50);
         assert_eq!(written[0].refunded, m("0"), "5 - 5 refunded");
@@ -349,8 +393,13 @@ mod tests {
     fn a_received_pix_credits_value_minus_fee() {
         let mut f = Fixture::with_balance("0");
         f.settings.fees.cash_in = FeeRule { fixed: m("1"), percent: Percent::parse("0").unwrap() };
-        let req =
-            PixInRequest { value: m("10"), payer_name: "Ana".into(), payer_document: None, payer_bank: None };
+        let req = PixInRequest {
+            value: m("10"),
+            payer_name: "Ana".into(),
+            payer_document: None,
+            payer_bank: None,
+            end_to_end_id: None,
+        };
         let plan = pix_in(&f.account(), req, noon(), &mut ids(&[3])).unwrap();
         assert_eq!(plan.reply.status, TxStatus::Confirmed);
         assert!(plan.reply.end_to_end_id.starts_with(&format!("E{PAYER_ISPB}")));

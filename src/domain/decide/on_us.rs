@@ -1,0 +1,219 @@
+//! On-us payments: one account of this gateway pays another (or itself).
+//!
+//! The payer's transfer goes through the simulated bank like any other; when it settles
+//! CONFIRMED, its settlement writes, in the same batch, an [`OnUsCredit`] owed to the payee.
+//! The payee's actor carries the credit out ([`receive`]) and deletes it in the same batch
+//! as the credit, so the credit happens once however many times it is delivered (at least
+//! once: by the payer after its settlement is durable, and again at every start while it is
+//! still written). The credit is a payment of the payee's charge when the code named one
+//! that is still open and due this amount, else a received PIX; it never fails, because the
+//! payer's money has already left.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::charges::{pay_charge, ChargeOutcome, ChargeState, Payer};
+use super::pay::{pix_in, PixInRequest};
+use super::{Account, Ids, Plan, Record, Refusal};
+use crate::domain::document::TaxId;
+use crate::domain::ids::AccountId;
+use crate::domain::money::Money;
+use crate::domain::transaction::{
+    code_reference, parse_code_reference, BankInfo, CodeReference, Transaction,
+};
+
+/// A credit owed to an account of this gateway for a payment made to one of its keys.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OnUsCredit {
+    pub payee: AccountId,
+    /// The payer's end-to-end id, which the payee's transaction carries too.
+    pub end_to_end_id: String,
+    pub value: Money,
+    pub payer_name: String,
+    pub payer_document: String,
+    /// What the code's txid field said, when the payment was made by code.
+    pub reference: Option<String>,
+}
+
+/// Who pays, as the payer's settlement writes it into the credit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OnUsPayer {
+    pub payee: AccountId,
+    pub name: String,
+    pub document: String,
+}
+
+/// The credit a confirmed transfer owes, if it was made to an account of this gateway.
+pub fn credit_of(tx: &Transaction, payer: &OnUsPayer) -> OnUsCredit {
+    OnUsCredit {
+        payee: payer.payee,
+        end_to_end_id: tx.end_to_end_id.clone(),
+        value: tx.value,
+        payer_name: payer.name.clone(),
+        payer_document: payer.document.clone(),
+        reference: tx.qr_txid.clone(),
+    }
+}
+
+/// Whether `charge` is the one a code's reference names.
+pub fn names_charge(reference: &str, charge: &Transaction) -> bool {
+    let Some(c) = &charge.charge else { return false };
+    match parse_code_reference(reference) {
+        CodeReference::Local(local) => {
+            local == charge.local_id && code_reference(&c.txid, local) == reference
+        }
+        CodeReference::Txid(txid) => c.txid == txid,
+    }
+}
+
+/// The payee carries out a credit: pays `charge` (an open charge of the account that the
+/// credit's reference names, as the actor found it) when it is still due and asks for
+/// this amount, else records a received PIX. Either way the credit's record is deleted in
+/// the same batch. Ids: one, plus one per split of the charge.
+pub fn receive(
+    account: &Account,
+    credit: OnUsCredit,
+    charge: Option<Transaction>,
+    payer_bank: Option<BankInfo>,
+    split_banks: &[Option<BankInfo>],
+    now: DateTime<Utc>,
+    ids: &mut Ids,
+) -> Result<Plan<Transaction>, Refusal> {
+    let e2e = credit.end_to_end_id.clone();
+    let payable =
+        charge.filter(|c| c.value == credit.value && c.charge.as_ref().is_some_and(|d| now < d.expires_at));
+    let mut plan = match (payable, TaxId::parse(&credit.payer_document)) {
+        (Some(charge), Ok(document)) => {
+            let payer = Payer { name: credit.payer_name, document, end_to_end_id: Some(e2e.clone()) };
+            let plan = pay_charge(
+                account,
+                ChargeState::Open(Box::new(charge)),
+                Some(payer),
+                payer_bank,
+                split_banks,
+                now,
+                ids,
+            )?;
+            match plan.reply.clone() {
+                ChargeOutcome::Paid(tx) => plan.with_reply(*tx),
+                ChargeOutcome::Expired => return Err(Refusal::Bug("a due charge expired".into())),
+            }
+        }
+        _ => pix_in(
+            account,
+            PixInRequest {
+                value: credit.value,
+                payer_name: credit.payer_name,
+                payer_document: Some(credit.payer_document),
+                payer_bank,
+                end_to_end_id: Some(e2e.clone()),
+            },
+            now,
+            ids,
+        )?,
+    };
+    plan.update(Record::OnUsCredited(e2e));
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::decide::charges::ChargeRequest;
+    use crate::domain::decide::testing::{ids, m, noon, Fixture};
+    use crate::domain::ledger::StoredKeys;
+    use crate::domain::transaction::{TxKind, TxStatus};
+
+    fn credit(value: &str, reference: Option<String>) -> OnUsCredit {
+        OnUsCredit {
+            payee: AccountId::new(1).unwrap(),
+            end_to_end_id: "E99999999202611231200A0000000042".into(),
+            value: m(value),
+            payer_name: "Bia".into(),
+            payer_document: "52998224725".into(),
+            reference,
+        }
+    }
+
+    fn charge(f: &mut Fixture, value: &str) -> Transaction {
+        let req = ChargeRequest {
+            external_id: Some("c".into()),
+            txid: None,
+            cob: None,
+            value: m(value),
+            description: "order".into(),
+            payer_name: "Ana".into(),
+            payer_document: Some("52998224725".into()),
+            expiration_seconds: 600,
+            additional_info: Default::default(),
+            scenario: None,
+            splits: vec![],
+        };
+        let plan = super::super::create_charge(
+            &f.account(),
+            req,
+            false,
+            StoredKeys::default(),
+            noon(),
+            &mut ids(&[7]),
+        )
+        .unwrap();
+        f.apply(&plan);
+        plan.reply
+    }
+
+    #[test]
+    fn a_credit_pays_the_charge_its_code_names_with_the_payers_end_to_end_id() {
+        let mut f = Fixture::with_balance("0");
+        let open = charge(&mut f, "10");
+        let reference = open.charge.as_ref().map(|c| code_reference(&c.txid, 7));
+        assert!(names_charge(reference.as_deref().unwrap(), &open));
+        let plan =
+            receive(&f.account(), credit("10", reference), Some(open), None, &[], noon(), &mut ids(&[8]))
+                .unwrap();
+        assert_eq!((plan.reply.kind, plan.reply.status), (TxKind::CashIn, TxStatus::Confirmed));
+        assert_eq!(plan.reply.end_to_end_id, "E99999999202611231200A0000000042");
+        assert_eq!(plan.reply.counterpart.name, "Bia");
+        assert_eq!(
+            plan.records.last(),
+            Some(&Record::OnUsCredited("E99999999202611231200A0000000042".into()))
+        );
+        f.apply(&plan);
+        assert_eq!(f.ledger.balance().available, m("10"));
+    }
+
+    #[test]
+    fn a_credit_that_no_open_charge_takes_is_a_received_pix_never_a_refusal() {
+        for (value, at) in [("9.99", noon()), ("10", noon() + chrono::Duration::seconds(600))] {
+            let mut f = Fixture::with_balance("0");
+            let open = charge(&mut f, "10");
+            let reference = open.charge.as_ref().map(|c| code_reference(&c.txid, 7));
+            let plan =
+                receive(&f.account(), credit(value, reference), Some(open), None, &[], at, &mut ids(&[8]))
+                    .unwrap();
+            assert_eq!(
+                (plan.reply.kind, plan.reply.status),
+                (TxKind::PixIn, TxStatus::Confirmed),
+                "{value} at {at}"
+            );
+            assert_eq!(plan.reply.value, m(value));
+            assert!(plan.records.contains(&Record::OnUsCredited("E99999999202611231200A0000000042".into())));
+        }
+        // A key payment (no code) is a received PIX too.
+        let f = Fixture::with_balance("0");
+        let plan = receive(&f.account(), credit("3", None), None, None, &[], noon(), &mut ids(&[8])).unwrap();
+        assert_eq!(plan.reply.kind, TxKind::PixIn);
+        assert_eq!(plan.reply.counterpart.document.as_deref(), Some("52998224725"));
+    }
+
+    #[test]
+    fn a_reference_names_only_its_own_charge() {
+        let mut f = Fixture::with_balance("0");
+        let open = charge(&mut f, "10");
+        let txid = open.charge.as_ref().unwrap().txid.clone();
+        assert!(names_charge(&txid, &open), "a family A charge by its txid");
+        assert!(!names_charge("COB00000000000000000007", &open), "not a cob");
+        assert!(!names_charge("something else", &open));
+    }
+}

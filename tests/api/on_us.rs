@@ -1,0 +1,163 @@
+//! On-us payments: an account of this gateway pays another's charge, receiving key or
+//! `/dict/pix` key; the payee is credited once, with the payer named, and both sides get
+//! their webhooks; a kill -9 while on-us payments stream neither loses nor doubles a credit.
+
+use std::collections::HashSet;
+
+use pixgw::domain::ids::AccountId;
+use pixgw::domain::money::Money;
+use pixgw::domain::transaction::{TxKind, TxStatus};
+use pixgw::store::{JournalOptions, Repo, Storage};
+use serde_json::{json, Value};
+
+use crate::helpers::{spawn_with, Options, TestApp};
+use crate::receiver::Receiver;
+
+fn options() -> Options {
+    Options {
+        test_clock: true,
+        env: vec![
+            ("PIXGW_SIM_SETTLE_MS".into(), "20".into()),
+            ("PIXGW_WEBHOOK_ALLOW_HTTP".into(), "1".into()),
+            ("PIXGW_WEBHOOK_ALLOW_PRIVATE".into(), "1".into()),
+        ],
+    }
+}
+
+/// A second sandbox account: (token, receiving key).
+async fn payee(app: &TestApp) -> (String, String) {
+    let (_, client_id, secret, pem) = app.new_account_with("Padaria Payee", true).await;
+    let (s, t) = app.token_with(&pem, &client_id, &secret).await;
+    assert_eq!(s, 201, "{t}");
+    let token = t["access_token"].as_str().unwrap().to_owned();
+    let (_, me) = app.get_with("/api/account", &token).await;
+    (token, me["receivingKey"].as_str().unwrap().to_owned())
+}
+
+/// Polls one of `token`'s transactions until `done` holds (bounded: 10 s).
+async fn wait_for(app: &TestApp, token: &str, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (s, t) = app.get_with(&format!("/api/transactions/{id}"), token).await;
+        if s == 200 && done(&t) {
+            return t;
+        }
+        assert!(std::time::Instant::now() < deadline, "{id} never got there: {t}");
+        actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+#[actix_rt::test]
+async fn an_account_pays_another_accounts_charge_key_and_dict_key_and_each_side_hears_of_it() {
+    let app = spawn_with(options()).await;
+    let payer = app.demo_token().await;
+    app.fund(&payer, "100").await;
+    let (payee_token, key) = payee(&app).await;
+    let mut rx = Receiver::ok();
+    let hook = json!({"url": rx.url, "eventType": "cash_in"});
+    assert_eq!(app.post_raw("/api/webhooks", &payee_token, &hook.to_string(), &[]).await.0, 201);
+
+    // 1. The payee's charge, paid with a QR cash-out of its code.
+    let charge = json!({"transaction": {"value": 12.5, "description": "bread", "externalId": "order-1"},
+        "payer": {"fullName": "Someone Expected", "document": "52998224725"}});
+    let (s, c) = app.post_raw("/api/pix/cash-in", &payee_token, &charge.to_string(), &[]).await;
+    assert_eq!(s, 201, "{c}");
+    let code = c["pixCode"].as_str().unwrap();
+    let qr = json!({"value": 12.5, "qrCode": code, "externalId": "pay-order-1"});
+    let (s, paid) = app.post_raw("/api/pix/cash-out-qrcode", &payer, &qr.to_string(), &[]).await;
+    assert_eq!(s, 201, "{paid}");
+    let out = app.wait_final(&payer, paid["transactionId"].as_str().unwrap()).await;
+    assert_eq!(out["status"], "CONFIRMED", "{out}");
+    let charge_id = c["transactionId"].as_str().unwrap();
+    let got = wait_for(&app, &payee_token, charge_id, |t| t["status"] == "CONFIRMED").await;
+    assert_eq!(got["endToEndId"], out["endToEndId"], "one end-to-end id on both sides");
+    assert_eq!(got["counterpart"]["name"], "Demo");
+    let w = rx.next().await.json();
+    assert_eq!(w["transactionId"], charge_id, "the payee's webhook: {w}");
+
+    // 2. A cash-out to the payee's receiving key: a received PIX.
+    let body = json!({"value": 3, "externalId": "to-key", "details": {"key": key, "keyType": "RANDOM", "name": "Padaria", "document": "52998224725"}});
+    let (s, b) = app.post_raw("/api/pix/cash-out", &payer, &body.to_string(), &[]).await;
+    assert_eq!(s, 201, "{b}");
+    let out = app.wait_final(&payer, b["transactionId"].as_str().unwrap()).await;
+    assert_eq!(out["status"], "CONFIRMED");
+    assert_eq!(out["counterpart"]["bank"]["ispb"], "99999999", "settled at this gateway: {out}");
+    let e2e = out["endToEndId"].as_str().unwrap();
+    let received = wait_for(&app, &payee_token, e2e, |t| t["status"] == "CONFIRMED").await;
+    assert_eq!(
+        (received["operation"].as_str(), received["originalAmount"].to_string().as_str()),
+        (Some("PIX_IN"), "3.00")
+    );
+    assert_eq!(rx.next().await.json()["endToEndId"], e2e);
+
+    // 3. /dict/pix to the same key.
+    let dict = json!({"pixKey": key, "payment": {"currency": "BRL", "amount": 4.5}});
+    let idem = uuid::Uuid::new_v4().to_string();
+    let (s, d) = app.post_raw("/dict/pix", &payer, &dict.to_string(), &[("x-idempotency-key", &idem)]).await;
+    assert_eq!(s, 201, "{d}");
+    let out = app.wait_final(&payer, &d["id"].to_string()).await;
+    assert_eq!(out["status"], "CONFIRMED");
+    wait_for(&app, &payee_token, out["endToEndId"].as_str().unwrap(), |t| t["status"] == "CONFIRMED").await;
+
+    assert_eq!(app.balance(&payee_token).await.0, "20.00");
+    assert_eq!(app.balance(&payer).await, ("80.00".into(), "0.00".into(), "80.00".into()));
+    // The payee refunds the received PIX by its end-to-end id, like any other.
+    let req = app.client.put(app.url(&format!("/pix/{e2e}/devolucao/back1"))).bearer_auth(&payee_token);
+    let (s, r) = crate::helpers::send(req, Some(json!({"valor": "1.00"}))).await;
+    assert_eq!(s, 201, "{r}");
+}
+
+#[actix_rt::test]
+async fn kill_9_while_on_us_payments_stream_neither_loses_nor_doubles_a_credit() {
+    let mut app = spawn_with(crate::recovery::fast()).await;
+    let payer = app.demo_token().await;
+    app.fund(&payer, "100000").await;
+    let (payee_token, key) = payee(&app).await;
+    let payee_id = AccountId::new(2).unwrap();
+    let body_of = |ext: &str| {
+        json!({"value": 1, "externalId": ext, "details": {"key": key, "keyType": "RANDOM", "name": "P", "document": "52998224725"}}).to_string()
+    };
+    for round in 0..2 {
+        let token = app.demo_token().await;
+        let kill_after = 80 + round * 97;
+        let (acked, _) =
+            crate::recovery::stream_then_kill(&mut app, &token, 8, kill_after, round, &body_of).await;
+        assert!(acked.len() >= kill_after);
+        app.start_again(&crate::recovery::fast());
+    }
+    // Every payment settles and every credit lands: the payer's debits equal the payee's
+    // credits (no fees by default).
+    let token = app.demo_token().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (gross, blocked, _) = app.balance(&token).await;
+        let debited = Money::parse("100000").unwrap().checked_sub(Money::parse(&gross).unwrap()).unwrap();
+        let credited = Money::parse(&app.balance(&payee_token).await.0).unwrap();
+        if blocked == "0.00" && credited == debited {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "debited {debited}, credited {credited} after 60 s");
+        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(app.stop().success());
+    let storage = Storage::open(&app.data_dir(), 16, JournalOptions::default(), Repo::layout()).unwrap();
+    let repo = Repo::new(&storage);
+    let owed = repo.on_us_credits().unwrap();
+    let paid: Vec<_> = repo
+        .transactions_of(AccountId::new(app.creds.account_id).unwrap())
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.kind == TxKind::CashOut && t.status == TxStatus::Confirmed)
+        .collect();
+    let credited: Vec<_> =
+        repo.transactions_of(payee_id).unwrap().into_iter().filter(|t| t.kind == TxKind::PixIn).collect();
+    let paid_e2e: HashSet<&str> = paid.iter().map(|t| t.end_to_end_id.as_str()).collect();
+    let mut credited_e2e = HashSet::new();
+    for t in &credited {
+        assert!(credited_e2e.insert(t.end_to_end_id.as_str()), "{} credited twice", t.end_to_end_id);
+        assert!(paid_e2e.contains(t.end_to_end_id.as_str()), "{} credited but never paid", t.end_to_end_id);
+    }
+    assert_eq!(credited_e2e, paid_e2e, "every payment credited, once");
+    assert!(owed.is_empty(), "credits left owed: {owed:?}");
+    assert!(paid.len() >= 80 + 177, "{} paid", paid.len());
+}
