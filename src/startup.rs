@@ -166,6 +166,7 @@ impl Application {
             webhook_allow_http,
             require_client_cert: settings.require_client_cert,
             body_timeout: std::time::Duration::from_millis(settings.body_timeout_ms),
+            idempotency: Default::default(),
             webhooks,
             resend_rate: std::sync::Mutex::new(RateWindow::new(
                 RESEND_PER_WINDOW_MAX,
@@ -186,6 +187,7 @@ impl Application {
             App::new()
                 .app_data(state.clone())
                 .app_data(web::PayloadConfig::new(REQUEST_BODY_BYTES_MAX))
+                .wrap(from_fn(http::idempotency::idempotency))
                 .wrap(from_fn(http::body::read_within_deadline))
                 .wrap(from_fn(http::ops::record_metrics))
                 .wrap(from_fn(http::error::envelope))

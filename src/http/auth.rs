@@ -41,7 +41,7 @@ fn state(req: &HttpRequest) -> Result<&web::Data<AppState>, ApiError> {
         .ok_or_else(|| ApiError::Internal("application state missing".into()))
 }
 
-fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
+pub(super) fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
     let state = state(req)?;
     let token = bearer(req).ok_or(ApiError::Unauthorized("missing bearer token"))?;
     let subject = state.tokens.verify(token, state.clock.now()).map_err(|e| match e {

@@ -12,6 +12,7 @@ pub mod charges;
 pub mod cob;
 pub mod dict;
 pub mod error;
+pub mod idempotency;
 pub mod me;
 pub mod med;
 pub mod openapi;
@@ -70,6 +71,8 @@ pub struct AppState {
     /// Every authenticated request must present its token's certificate
     /// (`--require-client-cert`).
     pub require_client_cert: bool,
+    /// Requests with an `Idempotency-Key` running now.
+    pub idempotency: idempotency::InFlight,
     /// How long a request's body may take to arrive (`--body-timeout-ms`).
     pub body_timeout: std::time::Duration,
     /// Plain http webhook URLs are accepted (`PIXGW_WEBHOOK_ALLOW_HTTP`).

@@ -24,6 +24,37 @@ impl Modify for Security {
     }
 }
 
+/// The `Idempotency-Key` header on every client POST it applies to (`idempotency.rs`).
+struct IdempotencyKey;
+
+impl Modify for IdempotencyKey {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        use utoipa::openapi::Required;
+        for (path, item) in doc.paths.paths.iter_mut() {
+            let Some(op) = item.post.as_mut() else { continue };
+            if !super::idempotency::applies_to_path(path) {
+                continue;
+            }
+            let header = ParameterBuilder::new()
+                .name("Idempotency-Key")
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some(
+                    "1 to 255 visible ASCII characters, per account, kept 24 h: a repeat with the same \
+                     request answers the first response (Idempotent-Replayed: true); another request \
+                     under the key is 422; one still running or interrupted is 409",
+                ))
+                .schema(Some(
+                    ObjectBuilder::new().schema_type(Type::String).min_length(Some(1)).max_length(Some(255)),
+                ))
+                .build();
+            op.parameters.get_or_insert_with(Vec::new).push(header.into());
+        }
+    }
+}
+
 #[derive(OpenApi)]
 #[openapi(
     info(title = "pixgw", description = "PIX instant-payment gateway"),
@@ -70,6 +101,26 @@ impl Modify for Security {
         ops::docs_redirect,
     ),
     components(schemas(error::ExtendedErrorBody, error::SimpleErrorBody, error::Violation)),
-    modifiers(&Security)
+    modifiers(&Security, &IdempotencyKey)
 )]
 pub struct ApiDoc;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_posts_document_the_idempotency_key_and_the_token_route_does_not() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let has_key = |path: &str| {
+            doc["paths"][path]["post"]["parameters"]
+                .as_array()
+                .is_some_and(|ps| ps.iter().any(|p| p["name"] == "Idempotency-Key" && p["in"] == "header"))
+        };
+        assert!(has_key("/api/pix/cash-out"));
+        assert!(has_key("/sandbox/pix-in"));
+        assert!(!has_key("/api/auth/token"));
+        assert!(!has_key("/dict/pix"));
+        assert!(!has_key("/admin/accounts"));
+    }
+}

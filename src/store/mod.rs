@@ -28,8 +28,8 @@ pub use memory::MemoryStore;
 pub use paged::{PagedStore, Paging};
 pub use repo::{
     AccountRecord, AttemptOutcome, CertificateRecord, ClientRecord, DeliveryLog, DeliveryState, Repo,
-    RepoError, Undelivered, WebhookConfig, KEY_ADMIN_TOKEN_HASH, KEY_CLOCK_OFFSET, KEY_DEMO_ACCOUNT, KEY_JWT,
-    PAGES,
+    RepoError, RequestRecord, StoredResponse, Undelivered, WebhookConfig, KEY_ADMIN_TOKEN_HASH,
+    KEY_CLOCK_OFFSET, KEY_DEMO_ACCOUNT, KEY_JWT, PAGES,
 };
 pub use sled_store::{SledStore, STORAGE_CACHE_MB_DEFAULT};
 

@@ -35,6 +35,8 @@
 //! med/{id:020}/{med:020}    Med (JSON): the account's MED cases; a MED's id is also the id
 //!                           of its hold in the ledger
 //! rkey/{receivingKey}       u64: the account whose receiving key this is (on-us payments)
+//! reqkey/{id:020}/{sha256}  RequestRecord (JSON): a request made with an Idempotency-Key
+//!                           (the SHA-256 of the key), started or with its response
 //! onus/{endToEndId}         OnUsCredit (JSON): a credit owed to an account of this gateway,
 //!                           written with the payer's settlement, deleted with the credit
 //! ```
@@ -134,6 +136,32 @@ impl Key {
 fn account_key(id: AccountId) -> Vec<u8> {
     Key::new("acct/").id(id).done()
 }
+fn request_key(id: AccountId, key: &str) -> Vec<u8> {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(key.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    with_suffix(format!("reqkey/{:020}/", id.get()).into_bytes(), &hex)
+}
+
+/// A request made with an `Idempotency-Key`: what it was (a digest of method, path and
+/// body), when, and once it succeeded, its response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestRecord {
+    pub fingerprint: String,
+    pub at: DateTime<Utc>,
+    /// `None` while the request is carried out (or if it was interrupted).
+    pub response: Option<StoredResponse>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredResponse {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: String,
+}
+
 fn receiving_key_key(key: &str) -> Vec<u8> {
     with_suffix(b"rkey/".to_vec(), key)
 }
@@ -804,6 +832,37 @@ impl Repo {
         b.put(KEY_RKEY_BUILT.to_vec(), vec![1]);
         commit.submit(b).map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())))?;
         Ok(written)
+    }
+
+    /// The record of a request an account made with an `Idempotency-Key`.
+    pub fn request_record(&self, id: AccountId, key: &str) -> Result<Option<RequestRecord>, RepoError> {
+        self.get_json(&request_key(id, key))
+    }
+
+    /// Writes it and waits until it is durable.
+    pub async fn put_request_record(
+        &self,
+        id: AccountId,
+        key: &str,
+        r: &RequestRecord,
+    ) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        b.put(request_key(id, key), to_json(r)?);
+        self.commit_async(b).await
+    }
+
+    /// Forgets it (the request did not happen), durably.
+    pub async fn delete_request_record(&self, id: AccountId, key: &str) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        b.delete(request_key(id, key));
+        self.commit_async(b).await
+    }
+
+    async fn commit_async(&self, b: Batch) -> Result<(), RepoError> {
+        self.writer.commit(b).await.map_err(|e| match e {
+            super::CommitError::Full(why) => RepoError::Store(StoreError::Full(why)),
+            other => RepoError::Store(StoreError::Engine(other.to_string())),
+        })
     }
 
     /// The account of this gateway whose receiving key `key` is.

@@ -7,6 +7,7 @@ mod deliveries;
 mod dict;
 mod errors;
 mod helpers;
+mod idempotency;
 mod journal;
 mod lifecycle;
 mod listing;

@@ -1,0 +1,254 @@
+//! The `Idempotency-Key` header (the IETF httpapi draft; what Stripe and Mercado Pago do) on
+//! the POST routes of clients that create something.
+//!
+//! A request with the header is recorded per account under its key, with a digest of its
+//! method, path and body, durably **before** it runs. Then:
+//! - the same key and the same request again answers the first response (status and body,
+//!   with `Idempotent-Replayed: true`) and moves nothing;
+//! - the same key with another request is 422;
+//! - the same key while the first is still running is 409 (`Retry-After: 1`);
+//! - a first request that was interrupted (a crash after it was recorded, before its
+//!   response was) answers 409 too: its outcome is unknown here, and the client finds it by
+//!   its externalId. Nothing runs twice.
+//!
+//! Only a success (2xx) is kept. A refusal (4xx) changed nothing by rule, and a 503 means
+//! the request did not happen, so their record is deleted and the key may be used again; a
+//! 500 keeps the record (the outcome is unknown). Keys are kept for
+//! [`IDEMPOTENCY_KEY_TTL_HOURS`] on the server clock. The interface's own rules are
+//! untouched: a repeated externalId is still 400, and `/dict/pix` keeps its
+//! `x-idempotency-key`. The routes of operators are left out: creating an account and
+//! rotating a secret answer secrets, which are never stored, and registering a certificate
+//! is idempotent already.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use actix_web::body::{to_bytes, BoxBody, MessageBody};
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::http::{header, Method, StatusCode};
+use actix_web::middleware::Next;
+use actix_web::{web, HttpMessage, HttpResponse};
+use futures_util::StreamExt;
+use sha2::{Digest, Sha256};
+
+use super::error::{ApiError, Violation};
+use super::AppState;
+use crate::domain::ids::AccountId;
+use crate::store::{RequestRecord, StoredResponse};
+
+pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+/// Characters of a key: 1 to this many visible ASCII characters.
+pub const IDEMPOTENCY_KEY_LEN_MAX: usize = 255;
+/// How long a key answers for its first request (server clock).
+pub const IDEMPOTENCY_KEY_TTL_HOURS: i64 = 24;
+
+/// The requests with a key that are running now, by account and key.
+#[derive(Default)]
+pub struct InFlight(Mutex<HashSet<(AccountId, String)>>);
+
+impl InFlight {
+    fn enter(&self, id: AccountId, key: &str) -> bool {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert((id, key.to_owned()))
+    }
+
+    fn leave(&self, id: AccountId, key: &str) {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&(id, key.to_owned()));
+    }
+}
+
+/// The POST routes a key applies to: a client's, that create something.
+fn applies(method: &Method, path: &str) -> bool {
+    *method == Method::POST && applies_to_path(path)
+}
+
+/// Whether a POST on this path takes a key (also used to document it).
+pub fn applies_to_path(path: &str) -> bool {
+    (path.starts_with("/api/") || path.starts_with("/sandbox/")) && path != "/api/auth/token"
+}
+
+/// Whether a key is well formed: 1 to 255 visible ASCII characters.
+pub fn key_ok(key: &str) -> bool {
+    (1..=IDEMPOTENCY_KEY_LEN_MAX).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// The digest a repeat must match: method, path with query, and body.
+pub fn fingerprint(method: &str, path_and_query: &str, body: &[u8]) -> String {
+    let mut h = Sha256::new();
+    // Lengths first, so no bytes can move from one part to the next with the same digest.
+    for part in [method.as_bytes(), path_and_query.as_bytes()] {
+        h.update((part.len() as u64).to_be_bytes());
+        h.update(part);
+    }
+    h.update(body);
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn refuse(req: ServiceRequest, e: ApiError) -> ServiceResponse<BoxBody> {
+    let retry = matches!(e, ApiError::Conflict(_));
+    let mut res = HttpResponse::from_error(e);
+    if retry {
+        res.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    }
+    // Kept as an HttpResponse, the error stays attached for `error::envelope` to render.
+    let (request, _) = req.into_parts();
+    ServiceResponse::new(request, res)
+}
+
+pub async fn idempotency(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let Some(raw) = req.headers().get(IDEMPOTENCY_KEY_HEADER).cloned() else {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    };
+    if !applies(req.method(), req.path()) {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    }
+    let key = match raw.to_str().map(str::to_owned) {
+        Ok(k) if key_ok(&k) => k,
+        _ => {
+            let v = Violation::new("Idempotency-Key", "must be 1 to 255 visible ASCII characters");
+            return Ok(refuse(req, ApiError::Validation(vec![v])));
+        }
+    };
+    // The key belongs to the caller's account; without a valid token the route answers 401.
+    let (Some(state), Ok(caller)) =
+        (req.app_data::<web::Data<AppState>>().cloned(), super::auth::authenticate(req.request()))
+    else {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    };
+    let account = caller.account_id;
+    // The body was read whole before routing (`body::read_within_deadline`).
+    let mut payload = req.take_payload();
+    let mut body = web::BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        body.extend_from_slice(&chunk?);
+    }
+    let body = body.freeze();
+    let path = req.uri().path_and_query().map_or(req.path(), |p| p.as_str()).to_owned();
+    let print = fingerprint(req.method().as_str(), &path, &body);
+    req.set_payload(Payload::from(body));
+    let now = state.clock.now();
+    if !state.idempotency.enter(account, &key) {
+        return Ok(refuse(
+            req,
+            ApiError::Conflict("a request with this Idempotency-Key is in progress".into()),
+        ));
+    }
+    let answer = run(req, next, &state, account, &key, print, now).await;
+    state.idempotency.leave(account, &key);
+    answer
+}
+
+async fn run(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+    state: &AppState,
+    account: AccountId,
+    key: &str,
+    print: String,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let fresh = |r: &RequestRecord| now < r.at + chrono::Duration::hours(IDEMPOTENCY_KEY_TTL_HOURS);
+    match state.repo.request_record(account, key) {
+        Err(e) => return Ok(refuse(req, ApiError::Storage(e))),
+        Ok(Some(r)) if fresh(&r) => {
+            if r.fingerprint != print {
+                let why = "this Idempotency-Key was used with another request (method, path or body)";
+                return Ok(refuse(req, ApiError::Unprocessable(why.into())));
+            }
+            return Ok(match r.response {
+                Some(stored) => {
+                    let mut res =
+                        HttpResponse::build(StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK));
+                    if let Some(ct) = stored.content_type {
+                        res.insert_header((header::CONTENT_TYPE, ct));
+                    }
+                    res.insert_header(("idempotent-replayed", "true"));
+                    req.into_response(res.body(stored.body))
+                }
+                None => refuse(
+                    req,
+                    ApiError::Conflict(
+                        "the first request with this Idempotency-Key was interrupted and its outcome is \
+                         unknown here; look it up by its externalId"
+                            .into(),
+                    ),
+                ),
+            });
+        }
+        Ok(_) => {}
+    }
+    let started = RequestRecord { fingerprint: print.clone(), at: now, response: None };
+    if let Err(e) = state.repo.put_request_record(account, key, &started).await {
+        return Ok(refuse(req, ApiError::Storage(e)));
+    }
+    let res = next.call(req).await?.map_into_boxed_body();
+    let status = res.status();
+    if status.is_success() {
+        let (request, response) = res.into_parts();
+        let content_type =
+            response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let (head, body) = response.into_parts();
+        let bytes =
+            to_bytes(body).await.map_err(|_| actix_web::error::ErrorInternalServerError("response body"))?;
+        let stored = StoredResponse {
+            status: status.as_u16(),
+            content_type,
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+        };
+        let done = RequestRecord { fingerprint: print, at: now, response: Some(stored) };
+        // The request happened; if its record cannot be written, a repeat answers 409
+        // (outcome unknown) rather than running it again.
+        if let Err(e) = state.repo.put_request_record(account, key, &done).await {
+            tracing::error!(error = %e, "the response of an idempotent request was not recorded");
+        }
+        return Ok(ServiceResponse::new(request, head.set_body(BoxBody::new(bytes))));
+    }
+    // A refusal changed nothing and a 503 did not happen: the key is free again. Anything
+    // else (a 500) keeps its record, since the outcome is unknown.
+    if status.is_client_error() || status == StatusCode::SERVICE_UNAVAILABLE {
+        if let Err(e) = state.repo.delete_request_record(account, key).await {
+            tracing::error!(error = %e, "the record of a refused idempotent request was not deleted");
+        }
+    }
+    Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_1_to_255_visible_ascii_characters() {
+        assert!(key_ok("a"));
+        assert!(key_ok(&"k".repeat(IDEMPOTENCY_KEY_LEN_MAX)));
+        assert!(key_ok("3f2b8c1e-9d4a-4e6b-8a7c-1d2e3f4a5b6c"));
+        assert!(!key_ok(""));
+        assert!(!key_ok(&"k".repeat(IDEMPOTENCY_KEY_LEN_MAX + 1)));
+        assert!(!key_ok("with space"));
+        assert!(!key_ok("çé"));
+    }
+
+    #[test]
+    fn the_fingerprint_covers_method_path_and_body() {
+        let base = fingerprint("POST", "/api/pix/cash-out", b"{}");
+        assert_eq!(base, fingerprint("POST", "/api/pix/cash-out", b"{}"));
+        assert_ne!(base, fingerprint("POST", "/api/pix/cash-in", b"{}"));
+        assert_ne!(base, fingerprint("POST", "/api/pix/cash-out", b"{ }"));
+        assert_ne!(base, fingerprint("PUT", "/api/pix/cash-out", b"{}"));
+        // No way to move bytes between the parts and keep the digest.
+        assert_ne!(fingerprint("POST", "/a\nb", b"c"), fingerprint("POST", "/a", b"b\nc"));
+    }
+
+    #[test]
+    fn client_posts_that_create_something_take_a_key_and_no_others() {
+        assert!(applies(&Method::POST, "/api/pix/cash-out"));
+        assert!(applies(&Method::POST, "/sandbox/pix-in"));
+        assert!(!applies(&Method::POST, "/api/auth/token"));
+        assert!(!applies(&Method::POST, "/dict/pix"));
+        assert!(!applies(&Method::POST, "/admin/accounts"));
+        assert!(!applies(&Method::GET, "/api/transactions"));
+        assert!(!applies(&Method::PUT, "/cob/abc"));
+    }
+}
