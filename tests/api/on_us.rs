@@ -98,9 +98,35 @@ async fn an_account_pays_another_accounts_charge_key_and_dict_key_and_each_side_
     let out = app.wait_final(&payer, &d["id"].to_string()).await;
     assert_eq!(out["status"], "CONFIRMED");
     wait_for(&app, &payee_token, out["endToEndId"].as_str().unwrap(), |t| t["status"] == "CONFIRMED").await;
+    assert_eq!(rx.next().await.json()["endToEndId"], out["endToEndId"]);
 
-    assert_eq!(app.balance(&payee_token).await.0, "20.00");
-    assert_eq!(app.balance(&payer).await, ("80.00".into(), "0.00".into(), "80.00".into()));
+    // 4. The payee's cob, paid with a QR cash-out of its location: its code names it.
+    let txid = "onuscob20261123abcdefghijk01";
+    let cob = json!({"calendario": {"expiracao": 3600}, "valor": {"original": "2.00"}});
+    let req = app.client.put(app.url(&format!("/cob/{txid}"))).bearer_auth(&payee_token);
+    let (s, created) = crate::helpers::send(req, Some(cob)).await;
+    assert_eq!(s, 201, "{created}");
+    let qr = json!({"value": 2, "qrCode": created["location"], "externalId": "pay-cob"});
+    let (s, paid) = app.post_raw("/api/pix/cash-out-qrcode", &payer, &qr.to_string(), &[]).await;
+    assert_eq!(s, 201, "{paid}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (_, c) = app.get_with(&format!("/cob/{txid}"), &payee_token).await;
+        if c["status"] == "CONCLUIDA" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the cob was not paid: {c}");
+        actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let w = rx.next().await.json();
+    assert_eq!(
+        (w["type"].as_str(), w["data"]["debtorAccount"]["name"].as_str()),
+        (Some("RECEIVE"), Some("Demo")),
+        "{w}"
+    );
+
+    assert_eq!(app.balance(&payee_token).await.0, "22.00");
+    assert_eq!(app.balance(&payer).await, ("78.00".into(), "0.00".into(), "78.00".into()));
     // The payee refunds the received PIX by its end-to-end id, like any other.
     let req = app.client.put(app.url(&format!("/pix/{e2e}/devolucao/back1"))).bearer_auth(&payee_token);
     let (s, r) = crate::helpers::send(req, Some(json!({"valor": "1.00"}))).await;
