@@ -44,6 +44,9 @@ fn cash_out(c: &mut Criterion) {
             pixgw::http::pix::read_cash_out(&obj).is_ok()
         })
     });
+    c.bench_function("cash_out_body_no_member_twice", |b| {
+        b.iter(|| pixgw::http::body::no_member_twice(black_box(body.as_bytes())).is_ok())
+    });
     let (Ok(opening), Ok(value)) = (Money::parse("1000000"), Money::parse("0.01")) else { return };
     let limits = pixgw::domain::account::Limits::default();
     let now = Utc::now();

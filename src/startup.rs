@@ -187,7 +187,6 @@ impl Application {
             App::new()
                 .app_data(state.clone())
                 .app_data(web::PayloadConfig::new(REQUEST_BODY_BYTES_MAX))
-                .wrap(from_fn(http::idempotency::idempotency))
                 .wrap(from_fn(http::body::read_within_deadline))
                 .wrap(from_fn(http::ops::record_metrics))
                 .wrap(from_fn(http::error::envelope))

@@ -8,6 +8,7 @@ use actix_web::middleware::Next;
 use actix_web::{HttpMessage, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
 use serde_json::{Map, Value};
+use std::future::Future;
 
 use super::error::{Violation, ViolationKind};
 use crate::config::{BODY_TIMEOUT_MS_DEFAULT, REQUEST_BODY_BYTES_MAX};
@@ -22,23 +23,46 @@ pub async fn read_within_deadline(
     mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    // A request that announces no body (most reads) has nothing to wait for.
+    let headers = req.headers();
+    if !headers.contains_key(header::CONTENT_LENGTH) && !headers.contains_key(header::TRANSFER_ENCODING) {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    }
     let deadline = req
         .app_data::<actix_web::web::Data<super::AppState>>()
         .map_or(std::time::Duration::from_millis(BODY_TIMEOUT_MS_DEFAULT), |s| s.body_timeout);
     let mut payload = req.take_payload();
     let read = async {
-        let mut body = actix_web::web::BytesMut::new();
+        // Most bodies arrive in one chunk: kept as it is, without a copy.
+        let Some(first) = payload.next().await else { return Ok(actix_web::web::Bytes::new()) };
+        let first = first.map_err(|_| StatusCode::BAD_REQUEST)?;
+        let mut body: Option<actix_web::web::BytesMut> = None;
         while let Some(chunk) = payload.next().await {
             let chunk = chunk.map_err(|_| StatusCode::BAD_REQUEST)?;
-            if body.len() + chunk.len() > REQUEST_BODY_BYTES_MAX {
+            let b = body.get_or_insert_with(|| actix_web::web::BytesMut::from(&first[..]));
+            if b.len() + chunk.len() > REQUEST_BODY_BYTES_MAX {
                 return Err(StatusCode::PAYLOAD_TOO_LARGE);
             }
-            body.extend_from_slice(&chunk);
+            b.extend_from_slice(&chunk);
         }
-        Ok(body.freeze())
+        if first.len() > REQUEST_BODY_BYTES_MAX {
+            return Err(StatusCode::PAYLOAD_TOO_LARGE);
+        }
+        Ok(body.map_or(first, actix_web::web::BytesMut::freeze))
     };
-    let refused = match tokio::time::timeout(deadline, read).await {
+    // A body that came with the headers is ready at the first poll: no timer is set for it.
+    let mut read = std::pin::pin!(read);
+    let ready = std::future::poll_fn(|cx| std::task::Poll::Ready(read.as_mut().poll(cx))).await;
+    let outcome = match ready {
+        std::task::Poll::Ready(r) => Ok(r),
+        std::task::Poll::Pending => tokio::time::timeout(deadline, read).await,
+    };
+    let refused = match outcome {
         Ok(Ok(body)) => {
+            // A client POST with an Idempotency-Key goes through its record first.
+            if super::idempotency::wanted(&req) {
+                return super::idempotency::idempotency(req, next, body).await;
+            }
             req.set_payload(actix_web::dev::Payload::from(body));
             return Ok(next.call(req).await?.map_into_boxed_body());
         }
@@ -83,12 +107,17 @@ pub fn json_object(req: &HttpRequest, body: &[u8]) -> Result<Map<String, Value>,
         Ok(Value::Object(map)) => {
             // serde_json keeps the last of two members with one name; a proxy or a client
             // library that keeps the first would see another request (another amount).
-            serde_json::from_slice::<NoDuplicates>(body).map_err(|e| BodyError::NotJson(e.to_string()))?;
+            no_member_twice(body).map_err(BodyError::NotJson)?;
             Ok(map)
         }
         Ok(_) => Err(BodyError::NotObject),
         Err(e) => Err(BodyError::NotJson(e.to_string())),
     }
+}
+
+/// Fails, saying which, when an object of a JSON text names a member twice (anywhere in it).
+pub fn no_member_twice(body: &[u8]) -> Result<(), String> {
+    serde_json::from_slice::<NoDuplicates>(body).map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// Walks a JSON text and fails on an object that names a member twice (anywhere in it).
@@ -102,6 +131,28 @@ impl<'de> serde::Deserialize<'de> for NoDuplicates {
 }
 
 struct NoDuplicatesVisitor;
+
+/// A member name, borrowed from the body when it has no escapes.
+struct Name<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Name<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Name<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Name<'de>, E> {
+                Ok(Name(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Name<'de>, E> {
+                Ok(Name(std::borrow::Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
 
 impl<'de> serde::de::Visitor<'de> for NoDuplicatesVisitor {
     type Value = NoDuplicates;
@@ -136,12 +187,15 @@ impl<'de> serde::de::Visitor<'de> for NoDuplicatesVisitor {
 
     // With arbitrary_precision a number arrives as a one-member map too; it has one name.
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<NoDuplicates, A::Error> {
-        let mut seen = std::collections::HashSet::new();
-        while let Some(name) = map.next_key::<String>()? {
+        // Request objects have a handful of members: a list beats a hash set, and names
+        // without escapes are borrowed from the body, not copied.
+        let mut seen: Vec<std::borrow::Cow<'de, str>> = Vec::new();
+        while let Some(Name(name)) = map.next_key::<Name<'de>>()? {
             map.next_value::<NoDuplicates>()?;
-            if !seen.insert(name.clone()) {
+            if seen.contains(&name) {
                 return Err(serde::de::Error::custom(format!("the member \"{name}\" appears twice")));
             }
+            seen.push(name);
         }
         Ok(NoDuplicates)
     }

@@ -27,8 +27,7 @@ use actix_web::body::{to_bytes, BoxBody, MessageBody};
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::http::{header, Method, StatusCode};
 use actix_web::middleware::Next;
-use actix_web::{web, HttpMessage, HttpResponse};
-use futures_util::StreamExt;
+use actix_web::{web, HttpResponse};
 use sha2::{Digest, Sha256};
 
 use super::error::{ApiError, Violation};
@@ -94,18 +93,21 @@ fn refuse(req: ServiceRequest, e: ApiError) -> ServiceResponse<BoxBody> {
     ServiceResponse::new(request, res)
 }
 
+/// Whether a request carries a key on a route it applies to.
+pub fn wanted(req: &ServiceRequest) -> bool {
+    req.headers().contains_key(IDEMPOTENCY_KEY_HEADER) && applies(req.method(), req.path())
+}
+
+/// Carries out a request that [`wanted`] a key; `body` is its whole body, read before
+/// routing (`body::read_within_deadline`, which calls this).
 pub async fn idempotency(
     mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
+    body: web::Bytes,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let Some(raw) = req.headers().get(IDEMPOTENCY_KEY_HEADER).cloned() else {
-        return Ok(next.call(req).await?.map_into_boxed_body());
-    };
-    if !applies(req.method(), req.path()) {
-        return Ok(next.call(req).await?.map_into_boxed_body());
-    }
-    let key = match raw.to_str().map(str::to_owned) {
-        Ok(k) if key_ok(&k) => k,
+    let raw = req.headers().get(IDEMPOTENCY_KEY_HEADER).cloned();
+    let key = match raw.as_ref().map(|r| r.to_str().map(str::to_owned)) {
+        Some(Ok(k)) if key_ok(&k) => k,
         _ => {
             let v = Violation::new("Idempotency-Key", "must be 1 to 255 visible ASCII characters");
             return Ok(refuse(req, ApiError::Validation(vec![v])));
@@ -115,16 +117,10 @@ pub async fn idempotency(
     let (Some(state), Ok(caller)) =
         (req.app_data::<web::Data<AppState>>().cloned(), super::auth::authenticate(req.request()))
     else {
+        req.set_payload(Payload::from(body));
         return Ok(next.call(req).await?.map_into_boxed_body());
     };
     let account = caller.account_id;
-    // The body was read whole before routing (`body::read_within_deadline`).
-    let mut payload = req.take_payload();
-    let mut body = web::BytesMut::new();
-    while let Some(chunk) = payload.next().await {
-        body.extend_from_slice(&chunk?);
-    }
-    let body = body.freeze();
     let path = req.uri().path_and_query().map_or(req.path(), |p| p.as_str()).to_owned();
     let print = fingerprint(req.method().as_str(), &path, &body);
     req.set_payload(Payload::from(body));
