@@ -144,6 +144,19 @@ impl Devolucao {
     }
 }
 
+/// What is wrong with a devolução path: the e2eid is 32 alphanumeric characters, the id 1
+/// to 35.
+fn devolucao_path(e2eid: &str, id: &str) -> Vec<Violation> {
+    let mut bad = Vec::new();
+    if e2eid.len() != E2E_LEN || !e2eid.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        bad.push(Violation::new("e2eid", "must be 32 alphanumeric characters"));
+    }
+    if id.is_empty() || id.len() > DEVOLUCAO_ID_LEN_MAX || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        bad.push(Violation::new("id", "must be 1 to 35 alphanumeric characters"));
+    }
+    bad
+}
+
 /// `valor`: a decimal string with exactly two places.
 fn valor(f: &mut Fields<'_>) -> Option<Money> {
     let text = f.string("valor", true)?;
@@ -183,13 +196,7 @@ pub async fn devolucao(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (e2eid, id) = path.into_inner();
-    let mut bad = Vec::new();
-    if e2eid.len() != E2E_LEN || !e2eid.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        bad.push(Violation::new("e2eid", "must be 32 alphanumeric characters"));
-    }
-    if id.is_empty() || id.len() > DEVOLUCAO_ID_LEN_MAX || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        bad.push(Violation::new("id", "must be 1 to 35 alphanumeric characters"));
-    }
+    let bad = devolucao_path(&e2eid, &id);
     let obj = request_object(&req, &bytes)?;
     let mut f = Fields::new(&obj);
     f.violations = bad;
@@ -247,13 +254,7 @@ pub async fn get_devolucao(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (e2eid, id) = path.into_inner();
-    let mut bad = Vec::new();
-    if e2eid.len() != E2E_LEN || !e2eid.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        bad.push(Violation::new("e2eid", "must be 32 alphanumeric characters"));
-    }
-    if id.is_empty() || id.len() > DEVOLUCAO_ID_LEN_MAX || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        bad.push(Violation::new("id", "must be 1 to 35 alphanumeric characters"));
-    }
+    let bad = devolucao_path(&e2eid, &id);
     if !bad.is_empty() {
         return Err(ApiError::Validation(bad));
     }

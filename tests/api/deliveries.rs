@@ -11,7 +11,7 @@ use crate::receiver::{signature_verifies, Answer, Receiver};
 /// The retry waits of decisions.md §7, in seconds.
 const RETRY_WAITS: [i64; 7] = [5, 300, 1800, 7200, 18000, 36000, 36000];
 
-fn options() -> Options {
+pub fn options() -> Options {
     Options {
         test_clock: true,
         env: vec![

@@ -10,19 +10,8 @@ use pixgw::domain::transaction::{TxKind, TxStatus};
 use pixgw::store::{JournalOptions, Repo, Storage};
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_with, Options, TestApp};
+use crate::helpers::{spawn_with, TestApp};
 use crate::receiver::Receiver;
-
-fn options() -> Options {
-    Options {
-        test_clock: true,
-        env: vec![
-            ("PIXGW_SIM_SETTLE_MS".into(), "20".into()),
-            ("PIXGW_WEBHOOK_ALLOW_HTTP".into(), "1".into()),
-            ("PIXGW_WEBHOOK_ALLOW_PRIVATE".into(), "1".into()),
-        ],
-    }
-}
 
 /// A second sandbox account: (token, receiving key).
 async fn payee(app: &TestApp) -> (String, String) {
@@ -49,7 +38,7 @@ async fn wait_for(app: &TestApp, token: &str, id: &str, done: impl Fn(&Value) ->
 
 #[actix_rt::test]
 async fn an_account_pays_another_accounts_charge_key_and_dict_key_and_each_side_hears_of_it() {
-    let app = spawn_with(options()).await;
+    let app = spawn_with(crate::deliveries::options()).await;
     let payer = app.demo_token().await;
     app.fund(&payer, "100").await;
     let (payee_token, key) = payee(&app).await;

@@ -292,19 +292,7 @@ mod tests {
     use crate::domain::pix_key::{parse_directory_key, DirectoryKeyType};
 
     fn request(value: &str) -> ChargeRequest {
-        ChargeRequest {
-            external_id: Some("charge-1".into()),
-            txid: None,
-            cob: None,
-            value: m(value),
-            description: "order".into(),
-            payer_name: "Ana".into(),
-            payer_document: Some("52998224725".into()),
-            expiration_seconds: 600,
-            additional_info: BTreeMap::new(),
-            scenario: None,
-            splits: vec![],
-        }
+        charge_request(value)
     }
 
     fn split(amount: &str, immediate: bool) -> Split {

@@ -223,6 +223,23 @@ pub(crate) mod testing {
     use super::*;
     use crate::domain::money::Money;
 
+    /// A family A charge of `value`, payer Ana, due in 600 s, externalId `charge-1`.
+    pub fn charge_request(value: &str) -> ChargeRequest {
+        ChargeRequest {
+            external_id: Some("charge-1".into()),
+            txid: None,
+            cob: None,
+            value: m(value),
+            description: "order".into(),
+            payer_name: "Ana".into(),
+            payer_document: Some("52998224725".into()),
+            expiration_seconds: 600,
+            additional_info: Default::default(),
+            scenario: None,
+            splits: vec![],
+        }
+    }
+
     pub fn m(s: &str) -> Money {
         Money::parse(s).unwrap()
     }

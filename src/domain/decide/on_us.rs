@@ -120,8 +120,7 @@ pub fn receive(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::decide::charges::ChargeRequest;
-    use crate::domain::decide::testing::{ids, m, noon, Fixture};
+    use crate::domain::decide::testing::{charge_request, ids, m, noon, Fixture};
     use crate::domain::ledger::StoredKeys;
     use crate::domain::transaction::{TxKind, TxStatus};
 
@@ -137,19 +136,7 @@ mod tests {
     }
 
     fn charge(f: &mut Fixture, value: &str) -> Transaction {
-        let req = ChargeRequest {
-            external_id: Some("c".into()),
-            txid: None,
-            cob: None,
-            value: m(value),
-            description: "order".into(),
-            payer_name: "Ana".into(),
-            payer_document: Some("52998224725".into()),
-            expiration_seconds: 600,
-            additional_info: Default::default(),
-            scenario: None,
-            splits: vec![],
-        };
+        let req = charge_request(value);
         let plan = super::super::create_charge(
             &f.account(),
             req,
