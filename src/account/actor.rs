@@ -215,12 +215,9 @@ impl AccountActor {
         self.work.as_ref()?.open_charges.get(&local_id).map(|t| &**t)
     }
 
-    /// The open charges, cloned (an on-us credit looks for the one its code names).
-    pub(super) fn work_open_charges(&self) -> Vec<Transaction> {
-        self.work
-            .as_ref()
-            .map(|w| w.open_charges.values().map(|t| (**t).clone()).collect())
-            .unwrap_or_default()
+    /// The open charge that matches, if one does.
+    pub(super) fn open_charge_matching(&self, f: impl Fn(&Transaction) -> bool) -> Option<Transaction> {
+        self.work.as_ref()?.open_charges.values().find(|t| f(t)).map(|t| (**t).clone())
     }
 
     /// Whether an open charge matches.

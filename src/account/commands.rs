@@ -156,9 +156,7 @@ impl AccountActor {
             return Ok(());
         }
         let charge = match credit.reference.as_deref() {
-            Some(reference) => {
-                self.work_open_charges().into_iter().find(|c| decide::names_charge(reference, c))
-            }
+            Some(reference) => self.open_charge_matching(|c| decide::names_charge(reference, c)),
             None => None,
         };
         let splits =
