@@ -350,6 +350,11 @@ impl AccountActor {
             Err(e) => return Err(self.halt(&format!("the write was refused: {e}"), ctx)),
         };
         self.last_ticket = ticket;
+        for e in &events {
+            if let crate::domain::events::EventBody::Transaction(tx) = &e.body {
+                crate::telemetry::count_payment(tx);
+            }
+        }
         if let (Ok(l), Some(change)) = (self.ledger.as_mut(), ledger) {
             l.apply(change);
         }

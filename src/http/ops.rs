@@ -39,6 +39,8 @@ pub async fn healthz(state: web::Data<AppState>) -> Result<HttpResponse, ApiErro
 )]
 pub async fn metrics(state: actix_web::web::Data<super::AppState>) -> HttpResponse {
     metrics::gauge!("pixgw_account_actors").set(state.registry.live_count() as f64);
+    metrics::gauge!("pixgw_commit_queue_depth").set(state.registry.deps().commit.queue_depth() as f64);
+    crate::telemetry::record_process_metrics();
     HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(metrics_handle().render())
 }
 

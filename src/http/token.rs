@@ -51,7 +51,9 @@ pub struct TokenResponse {
 }
 
 fn fail(f: TokenFailure) -> ApiError {
-    ApiError::Token(f)
+    let e = ApiError::Token(f);
+    metrics::counter!("pixgw_token_failures_total", "code" => e.parts().code).increment(1);
+    e
 }
 
 fn upstream(e: RepoError) -> ApiError {

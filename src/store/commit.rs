@@ -230,6 +230,11 @@ impl GroupCommit {
         self.progress.borrow().durable
     }
 
+    /// Batches submitted and not yet durable.
+    pub fn queue_depth(&self) -> u64 {
+        self.tickets.load(Ordering::Acquire).saturating_sub(self.durable_now())
+    }
+
     /// Whether storage has failed (health reports it).
     pub fn has_failed(&self) -> bool {
         self.progress.borrow().failed_from.is_some()

@@ -155,6 +155,7 @@ impl Dispatcher {
                 tracing::error!(error = %e, "cannot scan the outbox");
             }
         }
+        metrics::gauge!("pixgw_webhook_backlog").set(self.scheduler.len() as f64);
         let now = self.clock.now();
         // Deliveries without an endpoint free their slot at once, so take until nothing is due
         // or every slot holds a request.

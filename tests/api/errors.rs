@@ -156,3 +156,52 @@ async fn a_member_named_twice_is_400_and_moves_nothing() {
     assert!(b["message"].to_string().contains("\\\"value\\\" appears twice"), "{b}");
     assert_eq!(app.balance(&token).await.0, "10.00");
 }
+
+/// The value of the one sample of `family` whose labels include every one of `labels`.
+fn sample(text: &str, family: &str, labels: &[&str]) -> Option<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(family) && l[family.len()..].starts_with(['{', ' ']))
+        .find(|l| labels.iter().all(|want| l.contains(want)))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[actix_rt::test]
+async fn metrics_describe_every_family_start_counters_at_zero_and_count_payments_and_token_failures() {
+    let app = crate::helpers::TestApp::spawn_fast().await;
+    let scrape = || async {
+        let mut res = app.client.get(app.url("/metrics")).send().await.unwrap();
+        String::from_utf8(res.body().await.unwrap().to_vec()).unwrap()
+    };
+    let text = scrape().await;
+    for line in text.lines().filter(|l| l.starts_with("# TYPE ")) {
+        let family = line.split_whitespace().nth(2).unwrap();
+        assert!(text.contains(&format!("# HELP {family} ")), "no HELP for {family}");
+    }
+    let confirmed = [r#"operation="CASH_OUT""#, r#"status="CONFIRMED""#];
+    assert_eq!(sample(&text, "pixgw_payments_total", &confirmed), Some(0.0), "present at zero");
+    let invalid = [r#"code="PUB_INVALID_CREDENTIALS""#];
+    assert_eq!(sample(&text, "pixgw_token_failures_total", &invalid), Some(0.0));
+    assert_eq!(sample(&text, "pixgw_webhooks_failed_total", &[]), Some(0.0));
+    assert!(sample(&text, "process_resident_memory_bytes", &[]).is_some_and(|v| v > 1e6), "{text}");
+    assert!(sample(&text, "process_open_fds", &[]).is_some_and(|v| v > 3.0));
+    assert_eq!(sample(&text, "pixgw_build_info", &["version="]), Some(1.0));
+    assert!(sample(&text, "pixgw_commit_queue_depth", &[]).is_some());
+
+    let (s, _) = app.token_with(&app.creds.cert_pem, &app.creds.client_id, "wrong").await;
+    assert_eq!(s, 401);
+    let token = app.demo_token().await;
+    app.fund(&token, "100").await;
+    let (s, b) =
+        app.post_raw("/api/pix/cash-out", &token, &crate::helpers::cash_out_body("m1", "10.50"), &[]).await;
+    assert_eq!(s, 201, "{b}");
+    assert_eq!(app.wait_final(&token, b["transactionId"].as_str().unwrap()).await["status"], "CONFIRMED");
+    let text = scrape().await;
+    assert_eq!(sample(&text, "pixgw_token_failures_total", &invalid), Some(1.0));
+    assert_eq!(sample(&text, "pixgw_payments_total", &confirmed), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "pixgw_payment_amount_cents_total", &confirmed), Some(1050.0));
+    let pix_in = [r#"operation="PIX_IN""#, r#"status="CONFIRMED""#];
+    assert_eq!(sample(&text, "pixgw_payments_total", &pix_in), Some(1.0), "the funding");
+    // The commit histograms have buckets, not a summary's quantiles.
+    assert!(text.contains("pixgw_commit_apply_seconds_bucket"), "{text}");
+}
