@@ -145,6 +145,10 @@ fn describe_and_zero() {
     describe_counter!("pixgw_checkpoint_bytes_total", Unit::Bytes, "Bytes written into sled by checkpoints");
     describe_gauge!("pixgw_checkpoint_applied_seq", "The last journal record sled holds");
     describe_gauge!("pixgw_journal_disk_bytes", Unit::Bytes, "Bytes the journal's segments take on disk");
+    describe_gauge!(
+        "pixgw_journal_last_seq",
+        "The last journal record written; minus pixgw_checkpoint_applied_seq, the records not yet in sled"
+    );
     describe_gauge!("pixgw_account_actors", "Account actors live now");
     describe_gauge!(
         "pixgw_webhook_backlog",

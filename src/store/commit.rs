@@ -286,6 +286,8 @@ impl GroupCommit {
                         merged.encode(&mut payload);
                         let seq = j.append(&payload).map_err(|e| e.to_string())?;
                         j.sync().map_err(|e| e.to_string())?;
+                        // With pixgw_checkpoint_applied_seq, the checkpoint's lag in records.
+                        metrics::gauge!("pixgw_journal_last_seq").set(seq as f64);
                         Ok(Some(seq))
                     }
                     None => {

@@ -204,4 +204,10 @@ async fn metrics_describe_every_family_start_counters_at_zero_and_count_payments
     assert_eq!(sample(&text, "pixgw_payments_total", &pix_in), Some(1.0), "the funding");
     // The commit histograms have buckets, not a summary's quantiles.
     assert!(text.contains("pixgw_commit_apply_seconds_bucket"), "{text}");
+    assert!(sample(&text, "pixgw_journal_last_seq", &[]).is_some_and(|v| v >= 1.0), "{text}");
+    // Live actors: the Demo's, and another account's once it is used.
+    let (_, client_id, secret, pem) = app.new_account("Other").await;
+    let (_, t) = app.token_with(&pem, &client_id, &secret).await;
+    app.balance(t["access_token"].as_str().unwrap()).await;
+    assert_eq!(sample(&scrape().await, "pixgw_account_actors", &[]), Some(2.0));
 }
