@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The TLS front of docs/deploy.md, end to end with a real nginx: a throwaway CA signs a
+# server and a client certificate; nginx terminates mutual TLS and forwards the client's
+# certificate in X-SSL-Client-Cert (overwriting any the client sent); pixgw listens on
+# loopback with --require-client-cert. Checks: a token and a cash-out through nginx; a
+# client-sent X-SSL-Client-Cert is overwritten; no client certificate, no TLS session; and
+# a direct request to pixgw with the token but without the bound certificate is 401.
+#   .ci/nginx-front.sh            # BIN (target/debug/pixgw); installs nginx-light if absent
+# Skips, saying why, where nginx can be neither found nor installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-target/debug/pixgw}
+if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+  if ! { command -v apt-get >/dev/null && apt-get install -y nginx-light >/dev/null 2>&1; }; then
+    echo "SKIPPED: nginx is not installed and could not be installed here"
+    exit 0
+  fi
+  pkill -x nginx 2>/dev/null || true # the package may start the system's own
+fi
+for tool in openssl python3 curl; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    { command -v apt-get >/dev/null && apt-get install -y "$tool" >/dev/null 2>&1; } ||
+      { echo "SKIPPED: $tool is not installed and could not be installed here"; exit 0; }
+  fi
+done
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+dir=$(mktemp -d)
+pid="" npid=""
+cleanup() {
+  [ -n "$npid" ] && kill "$npid" 2>/dev/null
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null
+  wait 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# A throwaway CA, and the server's and the client's certificates it signs.
+cd "$dir"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=pixgw-test-ca 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >server.ext
+openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 \
+  -extfile server.ext 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=pixgw-client 2>/dev/null
+openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 2 2>/dev/null
+cd - >/dev/null
+
+# pixgw on loopback, the certificate header required.
+port=$(free_port)
+"$BIN" serve --data-dir "$dir/run" --listen "127.0.0.1:$port" --require-client-cert >"$dir/pixgw.out" 2>"$dir/pixgw.err" &
+pid=$!
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+creds="$dir/run/demo/credentials.json"
+field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$creds" "$1"; }
+admin=$(field adminToken) account=$(field accountId) client_id=$(field clientId) secret=$(field clientSecret)
+pem_json=$(python3 -c 'import json,sys; print(json.dumps({"pem": open(sys.argv[1]).read()}))' "$dir/client.pem")
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$port/admin/accounts/$account/certificates" \
+  -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' -d "$pem_json")
+[ "$code" = 201 ] || fail "registering the client certificate: $code"
+
+# nginx in front, with the configuration of docs/deploy.md.
+nport=$(free_port)
+sed -e "s|@PORT@|$port|; s|@NGINX_PORT@|$nport|; s|@DIR@|$dir|g" .ci/nginx-front.conf >"$dir/nginx.conf"
+"$NGINX" -p "$dir" -c "$dir/nginx.conf" -g 'daemon off;' 2>"$dir/nginx.err" &
+npid=$!
+front="https://127.0.0.1:$nport"
+tls=(--cacert "$dir/ca.pem" --cert "$dir/client.pem" --key "$dir/client.key")
+for _ in $(seq 100); do curl -s "${tls[@]}" -o /dev/null "$front/healthz" && break; sleep 0.1; done
+
+body=$(printf '{"clientId": "%s", "clientSecret": "%s"}' "$client_id" "$secret")
+token=$(curl -s "${tls[@]}" -X POST "$front/api/auth/token" -H 'Content-Type: application/json' -d "$body" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin).get("access_token", ""))')
+[ -n "$token" ] || fail "no token through nginx"
+echo "ok   a token through nginx with curl --cert"
+
+code=$(curl -s "${tls[@]}" -o "$dir/fund.json" -w '%{http_code}' -X POST "$front/sandbox/pix-in" \
+  -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d '{"amount": 10}')
+[ "$code" = 201 ] || fail "funding through nginx: $code $(cat "$dir/fund.json")"
+read -r key doc < <(python3 -c 'import json; k=[k for k in json.load(open("data/dict.json"))["keys"] if k["keyType"]=="EMAIL"][0]; print(k["key"], k["document"])')
+cash_out=$(printf '{"value": 1.5, "externalId": "via-nginx", "details": {"key": "%s", "keyType": "EMAIL", "name": "P", "document": "%s"}}' "$key" "$doc")
+code=$(curl -s "${tls[@]}" -o "$dir/out.json" -w '%{http_code}' -X POST "$front/api/pix/cash-out" \
+  -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d "$cash_out")
+[ "$code" = 201 ] || fail "a cash-out through nginx: $code $(cat "$dir/out.json")"
+echo "ok   a cash-out through nginx: 201"
+
+# A header the client sends itself is overwritten by nginx with the real one.
+forged=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(open(sys.argv[1]).read(), safe=""))' "$dir/ca.pem")
+code=$(curl -s "${tls[@]}" -o /dev/null -w '%{http_code}' "$front/api/balance" \
+  -H "Authorization: Bearer $token" -H "X-SSL-Client-Cert: $forged")
+[ "$code" = 200 ] || fail "a client-sent X-SSL-Client-Cert was not overwritten: $code"
+echo "ok   a client-sent X-SSL-Client-Cert is overwritten by nginx"
+
+# Without a client certificate there is no request to forward.
+code=$(curl -s --cacert "$dir/ca.pem" -o /dev/null -w '%{http_code}' "$front/api/balance" -H "Authorization: Bearer $token")
+[ "$code" = 400 ] || fail "a request without a client certificate got $code"
+echo "ok   no client certificate: nginx answers 400"
+
+# Straight to pixgw, the token without its certificate is refused.
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/balance" -H "Authorization: Bearer $token")
+[ "$code" = 401 ] || fail "a direct request without the header got $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/balance" \
+  -H "Authorization: Bearer $token" -H "X-SSL-Client-Cert: $forged")
+[ "$code" = 401 ] || fail "a direct request with another certificate got $code"
+echo "ok   straight to pixgw, the token without its certificate: 401"
+echo "TLS front: all checks passed"
