@@ -131,9 +131,23 @@ pub async fn idempotency(
             ApiError::Conflict("a request with this Idempotency-Key is in progress".into()),
         ));
     }
-    let answer = run(req, next, &state, account, &key, print, now).await;
-    state.idempotency.leave(account, &key);
-    answer
+    // Left however the request ends, also when the client goes away and this future is
+    // dropped half way: a key must not stay "in progress" for ever.
+    let _running = Running { state: state.clone(), account, key: key.clone() };
+    run(req, next, &state, account, &key, print, now).await
+}
+
+/// A request with a key that is running; dropping it ends that.
+struct Running {
+    state: web::Data<AppState>,
+    account: AccountId,
+    key: String,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.state.idempotency.leave(self.account, &self.key);
+    }
 }
 
 async fn run(
