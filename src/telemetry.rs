@@ -31,36 +31,19 @@ pub fn init_logs(format: LogFormat) {
 pub fn metrics_handle() -> &'static PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE.get_or_init(|| {
-        let recorder = PrometheusBuilder::new()
-            .set_buckets_for_metric(
-                Matcher::Full("http_request_duration_seconds".into()),
-                LATENCY_BUCKETS_SECONDS,
-            )
-            .and_then(|b| {
-                b.set_buckets_for_metric(
-                    Matcher::Full("pixgw_commit_seconds".into()),
-                    LATENCY_BUCKETS_SECONDS,
-                )
-            })
-            // Histograms, not summaries: a summary's quantiles over a whole run read the same
-            // when most values are, and cannot be added up across scrapes or nodes.
-            .and_then(|b| {
-                b.set_buckets_for_metric(
-                    Matcher::Full("pixgw_commit_apply_seconds".into()),
-                    LATENCY_BUCKETS_SECONDS,
-                )
-            })
-            .and_then(|b| {
-                b.set_buckets_for_metric(
-                    Matcher::Full("pixgw_checkpoint_seconds".into()),
-                    CHECKPOINT_BUCKETS_SECONDS,
-                )
-            })
-            .and_then(|b| {
-                b.set_buckets_for_metric(
-                    Matcher::Full("pixgw_commit_backpressure_seconds".into()),
-                    CHECKPOINT_BUCKETS_SECONDS,
-                )
+        // Histograms, not summaries: a summary's quantiles over a whole run read the same
+        // when most values are, and cannot be added up across scrapes or nodes.
+        let buckets = [
+            ("http_request_duration_seconds", LATENCY_BUCKETS_SECONDS),
+            ("pixgw_commit_seconds", LATENCY_BUCKETS_SECONDS),
+            ("pixgw_commit_apply_seconds", LATENCY_BUCKETS_SECONDS),
+            ("pixgw_checkpoint_seconds", CHECKPOINT_BUCKETS_SECONDS),
+            ("pixgw_commit_backpressure_seconds", CHECKPOINT_BUCKETS_SECONDS),
+        ];
+        let recorder = buckets
+            .iter()
+            .try_fold(PrometheusBuilder::new(), |b, (name, edges)| {
+                b.set_buckets_for_metric(Matcher::Full((*name).into()), edges)
             })
             .map(|b| b.build_recorder())
             .unwrap_or_else(|_| PrometheusBuilder::new().build_recorder());
@@ -77,16 +60,7 @@ pub fn metrics_handle() -> &'static PrometheusHandle {
 const CHECKPOINT_BUCKETS_SECONDS: &[f64] =
     &[0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
 
-/// The operations a payment is counted under, and its final statuses.
-const PAYMENT_OPERATIONS: [TxKind; 7] = [
-    TxKind::CashOut,
-    TxKind::QrCashOut,
-    TxKind::DictPix,
-    TxKind::PixIn,
-    TxKind::CashIn,
-    TxKind::RefundIn,
-    TxKind::RefundOut,
-];
+/// The final statuses a payment is counted under (by operation: every [`TxKind`]).
 const PAYMENT_FINAL_STATUSES: [TxStatus; 2] = [TxStatus::Confirmed, TxStatus::Error];
 
 /// The codes a token request can fail with.
@@ -178,7 +152,7 @@ fn describe_and_zero() {
     ] {
         metrics::counter!(name).absolute(0);
     }
-    for op in PAYMENT_OPERATIONS {
+    for op in TxKind::ALL {
         for status in PAYMENT_FINAL_STATUSES {
             let labels = [("operation", op.as_str()), ("status", status.as_str())];
             metrics::counter!("pixgw_payments_total", &labels).absolute(0);

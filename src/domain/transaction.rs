@@ -47,6 +47,17 @@ pub enum TxKind {
 }
 
 impl TxKind {
+    /// Every kind.
+    pub const ALL: [TxKind; 7] = [
+        TxKind::CashOut,
+        TxKind::QrCashOut,
+        TxKind::DictPix,
+        TxKind::PixIn,
+        TxKind::CashIn,
+        TxKind::RefundIn,
+        TxKind::RefundOut,
+    ];
+
     /// The name it is stored and shown under (`CASH_OUT`, `PIX_IN`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -562,15 +573,7 @@ mod tests {
 
     #[test]
     fn a_kind_is_named_as_it_is_serialized() {
-        for kind in [
-            TxKind::CashOut,
-            TxKind::QrCashOut,
-            TxKind::DictPix,
-            TxKind::PixIn,
-            TxKind::CashIn,
-            TxKind::RefundIn,
-            TxKind::RefundOut,
-        ] {
+        for kind in TxKind::ALL {
             assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
         }
     }
