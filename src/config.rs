@@ -207,8 +207,8 @@ pub struct FileConfig {
     pub shutdown_timeout_seconds: Option<u64>,
 }
 
-/// Resolved, checked settings.
-#[derive(Debug, Clone)]
+/// Resolved, checked settings. Its `Debug` hides the admin token.
+#[derive(Clone)]
 pub struct Settings {
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
@@ -227,6 +227,59 @@ pub struct Settings {
     pub storage_cache_mb: u64,
     pub journal_segment_mb: u64,
     pub shutdown_timeout_seconds: u64,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("listen", &self.listen)
+            .field("data_dir", &self.data_dir)
+            .field("test_clock", &self.test_clock)
+            .field("log_format", &self.log_format)
+            .field("admin_token", &self.admin_token.as_ref().map(|_| "(hidden)"))
+            .field("sim_settle_ms", &self.sim_settle_ms)
+            .field("dict_file", &self.dict_file)
+            .field("require_client_cert", &self.require_client_cert)
+            .field("body_timeout_ms", &self.body_timeout_ms)
+            .field("webhook_allow_http", &self.webhook_allow_http)
+            .field("webhook_allow_private", &self.webhook_allow_private)
+            .field("webhook_ca_file", &self.webhook_ca_file)
+            .field("webhook_senders", &self.webhook_senders)
+            .field("workers", &self.workers)
+            .field("storage_cache_mb", &self.storage_cache_mb)
+            .field("journal_segment_mb", &self.journal_segment_mb)
+            .field("shutdown_timeout_seconds", &self.shutdown_timeout_seconds)
+            .finish()
+    }
+}
+
+impl Settings {
+    /// One line with every setting the server starts with; of the admin token, only where
+    /// it comes from.
+    pub fn log_start(&self) {
+        let shown = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+        tracing::info!(
+            listen = %self.listen,
+            data_dir = %self.data_dir.display(),
+            test_clock = self.test_clock,
+            log_format = ?self.log_format,
+            admin_token = if self.admin_token.is_some() { "from settings" } else { "stored" },
+            sim_settle_ms = self.sim_settle_ms,
+            dict_file = shown(&self.dict_file),
+            require_client_cert = self.require_client_cert,
+            body_timeout_ms = self.body_timeout_ms,
+            webhook_allow_http = self.webhook_allow_http,
+            webhook_allow_private = self.webhook_allow_private,
+            webhook_ca_file = shown(&self.webhook_ca_file),
+            webhook_senders = self.webhook_senders,
+            workers = self.workers,
+            storage_cache_mb = self.storage_cache_mb,
+            journal_segment_mb = self.journal_segment_mb,
+            shutdown_timeout_seconds = self.shutdown_timeout_seconds,
+            version = env!("CARGO_PKG_VERSION"),
+            "starting"
+        );
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

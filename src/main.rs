@@ -84,7 +84,8 @@ fn serve(args: &ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    telemetry::init_logs(settings.log_format);
+    // Held until main returns: dropping it writes the lines still queued.
+    let _log_guard = telemetry::init_logs(settings.log_format);
     actix_web::rt::System::new().block_on(async move {
         let data_dir = settings.data_dir.clone();
         let app = match Application::build(settings) {

@@ -45,6 +45,7 @@ pub fn open_storage(settings: &Settings) -> anyhow::Result<Storage> {
 impl Application {
     /// Builds the server on the storage of the data dir.
     pub fn build(settings: Settings) -> anyhow::Result<Application> {
+        settings.log_start();
         let storage = open_storage(&settings)?;
         Application::build_with_storage(settings, storage)
     }
@@ -190,6 +191,7 @@ impl Application {
                 .wrap(from_fn(http::body::read_within_deadline))
                 .wrap(from_fn(http::ops::record_metrics))
                 .wrap(from_fn(http::error::envelope))
+                .wrap(from_fn(http::access::access))
                 .configure(|cfg| {
                     http::routes(cfg);
                 })

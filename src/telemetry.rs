@@ -13,18 +13,87 @@ use crate::domain::transaction::{Transaction, TxKind, TxStatus};
 const LATENCY_BUCKETS_SECONDS: &[f64] =
     &[0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
 
+/// How many lines may wait for the log thread before new ones are dropped (and counted in
+/// `pixgw_log_lines_dropped_total`).
+pub const LOG_LINES_BUFFERED_MAX: usize = 128_000;
+
+/// The log thread's write buffer.
+const LOG_WRITE_BUFFER_BYTES: usize = 64 * 1024;
+
+/// The log thread's count of lines it had to drop, once logs are installed.
+static DROPPED_LINES: OnceLock<tracing_appender::non_blocking::ErrorCounter> = OnceLock::new();
+
 /// Installs the log subscriber; `RUST_LOG` overrides the default `info` filter.
-pub fn init_logs(format: LogFormat) {
+///
+/// Lines are formatted on the thread that logs them and written to stderr by a thread of
+/// their own: a slow log sink (a pipe to a collector that stalls) must never hold a payment
+/// up. When more than [`LOG_LINES_BUFFERED_MAX`] lines wait, new ones are dropped and
+/// counted rather than blocking. Keep the guard until the process ends: dropping it writes
+/// what is still queued.
+pub fn init_logs(format: LogFormat) -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     // Colours only on a terminal: in a file or a log collector they are noise.
     let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder =
-        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(colour);
-    // A second init (tests start several servers in one process) is harmless.
-    let _ = match format {
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .buffered_lines_limit(LOG_LINES_BUFFERED_MAX)
+        .lossy(true)
+        .thread_name("pixgw-log")
+        // Buffered: the log thread writes whatever lines are queued, then flushes once the
+        // queue is empty, so under load many lines go out in one write.
+        .finish(std::io::BufWriter::with_capacity(LOG_WRITE_BUFFER_BYTES, std::io::stderr()));
+    let dropped = writer.error_counter();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(colour);
+    let installed = match format {
         LogFormat::Human => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
+    // A second init (another subscriber is already installed) keeps the first.
+    installed.ok()?;
+    let _ = DROPPED_LINES.set(dropped);
+    Some(guard)
+}
+
+/// A budget of log lines per window for an event that can repeat at the rate of requests
+/// (a webhook receiver that is down, say): the first lines of each window are written, the
+/// rest counted and reported with the next written line.
+#[derive(Debug)]
+pub struct LineBudget {
+    per_window: u32,
+    window: std::time::Duration,
+    started: Option<std::time::Instant>,
+    used: u32,
+    suppressed: u64,
+}
+
+/// What [`LineBudget::admit`] decided.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Admit {
+    /// Write the line, saying how many like it were left out since the last one written.
+    Write { suppressed: u64 },
+    /// Leave it out; it is counted.
+    Skip,
+}
+
+impl LineBudget {
+    pub const fn new(per_window: u32, window: std::time::Duration) -> Self {
+        LineBudget { per_window, window, started: None, used: 0, suppressed: 0 }
+    }
+
+    /// Whether a line may be written at `now`.
+    pub fn admit(&mut self, now: std::time::Instant) -> Admit {
+        let fresh = self.started.is_none_or(|s| now.saturating_duration_since(s) >= self.window);
+        if fresh {
+            self.started = Some(now);
+            self.used = 0;
+        }
+        if self.used < self.per_window {
+            self.used += 1;
+            Admit::Write { suppressed: std::mem::take(&mut self.suppressed) }
+        } else {
+            self.suppressed += 1;
+            Admit::Skip
+        }
+    }
 }
 
 /// The process-wide metrics recorder, installed once.
@@ -134,6 +203,11 @@ fn describe_and_zero() {
         "Webhook attempts that failed and were scheduled again"
     );
     describe_counter!("pixgw_webhooks_failed_total", "Webhook events given up after the last retry");
+    describe_counter!(
+        "pixgw_log_lines_dropped_total",
+        "Log lines dropped because the log thread was too far behind"
+    );
+    metrics::counter!("pixgw_log_lines_dropped_total").absolute(0);
     describe_gauge!("process_resident_memory_bytes", Unit::Bytes, "Resident memory of the process");
     describe_gauge!("process_open_fds", "File descriptors the process has open");
     describe_gauge!(
@@ -165,6 +239,24 @@ fn describe_and_zero() {
     metrics::gauge!("pixgw_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
 }
 
+/// Logs a step of a payment's life (created, or a final status reached).
+///
+/// Called when the change is handed to the journal; a write that then fails stops every
+/// write, and that is logged as an error of its own. Neither the counterpart's name nor its
+/// document is logged.
+pub fn log_payment(tx: &Transaction) {
+    tracing::info!(
+        account = tx.account_id.get(),
+        operation = tx.kind.as_str(),
+        status = tx.status.as_str(),
+        transaction_id = %tx.transaction_id,
+        end_to_end_id = %tx.end_to_end_id,
+        value = %tx.value,
+        error_code = tx.error_code.map(|c| c.as_str()),
+        "payment {}", payment_step(tx)
+    );
+}
+
 /// Counts a payment that reached a final status.
 pub fn count_payment(tx: &Transaction) {
     if !PAYMENT_FINAL_STATUSES.contains(&tx.status) {
@@ -173,6 +265,22 @@ pub fn count_payment(tx: &Transaction) {
     let labels = [("operation", tx.kind.as_str()), ("status", tx.status.as_str())];
     metrics::counter!("pixgw_payments_total", &labels).increment(1);
     metrics::counter!("pixgw_payment_amount_cents_total", &labels).increment(tx.value.cents());
+}
+
+/// The step of a payment's life a change of status is, in the log's words.
+fn payment_step(tx: &Transaction) -> &'static str {
+    match (tx.kind, tx.status) {
+        (TxKind::CashIn, TxStatus::Pending) => "charge created",
+        (TxKind::CashIn, TxStatus::Confirmed) => "charge paid",
+        (TxKind::CashIn, TxStatus::Error) => "charge ended unpaid",
+        (TxKind::PixIn, _) => "received",
+        (TxKind::RefundOut, _) => "refund received",
+        (TxKind::RefundIn, TxStatus::Pending) => "refund accepted",
+        (TxKind::RefundIn, TxStatus::Confirmed) => "refunded",
+        (_, TxStatus::Pending) => "accepted",
+        (_, TxStatus::Confirmed) => "settled",
+        (_, TxStatus::Error) => "failed",
+    }
 }
 
 /// Reads the process's own figures from /proc (Linux); absent elsewhere.
@@ -185,6 +293,9 @@ pub fn record_process_metrics() {
         if let Some(kb) = rss_kb {
             metrics::gauge!("process_resident_memory_bytes").set(kb * 1024.0);
         }
+    }
+    if let Some(dropped) = DROPPED_LINES.get() {
+        metrics::counter!("pixgw_log_lines_dropped_total").absolute(dropped.dropped_lines() as u64);
     }
     if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
         metrics::gauge!("process_open_fds").set(fds.count() as f64);
@@ -202,3 +313,56 @@ pub fn record_process_metrics() {
 
 /// Linux's USER_HZ, which /proc reports times in.
 const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::domain::ids::AccountId;
+    use crate::domain::money::Money;
+
+    #[test]
+    fn a_line_budget_writes_its_lines_then_counts_the_rest_until_the_window_turns() {
+        let mut budget = LineBudget::new(2, Duration::from_secs(60));
+        let t0 = Instant::now();
+        assert_eq!(budget.admit(t0), Admit::Write { suppressed: 0 });
+        assert_eq!(budget.admit(t0 + Duration::from_secs(1)), Admit::Write { suppressed: 0 });
+        for s in 2..5 {
+            assert_eq!(budget.admit(t0 + Duration::from_secs(s)), Admit::Skip);
+        }
+        // One tick before the window turns, still skipped; at the turn, written with the count.
+        assert_eq!(budget.admit(t0 + Duration::from_millis(59_999)), Admit::Skip);
+        assert_eq!(budget.admit(t0 + Duration::from_secs(60)), Admit::Write { suppressed: 4 });
+        assert_eq!(budget.admit(t0 + Duration::from_secs(61)), Admit::Write { suppressed: 0 });
+        assert_eq!(budget.admit(t0 + Duration::from_secs(62)), Admit::Skip);
+    }
+
+    #[test]
+    fn a_payment_step_names_what_happened_to_it() {
+        let step = |kind, status| {
+            let new = Transaction::new(
+                1,
+                uuid::Uuid::nil(),
+                AccountId::new(1).unwrap(),
+                kind,
+                Money::ZERO,
+                chrono::DateTime::UNIX_EPOCH,
+            );
+            payment_step(&Transaction { status, ..new })
+        };
+        for kind in [TxKind::CashOut, TxKind::QrCashOut, TxKind::DictPix] {
+            assert_eq!(step(kind, TxStatus::Pending), "accepted");
+            assert_eq!(step(kind, TxStatus::Confirmed), "settled");
+            assert_eq!(step(kind, TxStatus::Error), "failed");
+        }
+        assert_eq!(step(TxKind::CashIn, TxStatus::Pending), "charge created");
+        assert_eq!(step(TxKind::CashIn, TxStatus::Confirmed), "charge paid");
+        assert_eq!(step(TxKind::CashIn, TxStatus::Error), "charge ended unpaid");
+        assert_eq!(step(TxKind::PixIn, TxStatus::Confirmed), "received");
+        assert_eq!(step(TxKind::RefundIn, TxStatus::Pending), "refund accepted");
+        assert_eq!(step(TxKind::RefundIn, TxStatus::Confirmed), "refunded");
+        assert_eq!(step(TxKind::RefundIn, TxStatus::Error), "failed");
+        assert_eq!(step(TxKind::RefundOut, TxStatus::Confirmed), "refund received");
+    }
+}

@@ -350,8 +350,21 @@ impl AccountActor {
             Err(e) => return Err(self.halt(&format!("the write was refused: {e}"), ctx)),
         };
         self.last_ticket = ticket;
+        // The log follows each payment: created (accepted, or received already final), then
+        // each final status its events announce; the metrics count the final ones.
+        for record in &records {
+            if let Record::NewTransaction(tx) = record {
+                crate::telemetry::log_payment(tx);
+            }
+        }
         for e in &events {
             if let crate::domain::events::EventBody::Transaction(tx) = &e.body {
+                let created_here = records
+                    .iter()
+                    .any(|r| matches!(r, Record::NewTransaction(t) if t.local_id == tx.local_id));
+                if !created_here {
+                    crate::telemetry::log_payment(tx);
+                }
                 crate::telemetry::count_payment(tx);
             }
         }

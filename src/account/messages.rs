@@ -123,3 +123,43 @@ pub struct CloseMed {
     pub result: Option<crate::domain::med::AnalysisResult>,
     pub details: Option<String>,
 }
+
+/// A message sent on behalf of a request. The actor handles it inside the request's span,
+/// so what it logs meanwhile (a payment accepted) carries the request id and the account.
+#[derive(Clone)]
+pub struct Traced<M> {
+    pub msg: M,
+    pub span: tracing::Span,
+}
+
+impl<M: Message> Message for Traced<M> {
+    type Result = M::Result;
+}
+
+/// `Traced<M>` for each message a request sends (a blanket impl would recurse through
+/// `Traced<Traced<M>>` in the trait solver).
+macro_rules! traced {
+    ($($m:ty),* $(,)?) => {$(
+        impl actix::Handler<Traced<$m>> for super::AccountActor {
+            type Result = <super::AccountActor as actix::Handler<$m>>::Result;
+
+            fn handle(&mut self, traced: Traced<$m>, ctx: &mut Self::Context) -> Self::Result {
+                let _inside = traced.span.enter();
+                <Self as actix::Handler<$m>>::handle(self, traced.msg, ctx)
+            }
+        }
+    )*};
+}
+
+traced!(
+    Pay,
+    PixIn,
+    GetBalance,
+    CreateCharge,
+    PayCharge,
+    CancelCharge,
+    Refund,
+    ReturnPayment,
+    OpenMed,
+    CloseMed
+);

@@ -20,7 +20,7 @@ pub use actor::{AccountActor, Deps, ACCOUNT_IDLE_STOP_SECONDS};
 pub use messages::{
     CancelCharge, ChargeRequest, CloseMed, CreateCharge, DictRequest, GetBalance, OpenMed, Pay, PayCharge,
     PayError, PayOutcome, PayRequest, PixIn, ReceiveOnUs, Refund, RefundRequest, Refusal, ReturnPayment,
-    SettingsChanged, Tick,
+    SettingsChanged, Tick, Traced,
 };
 pub use on_us::{DeliverOnUs, OnUsCourier, ON_US_RETRY_AFTER};
 pub use registry::{Registry, RegistryError, IDLE_SWEEP_EVERY};

@@ -50,7 +50,7 @@ pub struct CreatedAccountResponse {
 /// Body: `{name, document, sandbox?, initialBalance?}`.
 #[utoipa::path(
     post, path = "/admin/accounts", tag = "admin",
-    request_body(content = Object, description = "{name, document (CPF/CNPJ digits), sandbox?: bool, initialBalance?: decimal string}"),
+    request_body(content = super::schemas::CreateAccountRequest),
     responses(
         (status = 201, body = CreatedAccountResponse),
         (status = 400, body = ExtendedErrorBody),
@@ -89,7 +89,7 @@ pub async fn create_account(
     };
     let profile = AccountProfile { name, document, sandbox };
     let created = accounts::create_account(&state.repo, profile, opening, None, state.clock.now())?;
-    tracing::info!(account = %created.record.id, "account created");
+    tracing::info!(account = created.record.id.get(), "account created");
     Ok(HttpResponse::Created().json(CreatedAccountResponse {
         account_id: created.record.id.get(),
         client_id: created.record.client_id.to_string(),
@@ -133,6 +133,7 @@ pub struct AccountView {
     client_id: String,
     receiving_key: String,
     #[schema(value_type = Object)]
+    #[schema(value_type = super::schemas::SettingsView)]
     settings: Value,
     created_at: String,
     certificates: Vec<CertificateView>,
@@ -235,8 +236,8 @@ fn patch_settings(obj: &Map<String, Value>, current: AccountSettings) -> Result<
 #[utoipa::path(
     patch, path = "/admin/accounts/{id}", tag = "admin",
     params(("id" = u64, Path)),
-    request_body(content = Object, description = "{limits?: {perTransaction, daily, nightly}, fees?: {cashOut, cashIn, dictPix, refund: {fixed, percent}}, splitFrequency?, providerMinExpirationSeconds?}; amounts and percents as decimal strings"),
-    responses((status = 200, description = "The account's settings as they now are"), (status = 400, body = ExtendedErrorBody), (status = 404, body = ExtendedErrorBody)),
+    request_body(content = super::schemas::PatchAccountRequest),
+    responses((status = 200, description = "The account's settings as they now are", body = super::schemas::SettingsView), (status = 400, body = ExtendedErrorBody), (status = 404, body = ExtendedErrorBody)),
     security(("admin" = []))
 )]
 pub async fn patch_account(
@@ -270,7 +271,7 @@ pub struct FingerprintResponse {
 #[utoipa::path(
     post, path = "/admin/accounts/{id}/certificates", tag = "admin",
     params(("id" = u64, Path)),
-    request_body(content = Object, description = "{pem}"),
+    request_body(content = super::schemas::CertificateRequest),
     responses(
         (status = 201, description = "Registered", body = FingerprintResponse),
         (status = 200, description = "Already registered to this account", body = FingerprintResponse),
@@ -344,7 +345,7 @@ pub async fn rotate_secret(
 ) -> Result<HttpResponse, ApiError> {
     let id = account_id(&path)?;
     let secret = accounts::rotate_secret(&state.repo, id, state.clock.now())?;
-    tracing::info!(account = %id, "client secret rotated");
+    tracing::info!(account = id.get(), "client secret rotated");
     Ok(HttpResponse::Ok().json(SecretResponse { client_secret: secret }))
 }
 
@@ -355,7 +356,7 @@ pub struct ClockResponse {
 
 #[utoipa::path(
     post, path = "/admin/clock", tag = "admin",
-    request_body(content = Object, description = "{set: ISO-8601} or {advanceSeconds: n}; only with --test-clock"),
+    request_body(content = super::schemas::ClockRequest, description = "{set: ISO-8601} or {advanceSeconds: n}; only with --test-clock"),
     responses((status = 200, body = ClockResponse), (status = 400, body = ExtendedErrorBody), (status = 404, description = "The test clock is not enabled", body = ExtendedErrorBody)),
     security(("admin" = []))
 )]

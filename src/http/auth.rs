@@ -64,6 +64,7 @@ pub(super) fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
     let Some(account) = state.repo.account(subject.account_id)? else {
         return Err(revoked);
     };
+    super::access::record_account(req, subject.account_id);
     Ok(Caller {
         account_id: subject.account_id,
         client_id: subject.client_id,

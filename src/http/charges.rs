@@ -242,7 +242,7 @@ pub struct ChargeCreated {
 
 #[utoipa::path(
     post, path = "/api/pix/cash-in", tag = "pix",
-    request_body(content = Object, description = "{transaction: {value, description, externalId, expirationTime?, generateQrCode?}, payer: {fullName, document}, additionalInfo?}"),
+    request_body(content = super::schemas::CashInRequest),
     params(("X-Sandbox-Scenario" = Option<String>, Header, description = "PAY_NOW, EXPIRE_NOW, PROVIDER_EXPIRATION_MIN_<s>; sandbox accounts only")),
     responses(
         (status = 201, body = ChargeCreated),

@@ -127,10 +127,10 @@ fn info_adicionais(f: &mut Fields<'_>, obj: &serde_json::Map<String, Value>) -> 
 
 #[utoipa::path(
     put, path = "/cob/{txid}", tag = "family B",
-    params(("txid" = String, Path, description = "26 to 35 alphanumeric characters, unique")),
-    request_body(content = Object, description = "{calendario: {expiracao}, devedor?: {cpf | cnpj, nome}, valor: {original: \"0.00\", modalidadeAlteracao?}, chave?, solicitacaoPagador?, infoAdicionais?}"),
+    params(("txid" = String, Path, pattern = "^[A-Za-z0-9]{26,35}$", description = "26 to 35 letters and digits, unique per account")),
+    request_body(content = super::schemas::CobRequest),
     responses(
-        (status = 201, description = "The cob, status ATIVA, location = its BR Code"),
+        (status = 201, description = "The cob, status ATIVA, location = its BR Code", body = super::schemas::CobView),
         (status = 400, body = SimpleErrorBody),
         (status = 401, body = SimpleErrorBody),
         (status = 409, description = "txid already exists", body = SimpleErrorBody),
@@ -223,8 +223,8 @@ fn find(state: &AppState, caller: &Caller, txid: &str) -> Result<Transaction, Ap
 
 #[utoipa::path(
     get, path = "/cob/{txid}", tag = "family B",
-    params(("txid" = String, Path)),
-    responses((status = 200, description = "The cob as it is now"), (status = 404, body = SimpleErrorBody)),
+    params(("txid" = String, Path, pattern = "^[A-Za-z0-9]{26,35}$", description = "26 to 35 letters and digits")),
+    responses((status = 200, description = "The cob as it is now", body = super::schemas::CobView), (status = 400, description = "The txid is not 26 to 35 letters and digits", body = SimpleErrorBody), (status = 404, body = SimpleErrorBody)),
     security(("bearer" = []))
 )]
 pub async fn get_cob(
@@ -237,10 +237,10 @@ pub async fn get_cob(
 
 #[utoipa::path(
     patch, path = "/cob/{txid}", tag = "family B",
-    params(("txid" = String, Path)),
-    request_body(content = Object, description = "{status: \"REMOVIDA_PELO_USUARIO_RECEBEDOR\"}"),
+    params(("txid" = String, Path, pattern = "^[A-Za-z0-9]{26,35}$", description = "26 to 35 letters and digits")),
+    request_body(content = super::schemas::CobPatch),
     responses(
-        (status = 200, description = "The cancelled cob"),
+        (status = 200, description = "The cancelled cob", body = super::schemas::CobView),
         (status = 400, body = SimpleErrorBody),
         (status = 404, body = SimpleErrorBody),
         (status = 409, description = "the cob is no longer ATIVA", body = SimpleErrorBody),

@@ -151,7 +151,7 @@ pub struct DictTransfer {
 
 #[utoipa::path(
     post, path = "/dict/pix", tag = "family B",
-    request_body(content = Object, description = "{pixKey, creditorDocument?, priority?, description?, expiration?, payment: {currency, amount}, ispbDeny?}"),
+    request_body(content = super::schemas::DictPixRequest),
     params(
         ("x-idempotency-key" = String, Header, description = "UUID v4"),
         ("X-Sandbox-Scenario" = Option<String>, Header, description = "sandbox accounts only"),
@@ -162,6 +162,7 @@ pub struct DictTransfer {
         (status = 400, body = SimpleErrorBody),
         (status = 401, body = SimpleErrorBody),
         (status = 422, description = "key not in the directory, insufficient balance, denied institution, key reused with another body", body = SimpleErrorBody),
+        (status = 500, description = "The PIX provider is unreachable (sandbox scenario); nothing recorded", body = SimpleErrorBody),
     ),
     security(("bearer" = []))
 )]

@@ -10,15 +10,15 @@
 //!
 //! Errors that actix itself produces (no route, wrong method, body too large) carry no
 //! `ApiError`; the middleware gives them a body from their status, so no request ever
-//! answers HTML or an empty error. Every response carries `x-request-id`, and `errorId` is
-//! the same id.
+//! answers HTML or an empty error. `errorId` is the request's id (`access.rs`), which every
+//! response carries in `x-request-id`.
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::header::{self, HeaderName, HeaderValue};
+use actix_web::http::header;
 use actix_web::http::StatusCode;
 use actix_web::middleware::Next;
-use actix_web::{web, HttpMessage, HttpResponse, ResponseError};
+use actix_web::{web, HttpResponse, ResponseError};
 use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
@@ -26,8 +26,6 @@ use utoipa::ToSchema;
 use super::AppState;
 use crate::accounts::AccountsError;
 use crate::store::RepoError;
-
-pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
 /// What rule a violation breaks, for the `errorCode` of decisions.md §10.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -493,10 +491,6 @@ pub fn family_of(path: &str) -> Family {
     }
 }
 
-/// The request id, kept in the request's extensions for handlers and logs.
-#[derive(Debug, Clone)]
-pub struct RequestId(pub String);
-
 /// Body of the extended shape (for the OpenAPI document).
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -507,7 +501,7 @@ pub struct ExtendedErrorBody {
     pub method: String,
     pub code: String,
     /// A text, or one text per invalid field for validation errors.
-    #[schema(value_type = Object)]
+    #[schema(schema_with = text_or_texts)]
     pub message: Value,
     pub user_message: String,
     pub error_id: String,
@@ -515,6 +509,16 @@ pub struct ExtendedErrorBody {
     #[schema(value_type = Option<Object>)]
     pub details: Option<Value>,
     pub error_code: Option<String>,
+}
+
+/// `message`: a text, or a list of texts (one per invalid field).
+fn text_or_texts() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Type};
+    OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::String))
+        .item(ArrayBuilder::new().items(ObjectBuilder::new().schema_type(Type::String)))
+        .build()
+        .into()
 }
 
 /// Body of the simple shape (for the OpenAPI document).
@@ -572,8 +576,7 @@ pub async fn envelope(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let request_id = uuid::Uuid::new_v4().to_string();
-    req.extensions_mut().insert(RequestId(request_id.clone()));
+    let request_id = super::access::request_id(req.request());
     let path = req.path().to_owned();
     let method = req.method().to_string();
     let state = req.app_data::<web::Data<AppState>>().cloned();
@@ -582,16 +585,16 @@ pub async fn envelope(
     // below this one, and ours never fail. The request must not be cloned before routing
     // (actix needs it unshared), so such an error is passed on as it is.
     let res = next.call(req).await?.map_into_boxed_body();
-    let mut res = if res.status().is_client_error() || res.status().is_server_error() {
+    let res = if res.status().is_client_error() || res.status().is_server_error() {
         let parts = match res.response().error() {
             Some(e) => match e.as_error::<ApiError>() {
                 Some(api) => {
                     if api.parts().status == StatusCode::SERVICE_UNAVAILABLE {
                         // Its cause (a full disk, a failed storage) is logged once where it
                         // happens; a line per refused request would flood the log.
-                        tracing::debug!(%request_id, %path, error = %api, "request refused");
+                        tracing::debug!(%path, error = %api, "request refused");
                     } else if api.parts().status.is_server_error() {
-                        tracing::error!(%request_id, %path, error = %api, "request failed");
+                        tracing::error!(%path, error = %api, "request failed");
                     }
                     api.parts()
                 }
@@ -615,9 +618,6 @@ pub async fn envelope(
     } else {
         res
     };
-    if let Ok(v) = HeaderValue::from_str(&request_id) {
-        res.headers_mut().insert(HeaderName::from_static(REQUEST_ID_HEADER), v);
-    }
     Ok(res)
 }
 

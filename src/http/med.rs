@@ -33,8 +33,8 @@ const MED_PAGE_SIZE_DEFAULT: u32 = 20;
 const MED_PARAMS: [&str; 6] = ["status", "isReconciled", "startDate", "endDate", "page", "pageSize"];
 
 #[utoipa::path(
-    post, path = "/sandbox/med", tag = "sandbox",
-    request_body(content = Object, description = "{endToEndId, cause?, amount?, description?}: a MED against a received PIX"),
+    post, operation_id = "open_med_case", path = "/sandbox/med", tag = "sandbox",
+    request_body(content = super::schemas::MedOpenRequest),
     responses(
         (status = 201, description = "The MED, RECEIVED; the disputed amount (capped at what is available) is blocked", body = Object),
         (status = 400, body = ExtendedErrorBody),
@@ -74,9 +74,9 @@ fn med_id(path: &str) -> Result<u64, ApiError> {
 }
 
 #[utoipa::path(
-    post, path = "/sandbox/med/{id}/analyze", tag = "sandbox",
+    post, operation_id = "analyze_med_case", path = "/sandbox/med/{id}/analyze", tag = "sandbox",
     params(("id" = u64, Path, description = "the MED's id")),
-    request_body(content = Object, description = "{result: APPROVED or REJECTED, details?}"),
+    request_body(content = super::schemas::MedAnalyzeRequest),
     responses(
         (status = 200, description = "ANALYZED: approved debits the blocked amount as a Refund in, rejected releases it", body = Object),
         (status = 400, body = ExtendedErrorBody),
@@ -111,7 +111,7 @@ pub async fn analyze(
 }
 
 #[utoipa::path(
-    post, path = "/sandbox/med/{id}/cancel", tag = "sandbox",
+    post, operation_id = "cancel_med_case", path = "/sandbox/med/{id}/cancel", tag = "sandbox",
     params(("id" = u64, Path, description = "the MED's id")),
     responses(
         (status = 200, description = "CANCELLED (REFUND_CANCELLATION); the blocked amount is released", body = Object),
@@ -161,14 +161,14 @@ pub struct MedPage {
 }
 
 #[utoipa::path(
-    get, path = "/api/med", tag = "account",
+    get, operation_id = "list_med_cases", path = "/api/med", tag = "account",
     params(
         ("status" = Option<String>, Query, description = "OPEN, RECEIVED, CANCELLED or ANALYZED"),
         ("isReconciled" = Option<bool>, Query, description = "true or false"),
         ("startDate" = Option<String>, Query, description = "RFC 3339 date-time: created at or after"),
         ("endDate" = Option<String>, Query, description = "RFC 3339 date-time: created at or before"),
-        ("page" = Option<u32>, Query, description = "from 1, default 1"),
-        ("pageSize" = Option<u32>, Query, description = "1 to 100, default 20"),
+        ("page" = Option<u32>, Query, minimum = 1, description = "from 1, default 1"),
+        ("pageSize" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
     ),
     responses(
         (status = 200, description = "Newest first", body = MedPage),

@@ -4,6 +4,7 @@
 //! Every route is registered through [`RouteTable`], which remembers what it registered so
 //! a test can check that the OpenAPI document describes each one.
 
+pub mod access;
 pub mod admin;
 pub mod auth;
 pub mod balance;
@@ -21,6 +22,7 @@ pub mod payments;
 pub mod pix;
 pub mod refunds;
 pub mod sandbox;
+pub mod schemas;
 pub mod token;
 pub mod transactions;
 pub mod webhooks;

@@ -5,8 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    admin, balance, charges, cob, dict, error, me, med, ops, pix, refunds, sandbox, token, transactions,
-    webhooks,
+    admin, balance, charges, cob, dict, error, me, med, ops, pix, refunds, sandbox, schemas, token,
+    transactions, webhooks,
 };
 
 struct Security;
@@ -55,6 +55,102 @@ impl Modify for IdempotencyKey {
     }
 }
 
+/// The statuses every route of a kind can answer, whatever its handler does: 401 where a
+/// token is needed, 400, 408 and 413 where a body is read, 503 where storage is written,
+/// 409 and 422 where an `Idempotency-Key` applies. Each gets the error body of the route's
+/// family, and every response without a description gets one.
+struct CommonResponses;
+
+impl Modify for CommonResponses {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::path::HttpMethod;
+        for (path, item) in doc.paths.paths.iter_mut() {
+            let family = match error::family_of(path) {
+                error::Family::Simple => "SimpleErrorBody",
+                error::Family::Extended => "ExtendedErrorBody",
+            };
+            let ops = [
+                (HttpMethod::Get, item.get.as_mut()),
+                (HttpMethod::Post, item.post.as_mut()),
+                (HttpMethod::Put, item.put.as_mut()),
+                (HttpMethod::Patch, item.patch.as_mut()),
+                (HttpMethod::Delete, item.delete.as_mut()),
+            ];
+            for (method, op) in ops {
+                let Some(op) = op else { continue };
+                let secured = op.security.as_ref().is_some_and(|s| !s.is_empty());
+                let writes = method != HttpMethod::Get;
+                let mut add = |status: &str, why: &str| {
+                    op.responses
+                        .responses
+                        .entry(status.to_owned())
+                        .or_insert_with(|| error_response(why, family));
+                };
+                if secured {
+                    add("401", "The token is missing, invalid, expired or revoked, or not bound to the certificate presented");
+                }
+                if op.request_body.is_some() {
+                    add("400", "The body is not a JSON object, or a member breaks a rule: each one is named");
+                    add("408", "The body did not arrive within the body deadline; the connection is closed");
+                    add("413", "The body is larger than 64 KiB");
+                }
+                if writes {
+                    add("503", "Storage refuses writes for now (a nearly full disk) or failed: nothing changed; see Retry-After");
+                } else if !STORAGE_FREE_PATHS.contains(&path.as_str()) {
+                    add("503", "Storage does not answer");
+                }
+                if method == HttpMethod::Post && super::idempotency::applies_to_path(path) {
+                    add("409", "A request under this Idempotency-Key is still running, or was interrupted");
+                    add("422", "This Idempotency-Key was used for another request");
+                }
+                for (status, response) in op.responses.responses.iter_mut() {
+                    if let utoipa::openapi::RefOr::T(r) = response {
+                        if r.description.is_empty() {
+                            r.description = default_description(status).to_owned();
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Routes that answer without storage.
+const STORAGE_FREE_PATHS: [&str; 3] = ["/metrics", "/openapi.json", "/docs"];
+
+fn error_response(description: &str, body: &str) -> utoipa::openapi::RefOr<utoipa::openapi::Response> {
+    utoipa::openapi::ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            utoipa::openapi::ContentBuilder::new()
+                .schema(Some(utoipa::openapi::Ref::from_schema_name(body)))
+                .build(),
+        )
+        .build()
+        .into()
+}
+
+/// What a status means when its route says nothing more.
+fn default_description(status: &str) -> &'static str {
+    match status {
+        "200" => "OK",
+        "201" => "Created",
+        "204" => "Done; no body",
+        "400" => "The request breaks a rule; the body says which",
+        "401" => "The token or credentials are not accepted",
+        "403" => "Not allowed for this account",
+        "404" => "Nothing of this account has this id",
+        "409" => "Conflicts with the current state",
+        "422" => "Refused by a business rule",
+        "429" => "Too many attempts; see Retry-After",
+        "500" => "The PIX provider failed; nothing was recorded",
+        "502" => "The token service failed",
+        "503" => "Unavailable for now; see Retry-After",
+        _ => "See the body",
+    }
+}
+
 #[derive(OpenApi)]
 #[openapi(
     info(title = "pixgw", description = "PIX instant-payment gateway"),
@@ -100,14 +196,121 @@ impl Modify for IdempotencyKey {
         ops::openapi,
         ops::docs_redirect,
     ),
-    components(schemas(error::ExtendedErrorBody, error::SimpleErrorBody, error::Violation)),
-    modifiers(&Security, &IdempotencyKey)
+    components(schemas(
+        error::ExtendedErrorBody,
+        error::SimpleErrorBody,
+        error::Violation,
+        // Referenced by name from the request schemas' array members.
+        schemas::Split,
+        schemas::WebhookHeader,
+        schemas::InfoAdicional,
+    )),
+    modifiers(&Security, &IdempotencyKey, &CommonResponses)
 )]
 pub struct ApiDoc;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn document() -> serde_json::Value {
+        serde_json::to_value(ApiDoc::openapi()).unwrap()
+    }
+
+    /// Every operation of the document: (method, path, operation).
+    fn operations(doc: &serde_json::Value) -> Vec<(String, String, serde_json::Value)> {
+        let mut ops = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                ops.push((method.clone(), path.clone(), op.clone()));
+            }
+        }
+        ops
+    }
+
+    #[test]
+    fn the_document_is_valid_openapi_3_1() {
+        // The OpenAPI Initiative's schema of 3.1 documents (2022-10-07), as
+        // openapi-spec-validator ships it.
+        let meta: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/data/openapi-3.1-schema.json")).unwrap();
+        let validator = jsonschema::validator_for(&meta).unwrap();
+        let doc = document();
+        let errors: Vec<String> =
+            validator.iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+        assert!(errors.is_empty(), "{} errors:\n{}", errors.len(), errors.join("\n"));
+        assert!(doc["openapi"].as_str().unwrap().starts_with("3.1."));
+    }
+
+    #[test]
+    fn operation_ids_are_unique_and_every_operation_has_one() {
+        let doc = document();
+        let mut seen = std::collections::BTreeMap::new();
+        for (method, path, op) in operations(&doc) {
+            let id =
+                op["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path} has none")).to_owned();
+            if let Some(other) = seen.insert(id.clone(), format!("{method} {path}")) {
+                panic!("operationId {id} is used by {other} and {method} {path}");
+            }
+        }
+        assert!(seen.len() >= 40, "{}", seen.len());
+    }
+
+    #[test]
+    fn every_request_body_is_a_typed_schema() {
+        let doc = document();
+        for (method, path, op) in operations(&doc) {
+            let Some(body) = op.get("requestBody") else { continue };
+            let schema = &body["content"]["application/json"]["schema"];
+            let name = schema["$ref"].as_str().unwrap_or_else(|| panic!("{method} {path}: {schema}"));
+            let name = name.rsplit('/').next().unwrap();
+            let declared = &doc["components"]["schemas"][name];
+            assert!(declared["properties"].as_object().is_some_and(|p| !p.is_empty()), "{name}: {declared}");
+        }
+    }
+
+    #[test]
+    fn enums_of_the_request_schemas_are_what_the_readers_parse() {
+        use crate::domain::events::EventType;
+        use crate::domain::pix_key::CashOutKeyType;
+        let doc = document();
+        let values = |name: &str| -> Vec<String> {
+            let e = doc["components"]["schemas"][name]["enum"].as_array().unwrap_or_else(|| panic!("{name}"));
+            e.iter().map(|v| v.as_str().unwrap().to_owned()).collect()
+        };
+        let key_types = values("CashOutKeyType");
+        assert!(key_types.iter().all(|v| CashOutKeyType::parse(v).is_some()), "{key_types:?}");
+        assert_eq!(key_types.len(), 4);
+        let events = values("WebhookEventType");
+        assert!(events.iter().all(|v| EventType::parse(v).is_some()), "{events:?}");
+        assert_eq!(events.len(), 7);
+        assert_eq!(values("MedResult"), ["APPROVED", "REJECTED"]);
+    }
+
+    #[test]
+    fn request_limits_come_from_the_readers_constants() {
+        use crate::domain::transaction::{
+            COUNTERPART_NAME_LEN_MAX, DESCRIPTION_LEN_MAX, EXTERNAL_ID_LEN_MAX,
+        };
+        let doc = document();
+        let schemas = &doc["components"]["schemas"];
+        let cash_out = &schemas["CashOutRequest"];
+        assert_eq!(cash_out["properties"]["externalId"]["maxLength"], EXTERNAL_ID_LEN_MAX);
+        assert_eq!(cash_out["properties"]["description"]["maxLength"], DESCRIPTION_LEN_MAX);
+        assert_eq!(schemas["CashOutDetails"]["properties"]["name"]["maxLength"], COUNTERPART_NAME_LEN_MAX);
+        let mut required: Vec<&str> =
+            cash_out["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        required.sort_unstable();
+        assert_eq!(required, ["details", "externalId", "value"]);
+        assert_eq!(
+            schemas["WebhookRequest"]["properties"]["headers"]["maxItems"],
+            crate::domain::webhooks::WEBHOOK_HEADERS_MAX
+        );
+        assert_eq!(
+            schemas["CobCalendario"]["properties"]["expiracao"]["maximum"],
+            super::super::cob::COB_EXPIRACAO_MAX
+        );
+    }
 
     #[test]
     fn client_posts_document_the_idempotency_key_and_the_token_route_does_not() {

@@ -34,7 +34,7 @@ pub async fn healthz(state: web::Data<AppState>) -> Result<HttpResponse, ApiErro
 }
 
 #[utoipa::path(
-    get, path = "/metrics", tag = "operations",
+    get, operation_id = "prometheus_metrics", path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain"))
 )]
 pub async fn metrics(state: actix_web::web::Data<super::AppState>) -> HttpResponse {
@@ -45,7 +45,7 @@ pub async fn metrics(state: actix_web::web::Data<super::AppState>) -> HttpRespon
 }
 
 #[utoipa::path(
-    get, path = "/openapi.json", tag = "operations",
+    get, operation_id = "openapi_document", path = "/openapi.json", tag = "operations",
     responses((status = 200, description = "This document", content_type = "application/json"))
 )]
 pub async fn openapi() -> HttpResponse {

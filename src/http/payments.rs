@@ -9,7 +9,7 @@ use super::auth::Caller;
 use super::error::{ApiError, Business, Violation};
 use super::AppState;
 use crate::account::{
-    AccountActor, GetBalance, Pay, PayError, PayOutcome, PayRequest, Refusal, RegistryError,
+    AccountActor, GetBalance, Pay, PayError, PayOutcome, PayRequest, Refusal, RegistryError, Traced,
 };
 use crate::domain::ledger::{Balance, Rejection};
 use crate::domain::med::MedRejection;
@@ -64,8 +64,9 @@ pub async fn ask<M, T>(state: &AppState, caller: &Caller, msg: M) -> Result<Resu
 where
     M: actix::Message<Result = Result<T, PayError>> + Clone + Send + 'static,
     T: Send + 'static,
-    AccountActor: actix::Handler<M>,
+    AccountActor: actix::Handler<Traced<M>>,
 {
+    let msg = Traced { msg, span: tracing::Span::current() };
     // An idle actor may stop between the registry's answer and this message: a closed
     // mailbox means the message was never handled, so it goes to a fresh actor.
     for _ in 0..ASK_ATTEMPTS_MAX - 1 {

@@ -85,7 +85,7 @@ pub fn read_cash_out(obj: &serde_json::Map<String, serde_json::Value>) -> Result
 
 #[utoipa::path(
     post, path = "/api/pix/cash-out", tag = "pix",
-    request_body(content = Object, description = "{value, externalId, description?, details: {key, keyType, name, document, checkPixKeyWithDocument?}}"),
+    request_body(content = super::schemas::CashOutRequest),
     params(("X-Sandbox-Scenario" = Option<String>, Header, description = "sandbox accounts only")),
     responses(
         (status = 201, body = PaymentCreated),
@@ -186,7 +186,7 @@ fn read_qr(obj: &serde_json::Map<String, serde_json::Value>) -> Result<QrCashOut
 
 #[utoipa::path(
     post, path = "/api/pix/cash-out-qrcode", tag = "pix",
-    request_body(content = Object, description = "{value, qrCode, externalId, description?, name?, document?}"),
+    request_body(content = super::schemas::QrCashOutRequest),
     params(("X-Sandbox-Scenario" = Option<String>, Header, description = "sandbox accounts only")),
     responses(
         (status = 201, body = PaymentCreated),

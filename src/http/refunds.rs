@@ -53,7 +53,7 @@ pub struct RefundInCreated {
     post, path = "/api/pix/refund-in/{id}", tag = "pix",
     params(("id" = String, Path, description = "the received transaction: transactionId, numeric id or end-to-end id"),
            ("X-Sandbox-Scenario" = Option<String>, Header, description = "cash-out family values; sandbox accounts only")),
-    request_body(content = Object, description = "{refundValue, reason?, externalId?}"),
+    request_body(content = super::schemas::RefundInRequest),
     responses(
         (status = 201, body = RefundInCreated),
         (status = 200, description = "The same externalId again: the same refund", body = RefundInCreated),
@@ -175,9 +175,9 @@ fn valor(f: &mut Fields<'_>) -> Option<Money> {
 
 #[utoipa::path(
     put, path = "/pix/{e2eid}/devolucao/{id}", tag = "family B",
-    params(("e2eid" = String, Path, description = "end-to-end id of the received PIX, 32 characters"),
-           ("id" = String, Path, description = "the refund's id, 1 to 35 alphanumeric characters")),
-    request_body(content = Object, description = "{valor: \"0.00\", natureza?: ORIGINAL | RETIRADA, descricao?}"),
+    params(("e2eid" = String, Path, pattern = "^[A-Za-z0-9]{32}$", description = "end-to-end id of the received PIX, 32 letters and digits"),
+           ("id" = String, Path, pattern = "^[A-Za-z0-9]{1,35}$", description = "the refund's id, 1 to 35 letters and digits")),
+    request_body(content = super::schemas::DevolucaoRequest),
     responses(
         (status = 201, body = Devolucao),
         (status = 200, description = "The same id and valor again: the same refund", body = Devolucao),
@@ -239,8 +239,8 @@ pub async fn devolucao(
 
 #[utoipa::path(
     get, path = "/pix/{e2eid}/devolucao/{id}", tag = "family B",
-    params(("e2eid" = String, Path, description = "end-to-end id of the received PIX, 32 characters"),
-           ("id" = String, Path, description = "the refund's id, 1 to 35 alphanumeric characters")),
+    params(("e2eid" = String, Path, pattern = "^[A-Za-z0-9]{32}$", description = "end-to-end id of the received PIX, 32 letters and digits"),
+           ("id" = String, Path, pattern = "^[A-Za-z0-9]{1,35}$", description = "the refund's id, 1 to 35 letters and digits")),
     responses(
         (status = 200, body = Devolucao),
         (status = 400, body = SimpleErrorBody),

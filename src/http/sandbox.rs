@@ -35,8 +35,8 @@ pub struct PixInCreated {
 }
 
 #[utoipa::path(
-    post, path = "/sandbox/pix-in", tag = "sandbox",
-    request_body(content = Object, description = "{amount (number), payerName? (default Sandbox Payer), payerDocument? (default the sandbox payer's CPF 11144477735)}"),
+    post, operation_id = "sandbox_pix_in", path = "/sandbox/pix-in", tag = "sandbox",
+    request_body(content = super::schemas::PixInRequest),
     responses((status = 201, body = PixInCreated), (status = 400, body = ExtendedErrorBody), (status = 403, body = ExtendedErrorBody)),
     security(("bearer" = []))
 )]
@@ -130,8 +130,8 @@ fn find_charge(
 }
 
 #[utoipa::path(
-    post, path = "/sandbox/pay", tag = "sandbox",
-    request_body(content = Object, description = "{pixCode} or {transactionId} or {txid}, and payer? {name, document}: pays one of the caller's charges (the payer defaults to the charge's debtor, else the sandbox payer)"),
+    post, operation_id = "sandbox_pay_charge", path = "/sandbox/pay", tag = "sandbox",
+    request_body(content = super::schemas::SandboxPayRequest, description = "{pixCode} or {transactionId} or {txid}, and payer? {name, document}: pays one of the caller's charges (the payer defaults to the charge's debtor, else the sandbox payer)"),
     responses(
         (status = 200, body = Paid),
         (status = 400, body = ExtendedErrorBody),
@@ -169,8 +169,8 @@ pub struct Returned {
 }
 
 #[utoipa::path(
-    post, path = "/sandbox/refund-out", tag = "sandbox",
-    request_body(content = Object, description = "{endToEndId of a confirmed payment of the caller, amount}"),
+    post, operation_id = "sandbox_refund_out", path = "/sandbox/refund-out", tag = "sandbox",
+    request_body(content = super::schemas::RefundOutRequest),
     responses(
         (status = 201, body = Returned),
         (status = 400, body = ExtendedErrorBody),

@@ -163,6 +163,7 @@ pub async fn issue_token(
             tracing::error!(error = %e, "token signing failed");
             fail(TokenFailure::UpstreamError)
         })?;
+    super::access::record_account(&req, client.account_id);
     Ok(HttpResponse::Created().json(TokenResponse {
         access_token: token,
         token_type: "Bearer",

@@ -220,8 +220,8 @@ const LIST_PARAMS: [&str; 8] =
 #[utoipa::path(
     get, path = "/api/transactions", tag = "account",
     params(
-        ("page" = Option<u32>, Query, description = "from 1, default 1"),
-        ("size" = Option<u32>, Query, description = "1 to 100, default 20"),
+        ("page" = Option<u32>, Query, minimum = 1, description = "from 1, default 1"),
+        ("size" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
         ("status" = Option<String>, Query, description = "PENDING, CONFIRMED or ERROR"),
         ("type" = Option<String>, Query, description = "PAYMENT, WITHDRAW, REFUND_IN or REFUND_OUT"),
         ("startDate" = Option<String>, Query, description = "YYYY-MM-DD, a Sao Paulo day; default endDate - 31 days"),

@@ -86,8 +86,8 @@ pub struct Configured {
 }
 
 #[utoipa::path(
-    post, path = "/api/webhooks", tag = "webhooks",
-    request_body(content = Object, description = "{url (https), eventType, headers?: [{key, value}] (at most 5)}"),
+    post, operation_id = "configure_webhook", path = "/api/webhooks", tag = "webhooks",
+    request_body(content = super::schemas::WebhookRequest),
     responses(
         (status = 201, description = "Created", body = Configured),
         (status = 200, description = "The event type's endpoint was replaced", body = Configured),
@@ -141,7 +141,7 @@ pub async fn configure(
 }
 
 #[utoipa::path(
-    delete, path = "/api/webhooks/{eventType}", tag = "webhooks",
+    delete, operation_id = "remove_webhook", path = "/api/webhooks/{eventType}", tag = "webhooks",
     params(("eventType" = String, Path, description = "cash_in, cash_out, refund_in, refund_out, med_created, med_accepted or med_rejected")),
     responses(
         (status = 204, description = "Removed: events of this type are no longer delivered, pending retries included"),
@@ -192,7 +192,7 @@ pub struct WebhookList {
 }
 
 #[utoipa::path(
-    get, path = "/api/webhooks", tag = "webhooks",
+    get, operation_id = "list_webhooks", path = "/api/webhooks", tag = "webhooks",
     responses((status = 200, body = WebhookList), (status = 401, body = ExtendedErrorBody)),
     security(("bearer" = []))
 )]
@@ -231,9 +231,9 @@ pub struct Resent {
 }
 
 #[utoipa::path(
-    post, path = "/api/resend-webhook/{transactionIdentifier}", tag = "webhooks",
+    post, operation_id = "resend_webhook", path = "/api/resend-webhook/{transactionIdentifier}", tag = "webhooks",
     params(("transactionIdentifier" = String, Path, description = "numeric id, transactionId, externalId or end-to-end id")),
-    request_body(content = Object, description = "optional {url}: send there this once instead of the configured URL"),
+    request_body(content = super::schemas::ResendRequest, description = "optional {url}: send there this once instead of the configured URL"),
     responses(
         (status = 200, description = "Sent once, whatever the receiver answered", body = Resent),
         (status = 400, description = "Invalid url, or no URL configured nor given", body = ExtendedErrorBody),
@@ -339,7 +339,7 @@ pub struct LogQuery {
 }
 
 #[utoipa::path(
-    get, path = "/api/webhooks/logs", tag = "webhooks",
+    get, operation_id = "list_webhook_logs", path = "/api/webhooks/logs", tag = "webhooks",
     params(
         ("transactionId" = Option<String>, Query, description = "only this transaction's attempts (any identifier kind)"),
         ("limit" = Option<u32>, Query, description = "1 to 100, default 50"),

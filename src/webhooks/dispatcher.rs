@@ -33,6 +33,7 @@ use crate::store::{
     AttemptOutcome, Batch, CommitError, DeliveryLog, DeliveryState, GroupCommit, Repo, RepoError,
     WebhookConfig,
 };
+use crate::telemetry::{Admit, LineBudget};
 
 /// Requests in flight at once, over all accounts.
 pub const DELIVERIES_IN_FLIGHT_MAX: usize = 512;
@@ -84,7 +85,15 @@ pub struct Dispatcher {
     spilled: bool,
     /// Events announced before the outbox was first scanned (see [`Load`]).
     early: Option<Vec<(u64, Vec<u8>)>>,
+    /// Failed attempts are logged within a budget: a receiver that is down fails every
+    /// event of its account.
+    failure_lines: LineBudget,
 }
+
+/// Failed webhook attempts logged per [`FAILURE_LINES_WINDOW`]; the rest are counted and
+/// reported with the next line written.
+pub const FAILURE_LINES_PER_WINDOW_MAX: u32 = 20;
+const FAILURE_LINES_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Scans the outbox once, at start. It is sent after the dispatcher is registered with the
 /// committer, so no event falls between the scan and the announcements; what is announced
@@ -110,6 +119,7 @@ impl Dispatcher {
             scheduler: Scheduler::new(ACCOUNT_DELIVERIES_IN_FLIGHT_MAX, DELIVERIES_IN_FLIGHT_MAX),
             spilled: false,
             early: Some(Vec::new()),
+            failure_lines: LineBudget::new(FAILURE_LINES_PER_WINDOW_MAX, FAILURE_LINES_WINDOW),
         }
     }
 
@@ -300,6 +310,29 @@ impl Dispatcher {
             // Not recorded: the event stays in the outbox and goes again after a restart.
             tracing::error!(seq = d.seq, error = %e, "webhook attempt not recorded");
             return;
+        }
+        if outcome != AttemptOutcome::Delivered {
+            if let Admit::Write { suppressed } = self.failure_lines.admit(std::time::Instant::now()) {
+                let (status, error) = (attempt.status, attempt.error.as_deref());
+                let event = event_type.as_str();
+                let (account, seq) = (d.account, d.seq);
+                match next {
+                    Some(at) => tracing::warn!(
+                        account, seq, event, attempts, status, error, next_attempt_at = %at, suppressed,
+                        "webhook not delivered; it will be retried"
+                    ),
+                    None => tracing::error!(
+                        account,
+                        seq,
+                        event,
+                        attempts,
+                        status,
+                        error,
+                        suppressed,
+                        "webhook not delivered after the last retry; given up"
+                    ),
+                }
+            }
         }
         match outcome {
             AttemptOutcome::Delivered => metrics::counter!("pixgw_webhooks_delivered_total").increment(1),

@@ -233,7 +233,7 @@ async fn the_test_clock_moves_forward_only() {
 
 #[actix_rt::test]
 async fn without_the_test_clock_flag_the_clock_route_is_404() {
-    let app = spawn_with(Options { test_clock: false, env: vec![] }).await;
+    let app = spawn_with(Options { test_clock: false, ..Options::default() }).await;
     let (s, body) = app.admin("POST", "/admin/clock", Some(json!({"advanceSeconds": 1}))).await;
     assert_eq!(s, 404);
     assert_extended(&body, 404, "NOT_FOUND");
@@ -243,7 +243,8 @@ async fn without_the_test_clock_flag_the_clock_route_is_404() {
 async fn the_admin_token_from_the_environment_overrides_the_generated_one() {
     let token = "operator-chosen-admin-token-123";
     let app =
-        spawn_with(Options { test_clock: true, env: vec![("PIXGW_ADMIN_TOKEN".into(), token.into())] }).await;
+        spawn_with(Options { env: vec![("PIXGW_ADMIN_TOKEN".into(), token.into())], ..Options::default() })
+            .await;
     let req = app.client.get(app.url("/admin/accounts/1")).bearer_auth(token);
     assert_eq!(send(req, None).await.0, 200);
 }
@@ -251,8 +252,12 @@ async fn the_admin_token_from_the_environment_overrides_the_generated_one() {
 #[actix_rt::test]
 async fn the_test_clock_can_be_enabled_by_environment() {
     // PIXGW_TEST_CLOCK=1, as the decisions write it, without the flag.
-    let app =
-        spawn_with(Options { test_clock: false, env: vec![("PIXGW_TEST_CLOCK".into(), "1".into())] }).await;
+    let app = spawn_with(Options {
+        test_clock: false,
+        env: vec![("PIXGW_TEST_CLOCK".into(), "1".into())],
+        ..Options::default()
+    })
+    .await;
     let (s, body) = app.admin("POST", "/admin/clock", Some(json!({"advanceSeconds": 5}))).await;
     assert_eq!(s, 200, "{body}");
 }

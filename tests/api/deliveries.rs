@@ -19,6 +19,7 @@ pub fn options() -> Options {
             ("PIXGW_WEBHOOK_ALLOW_HTTP".into(), "1".into()),
             ("PIXGW_WEBHOOK_ALLOW_PRIVATE".into(), "1".into()),
         ],
+        ..Options::default()
     }
 }
 
@@ -398,6 +399,7 @@ async fn private_addresses_are_refused_unless_allowed() {
             ("PIXGW_SIM_SETTLE_MS".into(), "20".into()),
             ("PIXGW_WEBHOOK_ALLOW_HTTP".into(), "1".into()),
         ],
+        ..Options::default()
     })
     .await;
     let token = app.demo_token().await;
@@ -475,6 +477,7 @@ async fn https_receivers_are_trusted_through_the_ca_file_and_others_refused() {
             ("PIXGW_WEBHOOK_ALLOW_PRIVATE".into(), "1".into()),
             ("PIXGW_WEBHOOK_CA_FILE".into(), ca.display().to_string()),
         ],
+        ..Options::default()
     })
     .await;
     let token = app.demo_token().await;

@@ -42,11 +42,13 @@ pub struct TestApp {
 pub struct Options {
     pub test_clock: bool,
     pub env: Vec<(String, String)>,
+    /// Where the server's log goes (the test's own stderr when `None`).
+    pub stderr: Option<PathBuf>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { test_clock: true, env: vec![] }
+        Options { test_clock: true, env: vec![], stderr: None }
     }
 }
 
@@ -64,7 +66,10 @@ pub fn start_process(dir: &Path, opts: &Options) -> (Child, String) {
         .env_remove("PIXGW_ADMIN_TOKEN")
         .env_remove("PIXGW_CONFIG")
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .stderr(match &opts.stderr {
+            Some(path) => Stdio::from(std::fs::File::create(path).expect("create the log file")),
+            None => Stdio::inherit(),
+        });
     if opts.test_clock {
         cmd.arg("--test-clock");
     }
@@ -265,18 +270,23 @@ pub fn cert(not_before: DateTime<Utc>, not_after: DateTime<Utc>) -> String {
 
 /// Sends a request with an optional JSON body; answers status and the JSON body (Null if
 /// the body is empty, and a failed assertion if it is not JSON).
+/// Sends a request; answers status and JSON body, after checking both against the OpenAPI
+/// document (`contract.rs`).
 pub async fn send(req: awc::ClientRequest, body: Option<Value>) -> (u16, Value) {
-    let mut res = match body {
-        Some(b) => req.send_json(&b).await.unwrap(),
+    let (method, path) = (req.get_method().to_string(), req.get_uri().path().to_owned());
+    let mut res = match &body {
+        Some(b) => req.send_json(b).await.unwrap(),
         None => req.send().await.unwrap(),
     };
     let status = res.status().as_u16();
     let bytes = res.body().limit(1 << 20).await.unwrap();
     if bytes.is_empty() {
+        crate::contract::check(&method, &path, body.as_ref(), status, None);
         return (status, Value::Null);
     }
     let v = serde_json::from_slice(&bytes)
         .unwrap_or_else(|_| panic!("not JSON ({status}): {}", String::from_utf8_lossy(&bytes)));
+    crate::contract::check(&method, &path, body.as_ref(), status, Some(&v));
     (status, v)
 }
 
@@ -320,7 +330,8 @@ pub fn cash_out_body(external_id: &str, value: &str) -> String {
 impl TestApp {
     /// Starts with a short settle delay so tests see final states quickly.
     pub async fn spawn_fast() -> TestApp {
-        spawn_with(Options { test_clock: true, env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())] }).await
+        spawn_with(Options { env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())], ..Options::default() })
+            .await
     }
 
     /// POSTs a raw JSON text (amounts exactly as written) with a bearer token.
@@ -338,7 +349,11 @@ impl TestApp {
         let mut res = req.send_body(body.to_owned()).await.unwrap();
         let status = res.status().as_u16();
         let bytes = res.body().await.unwrap();
-        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+        let answer: Option<Value> = serde_json::from_slice(&bytes).ok();
+        // The body as sent, when it is JSON (some tests send broken text on purpose).
+        let request: Option<Value> = serde_json::from_str(body).ok();
+        crate::contract::check("POST", path, request.as_ref(), status, answer.as_ref());
+        (status, answer.unwrap_or(Value::Null))
     }
 
     /// Funds the account through the sandbox.

@@ -13,7 +13,7 @@ use pixgw::store::{codec, Batch, JournalOptions, PagedStore, SledStore, Store, K
 use crate::helpers::{cash_out_body, serve_to_completion, Options, TestApp};
 
 fn fast() -> Options {
-    Options { test_clock: true, env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())] }
+    Options { test_clock: true, env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())], ..Default::default() }
 }
 
 /// The journal's segments, oldest first.

@@ -3,6 +3,7 @@
 
 mod admin;
 mod cob;
+mod contract;
 mod deliveries;
 mod dict;
 mod errors;
@@ -12,6 +13,7 @@ mod journal;
 mod lifecycle;
 mod listing;
 mod load;
+mod logs;
 mod med;
 mod money_in;
 mod money_out;

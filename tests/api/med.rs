@@ -283,6 +283,7 @@ async fn med_events_are_delivered_in_order() {
             ("PIXGW_WEBHOOK_ALLOW_HTTP".into(), "1".into()),
             ("PIXGW_WEBHOOK_ALLOW_PRIVATE".into(), "1".into()),
         ],
+        ..Default::default()
     })
     .await;
     let token = app.demo_token().await;
@@ -322,7 +323,11 @@ async fn med_events_are_delivered_in_order() {
 
 #[actix_rt::test]
 async fn an_open_med_survives_a_restart_with_its_hold() {
-    let opts = Options { test_clock: true, env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())] };
+    let opts = Options {
+        test_clock: true,
+        env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())],
+        ..Default::default()
+    };
     let mut app = spawn_with(opts.clone()).await;
     let token = app.demo_token().await;
     let (_, e2e) = receive(&app, &token, "60").await;

@@ -230,6 +230,7 @@ async fn another_account_cannot_pay_my_charge_and_a_restart_keeps_it_open() {
     app.restart(&crate::helpers::Options {
         test_clock: true,
         env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())],
+        ..Default::default()
     });
     let token = app.demo_token().await;
     let (s, b) = pay(&app, &token, json!({"pixCode": mine["pixCode"]})).await;
@@ -237,7 +238,7 @@ async fn another_account_cannot_pay_my_charge_and_a_restart_keeps_it_open() {
     assert_eq!(app.balance(&token).await.0, "9.00");
     // And one left open expires after a restart.
     let open = create(&app, &token, &charge("open", "1", r#", "expirationTime": 30"#), &[]).await;
-    app.restart(&crate::helpers::Options { test_clock: true, env: vec![] });
+    app.restart(&crate::helpers::Options { test_clock: true, env: vec![], ..Default::default() });
     app.advance(30).await;
     let token = app.demo_token().await;
     let (_, t) =

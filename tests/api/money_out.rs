@@ -314,8 +314,12 @@ async fn at(app: &TestApp, at: &str) -> String {
 
 #[actix_rt::test]
 async fn limits_hold_at_their_boundaries_by_day_and_by_night() {
-    let app =
-        spawn_with(Options { test_clock: true, env: vec![("PIXGW_SIM_SETTLE_MS".into(), "5".into())] }).await;
+    let app = spawn_with(Options {
+        test_clock: true,
+        env: vec![("PIXGW_SIM_SETTLE_MS".into(), "5".into())],
+        ..Default::default()
+    })
+    .await;
     let path = format!("/admin/accounts/{}", app.creds.account_id);
     let limits = json!({"limits": {"perTransaction": "100.00", "daily": "250.00", "nightly": "50.00"}});
     assert_eq!(app.admin("PATCH", &path, Some(limits)).await.0, 200);

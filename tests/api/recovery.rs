@@ -14,7 +14,7 @@ use pixgw::store::{JournalOptions, Repo, Storage};
 use crate::helpers::{cash_out_body, directory_key, Options, TestApp};
 
 pub fn fast() -> Options {
-    Options { test_clock: true, env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())] }
+    Options { test_clock: true, env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())], ..Default::default() }
 }
 
 #[actix_rt::test]

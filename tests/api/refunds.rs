@@ -218,7 +218,11 @@ async fn a_restart_in_the_middle_of_a_refund_keeps_it() {
         )
         .await;
     assert_eq!(s, 201);
-    app.restart(&Options { test_clock: true, env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())] });
+    app.restart(&Options {
+        test_clock: true,
+        env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())],
+        ..Default::default()
+    });
     let token = app.demo_token().await;
     assert_eq!(app.balance(&token).await, ("20.00".into(), "8.00".into(), "12.00".into()));
     let t = app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;

@@ -103,9 +103,12 @@ async fn every_configuration_rule_is_checked() {
 
 #[actix_rt::test]
 async fn plain_http_is_accepted_only_when_allowed() {
-    let app =
-        spawn_with(Options { test_clock: true, env: vec![("PIXGW_WEBHOOK_ALLOW_HTTP".into(), "1".into())] })
-            .await;
+    let app = spawn_with(Options {
+        test_clock: true,
+        env: vec![("PIXGW_WEBHOOK_ALLOW_HTTP".into(), "1".into())],
+        ..Default::default()
+    })
+    .await;
     let token = app.demo_token().await;
     let (s, b) =
         configure(&app, &token, json!({"url": "http://127.0.0.1:9999/hook", "eventType": "refund_in"})).await;

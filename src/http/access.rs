@@ -1,0 +1,80 @@
+//! The outermost middleware: every request gets an id, a tracing span, and one access line.
+//!
+//! The id is made here, answered in `x-request-id`, and is the `errorId` of an error body
+//! (the envelope reads it from the request's extensions). Every line logged while the
+//! request is handled carries the span's `request_id`, and its `account` once the caller is
+//! authenticated ([`record_account`]). When the response is ready, one line with target
+//! `pixgw::access` says what was asked and answered: request id, method, route template
+//! (never the path, which can hold a txid or a key), status, latency in microseconds,
+//! account and response bytes. Nothing from headers or bodies is logged, so no token,
+//! secret, certificate or document can reach the log from here.
+
+use std::time::Instant;
+
+use actix_web::body::{BodySize, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::middleware::Next;
+use actix_web::{HttpMessage, HttpRequest};
+use tracing::Instrument;
+
+use crate::domain::ids::AccountId;
+
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// The request id, kept in the request's extensions for handlers, the envelope and logs.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+/// The authenticated account of a request, for its access line.
+#[derive(Debug, Clone, Copy)]
+struct CallerAccount(AccountId);
+
+/// Says which account a request acts for: on its span, so the lines logged inside carry it,
+/// and on the request, for its access line.
+pub fn record_account(req: &HttpRequest, account: AccountId) {
+    tracing::Span::current().record("account", account.get());
+    req.extensions_mut().insert(CallerAccount(account));
+}
+
+/// The request id of a request this middleware saw (empty if it did not).
+pub fn request_id(req: &HttpRequest) -> String {
+    req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default()
+}
+
+pub async fn access(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let started = Instant::now();
+    let request_id = uuid::Uuid::new_v4().to_string();
+    req.extensions_mut().insert(RequestId(request_id.clone()));
+    let method = req.method().clone();
+    // At error level so that the span is on whenever any line is: an error logged under
+    // `RUST_LOG=warn` still says which request it belongs to.
+    let span = tracing::error_span!("request", request_id = %request_id, account = tracing::field::Empty);
+    // The inner services run their synchronous part inside `call`, so the call itself is
+    // made inside the span, not only its future.
+    let mut res = async move { next.call(req).await }.instrument(span).await?;
+    if let Ok(v) = HeaderValue::from_str(&request_id) {
+        res.headers_mut().insert(HeaderName::from_static(REQUEST_ID_HEADER), v);
+    }
+    let account = res.request().extensions().get::<CallerAccount>().map(|c| c.0.get());
+    let bytes = match res.response().body().size() {
+        BodySize::Sized(n) => Some(n),
+        BodySize::None => Some(0),
+        BodySize::Stream => None,
+    };
+    tracing::info!(
+        target: "pixgw::access",
+        request_id = %request_id,
+        method = %method,
+        route = res.request().match_pattern().as_deref().unwrap_or("unmatched"),
+        status = res.status().as_u16(),
+        latency_us = started.elapsed().as_micros() as u64,
+        account,
+        bytes,
+        "request"
+    );
+    Ok(res)
+}

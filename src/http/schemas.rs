@@ -1,0 +1,734 @@
+//! The request bodies as the OpenAPI document describes them.
+//!
+//! Each handler reads its body field by field (`body.rs`), so that one response can name
+//! every invalid field. These types are that reading's rules written as schemas: the same
+//! members, which of them are required, and the limits, taken from the same constants the
+//! readers use. They are never built or deserialized; the integration tests keep them
+//! honest by checking every request body they send that succeeds against its schema.
+#![allow(dead_code)]
+
+use serde_json::json;
+use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
+use utoipa::ToSchema;
+
+use crate::domain::med::MED_TEXT_LEN_MAX;
+use crate::domain::splits::{SPLITS_MAX, SPLIT_TEXT_LEN_MAX};
+use crate::domain::transaction::{
+    ADDITIONAL_INFO_KEYS_MAX, CHARGE_EXPIRATION_SECONDS_MAX, CHARGE_EXPIRATION_SECONDS_MIN,
+    COUNTERPART_NAME_LEN_MAX, DESCRIPTION_LEN_MAX, EXTERNAL_ID_LEN_MAX,
+};
+use crate::domain::webhooks::{WEBHOOK_HEADERS_MAX, WEBHOOK_HEADER_VALUE_LEN_MAX, WEBHOOK_URL_LEN_MAX};
+
+/// The pattern of a CPF (11 digits) or a CNPJ (14 characters, the last two digits).
+pub const DOCUMENT_PATTERN: &str = "^([0-9]{11}|[0-9A-Z]{12}[0-9]{2})$";
+/// An end-to-end id: 32 letters and digits.
+pub const E2E_PATTERN: &str = "^[A-Za-z0-9]{32}$";
+
+fn string(description: &str) -> ObjectBuilder {
+    ObjectBuilder::new().schema_type(Type::String).description(Some(description))
+}
+
+/// A text of 1 to `max` characters.
+fn text(max: usize, description: &str) -> Object {
+    string(description).min_length(Some(1)).max_length(Some(max)).build()
+}
+
+/// An amount as a JSON number, read exactly as written.
+pub fn amount() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Number)
+        .minimum(Some(0.01))
+        .description(Some(
+            "In reais, as a JSON number with at most 2 decimal places (read exactly as written)",
+        ))
+        .examples([json!(10.5)])
+        .build()
+}
+
+/// An amount as a decimal string with two places (family B).
+pub fn amount_text() -> Object {
+    string("In reais, a decimal string with exactly 2 places, at least 0.01")
+        .pattern(Some("^[0-9]{1,15}\\.[0-9]{2}$"))
+        .examples([json!("10.50")])
+        .build()
+}
+
+/// A CPF or a CNPJ with valid check digits.
+pub fn document() -> Object {
+    string("A CPF (11 digits) or a CNPJ (14 characters, numeric or alphanumeric in upper case), with valid check digits")
+        .pattern(Some(DOCUMENT_PATTERN))
+        .examples([json!("11144477735")])
+        .build()
+}
+
+pub fn e2e_id() -> Object {
+    string("An end-to-end id (32 letters and digits)").pattern(Some(E2E_PATTERN)).build()
+}
+
+fn external_id() -> Object {
+    text(EXTERNAL_ID_LEN_MAX, "The client's id of this request, unique per account")
+}
+fn description() -> Object {
+    text(DESCRIPTION_LEN_MAX, "Free text")
+}
+fn name() -> Object {
+    text(COUNTERPART_NAME_LEN_MAX, "A person's or company's name")
+}
+fn split_text() -> Object {
+    text(SPLIT_TEXT_LEN_MAX, "Text")
+}
+fn med_text() -> Object {
+    text(MED_TEXT_LEN_MAX, "Free text")
+}
+fn webhook_url() -> Object {
+    text(WEBHOOK_URL_LEN_MAX, "An https URL (http only when the server allows it), not to a private address")
+}
+fn webhook_header_value() -> Object {
+    text(WEBHOOK_HEADER_VALUE_LEN_MAX, "Printable text")
+}
+fn charge_expiration() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(CHARGE_EXPIRATION_SECONDS_MIN as f64))
+        .maximum(Some(CHARGE_EXPIRATION_SECONDS_MAX as f64))
+        .description(Some("Seconds until the charge expires (default one day)"))
+        .build()
+}
+fn additional_info() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .additional_properties(Some(
+            string("At most 200 characters").max_length(Some(super::charges::ADDITIONAL_INFO_VALUE_LEN_MAX)),
+        ))
+        .max_properties(Some(ADDITIONAL_INFO_KEYS_MAX))
+        .description(Some("Names (at most 50 characters) to texts"))
+        .build()
+}
+fn splits() -> utoipa::openapi::schema::Array {
+    utoipa::openapi::schema::ArrayBuilder::new()
+        .items(utoipa::openapi::Ref::from_schema_name("Split"))
+        .max_items(Some(SPLITS_MAX))
+        .build()
+}
+fn webhook_headers() -> utoipa::openapi::schema::Array {
+    utoipa::openapi::schema::ArrayBuilder::new()
+        .items(utoipa::openapi::Ref::from_schema_name("WebhookHeader"))
+        .max_items(Some(WEBHOOK_HEADERS_MAX))
+        .build()
+}
+fn cob_expiration() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(super::cob::COB_EXPIRACAO_MIN as f64))
+        .maximum(Some(super::cob::COB_EXPIRACAO_MAX as f64))
+        .description(Some("Seconds from creation (default 86400)"))
+        .build()
+}
+fn devedor_nome() -> Object {
+    text(super::cob::DEVEDOR_NOME_LEN_MAX, "Name")
+}
+fn chave() -> Object {
+    text(super::cob::CHAVE_LEN_MAX, "The account's receiving key (the only one it can take)")
+}
+fn info_adicionais() -> utoipa::openapi::schema::Array {
+    utoipa::openapi::schema::ArrayBuilder::new()
+        .items(utoipa::openapi::Ref::from_schema_name("InfoAdicional"))
+        .max_items(Some(super::cob::INFO_ADICIONAIS_MAX))
+        .build()
+}
+fn ispb_deny() -> utoipa::openapi::schema::Array {
+    utoipa::openapi::schema::ArrayBuilder::new()
+        .items(string("An ISPB code").pattern(Some("^[0-9]{8}$")))
+        .max_items(Some(super::dict::ISPB_DENY_LEN_MAX))
+        .build()
+}
+fn dict_expiration() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(super::dict::EXPIRATION_SECONDS_MIN as f64))
+        .maximum(Some(super::dict::EXPIRATION_SECONDS_MAX as f64))
+        .description(Some("Seconds the transfer may wait for the bank (default 600)"))
+        .build()
+}
+fn cpf() -> Object {
+    string("A CPF: 11 digits with valid check digits").pattern(Some("^[0-9]{11}$")).build()
+}
+fn cnpj() -> Object {
+    string("A CNPJ: 14 characters, numeric or alphanumeric in upper case")
+        .pattern(Some("^[0-9A-Z]{12}[0-9]{2}$"))
+        .build()
+}
+
+/// `POST /api/pix/cash-out`
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(example = json!({"value": 10.5, "externalId": "order-1001", "description": "Invoice 1001",
+    "details": {"key": "11144477735", "keyType": "DOCUMENT", "name": "Maria Souza", "document": "11144477735"}}))]
+pub struct CashOutRequest {
+    #[schema(schema_with = amount)]
+    value: String,
+    #[schema(schema_with = external_id)]
+    external_id: String,
+    #[schema(schema_with = description)]
+    description: Option<String>,
+    details: CashOutDetails,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CashOutDetails {
+    /// The PIX key, in the form its type takes (a document's digits, an e-mail, +55 and a phone, a UUID).
+    #[schema(min_length = 1, max_length = 77)]
+    key: String,
+    key_type: CashOutKeyType,
+    #[schema(schema_with = name)]
+    name: String,
+    #[schema(schema_with = document)]
+    document: String,
+    /// Refuse the payment (ERROR, TAX_ID_MISMATCH) when the key's holder has another document.
+    check_pix_key_with_document: Option<bool>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum CashOutKeyType {
+    Document,
+    Email,
+    Phone,
+    Random,
+}
+
+/// `POST /api/pix/cash-out-qrcode`
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QrCashOutRequest {
+    /// Must equal the amount the code carries, when it carries one.
+    #[schema(schema_with = amount)]
+    value: String,
+    /// A BR Code (static or dynamic), with its CRC.
+    #[schema(min_length = 1)]
+    qr_code: String,
+    #[schema(schema_with = external_id)]
+    external_id: String,
+    #[schema(schema_with = description)]
+    description: Option<String>,
+    #[schema(schema_with = name)]
+    name: Option<String>,
+    #[schema(schema_with = document)]
+    document: Option<String>,
+}
+
+/// `POST /api/pix/cash-in`
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(example = json!({"transaction": {"value": 25.0, "description": "Order 77", "externalId": "charge-77",
+    "generateQrCode": true}, "payer": {"fullName": "Joao Silva", "document": "11144477735"}}))]
+pub struct CashInRequest {
+    transaction: CashInTransaction,
+    payer: CashInPayer,
+    #[schema(schema_with = additional_info)]
+    additional_info: Option<String>,
+    #[schema(schema_with = splits)]
+    splits: Option<Vec<Split>>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CashInTransaction {
+    #[schema(schema_with = amount)]
+    value: String,
+    #[schema(schema_with = description)]
+    description: String,
+    #[schema(schema_with = external_id)]
+    external_id: String,
+    #[schema(schema_with = charge_expiration)]
+    expiration_time: Option<u64>,
+    /// Answer a PNG of the QR code in `qrCodeImage`.
+    generate_qr_code: Option<bool>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CashInPayer {
+    #[schema(schema_with = name)]
+    full_name: String,
+    #[schema(schema_with = document)]
+    document: String,
+}
+
+/// A share of a paid charge sent on to another key.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Split {
+    pix_key_type: SplitKeyType,
+    #[schema(schema_with = split_text)]
+    pix_key: String,
+    #[schema(schema_with = split_text)]
+    name: String,
+    #[schema(schema_with = document)]
+    document: String,
+    #[serde(rename = "type")]
+    kind: SplitKind,
+    /// FIXED: an amount; PERCENTAGE: at most 100.
+    #[schema(schema_with = amount)]
+    value: String,
+    /// Sent when the charge is paid rather than at the account's split frequency.
+    immediate: Option<bool>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum SplitKeyType {
+    Email,
+    Phone,
+    Cpf,
+    Cnpj,
+    Random,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum SplitKind {
+    Fixed,
+    Percentage,
+}
+
+/// `POST /api/pix/refund-in/{id}`
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RefundInRequest {
+    /// At most what is left of the received payment.
+    #[schema(schema_with = amount)]
+    refund_value: String,
+    #[schema(schema_with = description)]
+    reason: Option<String>,
+    #[schema(schema_with = external_id)]
+    external_id: Option<String>,
+}
+
+/// `PUT /pix/{e2eid}/devolucao/{id}`
+#[derive(ToSchema)]
+pub struct DevolucaoRequest {
+    #[schema(schema_with = amount_text)]
+    valor: String,
+    natureza: Option<DevolucaoNatureza>,
+    #[schema(schema_with = description)]
+    descricao: Option<String>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum DevolucaoNatureza {
+    Original,
+    Retirada,
+}
+
+/// `PUT /cob/{txid}`
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(example = json!({"calendario": {"expiracao": 3600}, "devedor": {"cpf": "11144477735", "nome": "Joao Silva"},
+    "valor": {"original": "12.34"}, "solicitacaoPagador": "Order 12"}))]
+pub struct CobRequest {
+    calendario: CobCalendario,
+    devedor: Option<CobDevedor>,
+    valor: CobValor,
+    #[schema(schema_with = chave)]
+    chave: Option<String>,
+    #[schema(schema_with = description)]
+    solicitacao_pagador: Option<String>,
+    #[schema(schema_with = info_adicionais)]
+    info_adicionais: Option<Vec<InfoAdicional>>,
+}
+
+#[derive(ToSchema)]
+pub struct CobCalendario {
+    #[schema(schema_with = cob_expiration)]
+    expiracao: Option<u64>,
+}
+
+/// Exactly one of `cpf` and `cnpj`.
+#[derive(ToSchema)]
+pub struct CobDevedor {
+    #[schema(schema_with = cpf)]
+    cpf: Option<String>,
+    #[schema(schema_with = cnpj)]
+    cnpj: Option<String>,
+    #[schema(schema_with = devedor_nome)]
+    nome: String,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CobValor {
+    #[schema(schema_with = amount_text)]
+    original: String,
+    /// 1: the payer may change the amount.
+    #[schema(minimum = 0, maximum = 1)]
+    modalidade_alteracao: Option<u8>,
+}
+
+#[derive(ToSchema)]
+pub struct InfoAdicional {
+    #[schema(min_length = 0, max_length = 50)]
+    nome: String,
+    #[schema(min_length = 0, max_length = 200)]
+    valor: String,
+}
+
+/// `PATCH /cob/{txid}`
+#[derive(ToSchema)]
+pub struct CobPatch {
+    status: CobPatchStatus,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum CobPatchStatus {
+    RemovidaPeloUsuarioRecebedor,
+}
+
+/// `POST /dict/pix`
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(example = json!({"pixKey": "lucas.lima0@example.com", "payment": {"currency": "BRL", "amount": 15.0},
+    "priority": "NORM", "description": "Rent"}))]
+pub struct DictPixRequest {
+    /// A PIX key of any type, in its own form.
+    #[schema(min_length = 1, max_length = 77)]
+    pix_key: String,
+    payment: DictPayment,
+    #[schema(schema_with = document)]
+    creditor_document: Option<String>,
+    /// HIGH requires `creditorDocument`.
+    priority: Option<DictPriority>,
+    #[schema(schema_with = description)]
+    description: Option<String>,
+    #[schema(schema_with = dict_expiration)]
+    expiration: Option<u64>,
+    /// Institutions the payment must not go to.
+    #[schema(schema_with = ispb_deny)]
+    ispb_deny: Option<Vec<String>>,
+}
+
+#[derive(ToSchema)]
+pub struct DictPayment {
+    currency: DictCurrency,
+    #[schema(schema_with = amount)]
+    amount: String,
+}
+
+#[derive(ToSchema)]
+pub enum DictCurrency {
+    #[serde(rename = "BRL")]
+    Brl,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum DictPriority {
+    High,
+    Norm,
+}
+
+/// `POST /api/webhooks`
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(example = json!({"url": "https://hooks.example.com/pix", "eventType": "cash_out",
+    "headers": [{"key": "X-Tenant", "value": "acme"}]}))]
+pub struct WebhookRequest {
+    #[schema(schema_with = webhook_url)]
+    url: String,
+    event_type: WebhookEventType,
+    #[schema(schema_with = webhook_headers)]
+    headers: Option<Vec<WebhookHeader>>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WebhookEventType {
+    CashIn,
+    CashOut,
+    RefundIn,
+    RefundOut,
+    MedCreated,
+    MedAccepted,
+    MedRejected,
+}
+
+/// A header sent with every delivery (not one the server sets itself).
+#[derive(ToSchema)]
+pub struct WebhookHeader {
+    #[schema(min_length = 1, max_length = 256)]
+    key: String,
+    #[schema(schema_with = webhook_header_value)]
+    value: String,
+}
+
+/// `POST /api/resend-webhook/{transactionIdentifier}` (the body is optional)
+#[derive(ToSchema)]
+pub struct ResendRequest {
+    /// Send there this once instead of the configured URL.
+    #[schema(schema_with = webhook_url)]
+    url: Option<String>,
+}
+
+/// `POST /sandbox/pix-in`
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(example = json!({"amount": 100.0}))]
+pub struct PixInRequest {
+    #[schema(schema_with = amount)]
+    amount: String,
+    #[schema(schema_with = name)]
+    payer_name: Option<String>,
+    #[schema(schema_with = document)]
+    payer_document: Option<String>,
+}
+
+/// `POST /sandbox/pay`: exactly one of `pixCode`, `transactionId` and `txid`.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxPayRequest {
+    pix_code: Option<String>,
+    transaction_id: Option<String>,
+    txid: Option<String>,
+    payer: Option<SandboxPayer>,
+}
+
+#[derive(ToSchema)]
+pub struct SandboxPayer {
+    #[schema(schema_with = name)]
+    name: String,
+    #[schema(schema_with = document)]
+    document: String,
+}
+
+/// `POST /sandbox/refund-out`
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RefundOutRequest {
+    #[schema(schema_with = e2e_id)]
+    end_to_end_id: String,
+    #[schema(schema_with = amount)]
+    amount: String,
+}
+
+/// `POST /sandbox/med`
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MedOpenRequest {
+    #[schema(schema_with = e2e_id)]
+    end_to_end_id: String,
+    /// A fraud or operational cause (default: a fraud).
+    #[schema(max_length = 64)]
+    cause: Option<String>,
+    /// Defaults to the whole payment.
+    #[schema(schema_with = amount)]
+    amount: Option<String>,
+    #[schema(schema_with = med_text)]
+    description: Option<String>,
+}
+
+/// `POST /sandbox/med/{id}/analyze`
+#[derive(ToSchema)]
+pub struct MedAnalyzeRequest {
+    result: MedResult,
+    #[schema(schema_with = med_text)]
+    details: Option<String>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum MedResult {
+    Approved,
+    Rejected,
+}
+
+/// `POST /admin/accounts`
+#[derive(ToSchema)]
+#[schema(example = json!({"name": "Acme Ltda", "document": "12ABC34501DE35", "sandbox": true}))]
+pub struct CreateAccountRequest {
+    #[schema(min_length = 1, max_length = 100)]
+    name: String,
+    #[schema(schema_with = document)]
+    document: String,
+    /// A sandbox account can use `/sandbox/*` and scenario headers.
+    sandbox: Option<bool>,
+    /// The opening balance (default 0).
+    #[serde(rename = "initialBalance")]
+    #[schema(schema_with = money_text)]
+    initial_balance: Option<String>,
+}
+
+/// `PATCH /admin/accounts/{id}`: only the members sent change.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PatchAccountRequest {
+    limits: Option<LimitsPatch>,
+    fees: Option<FeesPatch>,
+    split_frequency: Option<SplitFrequency>,
+    #[schema(minimum = 1)]
+    provider_min_expiration_seconds: Option<u32>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitsPatch {
+    #[schema(schema_with = money_text)]
+    per_transaction: Option<String>,
+    #[schema(schema_with = money_text)]
+    daily: Option<String>,
+    #[schema(schema_with = money_text)]
+    nightly: Option<String>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FeesPatch {
+    cash_out: Option<FeeRule>,
+    cash_in: Option<FeeRule>,
+    dict_pix: Option<FeeRule>,
+    refund: Option<FeeRule>,
+}
+
+#[derive(ToSchema)]
+pub struct FeeRule {
+    #[schema(schema_with = money_text)]
+    fixed: Option<String>,
+    /// A percentage as a decimal string, 0 to 100.
+    #[schema(pattern = "^[0-9]{1,3}(\\.[0-9]+)?$")]
+    percent: Option<String>,
+}
+
+fn money_text() -> Object {
+    string("In reais, a decimal string with at most 2 places")
+        .pattern(Some("^[0-9]{1,15}(\\.[0-9]{1,2})?$"))
+        .build()
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum SplitFrequency {
+    Daily,
+    Hourly,
+}
+
+/// `POST /admin/accounts/{id}/certificates`
+#[derive(ToSchema)]
+pub struct CertificateRequest {
+    /// A PEM certificate (BEGIN CERTIFICATE ... END CERTIFICATE).
+    #[schema(min_length = 1)]
+    pem: String,
+}
+
+/// `POST /admin/clock` (test clock only): exactly one of `set` and `advanceSeconds`.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClockRequest {
+    /// An RFC 3339 date-time.
+    #[schema(format = DateTime)]
+    set: Option<String>,
+    advance_seconds: Option<i64>,
+}
+
+// ---- responses built as JSON values by their handlers ----------------------------------
+
+/// A cob (`PUT`, `GET`, `PATCH /cob/{txid}`).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CobView {
+    calendario: CobCalendarioView,
+    /// 26 to 35 letters and digits.
+    txid: String,
+    /// Always 0: a cob is never revised.
+    revisao: u32,
+    loc: CobLoc,
+    /// The BR Code that pays it.
+    location: String,
+    status: CobStatus,
+    valor: CobValorView,
+    /// The account's receiving key.
+    chave: String,
+    devedor: Option<CobDevedorView>,
+    solicitacao_pagador: Option<String>,
+    info_adicionais: Vec<InfoAdicional>,
+}
+
+#[derive(ToSchema)]
+pub struct CobCalendarioView {
+    /// RFC 3339, UTC.
+    criacao: String,
+    /// Seconds from creation.
+    expiracao: u64,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CobLoc {
+    id: u64,
+    location: String,
+    tipo_cob: String,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum CobStatus {
+    Ativa,
+    Concluida,
+    RemovidaPeloUsuarioRecebedor,
+    RemovidaPeloPsp,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CobValorView {
+    #[schema(schema_with = amount_text)]
+    original: String,
+    modalidade_alteracao: u8,
+}
+
+/// The debtor as it was given: `cpf` or `cnpj`, and `nome`.
+#[derive(ToSchema)]
+pub struct CobDevedorView {
+    cpf: Option<String>,
+    cnpj: Option<String>,
+    nome: String,
+}
+
+/// An account's settings (`PATCH /admin/accounts/{id}`, and `settings` of the account).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SettingsView {
+    limits: LimitsView,
+    fees: FeesView,
+    split_frequency: SplitFrequency,
+    provider_min_expiration_seconds: u32,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitsView {
+    #[schema(schema_with = money_text)]
+    per_transaction: String,
+    #[schema(schema_with = money_text)]
+    daily: String,
+    #[schema(schema_with = money_text)]
+    nightly: String,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FeesView {
+    cash_out: FeeRuleView,
+    cash_in: FeeRuleView,
+    dict_pix: FeeRuleView,
+    refund: FeeRuleView,
+}
+
+#[derive(ToSchema)]
+pub struct FeeRuleView {
+    #[schema(schema_with = money_text)]
+    fixed: String,
+    /// A percentage as a decimal string.
+    percent: String,
+}
