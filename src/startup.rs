@@ -219,6 +219,7 @@ impl Application {
         if let Err(e) = self.commit.drain().await {
             tracing::error!(error = %e, "queued writes were not all written");
         }
+        telemetry::flush_payment_lines();
         let commit = Arc::clone(&self.commit);
         let checkpointed = actix_web::rt::task::spawn_blocking(move || {
             let done = commit.checkpoint_now();

@@ -239,22 +239,98 @@ fn describe_and_zero() {
     metrics::gauge!("pixgw_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
 }
 
-/// Logs a step of a payment's life (created, or a final status reached).
+/// Payment lines waiting for their thread before new ones are dropped (and counted).
+pub const PAYMENT_LINES_QUEUED_MAX: usize = 65_536;
+
+/// A step of a payment, as the account actor hands it to the payment log thread.
+struct PaymentLine {
+    account: u64,
+    operation: &'static str,
+    status: &'static str,
+    step: &'static str,
+    transaction_id: uuid::Uuid,
+    end_to_end_id: String,
+    value: crate::domain::money::Money,
+    error_code: Option<&'static str>,
+    request_id: Option<std::sync::Arc<str>>,
+}
+
+enum PaymentLog {
+    Line(Box<PaymentLine>),
+    /// Answered once every line sent before it is logged.
+    Flush(std::sync::mpsc::SyncSender<()>),
+}
+
+/// Payment lines dropped because their queue was full.
+static DROPPED_PAYMENT_LINES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The payment log thread's queue, started at the first payment line.
+fn payment_log() -> &'static std::sync::mpsc::SyncSender<PaymentLog> {
+    static QUEUE: OnceLock<std::sync::mpsc::SyncSender<PaymentLog>> = OnceLock::new();
+    QUEUE.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<PaymentLog>(PAYMENT_LINES_QUEUED_MAX);
+        let spawned = std::thread::Builder::new().name("pixgw-paylog".into()).spawn(move || {
+            for msg in rx {
+                match msg {
+                    PaymentLog::Line(l) => tracing::info!(
+                        target: "pixgw::payments",
+                        account = l.account,
+                        operation = l.operation,
+                        status = l.status,
+                        transaction_id = %l.transaction_id,
+                        end_to_end_id = %l.end_to_end_id,
+                        value = %l.value,
+                        error_code = l.error_code,
+                        request_id = l.request_id.as_deref(),
+                        "payment {}", l.step
+                    ),
+                    PaymentLog::Flush(done) => {
+                        let _ = done.send(());
+                    }
+                }
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start the payment log thread; payment lines are dropped");
+        }
+        tx
+    })
+}
+
+/// Logs a step of a payment's life (created, or a final status reached), with the request
+/// that caused it when there is one.
 ///
-/// Called when the change is handed to the journal; a write that then fails stops every
-/// write, and that is logged as an error of its own. Neither the counterpart's name nor its
-/// document is logged.
-pub fn log_payment(tx: &Transaction) {
-    tracing::info!(
-        account = tx.account_id.get(),
-        operation = tx.kind.as_str(),
-        status = tx.status.as_str(),
-        transaction_id = %tx.transaction_id,
-        end_to_end_id = %tx.end_to_end_id,
-        value = %tx.value,
-        error_code = tx.error_code.map(|c| c.as_str()),
-        "payment {}", payment_step(tx)
-    );
+/// The account actor serializes its account's payments, so it only hands the line over; a
+/// thread of its own formats it (formatting a line costs more than the rest of a cash-out's
+/// work in the actor). Called when the change is handed to the journal; a write that then
+/// fails stops every write, and that is logged as an error of its own. Neither the
+/// counterpart's name nor its document is logged.
+pub fn log_payment(tx: &Transaction, request_id: Option<&std::sync::Arc<str>>) {
+    if !tracing::enabled!(target: "pixgw::payments", tracing::Level::INFO) {
+        return;
+    }
+    let line = PaymentLine {
+        account: tx.account_id.get(),
+        operation: tx.kind.as_str(),
+        status: tx.status.as_str(),
+        step: payment_step(tx),
+        transaction_id: tx.transaction_id,
+        end_to_end_id: tx.end_to_end_id.clone(),
+        value: tx.value,
+        error_code: tx.error_code.map(|c| c.as_str()),
+        request_id: request_id.cloned(),
+    };
+    if payment_log().try_send(PaymentLog::Line(Box::new(line))).is_err() {
+        DROPPED_PAYMENT_LINES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Waits (at most a second) until the payment lines sent so far are logged: at shutdown.
+pub fn flush_payment_lines() {
+    let (done, wait) = std::sync::mpsc::sync_channel(1);
+    if payment_log().try_send(PaymentLog::Flush(done)).is_ok() {
+        let _ = wait.recv_timeout(std::time::Duration::from_secs(1));
+    }
 }
 
 /// Counts a payment that reached a final status.
@@ -294,9 +370,9 @@ pub fn record_process_metrics() {
             metrics::gauge!("process_resident_memory_bytes").set(kb * 1024.0);
         }
     }
-    if let Some(dropped) = DROPPED_LINES.get() {
-        metrics::counter!("pixgw_log_lines_dropped_total").absolute(dropped.dropped_lines() as u64);
-    }
+    let payments = DROPPED_PAYMENT_LINES.load(std::sync::atomic::Ordering::Relaxed);
+    let lines = DROPPED_LINES.get().map_or(0, |d| d.dropped_lines() as u64);
+    metrics::counter!("pixgw_log_lines_dropped_total").absolute(lines + payments);
     if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
         metrics::gauge!("process_open_fds").set(fds.count() as f64);
     }

@@ -81,6 +81,8 @@ pub struct AccountActor {
     /// A wait for this actor's writes to become durable is under way, after which it
     /// forgets them (see [`AccountActor::forget_when_durable`]).
     forgetting: bool,
+    /// The request whose message is being handled, if one is (see `Traced`).
+    pub(super) request_id: Option<Arc<str>>,
 }
 
 /// What an actor keeps of its account's record: what its commands read (not the secrets,
@@ -166,6 +168,7 @@ impl AccountActor {
             replies_pending: 0,
             timer: None,
             forgetting: false,
+            request_id: None,
         };
         if let Err(e) = actor.load_pending() {
             actor.ledger = Err(e);
@@ -354,7 +357,7 @@ impl AccountActor {
         // each final status its events announce; the metrics count the final ones.
         for record in &records {
             if let Record::NewTransaction(tx) = record {
-                crate::telemetry::log_payment(tx);
+                crate::telemetry::log_payment(tx, self.request_id.as_ref());
             }
         }
         for e in &events {
@@ -363,7 +366,7 @@ impl AccountActor {
                     .iter()
                     .any(|r| matches!(r, Record::NewTransaction(t) if t.local_id == tx.local_id));
                 if !created_here {
-                    crate::telemetry::log_payment(tx);
+                    crate::telemetry::log_payment(tx, self.request_id.as_ref());
                 }
                 crate::telemetry::count_payment(tx);
             }

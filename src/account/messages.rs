@@ -124,12 +124,12 @@ pub struct CloseMed {
     pub details: Option<String>,
 }
 
-/// A message sent on behalf of a request. The actor handles it inside the request's span,
-/// so what it logs meanwhile (a payment accepted) carries the request id and the account.
+/// A message sent on behalf of a request. While the actor handles it, the request's id is
+/// at hand, so the payment lines it logs name the request (see `telemetry::log_payment`).
 #[derive(Clone)]
 pub struct Traced<M> {
     pub msg: M,
-    pub span: tracing::Span,
+    pub request_id: Option<std::sync::Arc<str>>,
 }
 
 impl<M: Message> Message for Traced<M> {
@@ -144,8 +144,10 @@ macro_rules! traced {
             type Result = <super::AccountActor as actix::Handler<$m>>::Result;
 
             fn handle(&mut self, traced: Traced<$m>, ctx: &mut Self::Context) -> Self::Result {
-                let _inside = traced.span.enter();
-                <Self as actix::Handler<$m>>::handle(self, traced.msg, ctx)
+                self.request_id = traced.request_id;
+                let result = <Self as actix::Handler<$m>>::handle(self, traced.msg, ctx);
+                self.request_id = None;
+                result
             }
         }
     )*};

@@ -24,7 +24,7 @@ pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
 /// The request id, kept in the request's extensions for handlers, the envelope and logs.
 #[derive(Debug, Clone)]
-pub struct RequestId(pub String);
+pub struct RequestId(pub std::sync::Arc<str>);
 
 /// The authenticated account of a request, for its access line.
 #[derive(Debug, Clone, Copy)]
@@ -39,7 +39,12 @@ pub fn record_account(req: &HttpRequest, account: AccountId) {
 
 /// The request id of a request this middleware saw (empty if it did not).
 pub fn request_id(req: &HttpRequest) -> String {
-    req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default()
+    req.extensions().get::<RequestId>().map(|r| r.0.to_string()).unwrap_or_default()
+}
+
+/// The request id, shared (it travels with messages to account actors).
+pub fn shared_request_id(req: &HttpRequest) -> Option<std::sync::Arc<str>> {
+    req.extensions().get::<RequestId>().map(|r| r.0.clone())
 }
 
 pub async fn access(
@@ -48,7 +53,7 @@ pub async fn access(
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let started = Instant::now();
     let request_id = uuid::Uuid::new_v4().to_string();
-    req.extensions_mut().insert(RequestId(request_id.clone()));
+    req.extensions_mut().insert(RequestId(request_id.as_str().into()));
     let method = req.method().clone();
     // At error level so that the span is on whenever any line is: an error logged under
     // `RUST_LOG=warn` still says which request it belongs to.

@@ -28,6 +28,8 @@ pub struct Caller {
     pub account_id: AccountId,
     pub client_id: ClientId,
     pub sandbox: bool,
+    /// The id of the request it made, for what its account actor logs.
+    pub request_id: Option<std::sync::Arc<str>>,
 }
 
 fn bearer(req: &HttpRequest) -> Option<&str> {
@@ -69,6 +71,7 @@ pub(super) fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
         account_id: subject.account_id,
         client_id: subject.client_id,
         sandbox: account.profile.sandbox,
+        request_id: super::access::shared_request_id(req),
     })
 }
 

@@ -66,7 +66,7 @@ where
     T: Send + 'static,
     AccountActor: actix::Handler<Traced<M>>,
 {
-    let msg = Traced { msg, span: tracing::Span::current() };
+    let msg = Traced { msg, request_id: caller.request_id.clone() };
     // An idle actor may stop between the registry's answer and this message: a closed
     // mailbox means the message was never handled, so it goes to a fresh actor.
     for _ in 0..ASK_ATTEMPTS_MAX - 1 {

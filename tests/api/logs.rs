@@ -151,8 +151,8 @@ async fn a_run_logs_each_request_and_payment_and_never_a_secret() {
     };
     let accepted = payment("accepted");
     assert_eq!(accepted.len(), 1, "{text}");
-    assert_eq!(accepted[0]["span"]["request_id"], request_id, "logged inside the request's span");
-    assert_eq!(accepted[0]["span"]["account"], demo);
+    assert_eq!(accepted[0]["fields"]["request_id"], request_id, "the request that made it");
+    assert_eq!(accepted[0]["fields"]["account"], demo);
     assert_eq!(accepted[0]["fields"]["end_to_end_id"], e2e);
     assert_eq!(accepted[0]["fields"]["operation"], "CASH_OUT");
     assert_eq!(accepted[0]["fields"]["value"], "10.50");
