@@ -132,7 +132,6 @@ pub struct AccountView {
     sandbox: bool,
     client_id: String,
     receiving_key: String,
-    #[schema(value_type = Object)]
     #[schema(value_type = super::schemas::SettingsView)]
     settings: Value,
     created_at: String,

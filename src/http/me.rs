@@ -22,7 +22,7 @@ pub struct MyAccount {
     client_id: String,
     /// The EVP key that this account's charges carry.
     receiving_key: String,
-    #[schema(value_type = Object)]
+    #[schema(value_type = super::schemas::SettingsView)]
     settings: Value,
 }
 

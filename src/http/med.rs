@@ -36,7 +36,7 @@ const MED_PARAMS: [&str; 6] = ["status", "isReconciled", "startDate", "endDate",
     post, operation_id = "open_med_case", path = "/sandbox/med", tag = "sandbox",
     request_body(content = super::schemas::MedOpenRequest),
     responses(
-        (status = 201, description = "The MED, RECEIVED; the disputed amount (capped at what is available) is blocked", body = Object),
+        (status = 201, description = "The MED, RECEIVED; the disputed amount (capped at what is available) is blocked", body = super::schemas::MedView),
         (status = 400, body = ExtendedErrorBody),
         (status = 403, body = ExtendedErrorBody),
     ),
@@ -78,7 +78,7 @@ fn med_id(path: &str) -> Result<u64, ApiError> {
     params(("id" = u64, Path, description = "the MED's id")),
     request_body(content = super::schemas::MedAnalyzeRequest),
     responses(
-        (status = 200, description = "ANALYZED: approved debits the blocked amount as a Refund in, rejected releases it", body = Object),
+        (status = 200, description = "ANALYZED: approved debits the blocked amount as a Refund in, rejected releases it", body = super::schemas::MedView),
         (status = 400, body = ExtendedErrorBody),
         (status = 404, body = ExtendedErrorBody),
         (status = 409, description = "Already analyzed or cancelled", body = ExtendedErrorBody),
@@ -114,7 +114,7 @@ pub async fn analyze(
     post, operation_id = "cancel_med_case", path = "/sandbox/med/{id}/cancel", tag = "sandbox",
     params(("id" = u64, Path, description = "the MED's id")),
     responses(
-        (status = 200, description = "CANCELLED (REFUND_CANCELLATION); the blocked amount is released", body = Object),
+        (status = 200, description = "CANCELLED (REFUND_CANCELLATION); the blocked amount is released", body = super::schemas::MedView),
         (status = 404, body = ExtendedErrorBody),
         (status = 409, description = "Already analyzed or cancelled", body = ExtendedErrorBody),
     ),
@@ -155,7 +155,7 @@ pub struct MedMetadata {
 
 #[derive(Serialize, ToSchema)]
 pub struct MedPage {
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<super::schemas::MedView>)]
     data: Vec<Value>,
     metadata: MedMetadata,
 }

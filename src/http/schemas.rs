@@ -732,3 +732,113 @@ pub struct FeeRuleView {
     /// A percentage as a decimal string.
     percent: String,
 }
+
+/// A MED case (`POST /sandbox/med`, `.../analyze`, `.../cancel`, and each item of `GET /api/med`).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MedView {
+    id: u64,
+    #[schema(schema_with = e2e_id)]
+    end_to_end: String,
+    status: MedStatusView,
+    reason: MedReasonView,
+    cause: Option<String>,
+    description: Option<String>,
+    analysis_result: Option<MedResult>,
+    analysis_details: Option<String>,
+    requesting_bank: MedBank,
+    contested_bank: MedBank,
+    original_transaction: Option<MedOriginal>,
+    is_reconciled: bool,
+    original_transaction_id: Option<u64>,
+    /// In reais, a JSON number.
+    amount: f64,
+    /// In reais, a JSON number: what is blocked of the account's balance for it.
+    blocked_amount: f64,
+    refund_transaction_id: Option<u64>,
+    /// RFC 3339, UTC.
+    created_at: String,
+    /// RFC 3339, UTC.
+    updated_at: String,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum MedStatusView {
+    Open,
+    Received,
+    Cancelled,
+    Analyzed,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum MedReasonView {
+    RefundRequest,
+    RefundCancellation,
+}
+
+#[derive(ToSchema)]
+pub struct MedBank {
+    ispb: String,
+    name: String,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MedOriginal {
+    /// In reais, a JSON number.
+    amount: f64,
+    #[serde(rename = "type")]
+    kind: String,
+    transaction_type: String,
+    name: String,
+    /// Masked.
+    document: Option<String>,
+    date_time: String,
+}
+
+/// The other side of a transaction (`GET /api/transactions/{id}`).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CounterpartView {
+    name: String,
+    /// Digits (or the alphanumeric CNPJ) as given.
+    document: Option<String>,
+    key: Option<String>,
+    /// In the words of the request that made the payment (DOCUMENT, EMAIL, PHONE, RANDOM, ...).
+    key_type: Option<String>,
+    bank: Option<CounterpartBank>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CounterpartBank {
+    ispb: String,
+    name: String,
+    code: String,
+    branch: Option<String>,
+    account_number: Option<String>,
+}
+
+/// The other side of a transaction in a list item (document masked).
+#[derive(ToSchema)]
+pub struct ListedCounterpart {
+    name: String,
+    document: Option<String>,
+    bank: Option<ListedBank>,
+}
+
+#[derive(ToSchema)]
+pub struct ListedBank {
+    #[serde(rename = "bankISPB")]
+    bank_ispb: String,
+    #[serde(rename = "bankName")]
+    bank_name: String,
+    #[serde(rename = "bankCode")]
+    bank_code: String,
+    #[serde(rename = "accountBranch")]
+    account_branch: Option<String>,
+    #[serde(rename = "accountNumber")]
+    account_number: Option<String>,
+}

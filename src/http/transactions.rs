@@ -41,7 +41,7 @@ pub struct TransactionView {
     end_to_end_id: String,
     created_at: String,
     processed_at: Option<String>,
-    #[schema(value_type = Object)]
+    #[schema(value_type = super::schemas::CounterpartView)]
     counterpart: Value,
     /// A split's transfer: the numeric id of its charge.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -158,7 +158,7 @@ pub struct ListedTransaction {
     end_to_end_id: String,
     created_at: String,
     processed_at: Option<String>,
-    #[schema(value_type = Object)]
+    #[schema(value_type = super::schemas::ListedCounterpart)]
     counterpart: Value,
 }
 

@@ -177,7 +177,8 @@ pub struct WebhookRecord {
     #[serde(rename = "type")]
     kind: &'static str,
     url: String,
-    #[schema(value_type = Object)]
+    /// The custom headers, name to value.
+    #[schema(value_type = std::collections::BTreeMap<String, String>)]
     headers: Value,
     is_active: bool,
     created_at: String,
