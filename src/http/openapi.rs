@@ -100,6 +100,7 @@ impl Modify for CommonResponses {
                     add("503", "Storage does not answer");
                 }
                 if method == HttpMethod::Post && super::idempotency::applies_to_path(path) {
+                    add("400", "The request breaks a rule (a malformed Idempotency-Key among them); the body says which");
                     add("409", "A request under this Idempotency-Key is still running, or was interrupted");
                     add("422", "This Idempotency-Key was used for another request");
                 }

@@ -84,7 +84,7 @@ fn webhook_url() -> Object {
     text(WEBHOOK_URL_LEN_MAX, "An https URL (http only when the server allows it), not to a private address")
 }
 fn webhook_header_value() -> Object {
-    text(WEBHOOK_HEADER_VALUE_LEN_MAX, "Printable text")
+    string("Printable text, possibly empty").max_length(Some(WEBHOOK_HEADER_VALUE_LEN_MAX)).build()
 }
 fn charge_expiration() -> Object {
     ObjectBuilder::new()
@@ -377,6 +377,7 @@ pub struct InfoAdicional {
 
 /// `PATCH /cob/{txid}`
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CobPatch {
     status: CobPatchStatus,
 }
@@ -466,6 +467,7 @@ pub struct WebhookHeader {
 
 /// `POST /api/resend-webhook/{transactionIdentifier}` (the body is optional)
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ResendRequest {
     /// Send there this once instead of the configured URL.
     #[schema(schema_with = webhook_url)]
@@ -488,6 +490,7 @@ pub struct PixInRequest {
 /// `POST /sandbox/pay`: exactly one of `pixCode`, `transactionId` and `txid`.
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub struct SandboxPayRequest {
     pix_code: Option<String>,
     transaction_id: Option<String>,
@@ -496,6 +499,7 @@ pub struct SandboxPayRequest {
 }
 
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SandboxPayer {
     #[schema(schema_with = name)]
     name: String,
@@ -516,6 +520,7 @@ pub struct RefundOutRequest {
 /// `POST /sandbox/med`
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub struct MedOpenRequest {
     #[schema(schema_with = e2e_id)]
     end_to_end_id: String,
@@ -531,6 +536,7 @@ pub struct MedOpenRequest {
 
 /// `POST /sandbox/med/{id}/analyze`
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct MedAnalyzeRequest {
     result: MedResult,
     #[schema(schema_with = med_text)]
@@ -547,6 +553,7 @@ pub enum MedResult {
 /// `POST /admin/accounts`
 #[derive(ToSchema)]
 #[schema(example = json!({"name": "Acme Ltda", "document": "12ABC34501DE35", "sandbox": true}))]
+#[serde(deny_unknown_fields)]
 pub struct CreateAccountRequest {
     #[schema(min_length = 1, max_length = 100)]
     name: String,
@@ -563,6 +570,7 @@ pub struct CreateAccountRequest {
 /// `PATCH /admin/accounts/{id}`: only the members sent change.
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub struct PatchAccountRequest {
     limits: Option<LimitsPatch>,
     fees: Option<FeesPatch>,
@@ -573,6 +581,7 @@ pub struct PatchAccountRequest {
 
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub struct LimitsPatch {
     #[schema(schema_with = money_text)]
     per_transaction: Option<String>,
@@ -584,6 +593,7 @@ pub struct LimitsPatch {
 
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub struct FeesPatch {
     cash_out: Option<FeeRule>,
     cash_in: Option<FeeRule>,
@@ -592,6 +602,7 @@ pub struct FeesPatch {
 }
 
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct FeeRule {
     #[schema(schema_with = money_text)]
     fixed: Option<String>,
@@ -615,6 +626,7 @@ pub enum SplitFrequency {
 
 /// `POST /admin/accounts/{id}/certificates`
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CertificateRequest {
     /// A PEM certificate (BEGIN CERTIFICATE ... END CERTIFICATE).
     #[schema(min_length = 1)]
@@ -624,6 +636,7 @@ pub struct CertificateRequest {
 /// `POST /admin/clock` (test clock only): exactly one of `set` and `advanceSeconds`.
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub struct ClockRequest {
     /// An RFC 3339 date-time.
     #[schema(format = DateTime)]
