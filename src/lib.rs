@@ -20,7 +20,8 @@
 //!   commit and checkpoints, the overlay readers see, the pages under it, the record formats
 //!   (`codec`), the start-up migrations, the typed repository and the key layout.
 //! - [`http`]: DTOs, handlers, authentication extractors, the one error mapping, the route
-//!   table and the OpenAPI document.
+//!   table, the access middleware (request id, span, access line) and the OpenAPI document
+//!   with its request schemas.
 //! - [`clock`]: the server clock (system, or the adjustable test clock).
 //! - [`bootstrap`]: first start (Demo account, credentials file, keys).
 //! - [`config`], [`telemetry`], [`startup`]: settings, logs and metrics, wiring.
