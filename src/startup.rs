@@ -189,7 +189,6 @@ impl Application {
                 .app_data(state.clone())
                 .app_data(web::PayloadConfig::new(REQUEST_BODY_BYTES_MAX))
                 .wrap(from_fn(http::body::read_within_deadline))
-                .wrap(from_fn(http::ops::record_metrics))
                 .wrap(from_fn(http::error::envelope))
                 .wrap(from_fn(http::access::access))
                 .configure(|cfg| {

@@ -1,4 +1,5 @@
-//! The outermost middleware: every request gets an id, a tracing span, and one access line.
+//! The outermost middleware: every request gets an id, a tracing span, one access line,
+//! and its count and latency in the request metrics.
 //!
 //! The id is made here, answered in `x-request-id`, and is the `errorId` of an error body
 //! (the envelope reads it from the request's extensions). Every line logged while the
@@ -64,6 +65,14 @@ pub async fn access(
     if let Ok(v) = HeaderValue::from_str(&request_id) {
         res.headers_mut().insert(HeaderName::from_static(REQUEST_ID_HEADER), v);
     }
+    let elapsed = started.elapsed();
+    // The pattern, not the path: ids in URLs would multiply the series and leak into logs.
+    let route = res.request().match_pattern().unwrap_or_else(|| "unmatched".to_owned());
+    let status = res.status().as_u16();
+    metrics::counter!("http_requests_total", "route" => route.clone(), "method" => method.to_string(), "status" => status.to_string())
+        .increment(1);
+    metrics::histogram!("http_request_duration_seconds", "route" => route.clone())
+        .record(elapsed.as_secs_f64());
     let account = res.request().extensions().get::<CallerAccount>().map(|c| c.0.get());
     let bytes = match res.response().body().size() {
         BodySize::Sized(n) => Some(n),
@@ -74,9 +83,9 @@ pub async fn access(
         target: "pixgw::access",
         request_id = %request_id,
         method = %method,
-        route = res.request().match_pattern().as_deref().unwrap_or("unmatched"),
-        status = res.status().as_u16(),
-        latency_us = started.elapsed().as_micros() as u64,
+        route = route.as_str(),
+        status,
+        latency_us = elapsed.as_micros() as u64,
         account,
         bytes,
         "request"

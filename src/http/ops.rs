@@ -1,11 +1,6 @@
-//! Operations routes (beyond the interface): health, metrics, the OpenAPI document, the
-//! docs page, and the request metrics middleware.
+//! Operations routes (beyond the interface): health, metrics, the OpenAPI document and the
+//! docs page. Requests are counted and timed by the access middleware (`access.rs`).
 
-use std::time::Instant;
-
-use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::middleware::Next;
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
 use utoipa::{OpenApi, ToSchema};
@@ -58,22 +53,4 @@ pub async fn openapi() -> HttpResponse {
 )]
 pub async fn docs_redirect() -> HttpResponse {
     HttpResponse::PermanentRedirect().insert_header(("Location", "/docs/")).finish()
-}
-
-/// Counts requests by route pattern, method and status, and times them.
-pub async fn record_metrics(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let started = Instant::now();
-    let method = req.method().to_string();
-    let res = next.call(req).await?;
-    // The pattern, not the path, so ids in URLs do not multiply the series.
-    let route = res.request().match_pattern().unwrap_or_else(|| "unmatched".to_owned());
-    let status = res.status().as_u16().to_string();
-    metrics::counter!("http_requests_total", "route" => route.clone(), "method" => method, "status" => status)
-        .increment(1);
-    metrics::histogram!("http_request_duration_seconds", "route" => route)
-        .record(started.elapsed().as_secs_f64());
-    Ok(res)
 }
