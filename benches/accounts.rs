@@ -16,7 +16,7 @@ use pixgw::domain::document::TaxId;
 use pixgw::domain::money::Money;
 use pixgw::domain::pix_key::{parse_directory_key, DirectoryKeyType};
 use pixgw::domain::transaction::{Counterpart, TxKind};
-use pixgw::sim::bank::Bank;
+use pixgw::sim::bank::SimulatedBank;
 use pixgw::sim::directory::Directory;
 use pixgw::store::{JournalOptions, Repo, Storage};
 
@@ -60,7 +60,7 @@ async fn run(n: u64, dir: std::path::PathBuf) -> anyhow::Result<()> {
     let directory = Arc::new(Directory::embedded()?);
     let bank_dir = Arc::clone(&directory);
     let bank = actix::Actor::start_in_arbiter(&actix::Arbiter::new().handle(), move |_| {
-        Bank::new(bank_dir, Duration::from_millis(20))
+        SimulatedBank::new(bank_dir, Duration::from_millis(20))
     });
     let deps = Arc::new(Deps {
         repo: repo.clone(),
@@ -83,7 +83,7 @@ async fn run(n: u64, dir: std::path::PathBuf) -> anyhow::Result<()> {
             document: TaxId::parse("52998224725").map_err(|e| anyhow::anyhow!("{e:?}"))?,
             sandbox: true,
         };
-        let created = pixgw::accounts::create_account(&repo, profile, opening, None, clock.now())?;
+        let created = pixgw::admin::create_account(&repo, profile, opening, None, clock.now())?;
         ids.push(created.record.id);
     }
     println!("created {n} accounts in {:.1?}; resident memory: {:.0} MB", started.elapsed(), rss_mb());

@@ -15,7 +15,7 @@ use anyhow::Context;
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use crate::accounts;
+use crate::admin;
 use crate::auth::certs;
 use crate::auth::secrets;
 use crate::domain::account::{AccountName, AccountProfile};
@@ -102,7 +102,7 @@ fn create_demo(
         document: TaxId::parse(DEMO_DOCUMENT).map_err(anyhow::Error::msg)?,
         sandbox: true,
     };
-    let created = accounts::create_account(repo, profile, Money::ZERO, Some(&parsed), now)
+    let created = admin::create_account(repo, profile, Money::ZERO, Some(&parsed), now)
         .map_err(|e| anyhow::anyhow!("creating the Demo account: {e}"))?;
     let admin_token = match admin_override {
         Some(t) => t.to_owned(),

@@ -30,9 +30,10 @@
 //! `domain`; nothing imports `http`. `load` is a client of the public API only.
 
 pub mod account;
-pub mod accounts;
+pub mod admin;
 pub mod auth;
 pub mod bootstrap;
+pub mod cause;
 pub mod clock;
 pub mod config;
 pub mod domain;

@@ -15,9 +15,10 @@ use crate::auth::tokens::TokenKeys;
 use crate::bootstrap::{self, Boot};
 use crate::clock::Clock;
 use crate::config::{Settings, REQUEST_BODY_BYTES_MAX};
-use crate::domain::delivery::{RateWindow, RESEND_PER_WINDOW_MAX, RESEND_WINDOW_SECONDS};
+use crate::domain::delivery::{RESEND_PER_WINDOW_MAX, RESEND_WINDOW_SECONDS};
+use crate::domain::rate::RateWindow;
 use crate::http::{self, AppState};
-use crate::sim::bank::Bank;
+use crate::sim::bank::SimulatedBank;
 use crate::sim::directory::Directory;
 use crate::store::{GroupCommit, JournalOptions, Repo, Storage};
 use crate::telemetry;
@@ -104,7 +105,7 @@ impl Application {
             keys.account_by_receiving_key(&k.key).ok().flatten()
         });
         let bank = actix::Actor::start_in_arbiter(&actix::Arbiter::new().handle(), move |_| {
-            Bank::new(bank_directory, settle_delay).with_on_us(on_us)
+            SimulatedBank::new(bank_directory, settle_delay).with_on_us(on_us)
         });
         let deps = Arc::new(Deps {
             repo: repo.clone(),

@@ -23,6 +23,7 @@ use actix::prelude::*;
 use chrono::{DateTime, Utc};
 
 use super::messages::*;
+use crate::cause::Cause;
 use crate::clock::Clock;
 use crate::domain::account::AccountSettings;
 use crate::domain::decide::{self, Account, Fresh, Ids, Plan, Record, Refusal, FRESH_RANDOM_BYTES};
@@ -31,7 +32,7 @@ use crate::domain::ledger::{Ledger, StoredKeys};
 use crate::domain::med::{Med, MedStatus};
 use crate::domain::pix_key::parse_directory_key;
 use crate::domain::transaction::{BankInfo, ErrorCode, Transaction, TxKind, TxStatus};
-use crate::sim::bank::{Bank, Submit};
+use crate::sim::bank::{SimulatedBank, Submit};
 use crate::sim::directory::Directory;
 use crate::store::{AccountRecord, CommitError, GroupCommit, Repo, RepoError, StoreError};
 
@@ -49,7 +50,7 @@ pub struct Deps {
     pub repo: Repo,
     pub commit: Arc<GroupCommit>,
     pub clock: Arc<Clock>,
-    pub bank: Addr<Bank>,
+    pub bank: Addr<SimulatedBank>,
     pub directory: Arc<Directory>,
     /// Where a payer's actor hands the credits its on-us payments owe; set once the
     /// registry exists (unset, a credit waits in storage for the next start).
@@ -235,11 +236,13 @@ impl AccountActor {
     // ---- gather ------------------------------------------------------------------------
 
     /// What the pure rules read of this account; refused while halted.
-    pub(super) fn view(&self) -> Result<Account<'_>, PayError> {
+    pub(super) fn view(&self) -> Result<Account<'_>, CommandError> {
         if self.halted {
-            return Err(PayError::Unavailable("the account is restarting; retry".into()));
+            return Err(CommandError::Unavailable(Cause::msg("the account is restarting; retry")));
         }
-        let ledger = self.ledger.as_ref().map_err(|e| PayError::Unavailable(e.clone()))?;
+        let ledger = self.ledger.as_ref().map_err(|e| {
+            CommandError::Unavailable(Cause::msg(e.clone()).context("loading the ledger failed"))
+        })?;
         Ok(Account {
             id: self.account.id,
             settings: &self.account.settings,
@@ -258,20 +261,21 @@ impl AccountActor {
         &mut self,
         r: Result<T, RepoError>,
         ctx: &mut Context<Self>,
-    ) -> Result<T, PayError> {
+    ) -> Result<T, CommandError> {
         r.map_err(|e| self.halt(&format!("storage read failed: {e}"), ctx))
     }
 
     /// `n` fresh ids for a command. A full disk (no room to reserve ids) refuses the
     /// command; any other storage failure halts the actor.
-    pub(super) fn draw_ids(&mut self, n: usize, ctx: &mut Context<Self>) -> Result<Ids, PayError> {
+    pub(super) fn draw_ids(&mut self, n: usize, ctx: &mut Context<Self>) -> Result<Ids, CommandError> {
         let mut random = vec![0u8; n * FRESH_RANDOM_BYTES];
-        getrandom::fill(&mut random).map_err(|e| PayError::Unavailable(format!("no randomness: {e}")))?;
+        getrandom::fill(&mut random)
+            .map_err(|e| CommandError::Unavailable(Cause::new(e).context("no randomness")))?;
         let mut fresh = Vec::with_capacity(n);
         for chunk in random.chunks_exact(FRESH_RANDOM_BYTES) {
             let local_id = match self.deps.repo.store().generate_id() {
                 Ok(id) => id,
-                Err(StoreError::Full(why)) => return Err(PayError::Unavailable(why)),
+                Err(e @ StoreError::Full(_)) => return Err(CommandError::Unavailable(Cause::new(e))),
                 Err(e) => return Err(self.halt(&format!("drawing ids failed: {e}"), ctx)),
             };
             let mut bytes = [0u8; FRESH_RANDOM_BYTES];
@@ -288,7 +292,7 @@ impl AccountActor {
         external_id: Option<&str>,
         idempotency_key: Option<&str>,
         ctx: &mut Context<Self>,
-    ) -> Result<StoredKeys, PayError> {
+    ) -> Result<StoredKeys, CommandError> {
         let r = self.deps.repo.stored_keys(self.account.id, external_id, idempotency_key);
         self.read(r, ctx)
     }
@@ -299,7 +303,7 @@ impl AccountActor {
         &mut self,
         local_id: u64,
         ctx: &mut Context<Self>,
-    ) -> Result<Option<Transaction>, PayError> {
+    ) -> Result<Option<Transaction>, CommandError> {
         self.prune_unapplied();
         if let Some((_, tx)) = self.work.as_ref().and_then(|w| w.unapplied.get(&local_id)) {
             return Ok(Some((**tx).clone()));
@@ -328,28 +332,30 @@ impl AccountActor {
     // ---- execute -----------------------------------------------------------------------
 
     /// Answers a refusal; a bug halts the actor.
-    pub(super) fn refused(&mut self, r: Refusal, ctx: &mut Context<Self>) -> PayError {
+    pub(super) fn refused(&mut self, r: Refusal, ctx: &mut Context<Self>) -> CommandError {
         if let Refusal::Bug(why) = &r {
             let why = why.clone();
             self.halt(&why, ctx);
         }
-        PayError::from(r)
+        CommandError::from(r)
     }
 
     /// Carries out a plan: queues its writes, applies the ledger's change, tracks its
     /// records, and answers its reply (sent once durable by the handler).
-    pub(super) fn execute<R>(&mut self, plan: Plan<R>, ctx: &mut Context<Self>) -> Result<R, PayError> {
+    pub(super) fn execute<R>(&mut self, plan: Plan<R>, ctx: &mut Context<Self>) -> Result<R, CommandError> {
         let Plan { ledger, records, events, reply } = plan;
         let batch = match self.deps.repo.plan_batch(self.account.id, ledger.as_ref(), &records, &events) {
             Ok(b) => b,
-            Err(RepoError::Store(StoreError::Full(why))) => return Err(PayError::Unavailable(why)),
+            Err(e @ RepoError::Store(StoreError::Full(_))) => {
+                return Err(CommandError::Unavailable(Cause::new(e)))
+            }
             Err(e) => return Err(self.halt(&format!("encoding a plan failed: {e}"), ctx)),
         };
         self.prune_unapplied();
         let ticket = match self.deps.commit.submit(batch) {
             Ok(ticket) => ticket,
             // Refused before anything was written or applied: the command did not happen.
-            Err(CommitError::Full(why)) => return Err(PayError::Unavailable(why)),
+            Err(e @ CommitError::Full(_)) => return Err(CommandError::Unavailable(Cause::new(e))),
             Err(e) => return Err(self.halt(&format!("the write was refused: {e}"), ctx)),
         };
         self.last_ticket = ticket;
@@ -539,7 +545,7 @@ impl AccountActor {
     /// the disk. It answers nothing more, and stops once the writes it queued have landed
     /// (or failed), so the next actor of this account loads a state that holds them, and
     /// once the replies it owes are sent.
-    pub(super) fn halt(&mut self, why: &str, ctx: &mut Context<Self>) -> PayError {
+    pub(super) fn halt(&mut self, why: &str, ctx: &mut Context<Self>) -> CommandError {
         if !self.halted {
             tracing::error!(account = %self.account.id, why, "account actor halts; it reloads from storage on next use");
             self.halted = true;
@@ -551,7 +557,7 @@ impl AccountActor {
                 act.stop_when_quiet(ctx);
             }));
         }
-        PayError::Internal(why.to_owned())
+        CommandError::Internal(Cause::msg(why))
     }
 
     /// Stops a halted actor once nothing it owes is outstanding.
@@ -565,8 +571,8 @@ impl AccountActor {
     /// pending debits go to the bank.
     pub(super) fn reply_when_durable<T: 'static>(
         &mut self,
-        reply: Result<T, PayError>,
-    ) -> ResponseActFuture<Self, Result<T, PayError>> {
+        reply: Result<T, CommandError>,
+    ) -> ResponseActFuture<Self, Result<T, CommandError>> {
         let commit = Arc::clone(&self.deps.commit);
         let ticket = self.last_ticket;
         let wait = async move { commit.durable(ticket).await };
@@ -583,7 +589,7 @@ impl AccountActor {
                 }
                 // This actor's memory may hold effects that never reached the disk.
                 Err(e) => Err(match act.halt(&format!("write not durable: {e}"), ctx) {
-                    PayError::Internal(m) => PayError::Unavailable(m),
+                    CommandError::Internal(cause) => CommandError::Unavailable(cause),
                     other => other,
                 }),
             };
@@ -760,7 +766,7 @@ impl AccountActor {
     }
 
     /// Keeps `last_active` as it was (time moving is not a request).
-    pub(super) fn untouched_reply(&mut self) -> ResponseActFuture<Self, Result<(), PayError>> {
+    pub(super) fn untouched_reply(&mut self) -> ResponseActFuture<Self, Result<(), CommandError>> {
         let last = self.last_active;
         let reply = self.reply_when_durable(Ok(()));
         self.last_active = last;

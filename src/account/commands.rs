@@ -10,13 +10,13 @@ use crate::domain::decide::{
     RefundDecision, Refusal,
 };
 use crate::domain::ledger::Balance;
-use crate::domain::med::{AnalysisResult, Bank, Med};
+use crate::domain::med::{AnalysisResult, Med, Participant};
 use crate::domain::scenario::ChargeScenario;
 use crate::domain::transaction::{Transaction, TxKind, TxStatus, PAYER_ISPB};
 use crate::sim::bank::Settled;
 
 impl AccountActor {
-    fn pay(&mut self, req: PayRequest, ctx: &mut Context<Self>) -> Result<PayOutcome, PayError> {
+    fn pay(&mut self, req: PayRequest, ctx: &mut Context<Self>) -> Result<PayOutcome, CommandError> {
         self.view()?;
         let stored = self.stored_keys(
             req.external_id.as_deref(),
@@ -40,7 +40,7 @@ impl AccountActor {
         }
     }
 
-    fn pix_in(&mut self, msg: PixIn, ctx: &mut Context<Self>) -> Result<Transaction, PayError> {
+    fn pix_in(&mut self, msg: PixIn, ctx: &mut Context<Self>) -> Result<Transaction, CommandError> {
         self.view()?;
         let mut ids = self.draw_ids(1, ctx)?;
         let req = PixInRequest {
@@ -59,7 +59,7 @@ impl AccountActor {
     }
 
     /// Whether a charge of this account has this txid: open, in flight, or stored.
-    fn txid_taken(&mut self, txid: &str, ctx: &mut Context<Self>) -> Result<bool, PayError> {
+    fn txid_taken(&mut self, txid: &str, ctx: &mut Context<Self>) -> Result<bool, CommandError> {
         let has = |t: &Transaction| t.charge.as_ref().is_some_and(|c| c.txid == txid);
         if self.open_charges_any(has) || self.unapplied_any(has) {
             return Ok(true);
@@ -72,7 +72,7 @@ impl AccountActor {
         &mut self,
         req: ChargeRequest,
         ctx: &mut Context<Self>,
-    ) -> Result<Transaction, PayError> {
+    ) -> Result<Transaction, CommandError> {
         self.view()?;
         let txid_taken = match &req.txid {
             Some(txid) => self.txid_taken(txid, ctx)?,
@@ -101,7 +101,7 @@ impl AccountActor {
     }
 
     /// A charge as this actor knows it: open, or its status.
-    fn charge_state(&mut self, local_id: u64, ctx: &mut Context<Self>) -> Result<ChargeState, PayError> {
+    fn charge_state(&mut self, local_id: u64, ctx: &mut Context<Self>) -> Result<ChargeState, CommandError> {
         if let Some(tx) = self.open_charge(local_id) {
             return Ok(ChargeState::Open(Box::new(tx.clone())));
         }
@@ -113,7 +113,7 @@ impl AccountActor {
         local_id: u64,
         payer: Option<Payer>,
         ctx: &mut Context<Self>,
-    ) -> Result<Transaction, PayError> {
+    ) -> Result<Transaction, CommandError> {
         self.view()?;
         let charge = self.charge_state(local_id, ctx)?;
         let splits = match &charge {
@@ -133,7 +133,7 @@ impl AccountActor {
             Ok(plan) => match self.execute(plan, ctx)? {
                 ChargeOutcome::Paid(tx) => Ok(*tx),
                 ChargeOutcome::Expired => {
-                    Err(PayError::Refused(Refusal::NotPayable(TxStatus::Error.as_str())))
+                    Err(CommandError::Refused(Refusal::NotPayable(TxStatus::Error.as_str())))
                 }
             },
             Err(r) => Err(self.refused(r, ctx)),
@@ -142,7 +142,11 @@ impl AccountActor {
 
     /// Carries out a credit an on-us payment owes this account, once: a credit whose record
     /// is gone, or whose transaction is still in flight, was carried out before.
-    fn receive_on_us(&mut self, credit: decide::OnUsCredit, ctx: &mut Context<Self>) -> Result<(), PayError> {
+    fn receive_on_us(
+        &mut self,
+        credit: decide::OnUsCredit,
+        ctx: &mut Context<Self>,
+    ) -> Result<(), CommandError> {
         self.view()?;
         let e2e = credit.end_to_end_id.clone();
         // A credit's transaction (an account may pay itself: its own debit has this id too).
@@ -175,7 +179,7 @@ impl AccountActor {
         }
     }
 
-    fn cancel_charge(&mut self, local_id: u64, ctx: &mut Context<Self>) -> Result<Transaction, PayError> {
+    fn cancel_charge(&mut self, local_id: u64, ctx: &mut Context<Self>) -> Result<Transaction, CommandError> {
         self.view()?;
         let charge = self.charge_state(local_id, ctx)?;
         match decide::cancel_charge(charge, self.now()) {
@@ -188,7 +192,7 @@ impl AccountActor {
         &mut self,
         req: RefundRequest,
         ctx: &mut Context<Self>,
-    ) -> Result<(Transaction, bool), PayError> {
+    ) -> Result<(Transaction, bool), CommandError> {
         let in_flight = req.refund_id.as_deref().and_then(|id| self.view().ok()?.ledger.external_id(id));
         self.view()?;
         let owner = match (req.refund_id.as_deref(), in_flight) {
@@ -214,7 +218,11 @@ impl AccountActor {
         }
     }
 
-    fn take_back(&mut self, msg: ReturnPayment, ctx: &mut Context<Self>) -> Result<Transaction, PayError> {
+    fn take_back(
+        &mut self,
+        msg: ReturnPayment,
+        ctx: &mut Context<Self>,
+    ) -> Result<Transaction, CommandError> {
         self.view()?;
         let original = self.transaction(msg.original_local_id, ctx)?;
         let mut ids = self.draw_ids(1, ctx)?;
@@ -226,7 +234,7 @@ impl AccountActor {
         }
     }
 
-    fn open_med(&mut self, msg: OpenMed, ctx: &mut Context<Self>) -> Result<Med, PayError> {
+    fn open_med(&mut self, msg: OpenMed, ctx: &mut Context<Self>) -> Result<Med, CommandError> {
         self.view()?;
         let r = self.deps.repo.transaction_by_e2e(self.account.id, &msg.end_to_end);
         let found = self.read(r, ctx)?.filter(|t| t.account_id == self.account.id);
@@ -239,7 +247,7 @@ impl AccountActor {
             .end_to_end
             .get(1..9)
             .and_then(|ispb| self.deps.directory.institution(ispb))
-            .map(|i| Bank { ispb: i.ispb.clone(), name: i.name.clone() });
+            .map(|i| Participant { ispb: i.ispb.clone(), name: i.name.clone() });
         let req = OpenMedRequest {
             end_to_end: msg.end_to_end,
             cause: msg.cause,
@@ -255,7 +263,7 @@ impl AccountActor {
         }
     }
 
-    fn close_med(&mut self, msg: CloseMed, ctx: &mut Context<Self>) -> Result<Med, PayError> {
+    fn close_med(&mut self, msg: CloseMed, ctx: &mut Context<Self>) -> Result<Med, CommandError> {
         self.view()?;
         let med = match self.unclosed_med(msg.id) {
             Some(m) => Some(m.clone()),
@@ -281,7 +289,7 @@ impl AccountActor {
 }
 
 impl Handler<Pay> for AccountActor {
-    type Result = ResponseActFuture<Self, Result<PayOutcome, PayError>>;
+    type Result = ResponseActFuture<Self, Result<PayOutcome, CommandError>>;
 
     fn handle(&mut self, msg: Pay, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.pay(msg.0, ctx);
@@ -290,7 +298,7 @@ impl Handler<Pay> for AccountActor {
 }
 
 impl Handler<PixIn> for AccountActor {
-    type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
+    type Result = ResponseActFuture<Self, Result<Transaction, CommandError>>;
 
     fn handle(&mut self, msg: PixIn, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.pix_in(msg, ctx);
@@ -299,7 +307,7 @@ impl Handler<PixIn> for AccountActor {
 }
 
 impl Handler<GetBalance> for AccountActor {
-    type Result = ResponseActFuture<Self, Result<Balance, PayError>>;
+    type Result = ResponseActFuture<Self, Result<Balance, CommandError>>;
 
     fn handle(&mut self, _: GetBalance, _: &mut Context<Self>) -> Self::Result {
         let reply = self.view().map(|v| v.ledger.balance());
@@ -316,7 +324,7 @@ impl Handler<Settled> for AccountActor {
 }
 
 impl Handler<Tick> for AccountActor {
-    type Result = ResponseActFuture<Self, Result<(), PayError>>;
+    type Result = ResponseActFuture<Self, Result<(), CommandError>>;
 
     /// Answers once what expired is on disk, so the clock route's caller reads it back.
     fn handle(&mut self, _: Tick, ctx: &mut Context<Self>) -> Self::Result {
@@ -335,7 +343,7 @@ impl Handler<SettingsChanged> for AccountActor {
 }
 
 impl Handler<CreateCharge> for AccountActor {
-    type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
+    type Result = ResponseActFuture<Self, Result<Transaction, CommandError>>;
 
     fn handle(&mut self, msg: CreateCharge, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.create_charge(msg.0, ctx);
@@ -344,7 +352,7 @@ impl Handler<CreateCharge> for AccountActor {
 }
 
 impl Handler<PayCharge> for AccountActor {
-    type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
+    type Result = ResponseActFuture<Self, Result<Transaction, CommandError>>;
 
     fn handle(&mut self, msg: PayCharge, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.pay_charge(msg.local_id, msg.payer, ctx);
@@ -353,7 +361,7 @@ impl Handler<PayCharge> for AccountActor {
 }
 
 impl Handler<ReceiveOnUs> for AccountActor {
-    type Result = ResponseActFuture<Self, Result<(), PayError>>;
+    type Result = ResponseActFuture<Self, Result<(), CommandError>>;
 
     fn handle(&mut self, msg: ReceiveOnUs, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.receive_on_us(msg.0, ctx);
@@ -362,7 +370,7 @@ impl Handler<ReceiveOnUs> for AccountActor {
 }
 
 impl Handler<CancelCharge> for AccountActor {
-    type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
+    type Result = ResponseActFuture<Self, Result<Transaction, CommandError>>;
 
     fn handle(&mut self, msg: CancelCharge, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.cancel_charge(msg.local_id, ctx);
@@ -371,7 +379,7 @@ impl Handler<CancelCharge> for AccountActor {
 }
 
 impl Handler<Refund> for AccountActor {
-    type Result = ResponseActFuture<Self, Result<(Transaction, bool), PayError>>;
+    type Result = ResponseActFuture<Self, Result<(Transaction, bool), CommandError>>;
 
     fn handle(&mut self, msg: Refund, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.refund(msg.0, ctx);
@@ -380,7 +388,7 @@ impl Handler<Refund> for AccountActor {
 }
 
 impl Handler<ReturnPayment> for AccountActor {
-    type Result = ResponseActFuture<Self, Result<Transaction, PayError>>;
+    type Result = ResponseActFuture<Self, Result<Transaction, CommandError>>;
 
     fn handle(&mut self, msg: ReturnPayment, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.take_back(msg, ctx);
@@ -389,7 +397,7 @@ impl Handler<ReturnPayment> for AccountActor {
 }
 
 impl Handler<OpenMed> for AccountActor {
-    type Result = ResponseActFuture<Self, Result<Med, PayError>>;
+    type Result = ResponseActFuture<Self, Result<Med, CommandError>>;
 
     fn handle(&mut self, msg: OpenMed, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.open_med(msg, ctx);
@@ -398,7 +406,7 @@ impl Handler<OpenMed> for AccountActor {
 }
 
 impl Handler<CloseMed> for AccountActor {
-    type Result = ResponseActFuture<Self, Result<Med, PayError>>;
+    type Result = ResponseActFuture<Self, Result<Med, CommandError>>;
 
     fn handle(&mut self, msg: CloseMed, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.close_med(msg, ctx);

@@ -1,6 +1,9 @@
-//! The messages an account actor answers.
+//! The messages an account actor answers, and [`CommandError`], why a command did not
+//! happen.
 
 use actix::Message;
+
+use crate::cause::Cause;
 
 use crate::domain::account::AccountSettings;
 pub use crate::domain::decide::Refusal;
@@ -18,32 +21,34 @@ pub struct PayOutcome {
 
 /// Why an account command did not happen.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum PayError {
+pub enum CommandError {
     /// The rules refused it (see [`Refusal`]); a bug among them is answered as internal.
     #[error(transparent)]
     Refused(Refusal),
-    #[error("unavailable: {0}")]
-    Unavailable(String),
-    #[error("internal: {0}")]
-    Internal(String),
+    /// The command did not happen and may be retried (a full disk, a restarting actor).
+    #[error("unavailable")]
+    Unavailable(#[source] Cause),
+    /// Something failed that no request can cause; the actor halts (see `actor::halt`).
+    #[error("internal")]
+    Internal(#[source] Cause),
 }
 
-impl From<Refusal> for PayError {
+impl From<Refusal> for CommandError {
     fn from(r: Refusal) -> Self {
         match r {
-            Refusal::Bug(why) => PayError::Internal(why),
-            other => PayError::Refused(other),
+            Refusal::Bug(why) => CommandError::Internal(Cause::msg(why)),
+            other => CommandError::Refused(other),
         }
     }
 }
 
 #[derive(Message, Clone)]
-#[rtype(result = "Result<PayOutcome, PayError>")]
+#[rtype(result = "Result<PayOutcome, CommandError>")]
 pub struct Pay(pub PayRequest);
 
 /// A received PIX that funds the account (sandbox).
 #[derive(Message, Clone)]
-#[rtype(result = "Result<Transaction, PayError>")]
+#[rtype(result = "Result<Transaction, CommandError>")]
 pub struct PixIn {
     pub value: Money,
     pub payer_name: String,
@@ -52,13 +57,13 @@ pub struct PixIn {
 
 /// The balance, once everything the actor applied so far is durable.
 #[derive(Message, Clone)]
-#[rtype(result = "Result<Balance, PayError>")]
+#[rtype(result = "Result<Balance, CommandError>")]
 pub struct GetBalance;
 
 /// Time moved: expire what is due (sent after the test clock moves; actors also check
 /// every second on their own). Answers once the expirations are durable.
 #[derive(Message)]
-#[rtype(result = "Result<(), PayError>")]
+#[rtype(result = "Result<(), CommandError>")]
 pub struct Tick;
 
 /// The operator changed the account's settings.
@@ -67,18 +72,18 @@ pub struct Tick;
 pub struct SettingsChanged(pub AccountSettings);
 
 #[derive(Message, Clone)]
-#[rtype(result = "Result<Transaction, PayError>")]
+#[rtype(result = "Result<Transaction, CommandError>")]
 pub struct CreateCharge(pub ChargeRequest);
 
 /// Carry out a credit this account is owed by an on-us payment (see `on_us.rs`); success
 /// also when it was carried out before.
 #[derive(Message, Clone)]
-#[rtype(result = "Result<(), PayError>")]
+#[rtype(result = "Result<(), CommandError>")]
 pub struct ReceiveOnUs(pub crate::domain::decide::OnUsCredit);
 
 /// A payer pays an open charge (sandbox).
 #[derive(Message, Clone)]
-#[rtype(result = "Result<Transaction, PayError>")]
+#[rtype(result = "Result<Transaction, CommandError>")]
 pub struct PayCharge {
     pub local_id: u64,
     /// Who pays, when the request names them (else the charge's debtor or the sandbox payer).
@@ -87,12 +92,12 @@ pub struct PayCharge {
 
 /// Answers the refund and whether it is a replay of an earlier one with the same id.
 #[derive(Message, Clone)]
-#[rtype(result = "Result<(Transaction, bool), PayError>")]
+#[rtype(result = "Result<(Transaction, bool), CommandError>")]
 pub struct Refund(pub RefundRequest);
 
 /// The counterparty of one of our payments returns `value` of it (sandbox).
 #[derive(Message, Clone)]
-#[rtype(result = "Result<Transaction, PayError>")]
+#[rtype(result = "Result<Transaction, CommandError>")]
 pub struct ReturnPayment {
     pub original_local_id: u64,
     pub value: Money,
@@ -100,14 +105,14 @@ pub struct ReturnPayment {
 
 /// The receiver cancels an open charge (`PATCH /cob/{txid}`).
 #[derive(Message, Clone)]
-#[rtype(result = "Result<Transaction, PayError>")]
+#[rtype(result = "Result<Transaction, CommandError>")]
 pub struct CancelCharge {
     pub local_id: u64,
 }
 
 /// Opens a MED against a received PIX (sandbox: the requesting bank's side).
 #[derive(Message, Clone)]
-#[rtype(result = "Result<crate::domain::med::Med, PayError>")]
+#[rtype(result = "Result<crate::domain::med::Med, CommandError>")]
 pub struct OpenMed {
     pub end_to_end: String,
     pub cause: String,
@@ -117,7 +122,7 @@ pub struct OpenMed {
 
 /// Ends a MED: its analysis, or its withdrawal by the requesting bank (`result: None`).
 #[derive(Message, Clone)]
-#[rtype(result = "Result<crate::domain::med::Med, PayError>")]
+#[rtype(result = "Result<crate::domain::med::Med, CommandError>")]
 pub struct CloseMed {
     pub id: u64,
     pub result: Option<crate::domain::med::AnalysisResult>,

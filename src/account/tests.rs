@@ -16,7 +16,7 @@ use crate::domain::ledger::{Balance, Rejection};
 use crate::domain::money::Money;
 use crate::domain::scenario::PayoutScenario;
 use crate::domain::transaction::{Counterpart, TxKind, TxStatus};
-use crate::sim::bank::{Bank, Settled};
+use crate::sim::bank::{Settled, SimulatedBank};
 use crate::sim::directory::Directory;
 use crate::store::journal::{Journal, JournalOptions};
 use crate::store::{GroupCommit, MemoryStore, Repo, Storage};
@@ -45,13 +45,13 @@ fn fixture(balance: &str) -> Fixture {
     let repo = Repo::new(&storage);
     let clock = Arc::new(Clock::test(0));
     let directory = Arc::new(Directory::embedded().unwrap());
-    let bank = Bank::new(Arc::clone(&directory), Duration::from_secs(3600)).start();
+    let bank = SimulatedBank::new(Arc::clone(&directory), Duration::from_secs(3600)).start();
     let profile = AccountProfile {
         name: AccountName::parse("Acme").unwrap(),
         document: TaxId::parse("11222333000181").unwrap(),
         sandbox: true,
     };
-    let created = crate::accounts::create_account(&repo, profile, m(balance), None, clock.now()).unwrap();
+    let created = crate::admin::create_account(&repo, profile, m(balance), None, clock.now()).unwrap();
     let deps = Arc::new(Deps {
         repo: repo.clone(),
         commit: Arc::clone(&commit),
@@ -107,7 +107,7 @@ async fn concurrent_cash_outs_never_overspend_and_each_external_id_moves_money_o
     for r in replies {
         match r.unwrap() {
             Ok(out) => accepted.push(out.tx),
-            Err(PayError::Refused(Refusal::Ledger(
+            Err(CommandError::Refused(Refusal::Ledger(
                 Rejection::InsufficientBalance | Rejection::DuplicateExternalId { .. },
             ))) => {}
             Err(e) => panic!("unexpected {e}"),
@@ -149,7 +149,7 @@ async fn a_full_disk_refuses_a_command_and_applies_nothing_then_writes_resume() 
     journal.faults().no_room.store(true, std::sync::atomic::Ordering::SeqCst);
     assert!(!journal.try_make_room());
     let refused = addr.send(cash_out("b", "1.00")).await.unwrap();
-    assert!(matches!(refused, Err(PayError::Unavailable(_))), "{refused:?}");
+    assert!(matches!(refused, Err(CommandError::Unavailable(_))), "{refused:?}");
     assert_eq!(f.balance(&addr).await, Balance { available: m("9"), blocked: m("1") }, "nothing applied");
     journal.faults().no_room.store(false, std::sync::atomic::Ordering::SeqCst);
     assert!(journal.try_make_room());
@@ -166,12 +166,12 @@ async fn a_storage_failure_halts_the_actor_and_the_next_one_loads_every_acknowle
     // The next command's read of its externalId's owner fails: the actor halts.
     f.base.set_failing(true);
     let failed = addr.send(cash_out("b", "1.00")).await.unwrap();
-    assert!(matches!(failed, Err(PayError::Internal(_))), "{failed:?}");
+    assert!(matches!(failed, Err(CommandError::Internal(_))), "{failed:?}");
     f.base.set_failing(false);
     // Halted: it answers nothing more, then stops (its one write landed long ago).
     loop {
         match addr.send(cash_out("c", "1.00")).await {
-            Ok(reply) => assert!(matches!(reply, Err(PayError::Unavailable(_))), "{reply:?}"),
+            Ok(reply) => assert!(matches!(reply, Err(CommandError::Unavailable(_))), "{reply:?}"),
             Err(MailboxError::Closed) => break,
             Err(e) => panic!("{e}"),
         }
@@ -190,7 +190,7 @@ async fn after_a_failed_sync_nothing_is_acknowledged_and_the_actor_halts() {
     addr.send(cash_out("a", "1.00")).await.unwrap().unwrap();
     f.commit.journal().unwrap().faults().fail_sync.store(true, std::sync::atomic::Ordering::SeqCst);
     let lost = addr.send(cash_out("b", "1.00")).await.unwrap();
-    assert!(matches!(lost, Err(PayError::Unavailable(_))), "{lost:?}");
+    assert!(matches!(lost, Err(CommandError::Unavailable(_))), "{lost:?}");
     assert_eq!(f.repo.transaction_by_external_id(f.account, "b").unwrap(), None, "never readable");
     // Every later command is refused: by the halted actor, or by storage for a new one.
     match addr.send(GetBalance).await {

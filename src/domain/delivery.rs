@@ -1,6 +1,6 @@
 //! Webhook delivery as the domain sees it (decisions.md §7): the retry schedule, the
 //! addresses a delivery may never reach, the scheduler that decides which delivery goes
-//! next, and the resend rate window.
+//! next, and the resend limit (counted by `rate::RateWindow`).
 //!
 //! Nothing here reads a clock or draws a random number: `now` and the jitter come in as
 //! arguments, so every rule is tested exactly.
@@ -267,34 +267,6 @@ impl Scheduler {
     }
 }
 
-/// A sliding window of calls per key: at most `max` calls in any `window`.
-#[derive(Debug)]
-pub struct RateWindow {
-    max: usize,
-    window: Duration,
-    calls: HashMap<u64, VecDeque<DateTime<Utc>>>,
-}
-
-impl RateWindow {
-    pub fn new(max: usize, window: Duration) -> RateWindow {
-        RateWindow { max, window, calls: HashMap::new() }
-    }
-
-    /// Counts a call at `now`, or answers how long until one is allowed again.
-    pub fn hit(&mut self, key: u64, now: DateTime<Utc>) -> Result<(), Duration> {
-        let calls = self.calls.entry(key).or_default();
-        while calls.front().is_some_and(|t| *t + self.window <= now) {
-            calls.pop_front();
-        }
-        if calls.len() >= self.max {
-            let oldest = calls.front().copied().unwrap_or(now);
-            return Err(oldest + self.window - now);
-        }
-        calls.push_back(now);
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -457,18 +429,5 @@ mod tests {
             s.finish(x.seq);
         }
         assert_eq!(order, vec![2, 3, 1]);
-    }
-
-    #[test]
-    fn the_rate_window_slides() {
-        let now = t0();
-        let mut w = RateWindow::new(3, Duration::seconds(60));
-        for i in 0..3 {
-            assert_eq!(w.hit(1, now + Duration::seconds(i)), Ok(()));
-        }
-        assert_eq!(w.hit(1, now + Duration::seconds(10)), Err(Duration::seconds(50)));
-        assert_eq!(w.hit(2, now + Duration::seconds(10)), Ok(()), "another key has its own window");
-        assert_eq!(w.hit(1, now + Duration::seconds(60)), Ok(()), "the first call left the window");
-        assert_eq!(w.hit(1, now + Duration::seconds(60)), Err(Duration::seconds(1)));
     }
 }

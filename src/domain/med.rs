@@ -77,8 +77,10 @@ impl AnalysisResult {
     }
 }
 
+/// A PIX participant (a bank or payment institution), by its ISPB and name: the one that
+/// asked for the MED and the one it contests.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Bank {
+pub struct Participant {
     pub ispb: String,
     pub name: String,
 }
@@ -108,8 +110,8 @@ pub struct Med {
     pub description: Option<String>,
     pub analysis_result: Option<AnalysisResult>,
     pub analysis_details: Option<String>,
-    pub requesting_bank: Bank,
-    pub contested_bank: Bank,
+    pub requesting_bank: Participant,
+    pub contested_bank: Participant,
     pub original: Option<OriginalTransaction>,
     /// The local id of the disputed PIX when the end-to-end id matched one.
     pub original_transaction_id: Option<u64>,
@@ -253,8 +255,8 @@ mod tests {
             description: None,
             analysis_result: None,
             analysis_details: None,
-            requesting_bank: Bank { ispb: "00000000".into(), name: "B".into() },
-            contested_bank: Bank { ispb: "99999999".into(), name: "pixgw".into() },
+            requesting_bank: Participant { ispb: "00000000".into(), name: "B".into() },
+            contested_bank: Participant { ispb: "99999999".into(), name: "pixgw".into() },
             original: None,
             original_transaction_id: None,
             amount: Money::parse("10").unwrap(),

@@ -20,6 +20,7 @@ pub mod med;
 pub mod money;
 pub mod pix_key;
 pub mod qr_image;
+pub mod rate;
 pub mod refunds;
 pub mod scenario;
 pub mod splits;

@@ -17,6 +17,8 @@ pub const REFUND_DEADLINE_DAYS: i64 = 89;
 pub enum RefundRejection {
     /// Not a received PIX (or not received yet): nothing to refund.
     NotReceived,
+    /// A return names no settled payment of the account (a cash-out that was confirmed).
+    NotSettledPayment,
     DeadlineExceeded,
     /// The amount left to refund is below the request.
     ExceedsRefundable {
@@ -51,7 +53,7 @@ pub fn check_return(original: &Transaction, value: Money) -> Result<(), RefundRe
     let paid = matches!(original.kind, TxKind::CashOut | TxKind::QrCashOut | TxKind::DictPix)
         && original.status == TxStatus::Confirmed;
     if !paid {
-        return Err(RefundRejection::NotReceived);
+        return Err(RefundRejection::NotSettledPayment);
     }
     let returnable = original.value.checked_sub(original.refunded).unwrap_or(Money::ZERO);
     if value > returnable {
@@ -120,5 +122,19 @@ mod tests {
             check_refund(&charge, Money::parse("1").unwrap(), Utc::now()),
             Err(RefundRejection::NotReceived)
         );
+    }
+
+    #[test]
+    fn only_a_settled_payment_can_be_returned() {
+        let mut t = received("10", Utc::now());
+        assert_eq!(
+            check_return(&t, Money::parse("1").unwrap()),
+            Err(RefundRejection::NotSettledPayment),
+            "a received PIX is not a payment of the account"
+        );
+        t.kind = TxKind::CashOut;
+        assert_eq!(check_return(&t, Money::parse("10").unwrap()), Ok(()));
+        t.status = TxStatus::Pending;
+        assert_eq!(check_return(&t, Money::parse("1").unwrap()), Err(RefundRejection::NotSettledPayment));
     }
 }

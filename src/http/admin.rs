@@ -12,7 +12,7 @@ use super::auth::Admin;
 use super::body::{request_object, Fields};
 use super::error::{ApiError, ExtendedErrorBody, Violation};
 use super::{iso, AppState};
-use crate::accounts;
+use crate::admin;
 use crate::auth::certs;
 use crate::clock::{ClockError, CLOCK_ADVANCE_SECONDS_MAX};
 use crate::domain::account::{
@@ -85,10 +85,10 @@ pub async fn create_account(
     let opening = f.money_string("initialBalance").unwrap_or(Money::ZERO);
     finish(std::mem::take(&mut f.violations))?;
     let (Some(name), Some(document)) = (name, document) else {
-        return Err(ApiError::Internal("validated fields missing".into()));
+        return Err(ApiError::internal("validated fields missing"));
     };
     let profile = AccountProfile { name, document, sandbox };
-    let created = accounts::create_account(&state.repo, profile, opening, None, state.clock.now())?;
+    let created = admin::create_account(&state.repo, profile, opening, None, state.clock.now())?;
     tracing::info!(account = created.record.id.get(), "account created");
     Ok(HttpResponse::Created().json(CreatedAccountResponse {
         account_id: created.record.id.get(),
@@ -168,7 +168,7 @@ pub async fn get_account(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = account_id(&path)?;
-    let record = accounts::account(&state.repo, id)?;
+    let record = admin::account(&state.repo, id)?;
     let certs = state.repo.certificates_of(id)?;
     Ok(HttpResponse::Ok().json(account_view(&record, &certs)))
 }
@@ -248,12 +248,12 @@ pub async fn patch_account(
 ) -> Result<HttpResponse, ApiError> {
     let id = account_id(&path)?;
     let obj = request_object(&req, &bytes)?;
-    let current = accounts::account(&state.repo, id)?.settings;
+    let current = admin::account(&state.repo, id)?.settings;
     // Validate against the current settings first so a bad body changes nothing; the
     // update then re-applies the same body under the admin lock.
     patch_settings(&obj, current)?;
     let mut result = Ok(current);
-    let record = accounts::update_settings(&state.repo, id, |s| {
+    let record = admin::update_settings(&state.repo, id, |s| {
         result = patch_settings(&obj, s);
         result.as_ref().map_or(s, |n| *n)
     })?;
@@ -299,9 +299,9 @@ pub async fn register_certificate(
     });
     finish(f.violations)?;
     let Some(parsed) = parsed else {
-        return Err(ApiError::Internal("validated pem missing".into()));
+        return Err(ApiError::internal("validated pem missing"));
     };
-    let (record, created) = accounts::register_certificate(&state.repo, id, &parsed, state.clock.now())?;
+    let (record, created) = admin::register_certificate(&state.repo, id, &parsed, state.clock.now())?;
     let body = FingerprintResponse { fingerprint: record.fingerprint.to_string() };
     Ok(if created { HttpResponse::Created().json(body) } else { HttpResponse::Ok().json(body) })
 }
@@ -321,7 +321,7 @@ pub async fn revoke_certificate(
     let id = account_id(&raw_id)?;
     let fp = Fingerprint::parse(&raw_fp)
         .ok_or_else(|| ApiError::NotFound("certificate not found for this account".into()))?;
-    accounts::revoke_certificate(&state.repo, id, &fp, state.clock.now())?;
+    admin::revoke_certificate(&state.repo, id, &fp, state.clock.now())?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -343,7 +343,7 @@ pub async fn rotate_secret(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = account_id(&path)?;
-    let secret = accounts::rotate_secret(&state.repo, id, state.clock.now())?;
+    let secret = admin::rotate_secret(&state.repo, id, state.clock.now())?;
     tracing::info!(account = id.get(), "client secret rotated");
     Ok(HttpResponse::Ok().json(SecretResponse { client_secret: secret }))
 }
@@ -400,7 +400,7 @@ pub async fn move_clock(
     let moved = match (target, advance) {
         (Some(t), _) => state.clock.set(t),
         (None, Some(s)) => state.clock.advance(s),
-        (None, None) => return Err(ApiError::Internal("validated clock body empty".into())),
+        (None, None) => return Err(ApiError::internal("validated clock body empty")),
     };
     let offset = moved.map_err(|e| match e {
         ClockError::Backwards => ApiError::Validation(vec![Violation::new("clock", "never moves backwards")]),

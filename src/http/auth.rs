@@ -39,8 +39,7 @@ fn bearer(req: &HttpRequest) -> Option<&str> {
 }
 
 fn state(req: &HttpRequest) -> Result<&web::Data<AppState>, ApiError> {
-    req.app_data::<web::Data<AppState>>()
-        .ok_or_else(|| ApiError::Internal("application state missing".into()))
+    req.app_data::<web::Data<AppState>>().ok_or_else(|| ApiError::internal("application state missing"))
 }
 
 pub(super) fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {

@@ -6,9 +6,9 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::ask::balance;
 use super::auth::Caller;
 use super::error::{ApiError, ExtendedErrorBody, SimpleErrorBody};
-use super::payments::balance;
 use super::{iso, AppState};
 use crate::domain::events::money_number;
 use crate::domain::money::Money;
@@ -70,8 +70,7 @@ pub struct StandardBalance {
 
 async fn standard(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let b = balance(&state, &caller).await?;
-    let gross =
-        b.available.checked_add(b.blocked).ok_or_else(|| ApiError::Internal("balance overflow".into()))?;
+    let gross = b.available.checked_add(b.blocked).ok_or_else(|| ApiError::internal("balance overflow"))?;
     Ok(HttpResponse::Ok().json(StandardBalance {
         gross_balance: money_number(gross),
         blocked_balance: money_number(b.blocked),

@@ -11,10 +11,11 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::ask::ask;
 use super::auth::Caller;
 use super::body::{request_object, Fields};
-use super::error::{ApiError, ExtendedErrorBody, Violation, ViolationKind};
-use super::payments::{ask, family_a_error, SCENARIO_HEADER};
+use super::error::{ApiError, Cause, ExtendedErrorBody, Violation, ViolationKind};
+use super::payments::SCENARIO_HEADER;
 use super::{iso, AppState};
 use crate::account::{ChargeRequest, CreateCharge};
 use crate::domain::money::Money;
@@ -263,10 +264,10 @@ pub async fn cash_in(
     let external_id = request.external_id.clone().unwrap_or_default();
     let tx = ask(&state, &caller, CreateCharge(request))
         .await?
-        .map_err(|e| family_a_error(e, &external_id, false))?;
-    let charge = tx.charge.as_ref().ok_or_else(|| ApiError::Internal("charge without details".into()))?;
+        .map_err(|e| ApiError::from(e).with_external_id(Some(&external_id)))?;
+    let charge = tx.charge.as_ref().ok_or_else(|| ApiError::internal("charge without details"))?;
     let qr_code_image = if with_image {
-        Some(qr_image::png_base64(&charge.pix_code).map_err(|e| ApiError::Internal(e.to_string()))?)
+        Some(qr_image::png_base64(&charge.pix_code).map_err(|e| ApiError::Internal(Cause::new(e)))?)
     } else {
         None
     };

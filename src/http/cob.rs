@@ -7,12 +7,12 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use serde_json::{json, Value};
 
+use super::ask::ask;
 use super::auth::Caller;
 use super::body::{request_object, Fields};
 use super::error::{ApiError, SimpleErrorBody, Violation, ViolationKind};
-use super::payments::{ask, family_b_error};
 use super::{iso, AppState};
-use crate::account::{CancelCharge, ChargeRequest, CreateCharge, PayError};
+use crate::account::{CancelCharge, ChargeRequest, CreateCharge};
 use crate::domain::document::TaxId;
 use crate::domain::money::Money;
 use crate::domain::transaction::{
@@ -208,7 +208,7 @@ pub async fn put_cob(
             devedor: debtor.map(|d| d.2),
         }),
     };
-    let tx = ask(&state, &caller, CreateCharge(request)).await?.map_err(family_b_error)?;
+    let tx = ask(&state, &caller, CreateCharge(request)).await??;
     Ok(HttpResponse::Created().json(view(&tx)))
 }
 
@@ -264,11 +264,6 @@ pub async fn patch_cob(
     if !f.violations.is_empty() {
         return Err(ApiError::Validation(f.violations));
     }
-    let tx = ask(&state, &caller, CancelCharge { local_id: cob.local_id }).await?.map_err(|e| match e {
-        PayError::Refused(crate::account::Refusal::NotPayable(_)) => {
-            ApiError::Conflict("the cob is no longer ATIVA".into())
-        }
-        other => family_b_error(other),
-    })?;
+    let tx = ask(&state, &caller, CancelCharge { local_id: cob.local_id }).await??;
     Ok(HttpResponse::Ok().json(view(&tx)))
 }

@@ -10,8 +10,8 @@ use utoipa::ToSchema;
 
 use super::auth::Caller;
 use super::body::{request_object, Fields};
-use super::error::{ApiError, SimpleErrorBody, Violation, ViolationKind};
-use super::payments::{family_b_error, pay, payout_scenario, refuse_if_provider_down};
+use super::error::{ApiError, Rejection, SimpleErrorBody, Violation, ViolationKind};
+use super::payments::{pay, payout_scenario, refuse_if_provider_down};
 use super::AppState;
 use crate::account::{DictRequest, PayRequest};
 use crate::domain::ids::ClientId;
@@ -212,14 +212,14 @@ pub async fn dict_pix(
     };
     let directory_decides = matches!(scenario, None | Some(PayoutScenario::Confirm));
     if holder.is_none() && directory_decides {
-        return Err(ApiError::Unprocessable("pixKey not found in the directory".into()));
+        return Err(Rejection::KeyNotInDirectory.into());
     }
     if let Some((_, document, ispb, _)) = &holder {
         if input.ispb_deny.contains(ispb) {
-            return Err(ApiError::Unprocessable("the key's institution is in ispbDeny".into()));
+            return Err(Rejection::InstitutionDenied.into());
         }
         if input.creditor_document.as_ref().is_some_and(|d| d != document) {
-            return Err(ApiError::Unprocessable("creditorDocument does not match the key holder".into()));
+            return Err(Rejection::CreditorDocumentMismatch.into());
         }
     }
     let request_hash = input.hash();
@@ -256,7 +256,7 @@ pub async fn dict_pix(
         }),
         qr_txid: None,
     };
-    let outcome = pay(&state, &caller, request).await?.map_err(family_b_error)?;
+    let outcome = pay(&state, &caller, request).await?;
     let tx = &outcome.tx;
     let body = DictTransfer {
         end_to_end_id: tx

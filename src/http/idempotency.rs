@@ -30,7 +30,7 @@ use actix_web::middleware::Next;
 use actix_web::{web, HttpResponse};
 use sha2::{Digest, Sha256};
 
-use super::error::{ApiError, Violation};
+use super::error::{ApiError, Rejection, Violation};
 use super::AppState;
 use crate::domain::ids::AccountId;
 use crate::store::{RequestRecord, StoredResponse};
@@ -164,8 +164,7 @@ async fn run(
         Err(e) => return Ok(refuse(req, ApiError::Storage(e))),
         Ok(Some(r)) if fresh(&r) => {
             if r.fingerprint != print {
-                let why = "this Idempotency-Key was used with another request (method, path or body)";
-                return Ok(refuse(req, ApiError::Unprocessable(why.into())));
+                return Ok(refuse(req, Rejection::RequestKeyReused.into()));
             }
             return Ok(match r.response {
                 Some(stored) => {

@@ -12,10 +12,10 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::ask::ask;
 use super::auth::Caller;
 use super::body::{int_param, known_params, request_object, Fields};
 use super::error::{ApiError, ExtendedErrorBody, Violation};
-use super::payments::{ask, family_a_error};
 use super::sandbox::sandbox_only;
 use super::AppState;
 use crate::account::{CloseMed, OpenMed};
@@ -63,9 +63,7 @@ pub async fn open(
     let (Some(end_to_end), true) = (e2e, f.violations.is_empty()) else {
         return Err(ApiError::Validation(f.violations));
     };
-    let med = ask(&state, &caller, OpenMed { end_to_end, cause, amount, description })
-        .await?
-        .map_err(|e| family_a_error(e, "", false))?;
+    let med = ask(&state, &caller, OpenMed { end_to_end, cause, amount, description }).await??;
     Ok(HttpResponse::Created().json(med.to_json()))
 }
 
@@ -136,9 +134,7 @@ async fn close(
     result: Option<AnalysisResult>,
     details: Option<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let med = ask(state, caller, CloseMed { id, result, details })
-        .await?
-        .map_err(|e| family_a_error(e, "", false))?;
+    let med = ask(state, caller, CloseMed { id, result, details }).await??;
     Ok(HttpResponse::Ok().json(med.to_json()))
 }
 

@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod admin;
+pub mod ask;
 pub mod auth;
 pub mod balance;
 pub mod body;
@@ -48,13 +49,13 @@ pub fn iso(t: chrono::DateTime<chrono::Utc>) -> String {
 /// Counts a call of `caller` in `window`; too many answer 429 with the seconds until the
 /// oldest call leaves the window (rounded up, at least 1).
 pub fn rate_limit(
-    window: &std::sync::Mutex<crate::domain::delivery::RateWindow>,
+    window: &std::sync::Mutex<crate::domain::rate::RateWindow>,
     caller: &auth::Caller,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<(), error::ApiError> {
     let hit = window
         .lock()
-        .map_err(|_| error::ApiError::Internal("rate window lock poisoned".into()))?
+        .map_err(|_| error::ApiError::internal("rate window lock poisoned"))?
         .hit(caller.account_id.get(), now);
     hit.map_err(|wait| error::ApiError::RateLimited {
         retry_after_seconds: u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(1).max(1),
@@ -81,7 +82,7 @@ pub struct AppState {
     pub webhook_allow_http: bool,
     pub webhooks: crate::webhooks::Webhooks,
     /// Resend calls per account (interface.md: 60 per minute).
-    pub resend_rate: std::sync::Mutex<crate::domain::delivery::RateWindow>,
+    pub resend_rate: std::sync::Mutex<crate::domain::rate::RateWindow>,
     /// Failed token requests, per certificate and per clientId (`domain::throttle`).
     pub token_throttle: std::sync::Mutex<
         crate::domain::throttle::TokenThrottle<
@@ -90,7 +91,7 @@ pub struct AppState {
         >,
     >,
     /// `GET /api/med` calls per account.
-    pub med_list_rate: std::sync::Mutex<crate::domain::delivery::RateWindow>,
+    pub med_list_rate: std::sync::Mutex<crate::domain::rate::RateWindow>,
 }
 
 /// Registers routes grouped by path (so one path answers several methods and 405 for the
@@ -99,10 +100,13 @@ pub struct AppState {
 pub struct RouteTable {
     resources: Vec<(&'static str, Resource)>,
     registered: Vec<(Method, &'static str)>,
+    families: error::RouteFamilies,
 }
 
 impl RouteTable {
-    pub fn add<F, Args>(&mut self, method: Method, path: &'static str, handler: F)
+    /// Registers `handler` for `method` on `path`, whose errors answer in `family`'s body
+    /// shape (one family per path).
+    pub fn add<F, Args>(&mut self, family: error::Family, method: Method, path: &'static str, handler: F)
     where
         F: Handler<Args>,
         Args: FromRequest + 'static,
@@ -117,63 +121,80 @@ impl RouteTable {
             None => self.resources.push((path, web::resource(path).route(route))),
         }
         self.registered.push((method, path));
+        self.families.declare(path, family);
     }
 
-    /// Hands the resources to actix and answers what was registered.
+    /// Hands the resources and their families (for `error::envelope`) to actix, and
+    /// answers what was registered.
     pub fn register(self, cfg: &mut web::ServiceConfig) -> Vec<(Method, &'static str)> {
         for (_, res) in self.resources {
             cfg.service(res);
         }
+        cfg.app_data(self.families);
         self.registered
     }
 }
 
-/// The route table of the whole server.
+/// Registers the route table of the whole server; answers what was registered.
 pub fn routes(cfg: &mut web::ServiceConfig) -> Vec<(Method, &'static str)> {
+    table().register(cfg)
+}
+
+/// The route table of the whole server.
+fn table() -> RouteTable {
+    // Family A and the operator routes answer errors in the extended shape; family B (the
+    // API Pix style) and `/balance` in the simple one.
+    let (a, b) = (error::Family::Extended, error::Family::Simple);
     let mut t = RouteTable::default();
-    t.add(Method::POST, "/api/auth/token", token::issue_token);
-    t.add(Method::GET, "/api/account", me::my_account);
-    t.add(Method::POST, "/api/pix/cash-out", pix::cash_out);
-    t.add(Method::POST, "/api/pix/cash-out-qrcode", pix::cash_out_qrcode);
-    t.add(Method::POST, "/api/pix/cash-in", charges::cash_in);
-    t.add(Method::POST, "/api/pix/refund-in/{id}", refunds::refund_in);
-    t.add(Method::PUT, "/pix/{e2eid}/devolucao/{id}", refunds::devolucao);
-    t.add(Method::GET, "/pix/{e2eid}/devolucao/{id}", refunds::get_devolucao);
-    t.add(Method::PUT, "/cob/{txid}", cob::put_cob);
-    t.add(Method::GET, "/cob/{txid}", cob::get_cob);
-    t.add(Method::PATCH, "/cob/{txid}", cob::patch_cob);
-    t.add(Method::GET, "/api/balance", balance::api_balance);
-    t.add(Method::GET, "/api/transactions", transactions::list_transactions);
-    t.add(Method::GET, "/api/med", med::list);
-    t.add(Method::POST, "/sandbox/med", med::open);
-    t.add(Method::POST, "/sandbox/med/{id}/analyze", med::analyze);
-    t.add(Method::POST, "/sandbox/med/{id}/cancel", med::cancel);
-    t.add(Method::GET, "/api/transactions/{id}", transactions::get_transaction);
-    t.add(Method::POST, "/api/webhooks", webhooks::configure);
-    t.add(Method::GET, "/api/webhooks", webhooks::list);
-    t.add(Method::GET, "/api/webhooks/logs", webhooks::logs);
-    t.add(Method::DELETE, "/api/webhooks/{eventType}", webhooks::remove);
-    t.add(Method::POST, "/api/resend-webhook/{transactionIdentifier}", webhooks::resend);
-    t.add(Method::POST, "/dict/pix", dict::dict_pix);
-    t.add(Method::GET, "/accounts/balances", balance::balances);
-    t.add(Method::GET, "/balance", balance::plain_balance);
-    t.add(Method::POST, "/sandbox/pix-in", sandbox::pix_in);
-    t.add(Method::POST, "/sandbox/pay", sandbox::pay);
-    t.add(Method::POST, "/sandbox/refund-out", sandbox::refund_out);
+    t.add(a, Method::POST, "/api/auth/token", token::issue_token);
+    t.add(a, Method::GET, "/api/account", me::my_account);
+    t.add(a, Method::POST, "/api/pix/cash-out", pix::cash_out);
+    t.add(a, Method::POST, "/api/pix/cash-out-qrcode", pix::cash_out_qrcode);
+    t.add(a, Method::POST, "/api/pix/cash-in", charges::cash_in);
+    t.add(a, Method::POST, "/api/pix/refund-in/{id}", refunds::refund_in);
+    t.add(b, Method::PUT, "/pix/{e2eid}/devolucao/{id}", refunds::devolucao);
+    t.add(b, Method::GET, "/pix/{e2eid}/devolucao/{id}", refunds::get_devolucao);
+    t.add(b, Method::PUT, "/cob/{txid}", cob::put_cob);
+    t.add(b, Method::GET, "/cob/{txid}", cob::get_cob);
+    t.add(b, Method::PATCH, "/cob/{txid}", cob::patch_cob);
+    t.add(a, Method::GET, "/api/balance", balance::api_balance);
+    t.add(a, Method::GET, "/api/transactions", transactions::list_transactions);
+    t.add(a, Method::GET, "/api/med", med::list);
+    t.add(a, Method::POST, "/sandbox/med", med::open);
+    t.add(a, Method::POST, "/sandbox/med/{id}/analyze", med::analyze);
+    t.add(a, Method::POST, "/sandbox/med/{id}/cancel", med::cancel);
+    t.add(a, Method::GET, "/api/transactions/{id}", transactions::get_transaction);
+    t.add(a, Method::POST, "/api/webhooks", webhooks::configure);
+    t.add(a, Method::GET, "/api/webhooks", webhooks::list);
+    t.add(a, Method::GET, "/api/webhooks/logs", webhooks::logs);
+    t.add(a, Method::DELETE, "/api/webhooks/{eventType}", webhooks::remove);
+    t.add(a, Method::POST, "/api/resend-webhook/{transactionIdentifier}", webhooks::resend);
+    t.add(b, Method::POST, "/dict/pix", dict::dict_pix);
+    t.add(b, Method::GET, "/accounts/balances", balance::balances);
+    t.add(b, Method::GET, "/balance", balance::plain_balance);
+    t.add(a, Method::POST, "/sandbox/pix-in", sandbox::pix_in);
+    t.add(a, Method::POST, "/sandbox/pay", sandbox::pay);
+    t.add(a, Method::POST, "/sandbox/refund-out", sandbox::refund_out);
 
-    t.add(Method::POST, "/admin/accounts", admin::create_account);
-    t.add(Method::GET, "/admin/accounts/{id}", admin::get_account);
-    t.add(Method::PATCH, "/admin/accounts/{id}", admin::patch_account);
-    t.add(Method::POST, "/admin/accounts/{id}/certificates", admin::register_certificate);
-    t.add(Method::DELETE, "/admin/accounts/{id}/certificates/{fingerprint}", admin::revoke_certificate);
-    t.add(Method::POST, "/admin/accounts/{id}/secret", admin::rotate_secret);
-    t.add(Method::POST, "/admin/clock", admin::move_clock);
+    t.add(a, Method::POST, "/admin/accounts", admin::create_account);
+    t.add(a, Method::GET, "/admin/accounts/{id}", admin::get_account);
+    t.add(a, Method::PATCH, "/admin/accounts/{id}", admin::patch_account);
+    t.add(a, Method::POST, "/admin/accounts/{id}/certificates", admin::register_certificate);
+    t.add(a, Method::DELETE, "/admin/accounts/{id}/certificates/{fingerprint}", admin::revoke_certificate);
+    t.add(a, Method::POST, "/admin/accounts/{id}/secret", admin::rotate_secret);
+    t.add(a, Method::POST, "/admin/clock", admin::move_clock);
 
-    t.add(Method::GET, "/healthz", ops::healthz);
-    t.add(Method::GET, "/metrics", ops::metrics);
-    t.add(Method::GET, "/openapi.json", ops::openapi);
-    t.add(Method::GET, "/docs", ops::docs_redirect);
-    t.register(cfg)
+    t.add(a, Method::GET, "/healthz", ops::healthz);
+    t.add(a, Method::GET, "/metrics", ops::metrics);
+    t.add(a, Method::GET, "/openapi.json", ops::openapi);
+    t.add(a, Method::GET, "/docs", ops::docs_redirect);
+    t
+}
+
+/// The family of every route, as [`routes`] declares it (for the OpenAPI document, which
+/// is built without a running server).
+pub fn route_families() -> error::RouteFamilies {
+    table().families
 }
 
 /// The browsable docs page, from assets vendored into the binary (works offline).

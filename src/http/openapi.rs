@@ -64,8 +64,9 @@ struct CommonResponses;
 impl Modify for CommonResponses {
     fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
         use utoipa::openapi::path::HttpMethod;
+        let families = super::route_families();
         for (path, item) in doc.paths.paths.iter_mut() {
-            let family = match error::family_of(path) {
+            let family = match families.get(path).unwrap_or(error::Family::Extended) {
                 error::Family::Simple => "SimpleErrorBody",
                 error::Family::Extended => "ExtendedErrorBody",
             };

@@ -23,7 +23,7 @@ pub struct Health {
 pub async fn healthz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     state.repo.ping()?;
     if state.registry.deps().commit.has_failed() {
-        return Err(ApiError::Unavailable("storage failed; restart the server".into()));
+        return Err(ApiError::Unavailable(crate::cause::Cause::msg("storage failed; restart the server")));
     }
     Ok(HttpResponse::Ok().json(Health { status: "ok" }))
 }

@@ -6,7 +6,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use super::auth::Caller;
 use super::body::{request_object, Fields};
 use super::error::{ApiError, ExtendedErrorBody, ViolationKind};
-use super::payments::{family_a_error, pay, payout_scenario, refuse_if_provider_down, PaymentCreated};
+use super::payments::{pay, payout_scenario, refuse_if_provider_down, PaymentCreated};
 use super::AppState;
 use crate::account::PayRequest;
 use crate::domain::brcode;
@@ -140,7 +140,7 @@ pub async fn cash_out(
         qr_txid: None,
     };
     let outcome =
-        pay(&state, &caller, request).await?.map_err(|e| family_a_error(e, &input.external_id, false))?;
+        pay(&state, &caller, request).await.map_err(|e| e.with_external_id(Some(&input.external_id)))?;
     Ok(HttpResponse::Created().json(PaymentCreated::from(&outcome)))
 }
 
@@ -232,6 +232,6 @@ pub async fn cash_out_qrcode(
         qr_txid: input.code.txid,
     };
     let outcome =
-        pay(&state, &caller, request).await?.map_err(|e| family_a_error(e, &input.external_id, true))?;
+        pay(&state, &caller, request).await.map_err(|e| e.duplicate_as_conflict(&input.external_id))?;
     Ok(HttpResponse::Created().json(PaymentCreated::from(&outcome)))
 }

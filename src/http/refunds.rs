@@ -11,12 +11,11 @@ use utoipa::ToSchema;
 use super::auth::Caller;
 use super::body::{request_object, Fields};
 use super::error::{ApiError, ExtendedErrorBody, SimpleErrorBody, Violation, ViolationKind};
-use super::payments::{family_a_error, family_b_error, payout_scenario, refuse_if_provider_down};
+use super::payments::{payout_scenario, refuse_if_provider_down};
 use super::transactions::find_own;
 use super::{iso, AppState};
 use crate::account::{Refund, RefundRequest};
 use crate::domain::events::money_number;
-use crate::domain::ledger::Rejection;
 use crate::domain::money::Money;
 use crate::domain::transaction::{
     Family, Natureza, Transaction, TxStatus, DESCRIPTION_LEN_MAX, EXTERNAL_ID_LEN_MAX,
@@ -27,12 +26,14 @@ pub const DEVOLUCAO_ID_LEN_MAX: usize = 35;
 /// Characters of an end-to-end id.
 pub const E2E_LEN: usize = 32;
 
+/// Sends a refund to the caller's account actor: the refund, and whether it was made
+/// before (the same id of the same refund).
 async fn ask_refund(
     state: &AppState,
     caller: &Caller,
     req: RefundRequest,
-) -> Result<Result<(Transaction, bool), crate::account::PayError>, ApiError> {
-    super::payments::ask(state, caller, Refund(req)).await
+) -> Result<(Transaction, bool), ApiError> {
+    Ok(super::ask::ask(state, caller, Refund(req)).await??)
 }
 
 #[derive(Serialize, ToSchema)]
@@ -90,9 +91,8 @@ pub async fn refund_in(
         family: Family::A,
         scenario,
     };
-    let (tx, replayed) = ask_refund(&state, &caller, request)
-        .await?
-        .map_err(|e| family_a_error(e, external_id.as_deref().unwrap_or(""), false))?;
+    let (tx, replayed) =
+        ask_refund(&state, &caller, request).await.map_err(|e| e.with_external_id(external_id.as_deref()))?;
     let body = RefundInCreated {
         transaction_id: tx.transaction_id.to_string(),
         external_id: tx.external_id.clone(),
@@ -227,12 +227,7 @@ pub async fn devolucao(
         family: Family::B,
         scenario: None,
     };
-    let (tx, replayed) = ask_refund(&state, &caller, request).await?.map_err(|e| match e {
-        crate::account::PayError::Refused(crate::account::Refusal::Ledger(
-            Rejection::DuplicateExternalId { .. },
-        )) => ApiError::Conflict("this id is already used with another valor or PIX".into()),
-        other => family_b_error(other),
-    })?;
+    let (tx, replayed) = ask_refund(&state, &caller, request).await?;
     let body = Devolucao::of(&tx);
     Ok(if replayed { HttpResponse::Ok().json(body) } else { HttpResponse::Created().json(body) })
 }

@@ -6,12 +6,12 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::ask::ask;
 use super::auth::Caller;
 use super::body::{request_object, Fields};
 use super::error::{ApiError, ExtendedErrorBody};
-use super::payments::ask;
 use super::AppState;
-use crate::account::{PayCharge, PayError, PixIn, ReturnPayment};
+use crate::account::{PayCharge, PixIn, ReturnPayment};
 use crate::domain::decide::Payer;
 use crate::domain::events::money_number;
 use crate::domain::transaction::{COUNTERPART_NAME_LEN_MAX, SANDBOX_PAYER_NAME};
@@ -56,13 +56,7 @@ pub async fn pix_in(
     let (Some(value), true) = (amount, f.violations.is_empty()) else {
         return Err(ApiError::Validation(f.violations));
     };
-    let tx =
-        ask(&state, &caller, PixIn { value, payer_name, payer_document }).await?.map_err(|e| match e {
-            PayError::Refused(crate::account::Refusal::Ledger(r)) => {
-                ApiError::BadRequest(format!("amount cannot be credited: {r:?}"))
-            }
-            other => super::payments::family_a_error(other, "", false),
-        })?;
+    let tx = ask(&state, &caller, PixIn { value, payer_name, payer_document }).await??;
     Ok(HttpResponse::Created().json(PixInCreated {
         transaction_id: tx.transaction_id.to_string(),
         end_to_end_id: tx.end_to_end_id,
@@ -150,9 +144,7 @@ pub async fn pay(
     sandbox_only(&caller)?;
     let obj = request_object(&req, &bytes)?;
     let (charge, payer) = find_charge(&state, &caller, &obj)?;
-    let tx = ask(&state, &caller, PayCharge { local_id: charge.local_id, payer })
-        .await?
-        .map_err(|e| super::payments::family_a_error(e, "", false))?;
+    let tx = ask(&state, &caller, PayCharge { local_id: charge.local_id, payer }).await??;
     Ok(HttpResponse::Ok().json(Paid {
         status: tx.status.as_str(),
         end_to_end_id: tx.end_to_end_id,
@@ -198,14 +190,7 @@ pub async fn refund_out(
         .transaction_by_e2e(caller.account_id, &e2e)?
         .filter(|t| t.account_id == caller.account_id)
         .ok_or_else(|| ApiError::NotFound("no payment of this account with this end-to-end id".into()))?;
-    let tx = ask(&state, &caller, ReturnPayment { original_local_id: original.local_id, value })
-        .await?
-        .map_err(|e| match e {
-            PayError::Refused(crate::account::Refusal::Refund(
-                crate::domain::refunds::RefundRejection::NotReceived,
-            )) => ApiError::NotFound("no confirmed payment of this account with this end-to-end id".into()),
-            other => super::payments::family_a_error(other, "", false),
-        })?;
+    let tx = ask(&state, &caller, ReturnPayment { original_local_id: original.local_id, value }).await??;
     Ok(HttpResponse::Created()
         .json(Returned { transaction_id: tx.transaction_id.to_string(), end_to_end_id: tx.end_to_end_id }))
 }

@@ -52,7 +52,7 @@ pub struct TokenResponse {
 
 fn fail(f: TokenFailure) -> ApiError {
     let e = ApiError::Token(f);
-    metrics::counter!("pixgw_token_failures_total", "code" => e.parts().code).increment(1);
+    metrics::counter!("pixgw_token_failures_total", "code" => e.parts(crate::http::error::Family::Extended).code).increment(1);
     e
 }
 

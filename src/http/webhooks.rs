@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 
 use super::auth::Caller;
 use super::body::{request_object, Fields};
-use super::error::{ApiError, ExtendedErrorBody};
+use super::error::{ApiError, Cause, ExtendedErrorBody};
 use super::transactions::find_own;
 use super::{iso, AppState};
 use crate::domain::events::EventType;
@@ -271,11 +271,11 @@ pub async fn resend(
         .dispatcher
         .send(Resend { tx, url })
         .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?
+        .map_err(|e| ApiError::Unavailable(Cause::new(e)))?
         .map_err(|e| match e {
             ResendError::NoUrl(_) => ApiError::BadRequest(e.to_string()),
             ResendError::Storage(r) => ApiError::Storage(r),
-            ResendError::NotDurable(m) => ApiError::Unavailable(m),
+            ResendError::NotDurable(m) => ApiError::Unavailable(Cause::msg(m)),
         })?;
     Ok(HttpResponse::Ok().json(Resent {
         message: "webhook resent".into(),

@@ -66,7 +66,7 @@ pub struct Submit {
     pub reply_to: Recipient<Settled>,
 }
 
-pub struct Bank {
+pub struct SimulatedBank {
     directory: Arc<Directory>,
     settle_delay: Duration,
     /// Answers not yet due, by (due, arrival order).
@@ -77,13 +77,20 @@ pub struct Bank {
     on_us: Option<OnUsResolver>,
 }
 
-impl Bank {
-    pub fn new(directory: Arc<Directory>, settle_delay: Duration) -> Bank {
-        Bank { directory, settle_delay, due: BTreeMap::new(), arrivals: 0, wake_at: None, on_us: None }
+impl SimulatedBank {
+    pub fn new(directory: Arc<Directory>, settle_delay: Duration) -> SimulatedBank {
+        SimulatedBank {
+            directory,
+            settle_delay,
+            due: BTreeMap::new(),
+            arrivals: 0,
+            wake_at: None,
+            on_us: None,
+        }
     }
 
     /// Settles payments to these receiving keys on us.
-    pub fn with_on_us(mut self, resolver: OnUsResolver) -> Bank {
+    pub fn with_on_us(mut self, resolver: OnUsResolver) -> SimulatedBank {
         self.on_us = Some(resolver);
         self
     }
@@ -163,11 +170,11 @@ impl Bank {
     }
 }
 
-impl Actor for Bank {
+impl Actor for SimulatedBank {
     type Context = Context<Self>;
 }
 
-impl Handler<Submit> for Bank {
+impl Handler<Submit> for SimulatedBank {
     type Result = ();
 
     fn handle(&mut self, msg: Submit, ctx: &mut Context<Self>) {
@@ -192,8 +199,8 @@ mod tests {
     use super::*;
     use crate::domain::pix_key::{parse_directory_key, DirectoryKeyType};
 
-    fn bank() -> Bank {
-        Bank::new(Arc::new(Directory::embedded().unwrap()), Duration::from_millis(200))
+    fn bank() -> SimulatedBank {
+        SimulatedBank::new(Arc::new(Directory::embedded().unwrap()), Duration::from_millis(200))
     }
 
     /// Collects the answers it is sent, in order.
@@ -222,7 +229,8 @@ mod tests {
         let got = Arc::new(std::sync::Mutex::new(Vec::new()));
         let (done, finished) = tokio::sync::oneshot::channel();
         let to = Collect(Arc::clone(&got), 5, Some(done)).start().recipient();
-        let b = Bank::new(Arc::new(Directory::embedded().unwrap()), Duration::from_millis(300)).start();
+        let b =
+            SimulatedBank::new(Arc::new(Directory::embedded().unwrap()), Duration::from_millis(300)).start();
         let submit = |local_id, scenario| Submit {
             local_id,
             key: None,

@@ -1303,7 +1303,7 @@ mod tests {
 
     #[test]
     fn a_med_page_holds_the_newest_kept_after_the_skipped_and_counts_them_all() {
-        use crate::domain::med::{Bank, Med, MedReason, MedStatus};
+        use crate::domain::med::{Med, MedReason, MedStatus, Participant};
         let storage = Storage::memory().unwrap();
         let repo = Repo::new(&storage);
         let now = Utc::now();
@@ -1319,8 +1319,8 @@ mod tests {
                 description: None,
                 analysis_result: None,
                 analysis_details: None,
-                requesting_bank: Bank { ispb: "0".into(), name: "b".into() },
-                contested_bank: Bank { ispb: "0".into(), name: "b".into() },
+                requesting_bank: Participant { ispb: "0".into(), name: "b".into() },
+                contested_bank: Participant { ispb: "0".into(), name: "b".into() },
                 original: None,
                 original_transaction_id: None,
                 amount: Money::ZERO,

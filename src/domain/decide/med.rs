@@ -8,7 +8,7 @@ use super::{Account, Ids, Plan, Record, Refusal};
 use crate::domain::events::{EventBody, EventType, OutboxEvent};
 use crate::domain::ledger::{DebitDecision, DebitRequest, StoredKeys};
 use crate::domain::med::{
-    AnalysisResult, Bank, Med, MedReason, MedRejection, MedStatus, OriginalTransaction,
+    AnalysisResult, Med, MedReason, MedRejection, MedStatus, OriginalTransaction, Participant,
 };
 use crate::domain::money::Money;
 use crate::domain::transaction::{
@@ -45,7 +45,7 @@ pub fn open_med(
     account: &Account,
     req: OpenMedRequest,
     original: Option<Transaction>,
-    institution: Option<Bank>,
+    institution: Option<Participant>,
     now: DateTime<Utc>,
     ids: &mut Ids,
 ) -> Result<Plan<Med>, Refusal> {
@@ -86,10 +86,10 @@ pub fn open_med(
     let requesting_bank = original
         .as_ref()
         .and_then(|o| o.counterpart.bank.as_ref())
-        .map(|b| Bank { ispb: b.ispb.clone(), name: b.name.clone() })
+        .map(|b| Participant { ispb: b.ispb.clone(), name: b.name.clone() })
         // An unmatched end-to-end id still names the payer's institution.
         .or(institution)
-        .unwrap_or_else(|| Bank { ispb: PAYER_ISPB.into(), name: "Unknown institution".into() });
+        .unwrap_or_else(|| Participant { ispb: PAYER_ISPB.into(), name: "Unknown institution".into() });
     let mut med = Med {
         id,
         account_id: account.id.get(),
@@ -101,7 +101,7 @@ pub fn open_med(
         analysis_result: None,
         analysis_details: None,
         requesting_bank,
-        contested_bank: Bank { ispb: GATEWAY_ISPB.into(), name: GATEWAY_NAME.into() },
+        contested_bank: Participant { ispb: GATEWAY_ISPB.into(), name: GATEWAY_NAME.into() },
         original: original.as_ref().map(|o| OriginalTransaction {
             amount: o.value,
             kind: o.kind.as_str().to_owned(),
@@ -256,7 +256,7 @@ mod tests {
         let got = open_med(&f.account(), open(None), None, None, noon(), &mut ids(&[1]));
         assert_eq!(got.unwrap_err(), Refusal::Med(MedRejection::AmountRequired));
         // Unreconciled with an amount: the institution of the id's ISPB requests it.
-        let bank = Bank { ispb: "12345678".into(), name: "Other".into() };
+        let bank = Participant { ispb: "12345678".into(), name: "Other".into() };
         let plan = open_med(&f.account(), open(Some("1")), None, Some(bank.clone()), noon(), &mut ids(&[1]))
             .unwrap();
         assert_eq!(plan.reply.requesting_bank, bank);

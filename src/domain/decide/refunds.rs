@@ -128,7 +128,7 @@ pub fn take_back(
     now: DateTime<Utc>,
     ids: &mut Ids,
 ) -> Result<Plan<Transaction>, Refusal> {
-    let mut original = original.ok_or(Refusal::Refund(RefundRejection::NotReceived))?;
+    let mut original = original.ok_or(Refusal::Refund(RefundRejection::NotSettledPayment))?;
     check_return(&original, value).map_err(Refusal::Refund)?;
     let fresh = ids.take()?;
     let mut ledger = account.ledger.draft();

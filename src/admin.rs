@@ -17,7 +17,7 @@ use crate::domain::money::Money;
 use crate::store::{AccountRecord, CertificateRecord, ClientRecord, Repo, RepoError};
 
 #[derive(Debug, thiserror::Error)]
-pub enum AccountsError {
+pub enum AdminError {
     #[error("account not found")]
     AccountNotFound,
     #[error("certificate not found")]
@@ -32,8 +32,8 @@ pub enum AccountsError {
     Random(String),
 }
 
-fn random_err(e: getrandom::Error) -> AccountsError {
-    AccountsError::Random(e.to_string())
+fn random_err(e: getrandom::Error) -> AdminError {
+    AdminError::Random(e.to_string())
 }
 
 /// A new account with the one copy of its secrets the caller will ever see.
@@ -43,9 +43,9 @@ pub struct CreatedAccount {
     pub client_secret: String,
 }
 
-fn new_client(account_id: AccountId, now: DateTime<Utc>) -> Result<(ClientRecord, String), AccountsError> {
+fn new_client(account_id: AccountId, now: DateTime<Utc>) -> Result<(ClientRecord, String), AdminError> {
     let client_id =
-        ClientId::from_uuid(Uuid::new_v4()).ok_or_else(|| AccountsError::Random("uuid v4".into()))?;
+        ClientId::from_uuid(Uuid::new_v4()).ok_or_else(|| AdminError::Random("uuid v4".into()))?;
     let secret = secrets::new_client_secret().map_err(random_err)?;
     let salt_hex = secrets::hex(&secrets::random_bytes::<{ secrets::SALT_BYTES }>().map_err(random_err)?);
     let record = ClientRecord {
@@ -65,7 +65,7 @@ pub fn create_account(
     opening_balance: Money,
     cert: Option<&ParsedCert>,
     now: DateTime<Utc>,
-) -> Result<CreatedAccount, AccountsError> {
+) -> Result<CreatedAccount, AdminError> {
     let _guard = repo.admin_lock();
     if let Some(c) = cert {
         ensure_registrable(repo, &c.fingerprint, None)?;
@@ -105,19 +105,19 @@ fn ensure_registrable(
     repo: &Repo,
     fp: &Fingerprint,
     account: Option<AccountId>,
-) -> Result<Option<CertificateRecord>, AccountsError> {
+) -> Result<Option<CertificateRecord>, AdminError> {
     match repo.certificate(fp)? {
         None => Ok(None),
         Some(existing) if Some(existing.account_id) != account => {
-            Err(AccountsError::CertificateOfAnotherAccount)
+            Err(AdminError::CertificateOfAnotherAccount)
         }
-        Some(existing) if existing.is_revoked() => Err(AccountsError::CertificateRevoked),
+        Some(existing) if existing.is_revoked() => Err(AdminError::CertificateRevoked),
         Some(existing) => Ok(Some(existing)),
     }
 }
 
-pub fn account(repo: &Repo, id: AccountId) -> Result<AccountRecord, AccountsError> {
-    repo.account(id)?.ok_or(AccountsError::AccountNotFound)
+pub fn account(repo: &Repo, id: AccountId) -> Result<AccountRecord, AdminError> {
+    repo.account(id)?.ok_or(AdminError::AccountNotFound)
 }
 
 /// Registers a certificate for an account. Returns the record and whether it is new
@@ -127,7 +127,7 @@ pub fn register_certificate(
     id: AccountId,
     cert: &ParsedCert,
     now: DateTime<Utc>,
-) -> Result<(CertificateRecord, bool), AccountsError> {
+) -> Result<(CertificateRecord, bool), AdminError> {
     let _guard = repo.admin_lock();
     account(repo, id)?;
     if let Some(existing) = ensure_registrable(repo, &cert.fingerprint, Some(id))? {
@@ -145,12 +145,12 @@ pub fn revoke_certificate(
     id: AccountId,
     fp: &Fingerprint,
     now: DateTime<Utc>,
-) -> Result<(), AccountsError> {
+) -> Result<(), AdminError> {
     let _guard = repo.admin_lock();
     account(repo, id)?;
     let mut record = match repo.certificate(fp)? {
         Some(r) if r.account_id == id => r,
-        _ => return Err(AccountsError::CertificateNotFound),
+        _ => return Err(AdminError::CertificateNotFound),
     };
     if record.revoked_at.is_none() {
         record.revoked_at = Some(now);
@@ -164,7 +164,7 @@ pub fn update_settings(
     repo: &Repo,
     id: AccountId,
     update: impl FnOnce(AccountSettings) -> AccountSettings,
-) -> Result<AccountRecord, AccountsError> {
+) -> Result<AccountRecord, AdminError> {
     let _guard = repo.admin_lock();
     let mut record = account(repo, id)?;
     record.settings = update(record.settings);
@@ -174,7 +174,7 @@ pub fn update_settings(
 
 /// Gives the account a new clientSecret; the old one and every token issued before now
 /// stop working.
-pub fn rotate_secret(repo: &Repo, id: AccountId, now: DateTime<Utc>) -> Result<String, AccountsError> {
+pub fn rotate_secret(repo: &Repo, id: AccountId, now: DateTime<Utc>) -> Result<String, AdminError> {
     let _guard = repo.admin_lock();
     let record = account(repo, id)?;
     let mut client = repo
