@@ -21,7 +21,8 @@ use crate::auth::secrets;
 use crate::domain::account::{AccountName, AccountProfile};
 use crate::domain::document::TaxId;
 use crate::domain::money::Money;
-use crate::store::{Repo, KEY_ADMIN_TOKEN_HASH, KEY_CLOCK_OFFSET, KEY_DEMO_ACCOUNT, KEY_JWT};
+use crate::store::keys::{ADMIN_TOKEN_HASH, CLOCK_OFFSET, DEMO_ACCOUNT, JWT_KEY};
+use crate::store::Repo;
 
 /// The Demo account's document: a valid CNPJ reserved for examples.
 pub const DEMO_DOCUMENT: &str = "11222333000181";
@@ -59,27 +60,27 @@ pub fn load_or_init(
     now: DateTime<Utc>,
     admin_override: Option<&str>,
 ) -> anyhow::Result<Boot> {
-    let jwt_key = match repo.meta(KEY_JWT)? {
+    let jwt_key = match repo.meta(JWT_KEY)? {
         Some(k) => k,
         None => {
             let k = secrets::random_bytes::<{ secrets::SECRET_BYTES }>()
                 .map_err(|e| anyhow::anyhow!("random: {e}"))?
                 .to_vec();
-            repo.put_meta(KEY_JWT, &k)?;
+            repo.put_meta(JWT_KEY, &k)?;
             k
         }
     };
     let clock_offset_ms =
-        repo.meta(KEY_CLOCK_OFFSET)?.and_then(|b| b.try_into().ok().map(i64::from_be_bytes)).unwrap_or(0);
+        repo.meta(CLOCK_OFFSET)?.and_then(|b| b.try_into().ok().map(i64::from_be_bytes)).unwrap_or(0);
     let dir = demo_dir(data_dir);
-    let created_demo = if repo.meta(KEY_DEMO_ACCOUNT)?.is_none() {
+    let created_demo = if repo.meta(DEMO_ACCOUNT)?.is_none() {
         create_demo(repo, &dir, now, admin_override)?;
         true
     } else {
         false
     };
     let stored_admin_token_hash =
-        repo.meta(KEY_ADMIN_TOKEN_HASH)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+        repo.meta(ADMIN_TOKEN_HASH)?.map(|b| String::from_utf8_lossy(&b).into_owned());
     Ok(Boot { jwt_key, stored_admin_token_hash, clock_offset_ms, demo_dir: dir, created_demo })
 }
 
@@ -128,8 +129,8 @@ fn create_demo(
         &dir.join("client-cert.urlencoded"),
         certs::url_encode_pem(&generated.cert_pem).as_bytes(),
     )?;
-    repo.put_meta(KEY_ADMIN_TOKEN_HASH, secrets::hash_secret("", &admin_token).as_bytes())?;
-    repo.put_meta(KEY_DEMO_ACCOUNT, &created.record.id.get().to_be_bytes())?;
+    repo.put_meta(ADMIN_TOKEN_HASH, secrets::hash_secret("", &admin_token).as_bytes())?;
+    repo.put_meta(DEMO_ACCOUNT, &created.record.id.get().to_be_bytes())?;
     Ok(())
 }
 

@@ -23,7 +23,8 @@ use crate::domain::certificate::Fingerprint;
 use crate::domain::document::TaxId;
 use crate::domain::ids::AccountId;
 use crate::domain::money::{Money, Percent};
-use crate::store::{AccountRecord, CertificateRecord, KEY_CLOCK_OFFSET};
+use crate::store::keys::CLOCK_OFFSET;
+use crate::store::{AccountRecord, CertificateRecord};
 
 fn finish(violations: Vec<Violation>) -> Result<(), ApiError> {
     if violations.is_empty() {
@@ -410,7 +411,7 @@ pub async fn move_clock(
         )]),
         ClockError::Disabled => ApiError::NotFound("no route matches this path".into()),
     })?;
-    state.repo.put_meta(KEY_CLOCK_OFFSET, &offset.to_be_bytes())?;
+    state.repo.put_meta(CLOCK_OFFSET, &offset.to_be_bytes())?;
     // Whatever came due at the new time (expired transfers) happens before we answer, and
     // the webhooks due by then are on their way.
     state.registry.tick_all().await;

@@ -49,11 +49,11 @@ pub const CHECKPOINT_BYTES: u64 = 32 * 1024 * 1024;
 /// The committer waits while a checkpoint runs and the overlay holds more than this.
 pub const OVERLAY_BYTES_MAX: u64 = 128 * 1024 * 1024;
 /// Where the snapshot store keeps the last journal record it holds (u64 big-endian).
-pub const KEY_APPLIED_SEQ: &[u8] = b"meta/applied_seq";
+pub const KEY_APPLIED_SEQ: &[u8] = super::keys::APPLIED_SEQ;
 /// Writes per sled batch when a checkpoint writes its layer (see `checkpoint_once`).
 pub const CHECKPOINT_CHUNK_OPS: usize = 512;
 /// Every id handed out is below this (u64 big-endian); raised, durably, a block at a time.
-pub const KEY_ID_FLOOR: &[u8] = b"meta/id_floor";
+pub const KEY_ID_FLOOR: &[u8] = super::keys::ID_FLOOR;
 /// Ids reserved by one durable write: a crash skips at most this many.
 pub const ID_BLOCK: u64 = 100_000;
 

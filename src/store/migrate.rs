@@ -10,11 +10,11 @@
 //!   were: a transactionId or end-to-end id made then carries no local id, and the `txid/`
 //!   and `e2e/` entries written then still find it.
 
-use super::{codec, prefix_end, Batch, GroupCommit, Store, StoreError};
+use super::{codec, keys, prefix_end, Batch, GroupCommit, Store, StoreError};
 use crate::store::{Repo, RepoError};
 
 /// `meta/record_format`: the format (one byte) every record on the payment path has.
-pub const KEY_RECORD_FORMAT: &[u8] = b"meta/record_format";
+pub const KEY_RECORD_FORMAT: &[u8] = keys::RECORD_FORMAT;
 /// The record format this release writes.
 pub const RECORD_FORMAT: u8 = 1;
 /// Records rewritten per durable write.
@@ -28,10 +28,10 @@ pub fn records(repo: &Repo, commit: &GroupCommit) -> Result<usize, RepoError> {
     }
     let mut rewritten = 0;
     for (prefix, rewrite) in [
-        (&b"tx/"[..], rewrite_transaction as Rewrite),
-        (b"ledger/", rewrite_ledger),
-        (b"pend/", rewrite_hold),
-        (b"outbox/", rewrite_event),
+        (keys::TRANSACTIONS, rewrite_transaction as Rewrite),
+        (keys::LEDGERS, rewrite_ledger),
+        (keys::PENDING, rewrite_hold),
+        (keys::OUTBOX, rewrite_event),
     ] {
         rewritten += rewrite_all(&**store, commit, prefix, rewrite)?;
     }

@@ -12,10 +12,12 @@
 pub mod codec;
 mod commit;
 pub mod journal;
+pub mod keys;
 mod memory;
 pub mod migrate;
 mod overlay;
 pub mod paged;
+mod records;
 mod repo;
 mod sled_store;
 
@@ -26,11 +28,11 @@ pub use commit::{CommitError, CountedIndex, GroupCommit, KEY_APPLIED_SEQ};
 pub use journal::{JournalError, JournalOptions};
 pub use memory::MemoryStore;
 pub use paged::{PagedStore, Paging};
-pub use repo::{
-    AccountRecord, AttemptOutcome, CertificateRecord, ClientRecord, DeliveryLog, DeliveryState, Repo,
-    RepoError, RequestRecord, StoredResponse, Undelivered, WebhookConfig, KEY_ADMIN_TOKEN_HASH,
-    KEY_CLOCK_OFFSET, KEY_DEMO_ACCOUNT, KEY_JWT, PAGES,
+pub use records::{
+    AccountRecord, AttemptOutcome, CertificateRecord, ClientRecord, DeliveryLog, DeliveryState,
+    RequestRecord, StoredResponse, Undelivered, WebhookConfig,
 };
+pub use repo::{Repo, RepoError};
 pub use sled_store::{SledStore, STORAGE_CACHE_MB_DEFAULT};
 
 #[derive(Debug, thiserror::Error)]

@@ -59,14 +59,11 @@ pub fn start(
     let addr = Dispatcher::start_in_arbiter(&Arbiter::new().handle(), move |_| dispatcher);
     let observer = addr.clone();
     let registered = commit.observe(
-        b"outbox/",
+        crate::store::keys::OUTBOX,
         Box::new(move |ops| {
             let new: Vec<(u64, Vec<u8>)> = ops
                 .iter()
-                .filter_map(|op| {
-                    let seq = std::str::from_utf8(op.key()).ok()?.strip_prefix("outbox/")?.parse().ok()?;
-                    Some((seq, op.value()?.to_vec()))
-                })
+                .filter_map(|op| Some((crate::store::keys::outbox_seq(op.key())?, op.value()?.to_vec())))
                 .collect();
             if !new.is_empty() {
                 observer.do_send(Durable(new));

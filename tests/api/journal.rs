@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 
-use pixgw::store::{codec, Batch, JournalOptions, PagedStore, SledStore, Store, KEY_APPLIED_SEQ, PAGES};
+use pixgw::store::{codec, Batch, JournalOptions, PagedStore, SledStore, Store, KEY_APPLIED_SEQ};
 
 use crate::helpers::{cash_out_body, serve_to_completion, Options, TestApp};
 
@@ -136,7 +136,7 @@ async fn a_data_dir_of_the_release_before_the_journal_is_read_as_it_is() {
 /// by end-to-end id.
 fn as_the_json_release_wrote_it(db: &Path) -> std::collections::HashMap<String, String> {
     let raw: Arc<dyn Store> = Arc::new(SledStore::open(db).unwrap());
-    let sled = PagedStore::open(raw.clone(), PAGES).unwrap();
+    let sled = PagedStore::open(raw.clone(), pixgw::store::keys::PAGES).unwrap();
     let mut b = Batch::default();
     for prefix in ["tlist/", "whlog/"] {
         for (k, v) in sled.scan_prefix(prefix.as_bytes()).unwrap() {
@@ -212,7 +212,7 @@ async fn a_data_dir_of_the_json_release_is_migrated_once_and_its_old_ids_still_w
     // Every record is in the binary format now, in pages, and marked so.
     let raw: Arc<dyn Store> = Arc::new(SledStore::open(&app.data_dir().join("db")).unwrap());
     assert!(raw.scan_prefix(b"tx/").unwrap().is_empty(), "transactions are kept in pages");
-    let sled = PagedStore::open(raw, PAGES).unwrap();
+    let sled = PagedStore::open(raw, pixgw::store::keys::PAGES).unwrap();
     let records: Vec<_> = ["tx/", "ledger/", "pend/", "outbox/"]
         .iter()
         .flat_map(|p| sled.scan_prefix(p.as_bytes()).unwrap())

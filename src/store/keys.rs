@@ -1,0 +1,368 @@
+//! The key layout of the whole database: every key is built and parsed here, so the
+//! layout below is the only description of it and no other module spells a key.
+//!
+//! # Key layout (one sled tree; integers big-endian, ids zero-padded so keys sort)
+//! ```text
+//! meta/jwt_key              32 random bytes: the HS256 key that signs access tokens
+//! meta/admin_token_hash     hex SHA-256 of the generated admin token
+//! meta/clock_offset_ms      i64: the test clock's offset from the system clock
+//! meta/demo_account         u64: the id of the Demo account made on first start
+//! meta/tlist_built, meta/rkey_built  present once a backfill of that index has run
+//! meta/applied_seq          u64: the last journal record the snapshot holds (commit.rs)
+//! meta/id_floor             u64: local ids below it were handed out (commit.rs)
+//! meta/record_format        u8: the binary record format the data is in (migrate.rs)
+//! seq/account               u64: the last account id handed out
+//! acct/{id:020}             AccountRecord (JSON)
+//! client/{clientId}         ClientRecord (JSON): the account and the secret's salted hash
+//! cert/{fingerprint}        CertificateRecord (JSON)
+//! acct_cert/{id:020}/{fp}   empty: the index of an account's certificates
+//! ledger/{id:020}           LedgerState (codec.rs): balance, limit counters, totals
+//! tx/{local:020}            Transaction (codec.rs), by its numeric local id
+//! txid/{uuid}               u64: local id by transactionId, only for a transactionId that
+//!                           does not carry its local id (those made before 2026-11-23)
+//! e2e/{endToEndId}          u64: local id by end-to-end id, only for an id that does not
+//!                           carry its local id (received PIX: the payer's bank made it)
+//! tlist/{id:020}/{created_ms:013}/{local:020}  2 bytes (status, operation): the list index,
+//!                           also every transaction of the account, oldest first (releases
+//!                           before the journal also wrote `atx/{id}/{local}`, now unused)
+//! tcnt/{id:020}/{yyyymmdd}/{status}{operation}  i64: list entries per Sao Paulo day, kept
+//!                           by the committer (CountedIndex), so totals need no scan
+//! ext/{id:020}/{externalId} u64: the externalId index (decisions.md §4)
+//! idem/{id:020}/{key}       JSON [local id, request hash]: `/dict/pix` idempotency keys
+//! pend/{id:020}/{local:020} Money (codec.rs): the hold of a pending debit
+//! copen/{id:020}/{local:020} empty: an open charge (PENDING, not yet paid or expired)
+//! ctxid/{id:020}/{txid}     u64: a charge by the txid of its BR Code
+//! outbox/{seq:020}          OutboxEvent (codec.rs): an event whose delivery has not ended
+//! whst/{seq:020}            DeliveryState (JSON): attempts made on it, when the next is due
+//! whlog/{id:020}/{log:020}  DeliveryLog (JSON): one attempt (or resend) of a webhook
+//! whcfg/{id:020}/{type}     WebhookConfig (JSON): one endpoint per account and event type
+//! med/{id:020}/{med:020}    Med (JSON): the account's MED cases; a MED's id is also the id
+//!                           of its hold in the ledger
+//! rkey/{receivingKey}       u64: the account whose receiving key this is (on-us payments)
+//! reqkey/{id:020}/{sha256}  RequestRecord (JSON): a request made with an Idempotency-Key
+//!                           (the SHA-256 of the key), started or with its response
+//! onus/{endToEndId}         OnUsCredit (JSON): a credit owed to an account of this gateway,
+//!                           written with the payer's settlement, deleted with the credit
+//! ```
+//!
+//! A key is built by a function named after its family; a family scanned by prefix also
+//! has a `_prefix` function. Parsers answer `None` for a key that is not of their family.
+
+use chrono::{DateTime, Datelike, NaiveDate, Utc};
+use uuid::Uuid;
+
+use super::{CountedIndex, Paging};
+use crate::domain::certificate::Fingerprint;
+use crate::domain::ids::{AccountId, ClientId};
+use crate::domain::listing::local_day;
+
+/// The keys kept in pages (see `paged.rs`): written in key order on the payment path, so a
+/// checkpoint writes a page for many of them.
+pub const PAGES: &[Paging] = &[
+    // tx/{local:020}: 100 local ids a page.
+    Paging { prefix: b"tx/", page_len: 21 },
+    // tlist/{id:020}/{created_ms:013}/{local:020}: an account's entries of one second.
+    Paging { prefix: b"tlist/", page_len: 37 },
+    // whlog/{id:020}/{log:020}: 100 log ids a page.
+    Paging { prefix: b"whlog/", page_len: 45 },
+];
+
+pub const JWT_KEY: &[u8] = b"meta/jwt_key";
+pub const ADMIN_TOKEN_HASH: &[u8] = b"meta/admin_token_hash";
+pub const CLOCK_OFFSET: &[u8] = b"meta/clock_offset_ms";
+pub const DEMO_ACCOUNT: &[u8] = b"meta/demo_account";
+/// Present once the list index covers every transaction (see `backfill_transaction_index`).
+pub const TLIST_BUILT: &[u8] = b"meta/tlist_built";
+/// Present once every account's receiving key is indexed (see `backfill_receiving_keys`).
+pub const RKEY_BUILT: &[u8] = b"meta/rkey_built";
+pub const SEQ_ACCOUNT: &[u8] = b"seq/account";
+/// The storage engine's own: see `commit.rs` and `migrate.rs`.
+pub const APPLIED_SEQ: &[u8] = b"meta/applied_seq";
+pub const ID_FLOOR: &[u8] = b"meta/id_floor";
+pub const RECORD_FORMAT: &[u8] = b"meta/record_format";
+
+pub const ACCOUNTS: &[u8] = b"acct/";
+pub const TRANSACTIONS: &[u8] = b"tx/";
+pub const LEDGERS: &[u8] = b"ledger/";
+pub const TRANSACTION_LIST: &[u8] = b"tlist/";
+pub const PENDING: &[u8] = b"pend/";
+pub const OPEN_CHARGES: &[u8] = b"copen/";
+pub const OUTBOX: &[u8] = b"outbox/";
+pub const ON_US: &[u8] = b"onus/";
+
+/// A key of the layout: texts as they are, numbers zero-padded to a fixed width so keys
+/// sort by them. (Built by hand: these are made several times per payment, and `format!`
+/// showed in the profile.)
+pub(super) struct Key(Vec<u8>);
+
+impl Key {
+    fn new(prefix: &str) -> Key {
+        let mut v = Vec::with_capacity(64);
+        v.extend_from_slice(prefix.as_bytes());
+        Key(v)
+    }
+
+    fn text(mut self, s: &str) -> Key {
+        self.0.extend_from_slice(s.as_bytes());
+        self
+    }
+
+    /// `n` in decimal, zero-padded to `width` digits (wider if it needs more).
+    fn num(mut self, mut n: u64, width: usize) -> Key {
+        let mut digits = [b'0'; 20];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let start = at.min(digits.len() - width.min(digits.len()));
+        self.0.extend_from_slice(&digits[start..]);
+        self
+    }
+
+    fn id(self, id: AccountId) -> Key {
+        self.num(id.get(), 20)
+    }
+
+    fn done(self) -> Vec<u8> {
+        self.0
+    }
+}
+
+pub fn account(id: AccountId) -> Vec<u8> {
+    Key::new("acct/").id(id).done()
+}
+
+pub fn client(id: &ClientId) -> Vec<u8> {
+    Key::new("client/").text(&id.to_string()).done()
+}
+
+pub fn certificate(fp: &Fingerprint) -> Vec<u8> {
+    Key::new("cert/").text(fp.as_str()).done()
+}
+
+pub fn account_certificates_prefix(id: AccountId) -> Vec<u8> {
+    Key::new("acct_cert/").id(id).text("/").done()
+}
+
+pub fn account_certificate(id: AccountId, fp: &Fingerprint) -> Vec<u8> {
+    Key::new("acct_cert/").id(id).text("/").text(fp.as_str()).done()
+}
+
+/// The fingerprint at the end of an `acct_cert/` key.
+pub fn fingerprint_of(key: &[u8]) -> Option<Fingerprint> {
+    let text = std::str::from_utf8(key).ok()?.strip_prefix("acct_cert/")?;
+    Fingerprint::parse(text.get(21..)?)
+}
+
+pub fn receiving_key(key: &str) -> Vec<u8> {
+    Key::new("rkey/").text(key).done()
+}
+
+pub fn ledger(id: AccountId) -> Vec<u8> {
+    Key::new("ledger/").id(id).done()
+}
+
+pub fn transaction(local: u64) -> Vec<u8> {
+    Key::new("tx/").num(local, 20).done()
+}
+
+pub fn transaction_id(id: &Uuid) -> Vec<u8> {
+    Key::new("txid/").text(&id.to_string()).done()
+}
+
+pub fn end_to_end(e2e: &str) -> Vec<u8> {
+    Key::new("e2e/").text(e2e).done()
+}
+
+pub fn list_entry(id: AccountId, created: DateTime<Utc>, local: u64) -> Vec<u8> {
+    let millis = u64::try_from(created.timestamp_millis()).unwrap_or(0);
+    Key::new("tlist/").id(id).text("/").num(millis, 13).text("/").num(local, 20).done()
+}
+
+pub fn list_prefix(id: AccountId) -> Vec<u8> {
+    Key::new("tlist/").id(id).text("/").done()
+}
+
+/// The first list key of `id` created at `millis` or later.
+pub fn list_from(id: AccountId, millis: u64) -> Vec<u8> {
+    Key::new("tlist/").id(id).text("/").num(millis, 13).text("/").done()
+}
+
+/// The counters of `id`'s list entries on the Sao Paulo day `day`.
+pub fn list_counters_prefix(id: AccountId, day: NaiveDate) -> Vec<u8> {
+    Key::new("tcnt/").id(id).text("/").num(date_number(day), 8).text("/").done()
+}
+
+fn date_number(day: NaiveDate) -> u64 {
+    u64::try_from(day.year()).unwrap_or(0) * 10_000 + u64::from(day.month()) * 100 + u64::from(day.day())
+}
+
+/// The list index's counter of an entry: its account, Sao Paulo day, status and operation.
+pub fn list_counter(key: &[u8], value: &[u8]) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(key).ok()?.strip_prefix("tlist/")?;
+    let account = text.get(..20)?;
+    let millis = text.get(21..34)?.parse::<i64>().ok()?;
+    let day = local_day(DateTime::from_timestamp_millis(millis)?);
+    let summary = std::str::from_utf8(value).ok()?;
+    Some(Key::new("tcnt/").text(account).text("/").num(date_number(day), 8).text("/").text(summary).done())
+}
+
+/// The index of the transactions list, for the committer to count.
+pub fn list_index() -> CountedIndex {
+    CountedIndex { prefix: TRANSACTION_LIST, counter: list_counter }
+}
+
+pub fn external_id(id: AccountId, external_id: &str) -> Vec<u8> {
+    Key::new("ext/").id(id).text("/").text(external_id).done()
+}
+
+pub fn dict_idempotency(id: AccountId, key: &str) -> Vec<u8> {
+    Key::new("idem/").id(id).text("/").text(key).done()
+}
+
+pub fn pending(id: AccountId, local: u64) -> Vec<u8> {
+    Key::new("pend/").id(id).text("/").num(local, 20).done()
+}
+
+pub fn pending_prefix(id: AccountId) -> Vec<u8> {
+    Key::new("pend/").id(id).text("/").done()
+}
+
+pub fn open_charge(id: AccountId, local: u64) -> Vec<u8> {
+    Key::new("copen/").id(id).text("/").num(local, 20).done()
+}
+
+pub fn open_charges_prefix(id: AccountId) -> Vec<u8> {
+    Key::new("copen/").id(id).text("/").done()
+}
+
+/// The account of a `pend/` or `copen/` key.
+pub fn account_of_hold(key: &[u8]) -> Option<AccountId> {
+    let text = std::str::from_utf8(key).ok()?;
+    let rest = text.strip_prefix("pend/").or_else(|| text.strip_prefix("copen/"))?;
+    rest.split('/').next()?.parse().ok().and_then(AccountId::new)
+}
+
+/// The local id at the end of a key that ends with one (`pend/{id}/{local}`,
+/// `copen/{id}/{local}`, `tlist/{id}/{ms}/{local}`).
+pub fn local_at_end(key: &[u8]) -> Option<u64> {
+    std::str::from_utf8(key).ok()?.rsplit('/').next()?.parse().ok()
+}
+
+pub fn charge_txid(id: AccountId, txid: &str) -> Vec<u8> {
+    Key::new("ctxid/").id(id).text("/").text(txid).done()
+}
+
+pub fn outbox(seq: u64) -> Vec<u8> {
+    Key::new("outbox/").num(seq, 20).done()
+}
+
+/// The sequence number of an `outbox/` key.
+pub fn outbox_seq(key: &[u8]) -> Option<u64> {
+    std::str::from_utf8(key.strip_prefix(OUTBOX)?).ok()?.parse().ok()
+}
+
+pub fn delivery_state(seq: u64) -> Vec<u8> {
+    Key::new("whst/").num(seq, 20).done()
+}
+
+/// `account` is an account id as the delivery log records it.
+pub fn delivery_log(account: u64, log: u64) -> Vec<u8> {
+    Key::new("whlog/").num(account, 20).text("/").num(log, 20).done()
+}
+
+/// The range of `id`'s delivery logs: `[from, to)`.
+pub fn delivery_logs_range(id: AccountId) -> (Vec<u8>, Vec<u8>) {
+    // '0' sorts right after '/'.
+    (Key::new("whlog/").id(id).text("/").done(), Key::new("whlog/").id(id).text("0").done())
+}
+
+/// `account` is an account id as the webhook configuration records it.
+pub fn webhook_config(account: u64, event_type: &str) -> Vec<u8> {
+    Key::new("whcfg/").num(account, 20).text("/").text(event_type).done()
+}
+
+pub fn webhook_configs_prefix(id: AccountId) -> Vec<u8> {
+    Key::new("whcfg/").id(id).text("/").done()
+}
+
+/// `account` is an account id as the MED case records it.
+pub fn med(account: u64, med: u64) -> Vec<u8> {
+    Key::new("med/").num(account, 20).text("/").num(med, 20).done()
+}
+
+/// The range of `id`'s MED cases: `[from, to)`.
+pub fn meds_range(id: AccountId) -> (Vec<u8>, Vec<u8>) {
+    (Key::new("med/").id(id).text("/").done(), Key::new("med/").id(id).text("0").done())
+}
+
+/// A request made with an `Idempotency-Key`: by the SHA-256 of the key, so a key of any
+/// length makes a key of one length.
+pub fn request(id: AccountId, key: &str) -> Vec<u8> {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(key.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Key::new("reqkey/").id(id).text("/").text(&hex).done()
+}
+
+pub fn on_us(end_to_end_id: &str) -> Vec<u8> {
+    Key::new("onus/").text(end_to_end_id).done()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_built_with_their_numbers_zero_padded_as_the_layout_says() {
+        let id = AccountId::new(42).unwrap();
+        // 2025-11-23 02:00:00.123 UTC, still the 22nd in Sao Paulo.
+        let at = DateTime::from_timestamp_millis(1_763_863_200_123).unwrap();
+        let text = |k: Vec<u8>| String::from_utf8(k).unwrap();
+        assert_eq!(transaction(7), b"tx/00000000000000000007");
+        assert_eq!(transaction(u64::MAX), b"tx/18446744073709551615");
+        assert_eq!(
+            text(list_entry(id, at, 9)),
+            format!("tlist/{:020}/{:013}/{:020}", 42, 1_763_863_200_123u64, 9)
+        );
+        assert_eq!(text(pending(id, 5)), format!("pend/{:020}/{:020}", 42, 5));
+        assert_eq!(text(open_charge(id, 5)), format!("copen/{:020}/{:020}", 42, 5));
+        assert_eq!(text(charge_txid(id, "abc")), format!("ctxid/{:020}/abc", 42));
+        assert_eq!(text(med(42, 3)), format!("med/{:020}/{:020}", 42, 3));
+        assert_eq!(text(webhook_config(42, "PIX_IN")), format!("whcfg/{:020}/PIX_IN", 42));
+        assert_eq!(text(delivery_log(42, 8)), format!("whlog/{:020}/{:020}", 42, 8));
+        assert_eq!(text(delivery_state(8)), format!("whst/{:020}", 8));
+        assert_eq!(text(outbox(8)), format!("outbox/{:020}", 8));
+        assert_eq!(text(list_from(id, 5)), format!("tlist/{:020}/{:013}/", 42, 5));
+        assert_eq!(
+            text(list_counters_prefix(id, NaiveDate::from_ymd_opt(2025, 11, 22).unwrap())),
+            format!("tcnt/{:020}/20251122/", 42)
+        );
+        assert_eq!(text(request(id, "k")).len(), "reqkey/".len() + 20 + 1 + 64);
+        // The counter of an entry: its Sao Paulo day.
+        assert_eq!(
+            list_counter(&list_entry(id, at, 9), b"PW").map(String::from_utf8),
+            Some(Ok(format!("tcnt/{:020}/20251122/PW", 42)))
+        );
+    }
+
+    #[test]
+    fn parsers_read_back_what_builders_wrote_and_refuse_other_families() {
+        let id = AccountId::new(42).unwrap();
+        assert_eq!(outbox_seq(&outbox(17)), Some(17));
+        assert_eq!(outbox_seq(&delivery_state(17)), None);
+        assert_eq!(account_of_hold(&pending(id, 3)), Some(id));
+        assert_eq!(account_of_hold(&open_charge(id, 3)), Some(id));
+        assert_eq!(account_of_hold(&ledger(id)), None);
+        assert_eq!(local_at_end(&open_charge(id, 3)), Some(3));
+        assert_eq!(local_at_end(&list_entry(id, DateTime::UNIX_EPOCH, 4)), Some(4));
+        let fp = Fingerprint::parse(&"ab".repeat(32)).unwrap();
+        assert_eq!(fingerprint_of(&account_certificate(id, &fp)), Some(fp));
+        assert_eq!(fingerprint_of(&certificate(&Fingerprint::parse(&"ab".repeat(32)).unwrap())), None);
+    }
+}

@@ -1,0 +1,124 @@
+//! Accounts and their credentials: account records, clients (the secret's salted hash),
+//! certificates and their index per account, and the index of receiving keys.
+//!
+//! These change only on the admin paths, each as one flushed batch under the admin lock;
+//! authenticated requests read them through the auth cache (`cached`).
+
+use crate::domain::certificate::Fingerprint;
+use crate::domain::ids::{AccountId, ClientId};
+
+use super::{parse_json, to_json, Repo, RepoError};
+use crate::store::records::*;
+
+use crate::store::{keys, Batch, GroupCommit, StoreError};
+
+impl Repo {
+    /// The next account id. Call with the admin lock held, and commit the account in the
+    /// same batch as [`Repo::account_batch`] makes, so an id is never handed out twice.
+    pub fn next_account_id(&self) -> Result<AccountId, RepoError> {
+        let last =
+            match self.store.get(keys::SEQ_ACCOUNT)? {
+                Some(b) => u64::from_be_bytes(b.as_slice().try_into().map_err(|_| RepoError::Corrupt {
+                    key: "seq/account".into(),
+                    reason: "not a u64".into(),
+                })?),
+                None => 0,
+            };
+        AccountId::new(last + 1)
+            .ok_or_else(|| RepoError::Corrupt { key: "seq/account".into(), reason: "overflow".into() })
+    }
+
+    /// The writes that create an account with its credentials and, optionally, its first
+    /// certificate.
+    pub fn account_batch(
+        &self,
+        account: &AccountRecord,
+        client: &ClientRecord,
+        cert: Option<&CertificateRecord>,
+    ) -> Result<Batch, RepoError> {
+        let mut b = Batch::default();
+        b.put(keys::SEQ_ACCOUNT, account.id.get().to_be_bytes().to_vec());
+        b.put(keys::account(account.id), to_json(account)?);
+        b.put(keys::receiving_key(&account.receiving_key), account.id.get().to_be_bytes().to_vec());
+        b.put(keys::client(&client.client_id), to_json(client)?);
+        if let Some(c) = cert {
+            self.certificate_writes(&mut b, c)?;
+        }
+        Ok(b)
+    }
+
+    pub fn account(&self, id: AccountId) -> Result<Option<AccountRecord>, RepoError> {
+        self.cached(&id, (|c| &c.accounts, |c| &mut c.accounts), || self.get_json(&keys::account(id)))
+    }
+
+    pub fn put_account(&self, account: &AccountRecord) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        b.put(keys::account(account.id), to_json(account)?);
+        self.commit(&b)
+    }
+
+    pub fn client(&self, id: &ClientId) -> Result<Option<ClientRecord>, RepoError> {
+        self.cached(id, (|c| &c.clients, |c| &mut c.clients), || self.get_json(&keys::client(id)))
+    }
+
+    pub fn put_client(&self, client: &ClientRecord) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        b.put(keys::client(&client.client_id), to_json(client)?);
+        self.commit(&b)
+    }
+
+    pub fn certificate(&self, fp: &Fingerprint) -> Result<Option<CertificateRecord>, RepoError> {
+        self.cached(fp, (|c| &c.certificates, |c| &mut c.certificates), || {
+            self.get_json(&keys::certificate(fp))
+        })
+    }
+
+    fn certificate_writes(&self, b: &mut Batch, c: &CertificateRecord) -> Result<(), RepoError> {
+        b.put(keys::certificate(&c.fingerprint), to_json(c)?);
+        b.put(keys::account_certificate(c.account_id, &c.fingerprint), Vec::new());
+        Ok(())
+    }
+
+    pub fn put_certificate(&self, c: &CertificateRecord) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        self.certificate_writes(&mut b, c)?;
+        self.commit(&b)
+    }
+
+    pub fn certificates_of(&self, id: AccountId) -> Result<Vec<CertificateRecord>, RepoError> {
+        let mut out = Vec::new();
+        for (k, _) in self.store.scan_prefix(&keys::account_certificates_prefix(id))? {
+            let fp = keys::fingerprint_of(&k).ok_or_else(|| RepoError::Corrupt {
+                key: String::from_utf8_lossy(&k).into_owned(),
+                reason: "bad fingerprint".into(),
+            })?;
+            if let Some(c) = self.certificate(&fp)? {
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The account of this gateway whose receiving key `key` is.
+    pub fn account_by_receiving_key(&self, key: &str) -> Result<Option<AccountId>, RepoError> {
+        Ok(self.local_by(&keys::receiving_key(key))?.and_then(AccountId::new))
+    }
+
+    /// Indexes the receiving keys of accounts made before the index existed (once per
+    /// database; a crash midway redoes it).
+    pub fn backfill_receiving_keys(&self, commit: &GroupCommit) -> Result<usize, RepoError> {
+        if self.store.get(keys::RKEY_BUILT)?.is_some() {
+            return Ok(0);
+        }
+        let mut b = Batch::default();
+        let mut written = 0;
+        for (k, v) in self.store.scan_prefix(keys::ACCOUNTS)? {
+            let account: AccountRecord = parse_json(&k, &v)?;
+            b.put(keys::receiving_key(&account.receiving_key), account.id.get().to_be_bytes().to_vec());
+            written += 1;
+        }
+        b.put(keys::RKEY_BUILT.to_vec(), vec![1]);
+        commit.submit(b).map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())))?;
+        Ok(written)
+    }
+}

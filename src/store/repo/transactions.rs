@@ -1,0 +1,286 @@
+//! Transactions: their records, the indexes that find them (transactionId, end-to-end id,
+//! externalId, the `/dict/pix` idempotency key, the list index and its day counters), and
+//! the batch that carries out an account's plan.
+//!
+//! A transaction's indexes are written with its first write and never change, except the
+//! list entry, whose value is the status the committer counts.
+
+use chrono::NaiveDate;
+use uuid::Uuid;
+
+use crate::domain::decide::Record;
+use crate::domain::events::OutboxEvent;
+use crate::domain::ids::{local_id_in_uuid, AccountId};
+use crate::domain::ledger::LedgerChange;
+use crate::domain::listing::{day_start, summary, summary_matches, Operation};
+use crate::domain::transaction::{local_id_in_end_to_end, Transaction, TxKind, TxStatus};
+
+use super::{corrupt, to_json, Repo, RepoError};
+
+use crate::store::{codec, keys, Batch, CountedIndex, GroupCommit, StoreError};
+
+impl Repo {
+    /// Puts a transaction; `first` (its first write) also writes its indexes, which never
+    /// change afterwards, as inserts: they are new keys. Its transactionId and its own
+    /// end-to-end ids carry its local id, so they need no index; an end-to-end id made
+    /// elsewhere (a received PIX, given when it is paid) is indexed whenever it is written.
+    pub fn put_transaction(&self, b: &mut Batch, tx: &Transaction, first: bool) -> Result<(), RepoError> {
+        let mut record = Vec::with_capacity(256);
+        codec::encode_transaction(tx, &mut record);
+        // The list entry is rewritten on every write: the committer counts a status change
+        // from the old value.
+        let entry = summary(tx.status, Operation::of(tx.kind)).to_vec();
+        let list_key = keys::list_entry(tx.account_id, tx.created_at, tx.local_id);
+        let local = tx.local_id.to_be_bytes().to_vec();
+        if !tx.end_to_end_id.is_empty() && local_id_in_end_to_end(&tx.end_to_end_id) != Some(tx.local_id) {
+            b.put(keys::end_to_end(&tx.end_to_end_id), local.clone());
+        }
+        if !first {
+            b.put(keys::transaction(tx.local_id), record);
+            b.put(list_key, entry);
+            return Ok(());
+        }
+        b.insert(keys::transaction(tx.local_id), record);
+        b.insert(list_key, entry);
+        if let Some(c) = &tx.charge {
+            b.insert(keys::charge_txid(tx.account_id, &c.txid), local.clone());
+        }
+        if local_id_in_uuid(&tx.transaction_id) != tx.local_id {
+            b.insert(keys::transaction_id(&tx.transaction_id), local.clone());
+        }
+        if let Some(ext) = &tx.external_id {
+            b.insert(keys::external_id(tx.account_id, ext), local);
+        }
+        if let Some(d) = &tx.dict {
+            let v = to_json(&(tx.local_id, &d.request_hash))?;
+            b.insert(keys::dict_idempotency(tx.account_id, &d.idempotency_key), v);
+        }
+        Ok(())
+    }
+
+    /// The writes that carry out a plan of an account's command: its records and their
+    /// indexes, the ledger's change (its record, holds taken and released), and its events.
+    pub fn plan_batch(
+        &self,
+        id: AccountId,
+        ledger: Option<&LedgerChange>,
+        records: &[Record],
+        events: &[OutboxEvent],
+    ) -> Result<Batch, RepoError> {
+        let mut b = Batch::default();
+        for record in records {
+            match record {
+                Record::NewTransaction(tx) => {
+                    self.put_transaction(&mut b, tx, true)?;
+                    if tx.kind == TxKind::CashIn && tx.status == TxStatus::Pending {
+                        self.put_open_charge(&mut b, id, tx.local_id);
+                    }
+                }
+                Record::Transaction(tx) => {
+                    self.put_transaction(&mut b, tx, false)?;
+                    if tx.kind == TxKind::CashIn && tx.status != TxStatus::Pending {
+                        self.delete_open_charge(&mut b, id, tx.local_id);
+                    }
+                }
+                Record::Med(med) => self.put_med(&mut b, med)?,
+                Record::OnUsCredit(c) => b.put(keys::on_us(&c.end_to_end_id), to_json(c)?),
+                Record::OnUsCredited(e2e) => b.delete(keys::on_us(e2e)),
+            }
+        }
+        if let Some(change) = ledger {
+            if let Some(state) = change.state() {
+                self.put_ledger(&mut b, id, state)?;
+            }
+            for (local, hold) in change.holds_taken() {
+                self.put_pending(&mut b, id, *local, *hold);
+            }
+            for local in change.holds_released() {
+                self.delete_pending(&mut b, id, *local);
+            }
+        }
+        for event in events {
+            self.put_outbox(&mut b, event)?;
+        }
+        Ok(b)
+    }
+
+    /// The index of the transactions list, for the committer to count (see the key layout).
+    pub fn transaction_index() -> CountedIndex {
+        keys::list_index()
+    }
+
+    /// One page of an account's transactions on the local days `[first, last]`, newest
+    /// first, with the filters, after `offset` matching ones; and how many match in all.
+    /// Totals come from the per-day counters; whole days before the page are skipped by
+    /// their counts, so only the page's own day is read entry by entry.
+    pub fn transactions_page(
+        &self,
+        id: AccountId,
+        (first, last): (NaiveDate, NaiveDate),
+        (status, operation): (Option<TxStatus>, Option<Operation>),
+        offset: u64,
+        size: usize,
+    ) -> Result<(Vec<Transaction>, u64), RepoError> {
+        let mut days = Vec::new();
+        let mut day = first;
+        while day <= last {
+            let prefix = keys::list_counters_prefix(id, day);
+            let mut n = 0u64;
+            for (k, v) in self.store.scan_prefix(&prefix)? {
+                if summary_matches(&k[prefix.len()..], status, operation) {
+                    let count: [u8; 8] = v.as_slice().try_into().map_err(|_| RepoError::Corrupt {
+                        key: String::from_utf8_lossy(&k).into_owned(),
+                        reason: "not an i64".into(),
+                    })?;
+                    n += u64::try_from(i64::from_be_bytes(count)).unwrap_or(0);
+                }
+            }
+            days.push((day, n));
+            day += chrono::Duration::days(1);
+        }
+        let total = days.iter().map(|(_, n)| n).sum();
+        let mut skip = offset;
+        let mut ids = Vec::new();
+        for (day, n) in days.into_iter().rev() {
+            if ids.len() >= size {
+                break;
+            }
+            if n == 0 || (ids.is_empty() && skip >= n) {
+                skip = skip.saturating_sub(n);
+                continue;
+            }
+            let millis = |d| u64::try_from(day_start(d).timestamp_millis()).unwrap_or(0);
+            let from = keys::list_from(id, millis(day));
+            let to = keys::list_from(id, millis(day + chrono::Duration::days(1)));
+            let mut bad = None;
+            self.store.scan_rev(&from, &to, &mut |k, v| {
+                if !summary_matches(v, status, operation) {
+                    return true;
+                }
+                if skip > 0 {
+                    skip -= 1;
+                    return true;
+                }
+                match std::str::from_utf8(k)
+                    .ok()
+                    .and_then(|t| t.rsplit('/').next())
+                    .and_then(|n| n.parse().ok())
+                {
+                    Some(local) => ids.push(local),
+                    None => bad = Some(String::from_utf8_lossy(k).into_owned()),
+                }
+                ids.len() < size && bad.is_none()
+            })?;
+            if let Some(key) = bad {
+                return Err(RepoError::Corrupt { key, reason: "no local id".into() });
+            }
+        }
+        let mut page = Vec::with_capacity(ids.len());
+        for local in ids {
+            if let Some(t) = self.transaction(local)? {
+                page.push(t);
+            }
+        }
+        Ok((page, total))
+    }
+
+    /// Writes the list index of transactions stored before it existed (once per database;
+    /// a crash midway redoes it, and rewriting an entry changes no count).
+    pub fn backfill_transaction_index(&self, commit: &GroupCommit) -> Result<usize, RepoError> {
+        if self.store.get(keys::TLIST_BUILT)?.is_some() {
+            return Ok(0);
+        }
+        let mut written = 0;
+        let mut b = Batch::default();
+        for (k, v) in self.store.scan_prefix(keys::TRANSACTIONS)? {
+            let tx = codec::decode_transaction(&v).map_err(|e| corrupt(&k, e))?;
+            b.put(
+                keys::list_entry(tx.account_id, tx.created_at, tx.local_id),
+                summary(tx.status, Operation::of(tx.kind)).to_vec(),
+            );
+            written += 1;
+            if b.len_hint() >= 1000 {
+                commit
+                    .submit(std::mem::take(&mut b))
+                    .map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())))?;
+            }
+        }
+        b.put(keys::TLIST_BUILT.to_vec(), vec![1]);
+        commit.submit(b).map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())))?;
+        Ok(written)
+    }
+
+    /// An account's transaction by the externalId its client gave.
+    pub fn transaction_by_external_id(
+        &self,
+        id: AccountId,
+        external_id: &str,
+    ) -> Result<Option<Transaction>, RepoError> {
+        match self.local_by(&keys::external_id(id, external_id))? {
+            Some(local) => self.transaction(local),
+            None => Ok(None),
+        }
+    }
+
+    pub fn transaction(&self, local: u64) -> Result<Option<Transaction>, RepoError> {
+        let key = keys::transaction(local);
+        match self.store.get(&key)? {
+            None => Ok(None),
+            Some(bytes) => codec::decode_transaction(&bytes).map(Some).map_err(|e| corrupt(&key, e)),
+        }
+    }
+
+    /// Every transaction of an account, oldest first (a full scan of its list index; for
+    /// tools and tests).
+    pub fn transactions_of(&self, id: AccountId) -> Result<Vec<Transaction>, RepoError> {
+        let mut out = Vec::new();
+        for (k, _) in self.store.scan_prefix(&keys::list_prefix(id))? {
+            let local = keys::local_at_end(&k).ok_or_else(|| RepoError::Corrupt {
+                key: String::from_utf8_lossy(&k).into_owned(),
+                reason: "bad local id".into(),
+            })?;
+            if let Some(t) = self.transaction(local)? {
+                out.push(t);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A transaction by its transactionId: the local id it carries, else the index of
+    /// transactionIds that carry none.
+    pub fn transaction_by_uuid(&self, id: &Uuid) -> Result<Option<Transaction>, RepoError> {
+        if let Some(t) = self.transaction(local_id_in_uuid(id))?.filter(|t| t.transaction_id == *id) {
+            return Ok(Some(t));
+        }
+        match self.local_by(&keys::transaction_id(id))? {
+            Some(local) => self.transaction(local),
+            None => Ok(None),
+        }
+    }
+
+    /// A transaction by one of its end-to-end ids (its own, a `/dict/pix` transfer's
+    /// provisional one, a return's): the local id an own id carries, else the index.
+    /// The account's transaction an end-to-end id names. An on-us payment's two sides carry
+    /// one id: the payer's (found by the local id the id carries) and the payee's (indexed).
+    pub fn transaction_by_e2e(
+        &self,
+        account: AccountId,
+        e2e: &str,
+    ) -> Result<Option<Transaction>, RepoError> {
+        let names = |t: &Transaction| {
+            t.account_id == account
+                && (t.end_to_end_id == e2e
+                    || t.dict.as_ref().is_some_and(|d| d.provisional_end_to_end_id == e2e)
+                    || t.refund.as_ref().is_some_and(|r| r.rtr_id == e2e))
+        };
+        if let Some(local) = local_id_in_end_to_end(e2e) {
+            if let Some(t) = self.transaction(local)?.filter(names) {
+                return Ok(Some(t));
+            }
+        }
+        match self.local_by(&keys::end_to_end(e2e))? {
+            Some(local) => Ok(self.transaction(local)?.filter(|t| t.account_id == account)),
+            None => Ok(None),
+        }
+    }
+}
