@@ -1,6 +1,6 @@
 //! First start and every start: the token-signing key, the admin token, the test clock's
 //! offset, and the Demo sandbox account with its certificate and credentials file
-//! (decisions.md §1).
+//! (interface.md "Running the server").
 //!
 //! On first start the Demo account is created (and committed) before its files are
 //! written, and the marker `meta/demo_account` is committed last: a crash in between makes

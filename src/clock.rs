@@ -3,7 +3,7 @@
 //!
 //! It is the system clock plus an offset. The offset is zero unless the server runs with
 //! `--test-clock`, where `POST /admin/clock` moves it forward (never backwards) and the
-//! caller persists it, so a restart keeps the same clock (decisions.md §10).
+//! caller persists it, so a restart keeps the same clock (decisions.md "Clock").
 
 use std::sync::atomic::{AtomicI64, Ordering};
 

@@ -3,7 +3,7 @@
 //!
 //! Precedence, highest first: a flag, its environment variable (clap merges those two),
 //! the TOML file named by `--config` / `PIXGW_CONFIG`, the default. Every TOML key has an
-//! environment variable (decisions.md §1).
+//! environment variable (interface.md "Running the server").
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

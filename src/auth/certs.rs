@@ -4,7 +4,7 @@
 //! The header carries a URL-encoded PEM. Every `+` of the base64 body must arrive as `%2B`;
 //! one sent as `%20` (or as a raw space) decodes to a space inside the base64, which this
 //! reader refuses as a malformed PEM instead of silently skipping it (interface.md
-//! "Authentication" 3).
+//! "Authentication").
 
 use base64::Engine;
 use chrono::{DateTime, Utc};

@@ -4,7 +4,7 @@
 //! store them: a slow password hash protects low-entropy human passwords, which these are
 //! not. The comparison runs in time independent of where the bytes differ, and an unknown
 //! clientId is checked against a dummy hash, so neither timing nor answers tell an attacker
-//! which of the two was wrong (decisions.md §9).
+//! which of the two was wrong (decisions.md "Tokens").
 
 use base64::Engine;
 use sha2::{Digest, Sha256};

@@ -1,4 +1,4 @@
-//! Access tokens: HS256 JWTs signed with a key made on first start (decisions.md §9).
+//! Access tokens: HS256 JWTs signed with a key made on first start (decisions.md "Tokens").
 //!
 //! Claims: `sub` (account id), `client_id`, `iat`, `exp` = iat + [`TOKEN_TTL_SECONDS`],
 //! `jti`, and `cnf.x5t#S256` (RFC 8705) binding the token to the certificate it was issued
@@ -148,7 +148,7 @@ impl TokenKeys {
     }
 
     /// Signs and verifies one token. jsonwebtoken panics at first use when its crypto
-    /// backend is ambiguous (see shared/crates.md); doing it at start turns that into a
+    /// backend is ambiguous (several providers are compiled in); doing it at start turns that into a
     /// start-up failure instead of a panic under load.
     pub fn self_test(&self, now: DateTime<Utc>) -> Result<(), String> {
         let id = AccountId::new(1).ok_or("account id")?;

@@ -1,7 +1,7 @@
 //! An account's profile and settings: who it is and the limits and fees that apply to it.
 //!
 //! The balance and the transactions are not here: they belong to the account actor (the
-//! "Money out" work). This module owns the defaults of decisions.md §3 and the validation
+//! "Money out" work). This module owns the defaults of interface.md "Balances, fees and limits" and the validation
 //! of the admin `PATCH` body's values.
 
 use serde::{Deserialize, Serialize};
@@ -13,7 +13,7 @@ use super::money::{Money, Percent};
 pub const ACCOUNT_NAME_LEN_MAX: usize = 100;
 
 /// Bounds of the provider minimum expiration of cash-in charges, in seconds
-/// (interface.md: expirationTime 30..=604800).
+/// (interface.md "Limits": expirationTime 30 to 604,800).
 pub const PROVIDER_MIN_EXPIRATION_SECONDS_MIN: u32 = 30;
 pub const PROVIDER_MIN_EXPIRATION_SECONDS_MAX: u32 = 604_800;
 
@@ -56,7 +56,7 @@ impl From<AccountName> for String {
     }
 }
 
-/// Debit limits of decisions.md §3. A value equal to a limit is allowed.
+/// Debit limits (interface.md "Balances, fees and limits"). A value equal to a limit is allowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Limits {
@@ -75,7 +75,7 @@ impl Default for Limits {
     }
 }
 
-/// A fee: a fixed part plus a percent of the amount (rounded when applied, decisions.md §3).
+/// A fee: a fixed part plus a percent of the amount (rounded when applied, interface.md "Balances, fees and limits").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct FeeRule {
     pub fixed: Money,
@@ -92,7 +92,7 @@ pub struct Fees {
     pub refund: FeeRule,
 }
 
-/// When non-immediate splits of paid charges run (decisions.md §5).
+/// When non-immediate splits of paid charges run (decisions.md "Money in: charges").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum SplitFrequency {

@@ -15,7 +15,7 @@ pub const FINGERPRINT_HEX_LEN: usize = 64;
 pub struct Fingerprint(String);
 
 impl Fingerprint {
-    /// Accepts exactly 64 lower-case hex characters (decisions.md §10 "Ids").
+    /// Accepts exactly 64 lower-case hex characters (interface.md "Ids").
     pub fn parse(text: &str) -> Option<Fingerprint> {
         let ok = text.len() == FINGERPRINT_HEX_LEN
             && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
@@ -82,7 +82,7 @@ pub enum ValidityVerdict {
 }
 
 impl Validity {
-    /// X.509 validity is inclusive at both ends (RFC 5280 §4.1.2.5).
+    /// X.509 validity is inclusive at both ends (RFC 5280, section 4.1.2.5).
     pub fn at(&self, now: DateTime<Utc>) -> ValidityVerdict {
         if now < self.not_before {
             ValidityVerdict::NotYetValid

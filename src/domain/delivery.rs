@@ -1,4 +1,4 @@
-//! Webhook delivery as the domain sees it (decisions.md §7): the retry schedule, the
+//! Webhook delivery as the domain sees it (decisions.md "Webhooks"): the retry schedule, the
 //! addresses a delivery may never reach, the scheduler that decides which delivery goes
 //! next, and the resend limit (counted by `rate::RateWindow`).
 //!
@@ -27,7 +27,7 @@ pub const ATTEMPTS_MAX: u32 = RETRY_DELAYS_SECONDS.len() as u32 + 1;
 /// the retries of many events that failed together, so a receiver that comes back is not
 /// hit by all of them in the same second.
 pub const JITTER_PERMILLE_MAX: u32 = 100;
-/// Resend calls per account in any window of [`RESEND_WINDOW_SECONDS`] (interface.md).
+/// Resend calls per account in any window of [`RESEND_WINDOW_SECONDS`] (interface.md "Limits").
 pub const RESEND_PER_WINDOW_MAX: usize = 60;
 pub const RESEND_WINDOW_SECONDS: i64 = 60;
 

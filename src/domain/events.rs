@@ -1,5 +1,5 @@
 //! The events that state changes leave in the outbox, with the payloads the webhooks
-//! will carry (interface.md "Cash-out webhook", "V2 envelope"; decisions.md §7).
+//! will carry (interface.md "Webhooks"; decisions.md "Webhooks").
 //!
 //! An event keeps the transaction as it was in the step that changed it (or, for a MED, the
 //! ready payload), so the outbox says exactly what the state said at that moment. Its JSON

@@ -1,5 +1,5 @@
 //! Fees: a fixed part plus a percent of the amount, rounded half away from zero to cents
-//! (decisions.md §3).
+//! (interface.md "Balances, fees and limits").
 
 use rust_decimal::{Decimal, RoundingStrategy};
 

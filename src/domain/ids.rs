@@ -39,7 +39,7 @@ impl FromStr for AccountId {
     }
 }
 
-/// A client id: a UUID of version 4 (interface.md "Authentication").
+/// A client id: a UUID of version 4 (interface.md "Ids").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct ClientId(Uuid);

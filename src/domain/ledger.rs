@@ -1,5 +1,5 @@
 //! The ledger of one account: its balance, limit counters, idempotency indexes and pending
-//! debits, and the rules that move money (docs/decisions.md "Balances, fees, limits" and
+//! debits, and the rules that move money (docs/interface.md "Balances, fees and limits" and
 //! "Idempotency").
 //!
 //! Every change is decided on a [`LedgerDraft`]: one command may take several steps (a paid

@@ -1,4 +1,4 @@
-//! Debit limits on the Sao Paulo business calendar (decisions.md §3, §10).
+//! Debit limits on the Sao Paulo business calendar (interface.md "Balances, fees and limits").
 //!
 //! Per transaction: `value <= perTransaction`. Daily: the sum of debits accepted on the
 //! current calendar day in America/Sao_Paulo, plus this one, `<= daily`. Night: between

@@ -1,5 +1,5 @@
-//! The transactions list as the domain sees it (interface.md `GET /api/transactions`,
-//! decisions.md §2): its filters and their display values, the date range on the
+//! The transactions list as the domain sees it (interface.md "GET /api/transactions",
+//! "Time"): its filters and their display values, the date range on the
 //! America/Sao_Paulo calendar, paging, and the two-byte summary the storage index keeps
 //! of each transaction so a page is read without loading the ones a filter skips.
 //!
@@ -159,7 +159,7 @@ pub fn local_day(t: DateTime<Utc>) -> NaiveDate {
     t.with_timezone(&Sao_Paulo).date_naive()
 }
 
-/// The paging metadata of interface.md.
+/// The paging metadata of interface.md "GET /api/transactions".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageInfo {
     pub page: u32,

@@ -1,5 +1,5 @@
 //! MED (Mecanismo Especial de Devolução) cases: the record, its life cycle and its JSON
-//! (interface.md "MED record", decisions.md §5).
+//! (interface.md "Life cycles", decisions.md "MED").
 //!
 //! Life cycle: a MED is opened (`OPEN`) against a received PIX, with the disputed amount
 //! capped at what is available blocked in the same step; the gateway acknowledges it at once
@@ -199,7 +199,7 @@ impl Med {
         }
     }
 
-    /// The MED record of interface.md, plus `amount`, `blockedAmount` and
+    /// The MED record (interface.md "GET /api/med"), plus `amount`, `blockedAmount` and
     /// `refundTransactionId` (beyond the interface).
     pub fn to_json(&self) -> Value {
         let original = self.original.as_ref().map(|o| {

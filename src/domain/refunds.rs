@@ -1,4 +1,4 @@
-//! Refunds of received PIX (decisions.md §5): which transactions can be refunded, until
+//! Refunds of received PIX (interface.md "Life cycles", decisions.md "Refunds"): which transactions can be refunded, until
 //! when, and how much.
 //!
 //! A refund is accepted only for a received PIX (a Pix in, or a paid charge) of the same

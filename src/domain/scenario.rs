@@ -1,4 +1,4 @@
-//! Sandbox scenarios (`X-Sandbox-Scenario`, decisions.md §6, §10).
+//! Sandbox scenarios (`X-Sandbox-Scenario`, interface.md "Sandbox scenarios").
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! Payment splits of a charge (interface.md "Cash-in charge", decisions.md §5): their rules,
+//! Payment splits of a charge (interface.md "POST /api/pix/cash-in", decisions.md "Money in: charges"): their rules,
 //! their amounts, and when the scheduled ones run.
 //!
 //! A PERCENTAGE split is that percent of the charge's gross amount, rounded half away from

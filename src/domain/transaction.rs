@@ -186,7 +186,7 @@ pub fn parse_code_reference(text: &str) -> CodeReference<'_> {
     }
 }
 
-/// Cob txid: 26 to 35 alphanumeric characters (interface.md).
+/// Cob txid: 26 to 35 alphanumeric characters (interface.md "Limits").
 pub const COB_TXID_LEN_MIN: usize = 26;
 pub const COB_TXID_LEN_MAX: usize = 35;
 
@@ -221,7 +221,7 @@ impl TxStatus {
     }
 }
 
-/// Why a payment ended in ERROR (interface.md "Cash-out rejection reasons", plus
+/// Why a payment ended in ERROR (interface.md "Rejection reasons of a settled payment", plus
 /// `EXPIRED` for a `/dict/pix` transfer queued past its expiration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -418,7 +418,7 @@ impl Transaction {
         self.value.checked_add(self.fee)
     }
 
-    /// The `finalAmount` clients see (decisions.md §3): value + fee for a debit, value − fee
+    /// The `finalAmount` clients see (interface.md "Balances, fees and limits"): value + fee for a debit, value − fee
     /// (never below zero) for a credit.
     pub fn final_amount(&self) -> Option<Money> {
         if self.kind.is_debit() {

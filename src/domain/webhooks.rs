@@ -1,5 +1,5 @@
 //! Webhooks as the domain sees them: the configurable event types, the rules of a
-//! configuration (decisions.md §7), and the Standard Webhooks signature.
+//! configuration (decisions.md "Webhooks"), and the Standard Webhooks signature.
 //!
 //! Signature: `webhook-signature` = `v1,` + base64(HMAC-SHA256(key, id + "." + timestamp +
 //! "." + body)), where the key is the base64 part of the account's `whsec_` secret. A test
@@ -18,7 +18,7 @@ pub const WEBHOOK_URL_LEN_MAX: usize = 2048;
 /// Characters of a custom header's value.
 pub const WEBHOOK_HEADER_VALUE_LEN_MAX: usize = 1024;
 
-/// Header names a configuration may not set: transport headers (interface.md) and the
+/// Header names a configuration may not set: transport headers (decisions.md "Webhooks") and the
 /// signature headers, which only the gateway writes.
 pub const BLOCKED_HEADERS: [&str; 9] = [
     "host",

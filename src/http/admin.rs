@@ -1,4 +1,4 @@
-//! The admin API under `/admin/` (decisions.md §1): accounts, certificates, settings,
+//! The admin API under `/admin/` (interface.md "Running the server"): accounts, certificates, settings,
 //! secret rotation and the test clock. Every route needs the admin token.
 
 use actix_web::web::{self, Bytes};

@@ -1,5 +1,5 @@
 //! Balances: `GET /accounts/balances` (family B shape), `GET /api/balance` and
-//! `GET /balance` (the standard shape), decisions.md §3.
+//! `GET /balance` (the standard shape), interface.md "Balances, fees and limits".
 
 use actix_web::{web, HttpResponse};
 use serde::Serialize;

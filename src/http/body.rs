@@ -255,7 +255,7 @@ impl<'a> Fields<'a> {
     }
 
     /// An amount written as a JSON number, exactly as written: at least 0.01, at most two
-    /// decimals (decisions.md §2).
+    /// decimals (interface.md "Money").
     pub fn amount(&mut self, field: &str, required: bool) -> Option<Money> {
         let fail = |f: &mut Self, m: &str| {
             f.fail_as(field, m.to_owned(), ViolationKind::Amount);

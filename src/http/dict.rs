@@ -1,5 +1,5 @@
 //! Family B: `POST /dict/pix`, a transfer to a key of the directory, idempotent by
-//! `x-idempotency-key` (decisions.md §4, §5).
+//! `x-idempotency-key` (interface.md "Idempotency", "Life cycles").
 
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};

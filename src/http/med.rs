@@ -1,7 +1,7 @@
 //! MED routes: the sandbox's side of a MED (`POST /sandbox/med`, `POST
 //! /sandbox/med/{id}/analyze`, and beyond the interface `POST /sandbox/med/{id}/cancel`) and
 //! the client's list, `GET /api/med`, with its filters, paging and rate limit
-//! (decisions.md §5; docs/decisions.md "MED").
+//! (interface.md "Life cycles"; decisions.md "MED").
 
 use std::collections::HashMap;
 

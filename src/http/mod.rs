@@ -41,7 +41,7 @@ use crate::sim::directory::Directory;
 use crate::store::Repo;
 
 /// A timestamp as every response writes it: UTC, RFC 3339, milliseconds, `Z`
-/// (decisions.md §2).
+/// (interface.md "Time").
 pub fn iso(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
@@ -81,7 +81,7 @@ pub struct AppState {
     /// Plain http webhook URLs are accepted (`PIXGW_WEBHOOK_ALLOW_HTTP`).
     pub webhook_allow_http: bool,
     pub webhooks: crate::webhooks::Webhooks,
-    /// Resend calls per account (interface.md: 60 per minute).
+    /// Resend calls per account (interface.md "Limits": 60 a minute).
     pub resend_rate: std::sync::Mutex<crate::domain::rate::RateWindow>,
     /// Failed token requests, per certificate and per clientId (`domain::throttle`).
     pub token_throttle: std::sync::Mutex<

@@ -16,7 +16,7 @@ use crate::domain::scenario::{PayoutScenario, PAYOUT_SCENARIOS};
 pub const SCENARIO_HEADER: &str = "x-sandbox-scenario";
 
 /// The `X-Sandbox-Scenario` of a payment: only sandbox accounts may send it, and only a
-/// value of the cash-out family (decisions.md §6).
+/// value of the cash-out family (interface.md "Sandbox scenarios").
 pub fn payout_scenario(req: &HttpRequest, caller: &Caller) -> Result<Option<PayoutScenario>, ApiError> {
     let Some(raw) = req.headers().get(SCENARIO_HEADER) else { return Ok(None) };
     let fail = |m: String| ApiError::Validation(vec![Violation::new("X-Sandbox-Scenario", m)]);
@@ -31,7 +31,7 @@ pub fn payout_scenario(req: &HttpRequest, caller: &Caller) -> Result<Option<Payo
 }
 
 /// `PROVIDER_DOWN`: the provider is unreachable; answer 500 and record nothing
-/// (decisions.md §6), after the body was validated like any other.
+/// (interface.md "Sandbox scenarios"), after the body was validated like any other.
 pub fn refuse_if_provider_down(scenario: Option<PayoutScenario>) -> Result<(), ApiError> {
     match scenario {
         Some(PayoutScenario::ProviderDown) => Err(ApiError::ProviderDown),

@@ -1,4 +1,4 @@
-//! Sandbox routes (decisions.md §1): only for sandbox accounts (403 otherwise).
+//! Sandbox routes (interface.md "Sandbox scenarios"): only for sandbox accounts (403 otherwise).
 
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};

@@ -1,8 +1,8 @@
 //! `POST /api/auth/token`: client credentials plus a registered certificate give a bearer
 //! token valid for 1800 s.
 //!
-//! The checks run in this order, each with its code (interface.md "Token issuance
-//! errors"): the certificate header is present, its PEM parses, the body is
+//! The checks run in this order, each with its code (interface.md "Token
+//! codes"): the certificate header is present, its PEM parses, the body is
 //! `{clientId: UUID v4, clientSecret}`, the certificate is within its validity window on
 //! the server clock, its fingerprint is registered and not revoked, the credentials match,
 //! and the certificate belongs to the clientId's account. Credentials are checked only

@@ -1,4 +1,4 @@
-//! `GET /api/transactions` (the list of interface.md, with its filters and paging, read
+//! `GET /api/transactions` (interface.md "GET /api/transactions", with its filters and paging, read
 //! through the storage index) and, beyond the interface, `GET /api/transactions/{id}`: one
 //! of the caller's transactions by numeric id, transactionId, end-to-end id or externalId.
 
@@ -135,7 +135,7 @@ pub fn find_own(state: &AppState, caller: &Caller, id: &str) -> Result<Option<Tr
     Ok(own(state.repo.transaction_by_external_id(caller.account_id, id)?))
 }
 
-/// One transaction as the list shows it (interface.md "Transaction record").
+/// One transaction as the list shows it (interface.md "GET /api/transactions").
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListedTransaction {

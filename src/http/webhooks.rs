@@ -1,4 +1,4 @@
-//! The webhook routes (decisions.md §7): configuration (`POST /api/webhooks`, an upsert per
+//! The webhook routes (decisions.md "Webhooks"): configuration (`POST /api/webhooks`, an upsert per
 //! event type, `GET /api/webhooks` and `DELETE /api/webhooks/{eventType}`), `POST /api/resend-webhook/{id}` and, beyond the
 //! interface, the delivery log `GET /api/webhooks/logs`. Delivery itself is
 //! [`crate::webhooks`].

@@ -1,4 +1,4 @@
-//! The simulated PIX network: the key directory and the settling bank (decisions.md §1).
+//! The simulated PIX network: the key directory and the settling bank (interface.md "Running the server").
 //! It is the only provider for now; nothing here touches the network.
 
 pub mod bank;

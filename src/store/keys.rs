@@ -27,7 +27,7 @@
 //!                           before the journal also wrote `atx/{id}/{local}`, now unused)
 //! tcnt/{id:020}/{yyyymmdd}/{status}{operation}  i64: list entries per Sao Paulo day, kept
 //!                           by the committer (CountedIndex), so totals need no scan
-//! ext/{id:020}/{externalId} u64: the externalId index (decisions.md §4)
+//! ext/{id:020}/{externalId} u64: the externalId index (interface.md "Idempotency")
 //! idem/{id:020}/{key}       JSON [local id, request hash]: `/dict/pix` idempotency keys
 //! pend/{id:020}/{local:020} Money (codec.rs): the hold of a pending debit
 //! copen/{id:020}/{local:020} empty: an open charge (PENDING, not yet paid or expired)

@@ -59,7 +59,7 @@ pub struct ClientRecord {
     pub rotated_at: DateTime<Utc>,
 }
 
-/// Where an account wants the events of one type (decisions.md §7).
+/// Where an account wants the events of one type (decisions.md "Webhooks").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WebhookConfig {

@@ -7,7 +7,7 @@
 //! delivery's new state through group commit, and only once that is durable does it let
 //! the transaction's next event go, so the order per transaction survives a crash too.
 //!
-//! Guarantees (decisions.md §7): at least once; the same `webhook-id` (`msg_{seq}`) on
+//! Guarantees (decisions.md "Webhooks"): at least once; the same `webhook-id` (`msg_{seq}`) on
 //! every attempt of an event, across restarts; a kill -9 between a send and its record
 //! sends once more, with that id. Retries follow [`next_attempt_at`] on the server clock.
 //!

@@ -19,7 +19,7 @@ use crate::store::{GroupCommit, Repo};
 use dispatcher::{Dispatcher, Durable, Load};
 use sender::{Policy, Sender};
 
-/// How deliveries may reach receivers (decisions.md §7).
+/// How deliveries may reach receivers (decisions.md "Webhooks").
 #[derive(Debug, Clone, Default)]
 pub struct WebhookSettings {
     /// Plain http URLs are accepted (`PIXGW_WEBHOOK_ALLOW_HTTP`).

@@ -1,11 +1,11 @@
 //! A sender: one actor of the pool that makes the HTTP requests of webhook deliveries.
 //!
 //! `awc::Client` is not `Send`, so each sender builds its own client on its own thread
-//! (crates.md trap 2); requests run concurrently inside the actor, and the dispatcher
+//! (it holds `Rc`s); requests run concurrently inside the actor, and the dispatcher
 //! bounds how many. A sender knows nothing of outboxes or retries: it takes a signed
 //! request and answers what happened to it.
 //!
-//! Safety rules applied here, on every request (decisions.md §7):
+//! Safety rules applied here, on every request (decisions.md "Webhooks"):
 //! - `https` only, unless plain `http` is allowed (`PIXGW_WEBHOOK_ALLOW_HTTP`);
 //! - the host is resolved here and every address it resolves to must pass
 //!   [`address_allowed`] (unless `PIXGW_WEBHOOK_ALLOW_PRIVATE`); the request then goes
@@ -29,7 +29,7 @@ use rustls::ClientConfig;
 
 use crate::domain::delivery::address_allowed;
 
-/// A receiver has this long to answer with a 2xx (decisions.md §7).
+/// A receiver has this long to answer with a 2xx (decisions.md "Webhooks").
 pub const DELIVERY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Characters of a network error kept in the delivery log.
 const ERROR_TEXT_LEN_MAX: usize = 300;

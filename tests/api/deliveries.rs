@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use crate::helpers::{assert_extended, cash_out_body, directory_key, spawn_with, Options, TestApp};
 use crate::receiver::{signature_verifies, Answer, Receiver};
 
-/// The retry waits of decisions.md §7, in seconds.
+/// The retry waits of decisions.md "Webhooks", in seconds.
 const RETRY_WAITS: [i64; 7] = [5, 300, 1800, 7200, 18000, 36000, 36000];
 
 pub fn options() -> Options {

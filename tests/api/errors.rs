@@ -1,4 +1,4 @@
-//! The error contract of the whole server (decisions.md §8): both body shapes, errorId =
+//! The error contract of the whole server (interface.md "Errors"): both body shapes, errorId =
 //! x-request-id, JSON 404/405/400/413, never HTML; and the operations routes.
 
 use std::sync::Arc;

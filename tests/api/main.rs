@@ -20,6 +20,7 @@ mod money_out;
 mod on_us;
 mod receiver;
 mod recovery;
+mod references;
 mod refunds;
 mod token;
 mod webhooks;

@@ -7,7 +7,7 @@
 //! - [`token`]: the failures of the token call and their table;
 //! - [`validation`]: the violations body readers report;
 //! - [`envelope`]: the middleware that writes each error body in the shape of its route's
-//!   family (decisions.md, "Error bodies").
+//!   family (interface.md "Error bodies").
 //!
 //! Causes are kept as errors ([`Cause`]), never flattened: a 500 or 503 shows the client
 //! only that it happened, and the log gets the whole chain.

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-/// What rule a violation breaks, for the `errorCode` of decisions.md §10.
+/// What rule a violation breaks, for the `errorCode` of interface.md "Codes".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ViolationKind {
     Amount,
