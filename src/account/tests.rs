@@ -285,3 +285,157 @@ async fn an_on_us_credit_delivered_many_times_at_once_is_carried_out_once() {
     let received = f.repo.transaction_by_e2e(f.account, &credit.end_to_end_id).unwrap().unwrap();
     assert_eq!((received.kind, received.counterpart.name.as_str()), (TxKind::PixIn, "Bia"));
 }
+
+fn charge(ext: &str, value: &str, expiration_seconds: u32) -> CreateCharge {
+    CreateCharge(ChargeRequest {
+        external_id: Some(ext.into()),
+        txid: None,
+        cob: None,
+        value: m(value),
+        description: "order".into(),
+        payer_name: "Ana Payer".into(),
+        payer_document: Some("52998224725".into()),
+        expiration_seconds,
+        additional_info: Default::default(),
+        scenario: None,
+        splits: Vec::new(),
+    })
+}
+
+fn refund(original: u64, value: &str, id: &str) -> Refund {
+    Refund(RefundRequest {
+        original_local_id: original,
+        value: m(value),
+        refund_id: Some(id.into()),
+        reason: None,
+        natureza: crate::domain::transaction::Natureza::Original,
+        family: crate::domain::transaction::Family::A,
+        scenario: None,
+    })
+}
+
+fn pix_in(value: &str) -> PixIn {
+    PixIn { value: m(value), payer_name: "Payer".into(), payer_document: Some("52998224725".into()) }
+}
+
+fn refused<T: std::fmt::Debug>(reply: Result<T, CommandError>) -> Refusal {
+    match reply {
+        Err(CommandError::Refused(r)) => r,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[actix_rt::test]
+async fn a_received_pix_is_credited_and_a_refund_of_it_holds_replays_and_settles() {
+    let f = fixture("0.00");
+    let addr = f.actor();
+    let received = addr.send(pix_in("10.00")).await.unwrap().unwrap();
+    assert_eq!(received.status, TxStatus::Confirmed);
+    assert_eq!(f.balance(&addr).await, Balance { available: m("10"), blocked: m("0") });
+
+    let (first, replayed) = addr.send(refund(received.local_id, "4.00", "r1")).await.unwrap().unwrap();
+    assert!(!replayed);
+    assert_eq!((first.kind, first.status), (TxKind::RefundIn, TxStatus::Pending));
+    assert_eq!(f.balance(&addr).await, Balance { available: m("6"), blocked: m("4") });
+    // The same id and value again: the same refund, nothing moves.
+    let (again, replayed) = addr.send(refund(received.local_id, "4.00", "r1")).await.unwrap().unwrap();
+    assert!(replayed);
+    assert_eq!(again.local_id, first.local_id);
+    assert_eq!(f.balance(&addr).await, Balance { available: m("6"), blocked: m("4") });
+    // More than what is left to refund.
+    let over = refused(addr.send(refund(received.local_id, "6.01", "r2")).await.unwrap());
+    assert_eq!(
+        over,
+        Refusal::Refund(crate::domain::refunds::RefundRejection::ExceedsRefundable { refundable: m("6") })
+    );
+    // A refund of something the account did not receive.
+    let not_received = refused(addr.send(refund(first.local_id, "1.00", "r3")).await.unwrap());
+    assert_eq!(not_received, Refusal::Refund(crate::domain::refunds::RefundRejection::NotReceived));
+
+    addr.do_send(Settled { local_id: first.local_id, result: Ok(None), on_us: None });
+    assert_eq!(f.balance(&addr).await, Balance { available: m("6"), blocked: m("0") });
+    assert_eq!(f.repo.transaction(first.local_id).unwrap().unwrap().status, TxStatus::Confirmed);
+    assert_eq!(f.repo.transaction(received.local_id).unwrap().unwrap().refunded, m("4"));
+}
+
+#[actix_rt::test]
+async fn a_charge_is_paid_once_and_a_paid_charge_cannot_be_paid_or_cancelled() {
+    let f = fixture("0.00");
+    let addr = f.actor();
+    let created = addr.send(charge("c1", "5.00", 3600)).await.unwrap().unwrap();
+    assert_eq!(created.status, TxStatus::Pending);
+    assert!(created.charge.is_some());
+    assert_eq!(f.balance(&addr).await, Balance { available: m("0"), blocked: m("0") });
+    // Its externalId is taken like a cash-out's.
+    let taken = refused(addr.send(charge("c1", "1.00", 3600)).await.unwrap());
+    assert!(matches!(taken, Refusal::Ledger(Rejection::DuplicateExternalId { .. })), "{taken:?}");
+
+    let paid = addr.send(PayCharge { local_id: created.local_id, payer: None }).await.unwrap().unwrap();
+    assert_eq!(paid.status, TxStatus::Confirmed);
+    assert_eq!(f.balance(&addr).await, Balance { available: m("5"), blocked: m("0") });
+    let twice = refused(addr.send(PayCharge { local_id: created.local_id, payer: None }).await.unwrap());
+    assert!(matches!(twice, Refusal::NotPayable(_)), "{twice:?}");
+    let cancel = refused(addr.send(CancelCharge { local_id: created.local_id }).await.unwrap());
+    assert!(matches!(cancel, Refusal::NotPayable(_)), "{cancel:?}");
+    assert_eq!(f.balance(&addr).await, Balance { available: m("5"), blocked: m("0") }, "paid once");
+}
+
+#[actix_rt::test]
+async fn a_charge_past_its_expiration_ends_on_the_next_tick_and_cannot_be_paid() {
+    let f = fixture("0.00");
+    let addr = f.actor();
+    let created = addr.send(charge("c1", "5.00", 60)).await.unwrap().unwrap();
+    f.clock.advance(59).unwrap();
+    addr.send(Tick).await.unwrap().unwrap();
+    assert_eq!(f.repo.transaction(created.local_id).unwrap().unwrap().status, TxStatus::Pending);
+    f.clock.advance(1).unwrap();
+    addr.send(Tick).await.unwrap().unwrap();
+    let ended = f.repo.transaction(created.local_id).unwrap().unwrap();
+    assert_ne!(ended.status, TxStatus::Pending, "expired at its expiration time");
+    let late = refused(addr.send(PayCharge { local_id: created.local_id, payer: None }).await.unwrap());
+    assert!(matches!(late, Refusal::NotPayable(_)), "{late:?}");
+    assert_eq!(f.balance(&addr).await, Balance { available: m("0"), blocked: m("0") });
+}
+
+#[actix_rt::test]
+async fn a_med_blocks_the_disputed_amount_and_its_rejection_releases_it_once() {
+    let f = fixture("0.00");
+    let addr = f.actor();
+    let received = addr.send(pix_in("10.00")).await.unwrap().unwrap();
+    let open = |amount: Option<&str>| OpenMed {
+        end_to_end: received.end_to_end_id.clone(),
+        cause: "SCAM".into(),
+        amount: amount.map(m),
+        description: None,
+    };
+    let above = refused(addr.send(open(Some("10.01"))).await.unwrap());
+    assert!(matches!(above, Refusal::Med(crate::domain::med::MedRejection::AboveOriginal(_))), "{above:?}");
+    let med = addr.send(open(Some("7.00"))).await.unwrap().unwrap();
+    assert_eq!(med.blocked, m("7"));
+    assert_eq!(f.balance(&addr).await, Balance { available: m("3"), blocked: m("7") });
+    let rejected = crate::domain::med::AnalysisResult::Rejected;
+    let closed =
+        addr.send(CloseMed { id: med.id, result: Some(rejected), details: None }).await.unwrap().unwrap();
+    assert_eq!(closed.analysis_result, Some(rejected));
+    assert_eq!(f.balance(&addr).await, Balance { available: m("10"), blocked: m("0") });
+    let again = refused(addr.send(CloseMed { id: med.id, result: None, details: None }).await.unwrap());
+    assert!(matches!(again, Refusal::Med(crate::domain::med::MedRejection::Final(_))), "{again:?}");
+    assert_eq!(f.balance(&addr).await, Balance { available: m("10"), blocked: m("0") });
+    assert_eq!(
+        f.repo.med(f.account, med.id).unwrap().unwrap().status,
+        crate::domain::med::MedStatus::Analyzed
+    );
+}
+
+#[actix_rt::test]
+async fn new_settings_apply_to_the_next_command() {
+    let f = fixture("10.00");
+    let addr = f.actor();
+    let mut settings = crate::domain::account::AccountSettings::default();
+    settings.limits.per_transaction = m("1.00");
+    addr.send(SettingsChanged(settings)).await.unwrap();
+    let over = refused(addr.send(cash_out("a", "1.01")).await.unwrap());
+    assert_eq!(over, Refusal::Ledger(Rejection::PerTransactionLimit));
+    assert!(addr.send(cash_out("b", "1.00")).await.unwrap().is_ok(), "a value equal to the limit");
+    assert_eq!(f.balance(&addr).await, Balance { available: m("9"), blocked: m("1") });
+}

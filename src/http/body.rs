@@ -416,6 +416,33 @@ pub fn known_params(
     }
 }
 
+/// What the unit tests of the body readers share.
+#[cfg(test)]
+pub mod testing {
+    use serde_json::{Map, Value};
+
+    use crate::http::error::{ApiError, Family};
+
+    /// A body as a route reads it: the JSON text parsed, numbers kept as written.
+    pub fn object(text: &str) -> Map<String, Value> {
+        match serde_json::from_str(text) {
+            Ok(Value::Object(m)) => m,
+            other => panic!("not a JSON object: {other:?}"),
+        }
+    }
+
+    /// The `(field, text)` of each violation of a validation error, after checking it is
+    /// one: a 400 `HTTP_ERROR` in family A.
+    pub fn violations(e: ApiError) -> Vec<(String, String)> {
+        let parts = e.parts(Family::Extended);
+        assert_eq!((parts.status.as_u16(), parts.code), (400, "HTTP_ERROR"), "{e:?}");
+        match e {
+            ApiError::Validation(v) => v.iter().map(|x| (x.field.clone(), x.text())).collect(),
+            other => panic!("not a validation error: {other:?}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -282,3 +282,55 @@ pub async fn cash_in(
         qr_code_image,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::body::testing::{object, violations};
+
+    fn charge(extra: &str) -> String {
+        format!(
+            r#"{{"transaction": {{"value": 1, "description": "order", "externalId": "x"{extra}}}, "payer": {{"fullName": "Ana Payer", "document": "52998224725"}}}}"#
+        )
+    }
+
+    #[test]
+    fn every_field_rule_of_a_charge_is_checked_and_each_names_its_field() {
+        let info: serde_json::Map<String, Value> =
+            (0..11).map(|i| (format!("k{i}"), serde_json::json!("v"))).collect();
+        let body = serde_json::json!({
+            "transaction": {"value": 0.001, "description": "", "externalId": "", "expirationTime": 29},
+            "payer": {"fullName": "n".repeat(101), "document": "123"},
+            "additionalInfo": info,
+            "splits": [{"pixKey": "a@b.co", "pixKeyType": "CPF", "name": "A", "document": "52998224725", "type": "FIXED", "value": 1}]
+        });
+        let fields: Vec<String> =
+            violations(read(&object(&body.to_string())).err().unwrap()).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(
+            fields,
+            vec![
+                "transaction.value",
+                "transaction.description",
+                "transaction.externalId",
+                "transaction.expirationTime",
+                "payer.fullName",
+                "payer.document",
+                "additionalInfo",
+                "splits[0].pixKey"
+            ]
+        );
+        for (extra, field) in [
+            (r#", "expirationTime": 604801"#, "transaction.expirationTime"),
+            (r#", "generateQrCode": "yes""#, "transaction.generateQrCode"),
+        ] {
+            let v = violations(read(&object(&charge(extra))).err().unwrap());
+            assert_eq!(v[0].0, field);
+        }
+        let v = violations(read(&object(r#"{"transaction": {"value": 1}}"#)).err().unwrap());
+        assert!(v.iter().any(|(_, t)| t == "payer is required"), "{v:?}");
+        // The interface's limits are inclusive.
+        let (request, with_image) = read(&object(&charge(r#", "expirationTime": 604800"#))).unwrap();
+        assert_eq!(request.expiration_seconds, 604_800);
+        assert!(!with_image);
+    }
+}

@@ -235,3 +235,76 @@ pub async fn cash_out_qrcode(
         pay(&state, &caller, request).await.map_err(|e| e.duplicate_as_conflict(&input.external_id))?;
     Ok(HttpResponse::Created().json(PaymentCreated::from(&outcome)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::body::testing::{object, violations};
+    use crate::http::error::Family;
+
+    #[test]
+    fn every_invalid_field_of_a_cash_out_has_its_own_message() {
+        let body = serde_json::json!({
+            "value": "10",
+            "externalId": "",
+            "description": "d".repeat(141),
+            "details": {"key": "x", "keyType": "CPF", "name": "n".repeat(101), "document": "123"}
+        });
+        let e = read_cash_out(&object(&body.to_string())).err().unwrap();
+        assert_eq!(e.parts(Family::Extended).error_code, None, "mixed kinds earn no errorCode");
+        let texts: Vec<String> = violations(e).into_iter().map(|(_, t)| t).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "value must be a number",
+                "externalId must not be empty",
+                "description must have at most 140 characters",
+                "details.keyType must be DOCUMENT, EMAIL, PHONE or RANDOM",
+                "details.name must have at most 100 characters",
+                "details.document must be a CPF (11 digits) or CNPJ (14 characters): must have 11 (CPF) or 14 (CNPJ) characters",
+            ]
+        );
+        let e = read_cash_out(&object(r#"{"value": 1, "externalId": "x"}"#)).err().unwrap();
+        assert_eq!(violations(e), vec![("details".to_owned(), "details is required".to_owned())]);
+    }
+
+    #[test]
+    fn a_key_that_does_not_fit_its_key_type_is_pix_invalid_pix_key() {
+        let body = |key_type: &str, key: &str| {
+            let v = serde_json::json!({"value": 1, "externalId": "k", "details": {"key": key, "keyType": key_type, "name": "N", "document": "52998224725"}});
+            read_cash_out(&object(&v.to_string()))
+        };
+        for (key_type, key) in [
+            ("DOCUMENT", "52998224724"),
+            ("EMAIL", "not-an-email"),
+            ("PHONE", "+5511987654321"),
+            ("RANDOM", "xyz"),
+        ] {
+            let e = body(key_type, key).err().unwrap();
+            assert_eq!(e.parts(Family::Extended).error_code, Some("PIX_INVALID_PIX_KEY"), "{key_type} {key}");
+            assert_eq!(violations(e).len(), 1, "{key_type} {key}");
+        }
+        for (key_type, key) in [
+            ("DOCUMENT", "52998224725"),
+            ("DOCUMENT", "11222333000181"),
+            ("EMAIL", "someone@example.com"),
+            ("PHONE", "11987654321"),
+            ("PHONE", "1133334444"),
+            ("RANDOM", "3f2b8c1e9d4a4e6b8a7c1d2e3f4a5b6c"),
+            ("RANDOM", "3f2b8c1e-9d4a-4e6b-8a7c-1d2e3f4a5b6c"),
+        ] {
+            assert!(body(key_type, key).is_ok(), "{key_type} {key}");
+        }
+    }
+
+    #[test]
+    fn an_amount_with_three_decimals_is_pix_invalid_amount() {
+        let e = read_cash_out(&object(
+            r#"{"value": 10.005, "externalId": "k", "details": {"key": "a@b.co", "keyType": "EMAIL", "name": "N", "document": "52998224725"}}"#,
+        ))
+        .err()
+        .unwrap();
+        assert_eq!(e.parts(Family::Extended).error_code, Some("PIX_INVALID_AMOUNT"));
+        assert_eq!(violations(e)[0].0, "value");
+    }
+}

@@ -85,6 +85,27 @@ pub struct Configured {
     message: String,
 }
 
+/// A configuration body as read: its URL, event type and custom headers.
+type ConfigBody = (String, EventType, Vec<(String, String)>);
+
+/// A configuration body: its URL (checked against `allow_http`), event type and headers.
+fn read_config(obj: &serde_json::Map<String, Value>, allow_http: bool) -> Result<ConfigBody, ApiError> {
+    let mut f = Fields::new(obj);
+    let url = url_field(&mut f, true, allow_http);
+    let event_type = f.string("eventType", true).and_then(|t| {
+        let parsed = EventType::parse(t);
+        if parsed.is_none() {
+            f.fail("eventType", EVENT_TYPES_MESSAGE);
+        }
+        parsed
+    });
+    let headers = headers(&mut f, obj);
+    match (url, event_type, f.violations.is_empty()) {
+        (Some(url), Some(event_type), true) => Ok((url, event_type, headers)),
+        _ => Err(ApiError::Validation(f.violations)),
+    }
+}
+
 #[utoipa::path(
     post, operation_id = "configure_webhook", path = "/api/webhooks", tag = "webhooks",
     request_body(content = super::schemas::WebhookRequest),
@@ -102,20 +123,7 @@ pub async fn configure(
     bytes: Bytes,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let obj = request_object(&req, &bytes)?;
-    let mut f = Fields::new(&obj);
-    let url = url_field(&mut f, true, state.webhook_allow_http);
-    let event_type = f.string("eventType", true).and_then(|t| {
-        let parsed = EventType::parse(t);
-        if parsed.is_none() {
-            f.fail("eventType", EVENT_TYPES_MESSAGE);
-        }
-        parsed
-    });
-    let headers = headers(&mut f, &obj);
-    let (Some(url), Some(event_type), true) = (url, event_type, f.violations.is_empty()) else {
-        return Err(ApiError::Validation(f.violations));
-    };
+    let (url, event_type, headers) = read_config(&request_object(&req, &bytes)?, state.webhook_allow_http)?;
     let now = state.clock.now();
     let existing =
         state.repo.webhook_configs(caller.account_id)?.into_iter().find(|c| c.event_type == event_type);
@@ -383,4 +391,62 @@ pub async fn logs(
         .map(LogEntry::from)
         .collect();
     Ok(HttpResponse::Ok().json(LogList { account_id: caller.account_id.get(), total: logs.len(), logs }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::body::testing::{object, violations};
+    use serde_json::json;
+
+    #[test]
+    fn every_configuration_rule_is_checked_and_names_its_field() {
+        let h = |k: &str| json!({"key": k, "value": "v"});
+        let cases = [
+            (json!({"eventType": "cash_out"}), "url"),
+            (json!({"url": "http://hooks.example.com", "eventType": "cash_out"}), "url"),
+            (json!({"url": "ftp://hooks.example.com", "eventType": "cash_out"}), "url"),
+            (json!({"url": "not a url", "eventType": "cash_out"}), "url"),
+            (json!({"url": "https://hooks.example.com", "eventType": "CASH_OUT"}), "eventType"),
+            (json!({"url": "https://hooks.example.com"}), "eventType"),
+            (
+                json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [h("a"), h("b"), h("c"), h("d"), h("e"), h("f")]}),
+                "headers",
+            ),
+            (
+                json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [{"key": "X-A"}]}),
+                "headers[0]",
+            ),
+            (
+                json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [h("bad name")]}),
+                "headers[0]",
+            ),
+        ];
+        for (body, field) in cases {
+            let v = violations(read_config(&object(&body.to_string()), false).err().unwrap());
+            assert_eq!(v[0].0, field, "{body}");
+        }
+        for blocked in [
+            "host",
+            "Content-Length",
+            "connection",
+            "transfer-encoding",
+            "content-type",
+            "User-Agent",
+            "webhook-signature",
+        ] {
+            let body =
+                json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [h(blocked)]});
+            let v = violations(read_config(&object(&body.to_string()), false).err().unwrap());
+            assert!(v[0].1.contains("reserved"), "{blocked}: {v:?}");
+        }
+        let five = json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [h("a"), h("b"), h("c"), h("d"), h("e")]});
+        let (url, event_type, headers) = read_config(&object(&five.to_string()), false).unwrap();
+        assert_eq!(
+            (url.as_str(), event_type, headers.len()),
+            ("https://hooks.example.com", EventType::CashOut, 5)
+        );
+        let plain = json!({"url": "http://hooks.example.com", "eventType": "cash_out"});
+        assert!(read_config(&object(&plain.to_string()), true).is_ok(), "plain http when allowed");
+    }
 }

@@ -62,50 +62,6 @@ async fn a_charge_carries_a_br_code_of_the_account_and_a_qr_image_on_request() {
 }
 
 #[actix_rt::test]
-async fn every_field_rule_of_a_charge_is_checked() {
-    let app = TestApp::spawn_fast().await;
-    let token = app.demo_token().await;
-    let info: serde_json::Map<String, Value> = (0..11).map(|i| (format!("k{i}"), json!("v"))).collect();
-    let body = json!({
-        "transaction": {"value": 0.001, "description": "", "externalId": "", "expirationTime": 29},
-        "payer": {"fullName": "n".repeat(101), "document": "123"},
-        "additionalInfo": info,
-        "splits": [{"pixKey": "a@b.co", "pixKeyType": "CPF", "name": "A", "document": "52998224725", "type": "FIXED", "value": 1}]
-    });
-    let (s, b) = app.post_raw("/api/pix/cash-in", &token, &body.to_string(), &[]).await;
-    assert_eq!(s, 400);
-    assert_extended(&b, 400, "HTTP_ERROR");
-    let fields: Vec<&str> =
-        b["details"]["violations"].as_array().unwrap().iter().map(|v| v["field"].as_str().unwrap()).collect();
-    assert_eq!(
-        fields,
-        vec![
-            "transaction.value",
-            "transaction.description",
-            "transaction.externalId",
-            "transaction.expirationTime",
-            "payer.fullName",
-            "payer.document",
-            "additionalInfo",
-            "splits[0].pixKey"
-        ]
-    );
-    for (extra, field) in [
-        (r#", "expirationTime": 604801"#, "transaction.expirationTime"),
-        (r#", "generateQrCode": "yes""#, "transaction.generateQrCode"),
-    ] {
-        let (s, b) = app.post_raw("/api/pix/cash-in", &token, &charge("x", "1", extra), &[]).await;
-        assert_eq!(s, 400);
-        assert_eq!(b["details"]["violations"][0]["field"], field);
-    }
-    let (s, b) = app.post_raw("/api/pix/cash-in", &token, r#"{"transaction": {"value": 1}}"#, &[]).await;
-    assert_eq!(s, 400);
-    assert!(b["message"].as_array().unwrap().iter().any(|m| m == "payer is required"), "{b}");
-    // Limits of the interface are inclusive.
-    create(&app, &token, &charge("max", "1", r#", "expirationTime": 604800"#), &[]).await;
-}
-
-#[actix_rt::test]
 async fn the_external_id_is_shared_with_cash_outs() {
     let app = TestApp::spawn_fast().await;
     let token = app.demo_token().await;

@@ -32,51 +32,20 @@ async fn amounts_are_read_exactly_as_written() {
 }
 
 #[actix_rt::test]
-async fn every_invalid_field_has_its_own_message() {
-    let app = TestApp::spawn_fast().await;
-    let token = app.demo_token().await;
-    let body = json!({
-        "value": "10",
-        "externalId": "",
-        "description": "d".repeat(141),
-        "details": {"key": "x", "keyType": "CPF", "name": "n".repeat(101), "document": "123"}
-    });
-    let (s, b) = app.post_raw("/api/pix/cash-out", &token, &body.to_string(), &[]).await;
-    assert_eq!(s, 400);
-    assert_eq!(
-        messages(&b),
-        vec![
-            "value must be a number",
-            "externalId must not be empty",
-            "description must have at most 140 characters",
-            "details.keyType must be DOCUMENT, EMAIL, PHONE or RANDOM",
-            "details.name must have at most 100 characters",
-            "details.document must be a CPF (11 digits) or CNPJ (14 characters): must have 11 (CPF) or 14 (CNPJ) characters",
-        ]
-    );
-    assert!(b.get("errorCode").is_none(), "{b}");
-    let (s, b) = app.post_raw("/api/pix/cash-out", &token, r#"{"value": 1, "externalId": "x"}"#, &[]).await;
-    assert_eq!(s, 400);
-    assert_eq!(messages(&b), vec!["details is required"]);
-}
-
-#[actix_rt::test]
-async fn key_formats_by_key_type_and_their_error_code() {
+async fn a_cash_out_names_the_key_type_as_the_request_did() {
     let app = TestApp::spawn_fast().await;
     let token = app.demo_token().await;
     app.fund(&token, "100").await;
+    // Which keys fit which key type is the body reader's rule (unit tests of `http::pix`).
     let cases = [
-        ("DOCUMENT", "52998224724", false),
         ("DOCUMENT", "52998224725", true),
         ("DOCUMENT", "11222333000181", true),
-        ("EMAIL", "not-an-email", false),
         ("EMAIL", "someone@example.com", true),
-        ("PHONE", "+5511987654321", false),
         ("PHONE", "11987654321", true),
         ("PHONE", "1133334444", true),
         ("RANDOM", "3f2b8c1e9d4a4e6b8a7c1d2e3f4a5b6c", true),
         ("RANDOM", "3f2b8c1e-9d4a-4e6b-8a7c-1d2e3f4a5b6c", true),
-        ("RANDOM", "xyz", false),
+        ("EMAIL", "not-an-email", false),
     ];
     for (i, (key_type, key, ok)) in cases.iter().enumerate() {
         let body = json!({"value": 1, "externalId": format!("k{i}"), "details": {"key": key, "keyType": key_type, "name": "N", "document": "52998224725"}});

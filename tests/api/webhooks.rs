@@ -49,54 +49,18 @@ async fn one_endpoint_per_event_type_is_created_then_updated() {
 }
 
 #[actix_rt::test]
-async fn every_configuration_rule_is_checked() {
+async fn an_invalid_configuration_is_400_and_saves_nothing() {
+    // Each rule is the body reader's (unit tests of `http::webhooks`); this is the route.
     let app = TestApp::spawn_fast().await;
     let token = app.demo_token().await;
-    let h = |k: &str| json!({"key": k, "value": "v"});
-    let cases = [
-        (json!({"eventType": "cash_out"}), "url"),
-        (json!({"url": "http://hooks.example.com", "eventType": "cash_out"}), "url"),
-        (json!({"url": "ftp://hooks.example.com", "eventType": "cash_out"}), "url"),
-        (json!({"url": "not a url", "eventType": "cash_out"}), "url"),
-        (json!({"url": "https://hooks.example.com", "eventType": "CASH_OUT"}), "eventType"),
-        (json!({"url": "https://hooks.example.com"}), "eventType"),
-        (
-            json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [h("a"), h("b"), h("c"), h("d"), h("e"), h("f")]}),
-            "headers",
-        ),
-        (
-            json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [{"key": "X-A"}]}),
-            "headers[0]",
-        ),
-        (
-            json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [h("bad name")]}),
-            "headers[0]",
-        ),
-    ];
-    for (body, field) in cases {
-        let (s, b) = configure(&app, &token, body.clone()).await;
-        assert_eq!(s, 400, "{body}");
-        assert_extended(&b, 400, "HTTP_ERROR");
-        assert_eq!(b["details"]["violations"][0]["field"], field, "{body}: {b}");
-    }
-    for blocked in [
-        "host",
-        "Content-Length",
-        "connection",
-        "transfer-encoding",
-        "content-type",
-        "User-Agent",
-        "webhook-signature",
-    ] {
-        let body =
-            json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [h(blocked)]});
-        let (s, b) = configure(&app, &token, body).await;
-        assert_eq!(s, 400, "{blocked}");
-        assert!(b["message"][0].as_str().unwrap().contains("reserved"), "{b}");
-    }
+    let (s, b) =
+        configure(&app, &token, json!({"url": "ftp://hooks.example.com", "eventType": "cash_out"})).await;
+    assert_eq!(s, 400);
+    assert_extended(&b, 400, "HTTP_ERROR");
+    assert_eq!(b["details"]["violations"][0]["field"], "url", "{b}");
     let (_, list) = app.get_with("/api/webhooks", &token).await;
     assert_eq!(list["total"], 0, "nothing was saved");
-    // Five headers are allowed.
+    let h = |k: &str| json!({"key": k, "value": "v"});
     let five = json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [h("a"), h("b"), h("c"), h("d"), h("e")]});
     assert_eq!(configure(&app, &token, five).await.0, 201);
 }
