@@ -7,27 +7,35 @@
 //! # Layout
 //! - [`domain`]: PURE values and rules (money, documents, ids, PIX keys, BR Code, fees,
 //!   limits, the ledger, transactions and their events, charges' splits, refunds, webhook
-//!   signing and delivery rules, the transactions list, MED cases), and `decide`: every
-//!   account command as a pure function into a plan. No I/O, no clock, no randomness.
-//! - [`account`]: the account actors (gather, decide, execute, reply) and their registry.
-//! - [`sim`]: the simulated PIX network: the settling bank and the key directory.
+//!   signing and delivery rules, rate windows, the transactions list, MED cases), and
+//!   `decide`: every account command as a pure function into a plan (or a `Refusal`). No
+//!   I/O, no clock, no randomness.
+//! - [`account`]: the account actors (gather, decide, execute, reply), their messages and
+//!   `CommandError`, and their registry.
+//! - [`sim`]: the simulated PIX network: the settling bank (`SimulatedBank`) and the key
+//!   directory.
 //! - [`webhooks`]: delivery from the durable outbox (the dispatcher, a pool of sender
 //!   actors) and `pixgw webhooks listen`.
 //! - [`load`]: `pixgw load`, the load generator with its consistency check.
 //! - [`auth`]: secrets and their hashes, certificate parsing and generation, access tokens.
-//! - [`accounts`]: account administration over the repository.
+//! - [`admin`]: account administration (accounts, certificates, settings, secrets) over
+//!   the repository.
 //! - [`store`]: the storage trait, sled and in-memory implementations, the journal, group
 //!   commit and checkpoints, the overlay readers see, the pages under it, the record formats
-//!   (`codec`), the start-up migrations, the typed repository and the key layout.
-//! - [`http`]: DTOs, handlers, authentication extractors, the one error mapping, the route
-//!   table, the access middleware (request id, span, access line) and the OpenAPI document
-//!   with its request schemas.
+//!   (`codec`), the start-up migrations; `keys` (the key layout, the only place a key is
+//!   spelled), `records` and the typed repository (`Repo`, one module per entity).
+//! - [`http`]: DTOs and handlers, authentication extractors, `ask` (a message to the
+//!   caller's account actor), the route table (each route with its error family), the
+//!   access middleware (request id, span, access line), the OpenAPI document with its
+//!   request schemas, and `error`: the one mapping of errors (the rejection table, token
+//!   failures, violations, the body envelope).
+//! - [`cause`]: an error's cause kept with its chain, cheap to clone across actors.
 //! - [`clock`]: the server clock (system, or the adjustable test clock).
 //! - [`bootstrap`]: first start (Demo account, credentials file, keys).
 //! - [`config`], [`telemetry`], [`startup`]: settings, logs and metrics, wiring.
 //!
-//! Dependency direction: `http` -> `account` / `accounts` / `webhooks` -> `store` / `sim` ->
-//! `domain`; nothing imports `http`. `load` is a client of the public API only.
+//! Dependency direction: `http` -> `account` / `admin` / `webhooks` -> `store` / `sim` ->
+//! `domain`; nothing imports `http` but `startup`. `load` is a client of the public API only.
 
 pub mod account;
 pub mod admin;
