@@ -49,24 +49,9 @@ pub struct CreatedAccountResponse {
 }
 
 /// Body: `{name, document, sandbox?, initialBalance?}`.
-#[utoipa::path(
-    post, path = "/admin/accounts", tag = "admin",
-    request_body(content = super::schemas::CreateAccountRequest),
-    responses(
-        (status = 201, body = CreatedAccountResponse),
-        (status = 400, body = ExtendedErrorBody),
-        (status = 401, body = ExtendedErrorBody),
-    ),
-    security(("admin" = []))
-)]
-pub async fn create_account(
-    _: Admin,
-    req: HttpRequest,
-    bytes: Bytes,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let obj = request_object(&req, &bytes)?;
-    let mut f = Fields::new(&obj);
+/// A new account's body: who it is and its opening balance.
+fn read_new_account(obj: &Map<String, Value>) -> Result<(AccountProfile, Money), ApiError> {
+    let mut f = Fields::new(obj);
     f.only(&["name", "document", "sandbox", "initialBalance"]);
     let name = f.string("name", true).and_then(|n| match AccountName::parse(n) {
         Ok(n) => Some(n),
@@ -88,7 +73,26 @@ pub async fn create_account(
     let (Some(name), Some(document)) = (name, document) else {
         return Err(ApiError::internal("validated fields missing"));
     };
-    let profile = AccountProfile { name, document, sandbox };
+    Ok((AccountProfile { name, document, sandbox }, opening))
+}
+
+#[utoipa::path(
+    post, path = "/admin/accounts", tag = "admin",
+    request_body(content = super::schemas::CreateAccountRequest),
+    responses(
+        (status = 201, body = CreatedAccountResponse),
+        (status = 400, body = ExtendedErrorBody),
+        (status = 401, body = ExtendedErrorBody),
+    ),
+    security(("admin" = []))
+)]
+pub async fn create_account(
+    _: Admin,
+    req: HttpRequest,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (profile, opening) = read_new_account(&request_object(&req, &bytes)?)?;
     let created = admin::create_account(&state.repo, profile, opening, None, state.clock.now())?;
     tracing::info!(account = created.record.id.get(), "account created");
     Ok(HttpResponse::Created().json(CreatedAccountResponse {
@@ -417,4 +421,33 @@ pub async fn move_clock(
     state.registry.tick_all().await;
     let _ = state.webhooks.dispatcher.send(crate::webhooks::dispatcher::Wake).await;
     Ok(HttpResponse::Ok().json(ClockResponse { now: iso(state.clock.now()) }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::body::testing::{object, violations};
+
+    #[test]
+    fn a_new_account_body_is_checked_field_by_field_at_once() {
+        let body = r#"{"name": "", "document": "52998224724", "sandbox": "yes", "initialBalance": "1.005", "extra": 1}"#;
+        let texts: Vec<String> =
+            violations(read_new_account(&object(body)).err().unwrap()).into_iter().map(|(_, t)| t).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "extra is not a known field",
+                "name must not be empty",
+                "document has invalid check digits",
+                "sandbox must be a boolean",
+                "initialBalance must have at most 2 decimal places",
+            ]
+        );
+        let (profile, opening) = read_new_account(&object(
+            r#"{"name": "Acme", "document": "11222333000181", "initialBalance": "10.50"}"#,
+        ))
+        .unwrap();
+        assert_eq!((profile.name.as_str(), profile.sandbox), ("Acme", false));
+        assert_eq!(opening, Money::parse("10.50").unwrap());
+    }
 }

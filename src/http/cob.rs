@@ -125,33 +125,14 @@ fn info_adicionais(f: &mut Fields<'_>, obj: &serde_json::Map<String, Value>) -> 
     }
 }
 
-#[utoipa::path(
-    put, path = "/cob/{txid}", tag = "family B",
-    params(("txid" = String, Path, pattern = "^[A-Za-z0-9]{26,35}$", description = "26 to 35 letters and digits, unique per account")),
-    request_body(content = super::schemas::CobRequest),
-    responses(
-        (status = 201, description = "The cob, status ATIVA, location = its BR Code", body = super::schemas::CobView),
-        (status = 400, body = SimpleErrorBody),
-        (status = 401, body = SimpleErrorBody),
-        (status = 409, description = "txid already exists", body = SimpleErrorBody),
-    ),
-    security(("bearer" = []))
-)]
-pub async fn put_cob(
-    caller: Caller,
-    req: HttpRequest,
-    path: web::Path<String>,
-    bytes: Bytes,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let txid = path.into_inner();
-    check_txid(&txid)?;
-    let account = state
-        .repo
-        .account(caller.account_id)?
-        .ok_or(ApiError::Unauthorized("the access token was revoked"))?;
-    let obj = request_object(&req, &bytes)?;
-    let mut f = Fields::new(&obj);
+/// A cob's body, for the txid of its path, on the account whose receiving key is
+/// `receiving_key` (the only `chave` it can take).
+fn read_cob(
+    obj: &serde_json::Map<String, Value>,
+    txid: String,
+    receiving_key: &str,
+) -> Result<ChargeRequest, ApiError> {
+    let mut f = Fields::new(obj);
     let expiracao = f
         .object("calendario", |c| c.integer("expiracao", COB_EXPIRACAO_MIN, COB_EXPIRACAO_MAX))
         .flatten()
@@ -179,16 +160,16 @@ pub async fn put_cob(
     }
     let debtor = devedor(&mut f);
     let chave = f.text("chave", false, CHAVE_LEN_MAX).map(str::to_owned);
-    if chave.as_ref().is_some_and(|c| *c != account.receiving_key) {
+    if chave.as_ref().is_some_and(|c| c != receiving_key) {
         f.fail("chave", "must be this account's receiving key");
     }
     let solicitacao = f.text("solicitacaoPagador", false, DESCRIPTION_LEN_MAX).map(str::to_owned);
-    let info = info_adicionais(&mut f, &obj);
+    let info = info_adicionais(&mut f, obj);
     let (Some((Some(value), modalidade)), true) = (valor, f.violations.is_empty()) else {
         return Err(ApiError::Validation(f.violations));
     };
     let expiration_seconds = u32::try_from(expiracao).unwrap_or(u32::MAX);
-    let request = ChargeRequest {
+    Ok(ChargeRequest {
         external_id: None,
         txid: Some(txid),
         value,
@@ -202,12 +183,40 @@ pub async fn put_cob(
         cob: Some(CobDetails {
             expiracao: expiration_seconds,
             modalidade_alteracao: u8::try_from(modalidade).unwrap_or(0),
-            chave: account.receiving_key.clone(),
+            chave: receiving_key.to_owned(),
             solicitacao_pagador: solicitacao,
             info_adicionais: info,
             devedor: debtor.map(|d| d.2),
         }),
-    };
+    })
+}
+
+#[utoipa::path(
+    put, path = "/cob/{txid}", tag = "family B",
+    params(("txid" = String, Path, pattern = "^[A-Za-z0-9]{26,35}$", description = "26 to 35 letters and digits, unique per account")),
+    request_body(content = super::schemas::CobRequest),
+    responses(
+        (status = 201, description = "The cob, status ATIVA, location = its BR Code", body = super::schemas::CobView),
+        (status = 400, body = SimpleErrorBody),
+        (status = 401, body = SimpleErrorBody),
+        (status = 409, description = "txid already exists", body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn put_cob(
+    caller: Caller,
+    req: HttpRequest,
+    path: web::Path<String>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let txid = path.into_inner();
+    check_txid(&txid)?;
+    let account = state
+        .repo
+        .account(caller.account_id)?
+        .ok_or(ApiError::Unauthorized("the access token was revoked"))?;
+    let request = read_cob(&request_object(&req, &bytes)?, txid, &account.receiving_key)?;
     let tx = ask(&state, &caller, CreateCharge(request)).await??;
     Ok(HttpResponse::Created().json(view(&tx)))
 }
@@ -266,4 +275,73 @@ pub async fn patch_cob(
     }
     let tx = ask(&state, &caller, CancelCharge { local_id: cob.local_id }).await??;
     Ok(HttpResponse::Ok().json(view(&tx)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::body::testing::{object, violations};
+    use serde_json::json;
+
+    const TXID: &str = "pedido20261122abcdefghijk01";
+    const KEY: &str = "3f2b8c1e-9d4a-4e6b-8a7c-1d2e3f4a5b6c";
+
+    fn read(body: Value) -> Result<ChargeRequest, ApiError> {
+        read_cob(&object(&body.to_string()), TXID.into(), KEY)
+    }
+
+    fn cob(valor: &str) -> Value {
+        json!({
+            "calendario": {"expiracao": 3600},
+            "devedor": {"cpf": "52998224725", "nome": "Ana Devedora"},
+            "valor": {"original": valor},
+            "solicitacaoPagador": "pedido 42",
+            "infoAdicionais": [{"nome": "loja", "valor": "centro"}]
+        })
+    }
+
+    #[test]
+    fn a_txid_is_26_to_35_letters_and_digits() {
+        for bad in ["short", "pedido-20261122-abcdefghijk", &"a".repeat(25), &"a".repeat(36)] {
+            assert!(check_txid(bad).is_err(), "{bad}");
+        }
+        for good in [TXID, &"a".repeat(26), &"A1".repeat(17)] {
+            assert!(check_txid(good).is_ok(), "{good}");
+        }
+    }
+
+    #[test]
+    fn every_invalid_cob_body_is_a_validation_error() {
+        let cases = [
+            cob("1.0"),
+            cob("1"),
+            cob("0.00"),
+            json!({"calendario": {"expiracao": 60}, "valor": {"original": 1.00}}),
+            json!({"valor": {"original": "1.00"}}),
+            json!({"calendario": {"expiracao": 0}, "valor": {"original": "1.00"}}),
+            json!({"calendario": {}, "valor": {"original": "1.00"}, "devedor": {"cpf": "52998224724", "nome": "X"}}),
+            json!({"calendario": {}, "valor": {"original": "1.00"}, "devedor": {"cpf": "52998224725", "cnpj": "11222333000181", "nome": "X"}}),
+            json!({"calendario": {}, "valor": {"original": "1.00"}, "devedor": {"cnpj": "12ABC34501DE36", "nome": "X"}}),
+            json!({"calendario": {}, "valor": {"original": "1.00"}, "chave": "someone@example.com"}),
+            json!({"calendario": {}, "valor": {"original": "1.00"}, "solicitacaoPagador": "s".repeat(141)}),
+        ];
+        for body in cases {
+            let e = read(body.clone()).err().unwrap_or_else(|| panic!("accepted {body}"));
+            assert!(!violations(e).is_empty(), "{body}");
+        }
+    }
+
+    #[test]
+    fn a_valid_cob_reads_into_a_charge_of_the_account_key() {
+        let request = read(cob("5.00")).unwrap();
+        assert_eq!(request.value, Money::parse("5.00").unwrap());
+        assert_eq!(request.txid.as_deref(), Some(TXID));
+        let details = request.cob.unwrap();
+        assert_eq!((details.expiracao, details.chave.as_str()), (3600, KEY));
+        // The account's own key is accepted, and an alphanumeric CNPJ is a debtor like any other.
+        let body = json!({"calendario": {}, "valor": {"original": "1.00"}, "chave": KEY, "devedor": {"cnpj": "12ABC34501DE35", "nome": "Aurora"}});
+        let request = read(body).unwrap();
+        assert_eq!(request.expiration_seconds, COB_EXPIRACAO_DEFAULT as u32);
+        assert_eq!(request.payer_document.as_deref(), Some("12ABC34501DE35"));
+    }
 }

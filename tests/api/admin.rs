@@ -35,7 +35,8 @@ async fn admin_routes_refuse_a_missing_or_wrong_admin_token() {
 }
 
 #[actix_rt::test]
-async fn creating_an_account_validates_every_field_at_once() {
+async fn an_invalid_account_is_400_and_creates_nothing() {
+    // Each field rule is the reader's (unit tests of `http::admin`); this is the route.
     let app = spawn_app().await;
     let (s, body) = app
         .admin(
@@ -46,18 +47,7 @@ async fn creating_an_account_validates_every_field_at_once() {
         .await;
     assert_eq!(s, 400);
     assert_extended(&body, 400, "HTTP_ERROR");
-    let messages: Vec<&str> =
-        body["message"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
-    assert_eq!(
-        messages,
-        vec![
-            "extra is not a known field",
-            "name must not be empty",
-            "document has invalid check digits",
-            "sandbox must be a boolean",
-            "initialBalance must have at most 2 decimal places",
-        ]
-    );
+    assert_eq!(body["message"].as_array().unwrap().len(), 5, "{body}");
     // Nothing was created: the next account still gets id 2.
     let (s, body) = app
         .admin(

@@ -94,37 +94,11 @@ async fn a_txid_is_created_once_even_concurrently() {
 }
 
 #[actix_rt::test]
-async fn invalid_cobs_are_400() {
+async fn an_invalid_cob_is_a_simple_400_and_stores_nothing() {
+    // Each body rule is the reader's (unit tests of `http::cob`); this is the route.
     let app = TestApp::spawn_fast().await;
     let token = app.demo_token().await;
-    let cases = [
-        ("short", cob("1.00")),
-        ("pedido-20261122-abcdefghijk", cob("1.00")),
-        (TXID, cob("1.0")),
-        (TXID, cob("1")),
-        (TXID, cob("0.00")),
-        (TXID, json!({"calendario": {"expiracao": 60}, "valor": {"original": 1.00}})),
-        (TXID, json!({"valor": {"original": "1.00"}})),
-        (TXID, json!({"calendario": {"expiracao": 0}, "valor": {"original": "1.00"}})),
-        (
-            TXID,
-            json!({"calendario": {}, "valor": {"original": "1.00"}, "devedor": {"cpf": "52998224724", "nome": "X"}}),
-        ),
-        (
-            TXID,
-            json!({"calendario": {}, "valor": {"original": "1.00"}, "devedor": {"cpf": "52998224725", "cnpj": "11222333000181", "nome": "X"}}),
-        ),
-        (
-            TXID,
-            json!({"calendario": {}, "valor": {"original": "1.00"}, "devedor": {"cnpj": "12ABC34501DE36", "nome": "X"}}),
-        ),
-        (TXID, json!({"calendario": {}, "valor": {"original": "1.00"}, "chave": "someone@example.com"})),
-        (
-            TXID,
-            json!({"calendario": {}, "valor": {"original": "1.00"}, "solicitacaoPagador": "s".repeat(141)}),
-        ),
-    ];
-    for (txid, body) in cases {
+    for (txid, body) in [("short", cob("1.00")), (TXID, cob("1.0"))] {
         let (s, b) = put(&app, &token, txid, body.clone()).await;
         assert_eq!(s, 400, "{txid} {body}: {b}");
         assert_simple(&b, 400);
