@@ -6,7 +6,9 @@
 
 pub mod account;
 pub mod brcode;
+pub mod calendar;
 pub mod certificate;
+pub mod cobv;
 pub mod decide;
 pub mod delivery;
 pub mod document;
