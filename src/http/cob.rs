@@ -1,5 +1,6 @@
-//! Family B immediate charges: `PUT /cob/{txid}` creates, `GET /cob/{txid}` reads and
-//! `PATCH /cob/{txid}` cancels (the last two beyond the interface). A cob is a charge like
+//! Family B immediate charges: `PUT /cob/{txid}` creates, `POST /cob` creates with a txid
+//! the server chooses, `GET /cob/{txid}` reads and `PATCH /cob/{txid}` cancels (the last
+//! three beyond the interface, as the API Pix has them). A cob is a charge like
 //! a cash-in (same expiry, same payment through `/sandbox/pay`), with the client's txid and
 //! the statuses ATIVA, CONCLUIDA, REMOVIDA_PELO_PSP, REMOVIDA_PELO_USUARIO_RECEBEDOR.
 
@@ -221,6 +222,164 @@ pub async fn put_cob(
     Ok(HttpResponse::Created().json(view(&tx)))
 }
 
+#[utoipa::path(
+    post, operation_id = "post_cob", path = "/cob", tag = "family B",
+    request_body(content = super::schemas::CobRequest),
+    responses(
+        (status = 201, description = "The cob, status ATIVA, with the txid the server chose", body = super::schemas::CobView),
+        (status = 400, body = SimpleErrorBody),
+        (status = 401, body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+/// `POST /cob`: a cob whose txid the server chooses (32 letters and digits, random).
+pub async fn post_cob(
+    caller: Caller,
+    req: HttpRequest,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let account = state
+        .repo
+        .account(caller.account_id)?
+        .ok_or(ApiError::Unauthorized("the access token was revoked"))?;
+    // A v4 UUID's 32 hex digits: unique without asking storage (a clash would be refused as
+    // a taken txid, never overwrite a cob).
+    let txid = uuid::Uuid::new_v4().simple().to_string();
+    let request = read_cob(&request_object(&req, &bytes)?, txid, &account.receiving_key)?;
+    let tx = ask(&state, &caller, CreateCharge(request)).await??;
+    Ok(HttpResponse::Created().json(view(&tx)))
+}
+
+/// Items of a `GET /cob` page, at most, and by default.
+pub const COB_PAGE_SIZE_MAX: u32 = 1000;
+pub const COB_PAGE_SIZE_DEFAULT: u32 = 100;
+/// Days between `inicio` and `fim`, at most: the list reads the account's transactions of
+/// the range one by one.
+pub const COB_LIST_DAYS_MAX: i64 = 31;
+const COB_LIST_PARAMS: [&str; 7] =
+    ["inicio", "fim", "cpf", "cnpj", "status", "paginacao.paginaAtual", "paginacao.itensPorPagina"];
+const COB_STATUSES: [&str; 4] =
+    ["ATIVA", "CONCLUIDA", "REMOVIDA_PELO_USUARIO_RECEBEDOR", "REMOVIDA_PELO_PSP"];
+
+/// The filters of `GET /cob`.
+#[derive(Debug, Clone, PartialEq)]
+struct CobQuery {
+    inicio: chrono::DateTime<chrono::Utc>,
+    fim: chrono::DateTime<chrono::Utc>,
+    /// `("cpf" | "cnpj", document)`.
+    debtor: Option<(&'static str, String)>,
+    status: Option<&'static str>,
+    page: u32,
+    size: u32,
+}
+
+fn read_cob_query(q: &std::collections::HashMap<String, String>) -> Result<CobQuery, ApiError> {
+    use super::body::{int_param, known_params};
+    let mut v = Vec::new();
+    known_params(q, &COB_LIST_PARAMS, &mut v);
+    let mut instant = |name: &str| match q.get(name).map(|t| chrono::DateTime::parse_from_rfc3339(t)) {
+        Some(Ok(t)) => Some(t.with_timezone(&chrono::Utc)),
+        Some(Err(_)) => {
+            v.push(Violation::new(name, "must be an RFC 3339 date-time"));
+            None
+        }
+        None => {
+            v.push(Violation::new(name, "is required"));
+            None
+        }
+    };
+    let (inicio, fim) = (instant("inicio"), instant("fim"));
+    if let (Some(a), Some(b)) = (inicio, fim) {
+        if b < a {
+            v.push(Violation::new("fim", "must not be before inicio"));
+        } else if b - a > chrono::Duration::days(COB_LIST_DAYS_MAX) {
+            v.push(Violation::new("fim", format!("must be at most {COB_LIST_DAYS_MAX} days after inicio")));
+        }
+    }
+    let mut debtor = None;
+    for (name, len) in [("cpf", 11), ("cnpj", 14)] {
+        if let Some(d) = q.get(name) {
+            match TaxId::parse(d) {
+                Ok(t) if d.len() == len => debtor = Some((name, t.to_string())),
+                _ => v.push(Violation::new(name, format!("must be a valid {}", name.to_uppercase()))),
+            }
+        }
+    }
+    if q.contains_key("cpf") && q.contains_key("cnpj") {
+        v.push(Violation::new("cnpj", "cannot be given with cpf"));
+    }
+    let status = q.get("status").and_then(|s| {
+        let found = COB_STATUSES.into_iter().find(|x| x == s);
+        if found.is_none() {
+            v.push(Violation::new("status", format!("must be one of {}", COB_STATUSES.join(", "))));
+        }
+        found
+    });
+    let page = int_param(q, "paginacao.paginaAtual", 0..=u32::MAX, 0, &mut v);
+    let size = int_param(q, "paginacao.itensPorPagina", 1..=COB_PAGE_SIZE_MAX, COB_PAGE_SIZE_DEFAULT, &mut v);
+    match (inicio, fim, v.is_empty()) {
+        (Some(inicio), Some(fim), true) => Ok(CobQuery { inicio, fim, debtor, status, page, size }),
+        _ => Err(ApiError::Validation(v)),
+    }
+}
+
+#[utoipa::path(
+    get, operation_id = "list_cobs", path = "/cob", tag = "family B",
+    params(
+        ("inicio" = String, Query, description = "RFC 3339: created at or after (required)"),
+        ("fim" = String, Query, description = "RFC 3339: created at or before, at most 31 days after inicio (required)"),
+        ("cpf" = Option<String>, Query, description = "the debtor's CPF; not with cnpj"),
+        ("cnpj" = Option<String>, Query, description = "the debtor's CNPJ; not with cpf"),
+        ("status" = Option<String>, Query, description = "ATIVA, CONCLUIDA, REMOVIDA_PELO_USUARIO_RECEBEDOR or REMOVIDA_PELO_PSP"),
+        ("paginacao.paginaAtual" = Option<u32>, Query, minimum = 0, description = "from 0, default 0"),
+        ("paginacao.itensPorPagina" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "1 to 1000, default 100"),
+    ),
+    responses(
+        (status = 200, description = "Newest first, with the filters echoed", body = super::schemas::CobList),
+        (status = 400, body = SimpleErrorBody),
+        (status = 401, body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+/// `GET /cob`: the account's cobs created in a range, as the API Pix lists them.
+pub async fn list_cobs(
+    caller: Caller,
+    query: web::Query<std::collections::HashMap<String, String>>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let q = read_cob_query(&query.into_inner())?;
+    let keep = |t: &Transaction| {
+        q.status.is_none_or(|s| status(t) == s)
+            && q.debtor.as_ref().is_none_or(|(name, d)| {
+                let devedor = t.charge.as_ref().and_then(|c| c.cob.as_ref()).and_then(|c| c.devedor.as_ref());
+                devedor.and_then(|v| v.get(*name)).and_then(Value::as_str) == Some(d.as_str())
+            })
+    };
+    let skip = usize::try_from(u64::from(q.page) * u64::from(q.size)).unwrap_or(usize::MAX);
+    let size = usize::try_from(q.size).unwrap_or(usize::MAX);
+    let (page, total) = state.repo.cobs_page(caller.account_id, (q.inicio, q.fim), keep, skip, size)?;
+    let total = u64::try_from(total).unwrap_or(u64::MAX);
+    let mut parametros = json!({
+        "inicio": iso(q.inicio),
+        "fim": iso(q.fim),
+        "paginacao": {
+            "paginaAtual": q.page,
+            "itensPorPagina": q.size,
+            "quantidadeDePaginas": total.div_ceil(u64::from(q.size)),
+            "quantidadeTotalDeItens": total,
+        },
+    });
+    if let Some((name, d)) = &q.debtor {
+        parametros[*name] = json!(d);
+    }
+    if let Some(s) = q.status {
+        parametros["status"] = json!(s);
+    }
+    Ok(HttpResponse::Ok()
+        .json(json!({"parametros": parametros, "cobs": page.iter().map(view).collect::<Vec<_>>()})))
+}
+
 fn find(state: &AppState, caller: &Caller, txid: &str) -> Result<Transaction, ApiError> {
     check_txid(txid)?;
     state
@@ -343,5 +502,49 @@ mod tests {
         let request = read(body).unwrap();
         assert_eq!(request.expiration_seconds, COB_EXPIRACAO_DEFAULT as u32);
         assert_eq!(request.payer_document.as_deref(), Some("12ABC34501DE35"));
+    }
+
+    fn query(pairs: &[(&str, &str)]) -> std::collections::HashMap<String, String> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn a_cob_list_query_needs_a_range_of_at_most_31_days_and_known_filters() {
+        let range = [("inicio", "2026-11-01T00:00:00Z"), ("fim", "2026-12-02T00:00:00Z")];
+        let q = read_cob_query(&query(&range)).unwrap();
+        assert_eq!((q.page, q.size, q.status, q.debtor.clone()), (0, 100, None, None));
+        let fields = |pairs: &[(&str, &str)]| -> Vec<String> {
+            violations(read_cob_query(&query(pairs)).err().unwrap()).into_iter().map(|(f, _)| f).collect()
+        };
+        assert_eq!(fields(&[]), vec!["inicio", "fim"]);
+        assert_eq!(
+            fields(&[("inicio", "2026-11-01T00:00:00Z"), ("fim", "2026-12-02T00:00:01Z")]),
+            vec!["fim"]
+        );
+        assert_eq!(
+            fields(&[("inicio", "2026-11-02T00:00:00Z"), ("fim", "2026-11-01T00:00:00Z")]),
+            vec!["fim"]
+        );
+        assert_eq!(fields(&[("inicio", "yesterday"), ("fim", "2026-11-01T00:00:00Z")]), vec!["inicio"]);
+        fn with<'a>(range: &[(&'a str, &'a str)], extra: (&'a str, &'a str)) -> Vec<(&'a str, &'a str)> {
+            let mut pairs = range.to_vec();
+            pairs.push(extra);
+            pairs
+        }
+        assert_eq!(fields(&with(&range, ("status", "PAGA"))), vec!["status"]);
+        assert_eq!(fields(&with(&range, ("cpf", "52998224724"))), vec!["cpf"]);
+        assert_eq!(fields(&with(&range, ("cpf", "11222333000181"))), vec!["cpf"], "a CNPJ is not a cpf");
+        assert_eq!(
+            fields(&with(&range, ("paginacao.itensPorPagina", "1001"))),
+            vec!["paginacao.itensPorPagina"]
+        );
+        assert_eq!(fields(&with(&range, ("pagina", "1"))), vec!["pagina"]);
+        let mut both = with(&range, ("cpf", "52998224725"));
+        both.push(("cnpj", "11222333000181"));
+        assert_eq!(fields(&both), vec!["cnpj"]);
+        let q = read_cob_query(&query(&with(&range, ("status", "CONCLUIDA")))).unwrap();
+        assert_eq!(q.status, Some("CONCLUIDA"));
+        let q = read_cob_query(&query(&with(&range, ("paginacao.itensPorPagina", "1000")))).unwrap();
+        assert_eq!(q.size, 1000, "the maximum is allowed");
     }
 }

@@ -154,6 +154,8 @@ fn table() -> RouteTable {
     t.add(a, Method::POST, "/api/pix/refund-in/{id}", refunds::refund_in);
     t.add(b, Method::PUT, "/pix/{e2eid}/devolucao/{id}", refunds::devolucao);
     t.add(b, Method::GET, "/pix/{e2eid}/devolucao/{id}", refunds::get_devolucao);
+    t.add(b, Method::POST, "/cob", cob::post_cob);
+    t.add(b, Method::GET, "/cob", cob::list_cobs);
     t.add(b, Method::PUT, "/cob/{txid}", cob::put_cob);
     t.add(b, Method::GET, "/cob/{txid}", cob::get_cob);
     t.add(b, Method::PATCH, "/cob/{txid}", cob::patch_cob);

@@ -166,6 +166,8 @@ fn default_description(status: &str) -> &'static str {
         refunds::devolucao,
         refunds::get_devolucao,
         cob::put_cob,
+        cob::post_cob,
+        cob::list_cobs,
         cob::get_cob,
         cob::patch_cob,
         balance::api_balance,

@@ -646,6 +646,35 @@ pub struct ClockRequest {
 
 // ---- responses built as JSON values by their handlers ----------------------------------
 
+/// A page of cobs (`GET /cob`).
+#[derive(ToSchema)]
+pub struct CobList {
+    /// The filters as read, with the page.
+    parametros: CobListParams,
+    cobs: Vec<CobView>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CobListParams {
+    inicio: String,
+    fim: String,
+    cpf: Option<String>,
+    cnpj: Option<String>,
+    status: Option<CobStatus>,
+    paginacao: Paginacao,
+}
+
+/// A page of a family B list, pages counted from 0.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Paginacao {
+    pagina_atual: u32,
+    itens_por_pagina: u32,
+    quantidade_de_paginas: u64,
+    quantidade_total_de_itens: u64,
+}
+
 /// A cob (`PUT`, `GET`, `PATCH /cob/{txid}`).
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]

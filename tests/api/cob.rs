@@ -147,3 +147,81 @@ async fn a_cob_can_be_cancelled_once_and_expires_on_the_clock() {
     let (_, t) = app.token_with(&pem, &client_id, &secret).await;
     assert_eq!(app.get_with(&format!("/cob/{other}"), t["access_token"].as_str().unwrap()).await.0, 404);
 }
+
+#[actix_rt::test]
+async fn a_cob_posted_without_a_txid_gets_one_from_the_server() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let post = |body: Value| {
+        let (app, token) = (&app, token.clone());
+        async move { send(app.client.post(app.url("/cob")).bearer_auth(&token), Some(body)).await }
+    };
+    let (s, first) = post(cob("7.50")).await;
+    assert_eq!(s, 201, "{first}");
+    let txid = first["txid"].as_str().unwrap().to_owned();
+    assert_eq!(txid.len(), 32);
+    assert!(txid.bytes().all(|b| b.is_ascii_alphanumeric()), "{txid}");
+    assert_eq!(first["status"], "ATIVA");
+    assert_eq!(first["valor"]["original"], "7.50");
+    let (s, read) = app.get_with(&format!("/cob/{txid}"), &token).await;
+    assert_eq!(s, 200);
+    assert_eq!(read["location"], first["location"]);
+    // Each POST is a new cob.
+    let (s, second) = post(cob("7.50")).await;
+    assert_eq!(s, 201);
+    assert_ne!(second["txid"], first["txid"]);
+    let (s, b) = post(cob("7.5")).await;
+    assert_eq!(s, 400);
+    assert_simple(&b, 400);
+}
+
+#[actix_rt::test]
+async fn the_cob_list_filters_by_range_status_and_debtor_and_pages_from_zero() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let mut created = Vec::new();
+    for (i, devedor) in
+        [("52998224725", "Ana"), ("11144477735", "Bia"), ("52998224725", "Ana")].iter().enumerate()
+    {
+        let body = json!({"calendario": {}, "valor": {"original": format!("{}.00", i + 1)}, "devedor": {"cpf": devedor.0, "nome": devedor.1}});
+        let txid = format!("{TXID}{i}");
+        let (s, cob) = put(&app, &token, &txid, body).await;
+        assert_eq!(s, 201, "{cob}");
+        created.push(cob);
+        // Distinct creation instants, so "newest first" has one answer.
+        app.advance(1).await;
+    }
+    // A family A charge is not a cob.
+    let charge = r#"{"transaction": {"value": 1, "description": "order", "externalId": "not-a-cob"}, "payer": {"fullName": "Ana Payer", "document": "52998224725"}}"#;
+    assert_eq!(app.post_raw("/api/pix/cash-in", &token, charge, &[]).await.0, 201);
+    let patch = json!({"status": "REMOVIDA_PELO_USUARIO_RECEBEDOR"});
+    let (s, _) =
+        send(app.client.patch(app.url(&format!("/cob/{TXID}0"))).bearer_auth(&token), Some(patch)).await;
+    assert_eq!(s, 200);
+    let start = created[0]["calendario"]["criacao"].as_str().unwrap().to_owned();
+    let end = created[2]["calendario"]["criacao"].as_str().unwrap().to_owned();
+    let list = |extra: &str| {
+        let (app, token) = (&app, token.clone());
+        let url = format!("/cob?inicio={start}&fim={end}{extra}");
+        async move { app.get_with(&url, &token).await }
+    };
+    let (s, all) = list("").await;
+    assert_eq!(s, 200, "{all}");
+    let txids: Vec<&str> =
+        all["cobs"].as_array().unwrap().iter().map(|c| c["txid"].as_str().unwrap()).collect();
+    assert_eq!(txids, vec![format!("{TXID}2"), format!("{TXID}1"), format!("{TXID}0")], "newest first");
+    assert_eq!(all["parametros"]["paginacao"]["quantidadeTotalDeItens"], 3);
+    assert_eq!(all["parametros"]["paginacao"]["paginaAtual"], 0);
+    let (_, ana) = list("&cpf=52998224725").await;
+    assert_eq!(ana["cobs"].as_array().unwrap().len(), 2);
+    assert_eq!(ana["parametros"]["cpf"], "52998224725");
+    let (_, active) = list("&status=ATIVA").await;
+    assert_eq!(active["parametros"]["paginacao"]["quantidadeTotalDeItens"], 2);
+    let (_, page) = list("&paginacao.paginaAtual=1&paginacao.itensPorPagina=2").await;
+    assert_eq!(page["cobs"].as_array().unwrap().len(), 1);
+    assert_eq!(page["cobs"][0]["txid"], format!("{TXID}0"));
+    assert_eq!(page["parametros"]["paginacao"]["quantidadeDePaginas"], 2);
+    let (s, b) = app.get_with("/cob?inicio=2026-01-01T00:00:00Z", &token).await;
+    assert_eq!(s, 400);
+    assert_simple(&b, 400);
+}
