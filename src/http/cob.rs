@@ -251,33 +251,62 @@ pub async fn post_cob(
     Ok(HttpResponse::Created().json(view(&tx)))
 }
 
-/// Items of a `GET /cob` page, at most, and by default.
-pub const COB_PAGE_SIZE_MAX: u32 = 1000;
-pub const COB_PAGE_SIZE_DEFAULT: u32 = 100;
-/// Days between `inicio` and `fim`, at most: the list reads the account's transactions of
+/// Items of a page of an API Pix list (`GET /cob`, `GET /pix`), at most, and by default.
+pub const LIST_PAGE_SIZE_MAX: u32 = 1000;
+pub const LIST_PAGE_SIZE_DEFAULT: u32 = 100;
+/// Days between `inicio` and `fim` of a list, at most: a list reads the account's payments of
 /// the range one by one.
-pub const COB_LIST_DAYS_MAX: i64 = 31;
+pub const LIST_DAYS_MAX: i64 = 31;
 const COB_LIST_PARAMS: [&str; 7] =
     ["inicio", "fim", "cpf", "cnpj", "status", "paginacao.paginaAtual", "paginacao.itensPorPagina"];
 const COB_STATUSES: [&str; 4] =
     ["ATIVA", "CONCLUIDA", "REMOVIDA_PELO_USUARIO_RECEBEDOR", "REMOVIDA_PELO_PSP"];
 
-/// The filters of `GET /cob`.
+/// What every API Pix list reads: a creation range, the debtor's or payer's document,
+/// and the page (from 0).
 #[derive(Debug, Clone, PartialEq)]
-struct CobQuery {
-    inicio: chrono::DateTime<chrono::Utc>,
-    fim: chrono::DateTime<chrono::Utc>,
+pub(super) struct ListWindow {
+    pub inicio: chrono::DateTime<chrono::Utc>,
+    pub fim: chrono::DateTime<chrono::Utc>,
     /// `("cpf" | "cnpj", document)`.
-    debtor: Option<(&'static str, String)>,
-    status: Option<&'static str>,
-    page: u32,
-    size: u32,
+    pub document: Option<(&'static str, String)>,
+    pub page: u32,
+    pub size: u32,
 }
 
-fn read_cob_query(q: &std::collections::HashMap<String, String>) -> Result<CobQuery, ApiError> {
-    use super::body::{int_param, known_params};
-    let mut v = Vec::new();
-    known_params(q, &COB_LIST_PARAMS, &mut v);
+impl ListWindow {
+    /// Items to skip and to take.
+    pub fn skip_take(&self) -> (usize, usize) {
+        let skip = usize::try_from(u64::from(self.page) * u64::from(self.size)).unwrap_or(usize::MAX);
+        (skip, usize::try_from(self.size).unwrap_or(usize::MAX))
+    }
+
+    /// `parametros` of the answer: the window as read, with the page's counts.
+    pub fn parametros(&self, total: usize) -> Value {
+        let total = u64::try_from(total).unwrap_or(u64::MAX);
+        let mut p = json!({
+            "inicio": iso(self.inicio),
+            "fim": iso(self.fim),
+            "paginacao": {
+                "paginaAtual": self.page,
+                "itensPorPagina": self.size,
+                "quantidadeDePaginas": total.div_ceil(u64::from(self.size)),
+                "quantidadeTotalDeItens": total,
+            },
+        });
+        if let Some((name, d)) = &self.document {
+            p[*name] = json!(d);
+        }
+        p
+    }
+}
+
+/// Reads the window of an API Pix list, adding what is wrong to `v`.
+pub(super) fn read_list_window(
+    q: &std::collections::HashMap<String, String>,
+    v: &mut Vec<Violation>,
+) -> Option<ListWindow> {
+    use super::body::int_param;
     let mut instant = |name: &str| match q.get(name).map(|t| chrono::DateTime::parse_from_rfc3339(t)) {
         Some(Ok(t)) => Some(t.with_timezone(&chrono::Utc)),
         Some(Err(_)) => {
@@ -293,15 +322,15 @@ fn read_cob_query(q: &std::collections::HashMap<String, String>) -> Result<CobQu
     if let (Some(a), Some(b)) = (inicio, fim) {
         if b < a {
             v.push(Violation::new("fim", "must not be before inicio"));
-        } else if b - a > chrono::Duration::days(COB_LIST_DAYS_MAX) {
-            v.push(Violation::new("fim", format!("must be at most {COB_LIST_DAYS_MAX} days after inicio")));
+        } else if b - a > chrono::Duration::days(LIST_DAYS_MAX) {
+            v.push(Violation::new("fim", format!("must be at most {LIST_DAYS_MAX} days after inicio")));
         }
     }
-    let mut debtor = None;
+    let mut document = None;
     for (name, len) in [("cpf", 11), ("cnpj", 14)] {
         if let Some(d) = q.get(name) {
             match TaxId::parse(d) {
-                Ok(t) if d.len() == len => debtor = Some((name, t.to_string())),
+                Ok(t) if d.len() == len => document = Some((name, t.to_string())),
                 _ => v.push(Violation::new(name, format!("must be a valid {}", name.to_uppercase()))),
             }
         }
@@ -309,6 +338,22 @@ fn read_cob_query(q: &std::collections::HashMap<String, String>) -> Result<CobQu
     if q.contains_key("cpf") && q.contains_key("cnpj") {
         v.push(Violation::new("cnpj", "cannot be given with cpf"));
     }
+    let page = int_param(q, "paginacao.paginaAtual", 0..=u32::MAX, 0, v);
+    let size = int_param(q, "paginacao.itensPorPagina", 1..=LIST_PAGE_SIZE_MAX, LIST_PAGE_SIZE_DEFAULT, v);
+    Some(ListWindow { inicio: inicio?, fim: fim?, document, page, size })
+}
+
+/// The filters of `GET /cob`.
+#[derive(Debug, Clone, PartialEq)]
+struct CobQuery {
+    window: ListWindow,
+    status: Option<&'static str>,
+}
+
+fn read_cob_query(q: &std::collections::HashMap<String, String>) -> Result<CobQuery, ApiError> {
+    let mut v = Vec::new();
+    super::body::known_params(q, &COB_LIST_PARAMS, &mut v);
+    let window = read_list_window(q, &mut v);
     let status = q.get("status").and_then(|s| {
         let found = COB_STATUSES.into_iter().find(|x| x == s);
         if found.is_none() {
@@ -316,10 +361,8 @@ fn read_cob_query(q: &std::collections::HashMap<String, String>) -> Result<CobQu
         }
         found
     });
-    let page = int_param(q, "paginacao.paginaAtual", 0..=u32::MAX, 0, &mut v);
-    let size = int_param(q, "paginacao.itensPorPagina", 1..=COB_PAGE_SIZE_MAX, COB_PAGE_SIZE_DEFAULT, &mut v);
-    match (inicio, fim, v.is_empty()) {
-        (Some(inicio), Some(fim), true) => Ok(CobQuery { inicio, fim, debtor, status, page, size }),
+    match (window, v.is_empty()) {
+        (Some(window), true) => Ok(CobQuery { window, status }),
         _ => Err(ApiError::Validation(v)),
     }
 }
@@ -350,34 +393,36 @@ pub async fn list_cobs(
 ) -> Result<HttpResponse, ApiError> {
     let q = read_cob_query(&query.into_inner())?;
     let keep = |t: &Transaction| {
-        q.status.is_none_or(|s| status(t) == s)
-            && q.debtor.as_ref().is_none_or(|(name, d)| {
+        t.charge.as_ref().is_some_and(|c| c.cob.is_some())
+            && q.status.is_none_or(|s| status(t) == s)
+            && q.window.document.as_ref().is_none_or(|(name, d)| {
                 let devedor = t.charge.as_ref().and_then(|c| c.cob.as_ref()).and_then(|c| c.devedor.as_ref());
                 devedor.and_then(|v| v.get(*name)).and_then(Value::as_str) == Some(d.as_str())
             })
     };
-    let skip = usize::try_from(u64::from(q.page) * u64::from(q.size)).unwrap_or(usize::MAX);
-    let size = usize::try_from(q.size).unwrap_or(usize::MAX);
-    let (page, total) = state.repo.cobs_page(caller.account_id, (q.inicio, q.fim), keep, skip, size)?;
-    let total = u64::try_from(total).unwrap_or(u64::MAX);
-    let mut parametros = json!({
-        "inicio": iso(q.inicio),
-        "fim": iso(q.fim),
-        "paginacao": {
-            "paginaAtual": q.page,
-            "itensPorPagina": q.size,
-            "quantidadeDePaginas": total.div_ceil(u64::from(q.size)),
-            "quantidadeTotalDeItens": total,
-        },
-    });
-    if let Some((name, d)) = &q.debtor {
-        parametros[*name] = json!(d);
-    }
+    let (skip, size) = q.window.skip_take();
+    let w = &q.window;
+    let (page, total) =
+        state.repo.payments_in_page(caller.account_id, (w.inicio, w.fim), keep, skip, size)?;
+    let mut parametros = w.parametros(total);
     if let Some(s) = q.status {
         parametros["status"] = json!(s);
     }
-    Ok(HttpResponse::Ok()
-        .json(json!({"parametros": parametros, "cobs": page.iter().map(view).collect::<Vec<_>>()})))
+    let paid: Vec<&Transaction> = page.iter().filter(|t| super::received::is_received(t)).collect();
+    let refunds = state.repo.refunds_of(caller.account_id, &paid)?;
+    let cobs: Vec<Value> = page.iter().map(|t| view_with_pix(t, &refunds)).collect();
+    Ok(HttpResponse::Ok().json(json!({"parametros": parametros, "cobs": cobs})))
+}
+
+/// The view of a cob with, once it is paid, the PIX that paid it and that PIX's refunds.
+fn view_with_pix(t: &Transaction, refunds: &std::collections::HashMap<u64, Vec<Transaction>>) -> Value {
+    let mut v = view(t);
+    if super::received::is_received(t) {
+        let chave = v["chave"].as_str().unwrap_or_default().to_owned();
+        let none = Vec::new();
+        v["pix"] = json!([super::received::pix_view(t, &chave, refunds.get(&t.local_id).unwrap_or(&none))]);
+    }
+    v
 }
 
 fn find(state: &AppState, caller: &Caller, txid: &str) -> Result<Transaction, ApiError> {
@@ -400,7 +445,9 @@ pub async fn get_cob(
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(view(&find(&state, &caller, &path.into_inner())?)))
+    let cob = find(&state, &caller, &path.into_inner())?;
+    let refunds = state.repo.refunds_of(caller.account_id, &[&cob])?;
+    Ok(HttpResponse::Ok().json(view_with_pix(&cob, &refunds)))
 }
 
 #[utoipa::path(
@@ -512,7 +559,7 @@ mod tests {
     fn a_cob_list_query_needs_a_range_of_at_most_31_days_and_known_filters() {
         let range = [("inicio", "2026-11-01T00:00:00Z"), ("fim", "2026-12-02T00:00:00Z")];
         let q = read_cob_query(&query(&range)).unwrap();
-        assert_eq!((q.page, q.size, q.status, q.debtor.clone()), (0, 100, None, None));
+        assert_eq!((q.window.page, q.window.size, q.status, q.window.document.clone()), (0, 100, None, None));
         let fields = |pairs: &[(&str, &str)]| -> Vec<String> {
             violations(read_cob_query(&query(pairs)).err().unwrap()).into_iter().map(|(f, _)| f).collect()
         };
@@ -545,6 +592,6 @@ mod tests {
         let q = read_cob_query(&query(&with(&range, ("status", "CONCLUIDA")))).unwrap();
         assert_eq!(q.status, Some("CONCLUIDA"));
         let q = read_cob_query(&query(&with(&range, ("paginacao.itensPorPagina", "1000")))).unwrap();
-        assert_eq!(q.size, 1000, "the maximum is allowed");
+        assert_eq!(q.window.size, 1000, "the maximum is allowed");
     }
 }

@@ -21,6 +21,7 @@ pub mod openapi;
 pub mod ops;
 pub mod payments;
 pub mod pix;
+pub mod received;
 pub mod refunds;
 pub mod sandbox;
 pub mod schemas;
@@ -152,6 +153,8 @@ fn table() -> RouteTable {
     t.add(a, Method::POST, "/api/pix/cash-out-qrcode", pix::cash_out_qrcode);
     t.add(a, Method::POST, "/api/pix/cash-in", charges::cash_in);
     t.add(a, Method::POST, "/api/pix/refund-in/{id}", refunds::refund_in);
+    t.add(b, Method::GET, "/pix", received::list_pix);
+    t.add(b, Method::GET, "/pix/{e2eid}", received::get_pix);
     t.add(b, Method::PUT, "/pix/{e2eid}/devolucao/{id}", refunds::devolucao);
     t.add(b, Method::GET, "/pix/{e2eid}/devolucao/{id}", refunds::get_devolucao);
     t.add(b, Method::POST, "/cob", cob::post_cob);

@@ -5,7 +5,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    admin, balance, charges, cob, dict, error, me, med, ops, pix, refunds, sandbox, schemas, token,
+    admin, balance, charges, cob, dict, error, me, med, ops, pix, received, refunds, sandbox, schemas, token,
     transactions, webhooks,
 };
 
@@ -168,6 +168,8 @@ fn default_description(status: &str) -> &'static str {
         cob::put_cob,
         cob::post_cob,
         cob::list_cobs,
+        received::get_pix,
+        received::list_pix,
         cob::get_cob,
         cob::patch_cob,
         balance::api_balance,

@@ -125,7 +125,8 @@ pub struct Devolucao {
 }
 
 impl Devolucao {
-    fn of(tx: &Transaction) -> Devolucao {
+    /// The API Pix view of a refund.
+    pub fn of(tx: &Transaction) -> Devolucao {
         let r = tx.refund.as_ref();
         Devolucao {
             id: r.and_then(|r| r.refund_id.clone()).unwrap_or_default(),

@@ -646,6 +646,41 @@ pub struct ClockRequest {
 
 // ---- responses built as JSON values by their handlers ----------------------------------
 
+/// A received PIX, API Pix style (`GET /pix/{e2eid}`, and in `GET /pix` and a paid cob).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PixView {
+    end_to_end_id: String,
+    /// The txid of the charge it paid, if it paid one.
+    txid: Option<String>,
+    /// In reais, 2 places.
+    valor: String,
+    /// The account's receiving key.
+    chave: String,
+    /// When it settled (RFC 3339, UTC).
+    horario: String,
+    pagador: PixPagador,
+    devolucoes: Vec<super::refunds::Devolucao>,
+}
+
+/// Who paid: a name and a CPF or a CNPJ (digits).
+#[derive(ToSchema)]
+pub struct PixPagador {
+    nome: String,
+    cpf: Option<String>,
+    cnpj: Option<String>,
+}
+
+/// A page of received PIX (`GET /pix`).
+#[derive(ToSchema)]
+pub struct PixList {
+    /// The filters as read (`inicio`, `fim`, `txid`, `txIdPresente`, `devolucaoPresente`,
+    /// `cpf`/`cnpj`), with the page.
+    #[schema(value_type = Object)]
+    parametros: serde_json::Value,
+    pix: Vec<PixView>,
+}
+
 /// A page of cobs (`GET /cob`).
 #[derive(ToSchema)]
 pub struct CobList {
@@ -694,6 +729,8 @@ pub struct CobView {
     devedor: Option<CobDevedorView>,
     solicitacao_pagador: Option<String>,
     info_adicionais: Vec<InfoAdicional>,
+    /// Once paid (CONCLUIDA): the PIX that paid it.
+    pix: Option<Vec<PixView>>,
 }
 
 #[derive(ToSchema)]

@@ -225,3 +225,76 @@ async fn the_cob_list_filters_by_range_status_and_debtor_and_pages_from_zero() {
     assert_eq!(s, 400);
     assert_simple(&b, 400);
 }
+
+#[actix_rt::test]
+async fn received_pix_are_read_one_by_one_and_listed_with_their_refunds() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let post = |path: &'static str, body: Value| {
+        let (app, token) = (&app, token.clone());
+        async move { send(app.client.post(app.url(path)).bearer_auth(&token), Some(body)).await }
+    };
+    let (s, received) =
+        post("/sandbox/pix-in", json!({"amount": 10, "payerName": "Ana", "payerDocument": "52998224725"}))
+            .await;
+    assert_eq!(s, 201, "{received}");
+    let e2e = received["endToEndId"].as_str().unwrap().to_owned();
+    let (s, pix) = app.get_with(&format!("/pix/{e2e}"), &token).await;
+    assert_eq!(s, 200, "{pix}");
+    assert_eq!((pix["valor"].as_str(), pix["pagador"]["cpf"].as_str()), (Some("10.00"), Some("52998224725")));
+    assert!(pix.get("txid").is_none(), "{pix}");
+    assert_eq!(pix["devolucoes"], json!([]));
+    let refund = json!({"valor": "3.00"});
+    let path = format!("/pix/{e2e}/devolucao/d1");
+    assert_eq!(send(app.client.put(app.url(&path)).bearer_auth(&token), Some(refund)).await.0, 201);
+    let (_, pix) = app.get_with(&format!("/pix/{e2e}"), &token).await;
+    assert_eq!(pix["devolucoes"].as_array().unwrap().len(), 1, "{pix}");
+    assert_eq!(pix["devolucoes"][0]["id"], "d1");
+
+    // A paid cob shows the PIX that paid it.
+    assert_eq!(put(&app, &token, TXID, cob("4.00")).await.0, 201);
+    let (s, paid) = post("/sandbox/pay", json!({"txid": TXID})).await;
+    assert_eq!(s, 200, "{paid}");
+    let (_, read) = app.get_with(&format!("/cob/{TXID}"), &token).await;
+    assert_eq!(read["status"], "CONCLUIDA");
+    assert_eq!(read["pix"][0]["txid"], TXID);
+    assert_eq!(read["pix"][0]["valor"], "4.00");
+    assert_eq!(read["pix"][0]["endToEndId"], paid["endToEndId"]);
+
+    let inicio = pix["horario"].as_str().unwrap().to_owned();
+    let fim = iso(chrono::DateTime::parse_from_rfc3339(&inicio).unwrap().with_timezone(&chrono::Utc)
+        + chrono::Duration::days(1));
+    let list = |extra: String| {
+        let (app, token) = (&app, token.clone());
+        let url = format!("/pix?inicio={inicio}&fim={fim}{extra}");
+        async move { app.get_with(&url, &token).await }
+    };
+    let (s, all) = list(String::new()).await;
+    assert_eq!(s, 200, "{all}");
+    assert_eq!(all["parametros"]["paginacao"]["quantidadeTotalDeItens"], 2, "{all}");
+    let (_, with_txid) = list("&txIdPresente=true".into()).await;
+    assert_eq!(with_txid["pix"][0]["txid"], TXID);
+    assert_eq!(with_txid["pix"].as_array().unwrap().len(), 1);
+    let (_, refunded) = list("&devolucaoPresente=true".into()).await;
+    assert_eq!(refunded["pix"][0]["endToEndId"], e2e.as_str());
+    assert_eq!(refunded["pix"].as_array().unwrap().len(), 1);
+    let (_, by_txid) = list(format!("&txid={TXID}")).await;
+    assert_eq!(by_txid["pix"].as_array().unwrap().len(), 1);
+    // Both payers are this CPF: the sandbox payer of the PIX in, and the cob's debtor, who
+    // paid it.
+    let (_, by_payer) = list("&cpf=52998224725".into()).await;
+    assert_eq!(by_payer["pix"].as_array().unwrap().len(), 2, "{by_payer}");
+    let (_, nobody) = list("&cpf=11144477735".into()).await;
+    assert_eq!(nobody["pix"], json!([]));
+
+    let (s, b) = app.get_with(&format!("/pix/E{}", "0".repeat(31)), &token).await;
+    assert_eq!(s, 404);
+    assert_simple(&b, 404);
+    let (s, b) = app.get_with("/pix?fim=2026-01-01T00:00:00Z", &token).await;
+    assert_eq!(s, 400);
+    assert_simple(&b, 400);
+}
+
+fn iso(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}

@@ -2,60 +2,15 @@
 //! the index that finds a charge by its txid or by the reference its BR Code carries.
 
 use crate::domain::brcode::TXID_LEN_MAX;
-use chrono::{DateTime, Utc};
 
 use crate::domain::ids::AccountId;
-use crate::domain::listing::{summary_matches, Operation};
-use crate::domain::transaction::{code_reference, parse_code_reference, CodeReference, Transaction, TxKind};
+use crate::domain::transaction::{code_reference, parse_code_reference, CodeReference, Transaction};
 
 use super::{Repo, RepoError};
 
 use crate::store::{keys, Batch};
 
 impl Repo {
-    /// One page of the account's cobs created in `[from, to]` that `keep` keeps, newest
-    /// first, after `skip` of them, and how many it keeps in all. The list index is read
-    /// over the range and each charge it names is loaded, so the cost grows with the
-    /// account's transactions in the range; only the page is held.
-    pub fn cobs_page(
-        &self,
-        id: AccountId,
-        (from, to): (DateTime<Utc>, DateTime<Utc>),
-        keep: impl Fn(&Transaction) -> bool,
-        skip: usize,
-        size: usize,
-    ) -> Result<(Vec<Transaction>, usize), RepoError> {
-        let millis = |t: DateTime<Utc>| u64::try_from(t.timestamp_millis()).unwrap_or(0);
-        let start = keys::list_from(id, millis(from));
-        let end = keys::list_from(id, millis(to).saturating_add(1));
-        let mut locals = Vec::new();
-        let mut bad = None;
-        self.store.scan_rev(&start, &end, &mut |k, v| {
-            // Only charges (and received PIX, of the same operation) are loaded.
-            if summary_matches(v, None, Some(Operation::of(TxKind::CashIn))) {
-                match keys::local_at_end(k) {
-                    Some(local) => locals.push(local),
-                    None => bad = Some(String::from_utf8_lossy(k).into_owned()),
-                }
-            }
-            bad.is_none()
-        })?;
-        if let Some(key) = bad {
-            return Err(RepoError::Corrupt { key, reason: "no local id".into() });
-        }
-        let (mut page, mut total) = (Vec::new(), 0usize);
-        for local in locals {
-            let Some(tx) = self.transaction(local)? else { continue };
-            if tx.charge.as_ref().is_some_and(|c| c.cob.is_some()) && keep(&tx) {
-                if total >= skip && page.len() < size {
-                    page.push(tx);
-                }
-                total += 1;
-            }
-        }
-        Ok((page, total))
-    }
-
     pub fn put_open_charge(&self, b: &mut Batch, id: AccountId, local: u64) {
         b.insert(keys::open_charge(id, local), Vec::new());
     }

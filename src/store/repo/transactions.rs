@@ -5,7 +5,9 @@
 //! A transaction's indexes are written with its first write and never change, except the
 //! list entry, whose value is the status the committer counts.
 
-use chrono::NaiveDate;
+use std::collections::HashMap;
+
+use chrono::{DateTime, NaiveDate, Utc};
 use uuid::Uuid;
 
 use crate::domain::decide::Record;
@@ -20,6 +22,90 @@ use super::{corrupt, to_json, Repo, RepoError};
 use crate::store::{codec, keys, Batch, CountedIndex, GroupCommit, StoreError};
 
 impl Repo {
+    /// One page of the account's payments in (received PIX and charges, paid or not)
+    /// created in `[from, to]` that `keep` keeps, newest first, after `skip` of them, and how
+    /// many it keeps in all. The list index is read over the range and each payment in it
+    /// loaded, so the cost grows with the account's payments in the range; only the page
+    /// and the ids of the range are held.
+    pub fn payments_in_page(
+        &self,
+        id: AccountId,
+        (from, to): (DateTime<Utc>, DateTime<Utc>),
+        keep: impl Fn(&Transaction) -> bool,
+        skip: usize,
+        size: usize,
+    ) -> Result<(Vec<Transaction>, usize), RepoError> {
+        let locals = self.list_range(id, (from, to), Operation::of(TxKind::CashIn))?;
+        let (mut page, mut total) = (Vec::new(), 0usize);
+        for local in locals {
+            let Some(tx) = self.transaction(local)? else { continue };
+            if keep(&tx) {
+                if total >= skip && page.len() < size {
+                    page.push(tx);
+                }
+                total += 1;
+            }
+        }
+        Ok((page, total))
+    }
+
+    /// The refunds (requested, done or failed) of the account's transactions `originals`,
+    /// by original, oldest first. Refunds come after their original and within the refund
+    /// deadline, so only that span of the list index is read.
+    pub fn refunds_of(
+        &self,
+        id: AccountId,
+        originals: &[&Transaction],
+    ) -> Result<HashMap<u64, Vec<Transaction>>, RepoError> {
+        let mut out: HashMap<u64, Vec<Transaction>> = HashMap::new();
+        let (Some(first), Some(last)) =
+            (originals.iter().map(|t| t.created_at).min(), originals.iter().map(|t| t.created_at).max())
+        else {
+            return Ok(out);
+        };
+        let wanted: std::collections::HashSet<u64> = originals.iter().map(|t| t.local_id).collect();
+        let until = last + chrono::Duration::days(crate::domain::refunds::REFUND_DEADLINE_DAYS + 1);
+        let mut locals = self.list_range(id, (first, until), Operation::of(TxKind::RefundIn))?;
+        locals.reverse();
+        for local in locals {
+            let Some(tx) = self.transaction(local)? else { continue };
+            if let Some(original) =
+                tx.refund.as_ref().map(|r| r.original_local_id).filter(|o| wanted.contains(o))
+            {
+                out.entry(original).or_default().push(tx);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The local ids of the account's list entries of `operation` created in `[from, to]`,
+    /// newest first.
+    fn list_range(
+        &self,
+        id: AccountId,
+        (from, to): (DateTime<Utc>, DateTime<Utc>),
+        operation: Operation,
+    ) -> Result<Vec<u64>, RepoError> {
+        let millis = |t: DateTime<Utc>| u64::try_from(t.timestamp_millis()).unwrap_or(0);
+        let start = keys::list_from(id, millis(from));
+        let end = keys::list_from(id, millis(to).saturating_add(1));
+        let mut locals = Vec::new();
+        let mut bad = None;
+        self.store.scan_rev(&start, &end, &mut |k, v| {
+            if summary_matches(v, None, Some(operation)) {
+                match keys::local_at_end(k) {
+                    Some(local) => locals.push(local),
+                    None => bad = Some(String::from_utf8_lossy(k).into_owned()),
+                }
+            }
+            bad.is_none()
+        })?;
+        match bad {
+            Some(key) => Err(RepoError::Corrupt { key, reason: "no local id".into() }),
+            None => Ok(locals),
+        }
+    }
+
     /// Puts a transaction; `first` (its first write) also writes its indexes, which never
     /// change afterwards, as inserts: they are new keys. Its transactionId and its own
     /// end-to-end ids carry its local id, so they need no index; an end-to-end id made
