@@ -7,7 +7,8 @@
 //! # Layout
 //! - [`domain`]: PURE values and rules (money, documents, ids, PIX keys, BR Code, fees,
 //!   limits, the ledger, transactions and their events, charges' splits, refunds, webhook
-//!   signing and delivery rules, rate windows, the transactions list, MED cases), and
+//!   signing and delivery rules, rate windows, the transactions list, MED cases, Brazil's
+//!   banking calendar and the price of a charge with a due date), and
 //!   `decide`: every account command as a pure function into a plan (or a `Refusal`). No
 //!   I/O, no clock, no randomness.
 //! - [`account`]: the account actors (gather, decide, execute, reply), their messages and
@@ -24,7 +25,8 @@
 //!   commit and checkpoints, the overlay readers see, the pages under it, the record formats
 //!   (`codec`), the start-up migrations; `keys` (the key layout, the only place a key is
 //!   spelled), `records` and the typed repository (`Repo`, one module per entity).
-//! - [`http`]: DTOs and handlers, authentication extractors, `ask` (a message to the
+//! - [`http`]: DTOs and handlers (family B's API Pix routes among them: `cob`, `received`,
+//!   `refunds`), authentication extractors, `ask` (a message to the
 //!   caller's account actor), the route table (each route with its error family), the
 //!   access middleware (request id, span, access line), the OpenAPI document with its
 //!   request schemas, and `error`: the one mapping of errors (the rejection table, token

@@ -185,7 +185,7 @@ impl Repo {
     }
 
     /// What storage needs to know of this layout: the counted list index, and the keys
-    /// kept in pages ([`PAGES`]).
+    /// kept in pages ([`keys::PAGES`](super::keys::PAGES)).
     pub fn layout() -> Layout {
         Layout { counted: Some(keys::list_index()), pages: keys::PAGES }
     }
