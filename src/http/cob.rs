@@ -28,6 +28,15 @@ pub const CHAVE_LEN_MAX: usize = 77;
 pub const INFO_ADICIONAIS_MAX: usize = 50;
 pub const DEVEDOR_NOME_LEN_MAX: usize = 200;
 
+/// The caller's receiving key: the only `chave` its charges carry.
+pub(super) fn receiving_key(state: &AppState, caller: &Caller) -> Result<String, ApiError> {
+    Ok(state
+        .repo
+        .account(caller.account_id)?
+        .ok_or(ApiError::Unauthorized("the access token was revoked"))?
+        .receiving_key)
+}
+
 fn check_txid(txid: &str) -> Result<(), ApiError> {
     let ok = (COB_TXID_LEN_MIN..=COB_TXID_LEN_MAX).contains(&txid.len())
         && txid.bytes().all(|b| b.is_ascii_alphanumeric());
@@ -213,11 +222,8 @@ pub async fn put_cob(
 ) -> Result<HttpResponse, ApiError> {
     let txid = path.into_inner();
     check_txid(&txid)?;
-    let account = state
-        .repo
-        .account(caller.account_id)?
-        .ok_or(ApiError::Unauthorized("the access token was revoked"))?;
-    let request = read_cob(&request_object(&req, &bytes)?, txid, &account.receiving_key)?;
+    let receiving_key = receiving_key(&state, &caller)?;
+    let request = read_cob(&request_object(&req, &bytes)?, txid, &receiving_key)?;
     let tx = ask(&state, &caller, CreateCharge(request)).await??;
     Ok(HttpResponse::Created().json(view(&tx)))
 }
@@ -239,14 +245,11 @@ pub async fn post_cob(
     bytes: Bytes,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let account = state
-        .repo
-        .account(caller.account_id)?
-        .ok_or(ApiError::Unauthorized("the access token was revoked"))?;
+    let receiving_key = receiving_key(&state, &caller)?;
     // A v4 UUID's 32 hex digits: unique without asking storage (a clash would be refused as
     // a taken txid, never overwrite a cob).
     let txid = uuid::Uuid::new_v4().simple().to_string();
-    let request = read_cob(&request_object(&req, &bytes)?, txid, &account.receiving_key)?;
+    let request = read_cob(&request_object(&req, &bytes)?, txid, &receiving_key)?;
     let tx = ask(&state, &caller, CreateCharge(request)).await??;
     Ok(HttpResponse::Created().json(view(&tx)))
 }

@@ -11,7 +11,7 @@ use actix_web::{web, HttpResponse};
 use serde_json::{json, Value};
 
 use super::auth::Caller;
-use super::cob::read_list_window;
+use super::cob::{read_list_window, receiving_key};
 use super::error::{ApiError, SimpleErrorBody, Violation};
 use super::refunds::Devolucao;
 use super::{iso, AppState};
@@ -94,14 +94,6 @@ fn read_pix_query(q: &HashMap<String, String>) -> Result<PixQuery, ApiError> {
         (Some(window), true) => Ok(PixQuery { window, txid, txid_present, refund_present }),
         _ => Err(ApiError::Validation(v)),
     }
-}
-
-fn receiving_key(state: &AppState, caller: &Caller) -> Result<String, ApiError> {
-    Ok(state
-        .repo
-        .account(caller.account_id)?
-        .ok_or(ApiError::Unauthorized("the access token was revoked"))?
-        .receiving_key)
 }
 
 #[utoipa::path(
