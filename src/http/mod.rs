@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod admin;
+pub mod api_pix;
 pub mod ask;
 pub mod auth;
 pub mod balance;

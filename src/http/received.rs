@@ -10,12 +10,13 @@ use std::collections::HashMap;
 use actix_web::{web, HttpResponse};
 use serde_json::{json, Value};
 
+use super::api_pix::{read_list_window, ListWindow};
 use super::auth::Caller;
-use super::cob::{read_list_window, receiving_key};
+use super::cob::receiving_key;
 use super::error::{ApiError, SimpleErrorBody, Violation};
 use super::refunds::Devolucao;
 use super::{iso, AppState};
-use crate::domain::transaction::{Transaction, TxKind, TxStatus};
+use crate::domain::transaction::{Transaction, TxKind, TxStatus, COB_TXID_LEN_MAX};
 
 const PIX_LIST_PARAMS: [&str; 9] = [
     "inicio",
@@ -60,7 +61,7 @@ pub fn pix_view(t: &Transaction, receiving_key: &str, refunds: &[Transaction]) -
 /// The filters of `GET /pix` beyond the window.
 #[derive(Debug, Clone, PartialEq)]
 struct PixQuery {
-    window: super::cob::ListWindow,
+    window: ListWindow,
     txid: Option<String>,
     txid_present: Option<bool>,
     refund_present: Option<bool>,
@@ -82,11 +83,10 @@ fn read_pix_query(q: &HashMap<String, String>) -> Result<PixQuery, ApiError> {
     super::body::known_params(q, &PIX_LIST_PARAMS, &mut v);
     let window = read_list_window(q, &mut v);
     let txid = q.get("txid").cloned();
-    if txid
-        .as_ref()
-        .is_some_and(|t| t.is_empty() || t.len() > 35 || !t.bytes().all(|b| b.is_ascii_alphanumeric()))
-    {
-        v.push(Violation::new("txid", "must be 1 to 35 letters and digits"));
+    if txid.as_ref().is_some_and(|t| {
+        t.is_empty() || t.len() > COB_TXID_LEN_MAX || !t.bytes().all(|b| b.is_ascii_alphanumeric())
+    }) {
+        v.push(Violation::new("txid", format!("must be 1 to {COB_TXID_LEN_MAX} letters and digits")));
     }
     let txid_present = flag(q, "txIdPresente", &mut v);
     let refund_present = flag(q, "devolucaoPresente", &mut v);
