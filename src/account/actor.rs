@@ -455,6 +455,10 @@ impl AccountActor {
 
     fn track_charge(&mut self, tx: Transaction) {
         let w = self.work();
+        // A revised cobv may have moved its expiration: its old deadline goes.
+        if let Some(c) = w.open_charges.get(&tx.local_id).and_then(|t| t.charge.as_ref()) {
+            w.deadlines.remove(&(c.expires_at, tx.local_id));
+        }
         if let Some(c) = &tx.charge {
             w.deadlines.insert((c.expires_at, tx.local_id));
         }

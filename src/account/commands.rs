@@ -11,6 +11,7 @@ use crate::domain::decide::{
 };
 use crate::domain::ledger::Balance;
 use crate::domain::med::{AnalysisResult, Med, Participant};
+use crate::domain::money::Money;
 use crate::domain::scenario::ChargeScenario;
 use crate::domain::transaction::{Transaction, TxKind, TxStatus, PAYER_ISPB};
 use crate::sim::bank::Settled;
@@ -89,7 +90,7 @@ impl AccountActor {
         };
         match scenario {
             Some(ChargeScenario::PayNow) => {
-                self.pay_charge(tx.local_id, None, ctx)?;
+                self.pay_charge(tx.local_id, None, None, ctx)?;
             }
             Some(ChargeScenario::ExpireNow) => {
                 let plan = decide::expire_charge(tx.clone(), self.now());
@@ -112,6 +113,7 @@ impl AccountActor {
         &mut self,
         local_id: u64,
         payer: Option<Payer>,
+        amount: Option<Money>,
         ctx: &mut Context<Self>,
     ) -> Result<Transaction, CommandError> {
         self.view()?;
@@ -127,8 +129,9 @@ impl AccountActor {
         // One for the payer's end-to-end id, one per split.
         let mut ids = self.draw_ids(1 + splits.len(), ctx)?;
         let now = self.now();
+        let offer = decide::Offer { amount, at: None };
         let decided =
-            decide::pay_charge(&self.view()?, charge, payer, payer_bank, &split_banks, now, &mut ids);
+            decide::pay_charge(&self.view()?, charge, offer, payer, payer_bank, &split_banks, now, &mut ids);
         match decided {
             Ok(plan) => match self.execute(plan, ctx)? {
                 ChargeOutcome::Paid(tx) => Ok(*tx),
@@ -175,6 +178,19 @@ impl AccountActor {
             decide::receive_on_us(&self.view()?, credit, charge, payer_bank, &split_banks, now, &mut ids);
         match decided {
             Ok(plan) => self.execute(plan, ctx).map(|_| ()),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
+    fn revise_charge(
+        &mut self,
+        msg: ReviseCharge,
+        ctx: &mut Context<Self>,
+    ) -> Result<Transaction, CommandError> {
+        self.view()?;
+        let charge = self.charge_state(msg.local_id, ctx)?;
+        match decide::revise_charge(charge, msg.request, msg.based_on, self.now()) {
+            Ok(plan) => self.execute(plan, ctx),
             Err(r) => Err(self.refused(r, ctx)),
         }
     }
@@ -355,7 +371,16 @@ impl Handler<PayCharge> for AccountActor {
     type Result = ResponseActFuture<Self, Result<Transaction, CommandError>>;
 
     fn handle(&mut self, msg: PayCharge, ctx: &mut Context<Self>) -> Self::Result {
-        let reply = self.pay_charge(msg.local_id, msg.payer, ctx);
+        let reply = self.pay_charge(msg.local_id, msg.payer, msg.amount, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<ReviseCharge> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Transaction, CommandError>>;
+
+    fn handle(&mut self, msg: ReviseCharge, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.revise_charge(msg, ctx);
         self.reply_when_durable(reply)
     }
 }

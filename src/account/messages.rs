@@ -88,6 +88,18 @@ pub struct PayCharge {
     pub local_id: u64,
     /// Who pays, when the request names them (else the charge's debtor or the sandbox payer).
     pub payer: Option<crate::domain::decide::Payer>,
+    /// The amount paid, when the request names one (else the amount due).
+    pub amount: Option<Money>,
+}
+
+/// The receiver revises an open cobv into `request` (its whole new request), read from the
+/// revision `based_on` (`PATCH /cobv/{txid}`).
+#[derive(Message, Clone)]
+#[rtype(result = "Result<Transaction, CommandError>")]
+pub struct ReviseCharge {
+    pub local_id: u64,
+    pub request: ChargeRequest,
+    pub based_on: u32,
 }
 
 /// Answers the refund and whether it is a replay of an earlier one with the same id.
@@ -164,6 +176,7 @@ traced!(
     GetBalance,
     CreateCharge,
     PayCharge,
+    ReviseCharge,
     CancelCharge,
     Refund,
     ReturnPayment,

@@ -20,7 +20,7 @@ pub use actor::{AccountActor, Deps, ACCOUNT_IDLE_STOP_SECONDS};
 pub use messages::{
     CancelCharge, ChargeRequest, CloseMed, CommandError, CreateCharge, DictRequest, GetBalance, OpenMed, Pay,
     PayCharge, PayOutcome, PayRequest, PixIn, ReceiveOnUs, Refund, RefundRequest, Refusal, ReturnPayment,
-    SettingsChanged, Tick, Traced,
+    ReviseCharge, SettingsChanged, Tick, Traced,
 };
 pub use on_us::{DeliverOnUs, OnUsCourier, ON_US_RETRY_AFTER};
 pub use registry::{Registry, RegistryError, IDLE_SWEEP_EVERY};

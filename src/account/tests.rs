@@ -268,6 +268,7 @@ async fn an_on_us_credit_delivered_many_times_at_once_is_carried_out_once() {
         payer_name: "Bia".into(),
         payer_document: "52998224725".into(),
         reference: None,
+        paid_at: None,
     };
     // Written as the payer's settlement writes it.
     let owed = f.repo.plan_batch(f.account, None, &[Record::OnUsCredit(credit.clone())], &[]).unwrap();
@@ -370,10 +371,16 @@ async fn a_charge_is_paid_once_and_a_paid_charge_cannot_be_paid_or_cancelled() {
     let taken = refused(addr.send(charge("c1", "1.00", 3600)).await.unwrap());
     assert!(matches!(taken, Refusal::Ledger(Rejection::DuplicateExternalId { .. })), "{taken:?}");
 
-    let paid = addr.send(PayCharge { local_id: created.local_id, payer: None }).await.unwrap().unwrap();
+    let paid = addr
+        .send(PayCharge { local_id: created.local_id, payer: None, amount: None })
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(paid.status, TxStatus::Confirmed);
     assert_eq!(f.balance(&addr).await, Balance { available: m("5"), blocked: m("0") });
-    let twice = refused(addr.send(PayCharge { local_id: created.local_id, payer: None }).await.unwrap());
+    let twice = refused(
+        addr.send(PayCharge { local_id: created.local_id, payer: None, amount: None }).await.unwrap(),
+    );
     assert!(matches!(twice, Refusal::NotPayable(_)), "{twice:?}");
     let cancel = refused(addr.send(CancelCharge { local_id: created.local_id }).await.unwrap());
     assert!(matches!(cancel, Refusal::NotPayable(_)), "{cancel:?}");
@@ -392,7 +399,9 @@ async fn a_charge_past_its_expiration_ends_on_the_next_tick_and_cannot_be_paid()
     addr.send(Tick).await.unwrap().unwrap();
     let ended = f.repo.transaction(created.local_id).unwrap().unwrap();
     assert_ne!(ended.status, TxStatus::Pending, "expired at its expiration time");
-    let late = refused(addr.send(PayCharge { local_id: created.local_id, payer: None }).await.unwrap());
+    let late = refused(
+        addr.send(PayCharge { local_id: created.local_id, payer: None, amount: None }).await.unwrap(),
+    );
     assert!(matches!(late, Refusal::NotPayable(_)), "{late:?}");
     assert_eq!(f.balance(&addr).await, Balance { available: m("0"), blocked: m("0") });
 }

@@ -21,8 +21,10 @@
 //!
 //! Pure: the payment day comes in as an argument (the Sao Paulo date of the payment).
 
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, TimeZone, Utc};
+use chrono_tz::America::Sao_Paulo;
 use rust_decimal::{Decimal, RoundingStrategy};
+use serde::{Deserialize, Serialize};
 
 use super::calendar::{business_days_between, next_business_day};
 use super::money::{Money, Percent};
@@ -33,21 +35,21 @@ pub const DISCOUNT_DATES_MAX: usize = 3;
 pub const VALIDITY_AFTER_DUE_DAYS_MAX: u32 = 3650;
 
 /// How days are counted: every day, or business days only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Days {
     Calendar,
     Business,
 }
 
 /// A fixed value or a percent of the base.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Amount {
     Value(Money),
     Percent(Percent),
 }
 
 /// The period a percent of interest is given for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Period {
     Day,
     Month,
@@ -55,14 +57,14 @@ pub enum Period {
 }
 
 /// Interest per day late: a value per day, or a percent per period.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Interest {
     ValuePerDay(Money, Days),
     Percent(Percent, Period, Days),
 }
 
 /// A discount for paying on time.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Discount {
     /// Up to [`DISCOUNT_DATES_MAX`] `(date, amount)`, dates ascending: paying on or before a
     /// date earns its amount.
@@ -72,7 +74,7 @@ pub enum Discount {
 }
 
 /// A cobv's price terms.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Terms {
     pub original: Money,
     pub due: NaiveDate,
@@ -122,7 +124,29 @@ fn count(from: NaiveDate, to: NaiveDate, days: Days) -> i64 {
     }
 }
 
+/// The day a payment made at `now` is priced on: its date in Sao Paulo.
+pub fn payment_day(now: DateTime<Utc>) -> NaiveDate {
+    now.with_timezone(&Sao_Paulo).date_naive()
+}
+
+/// The first instant of `day` in Sao Paulo (UTC-3 where the zone has no answer, which a
+/// midnight never lacks since Brazil dropped daylight saving in 2019).
+pub fn start_of_day(day: NaiveDate) -> DateTime<Utc> {
+    let midnight = day.and_time(chrono::NaiveTime::MIN);
+    match Sao_Paulo.from_local_datetime(&midnight).earliest() {
+        Some(t) => t.with_timezone(&Utc),
+        None => Utc.from_utc_datetime(&(midnight + chrono::Duration::hours(3))),
+    }
+}
+
 impl Terms {
+    /// When the cobv can no longer be paid: the start of the day after its last day, in
+    /// Sao Paulo. A payment at `now` is priced (not [`PriceError::Expired`]) exactly when
+    /// `now < closes_at()`.
+    pub fn closes_at(&self) -> DateTime<Utc> {
+        start_of_day(self.last_day() + chrono::Duration::days(1))
+    }
+
     /// The last day the cobv may be paid.
     pub fn last_day(&self) -> NaiveDate {
         self.due + chrono::Duration::days(i64::from(self.validity_after_due_days))
@@ -218,6 +242,25 @@ mod tests {
 
     fn due(t: &Terms, day: NaiveDate) -> Money {
         t.price(day).unwrap().due
+    }
+
+    fn utc(text: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(text).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn the_payment_day_is_the_sao_paulo_date_and_the_charge_closes_at_its_midnight() {
+        // 02:59 UTC on the 25th is still the 24th in Sao Paulo (UTC-3).
+        assert_eq!(payment_day(utc("2026-11-25T02:59:59Z")), d(2026, 11, 24));
+        assert_eq!(payment_day(utc("2026-11-25T03:00:00Z")), d(2026, 11, 25));
+        let t = terms();
+        // Last day: 24 December; it closes at 00:00 of the 25th in Sao Paulo.
+        assert_eq!(t.closes_at(), utc("2026-12-25T03:00:00Z"));
+        let last = utc("2026-12-25T02:59:59Z");
+        assert!(last < t.closes_at() && t.price(payment_day(last)).is_ok());
+        assert_eq!(t.price(payment_day(t.closes_at())), Err(PriceError::Expired));
+        let none_after = Terms { validity_after_due_days: 0, ..terms() };
+        assert_eq!(none_after.closes_at(), utc("2026-11-25T03:00:00Z"), "payable on the due date only");
     }
 
     #[test]

@@ -352,6 +352,7 @@ mod tests {
                 solicitacao_pagador: None,
                 info_adicionais: vec![],
                 devedor: None,
+                vencimento: None,
             }),
             splits: vec![],
             split_transactions: vec![],

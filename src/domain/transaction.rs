@@ -199,8 +199,21 @@ pub struct CobDetails {
     pub chave: String,
     pub solicitacao_pagador: Option<String>,
     pub info_adicionais: Vec<(String, String)>,
-    /// `cpf` or `cnpj` and `nome`, as sent.
+    /// `cpf` or `cnpj` and `nome` (and a cobv's address and e-mail), as sent.
     pub devedor: Option<serde_json::Value>,
+    /// Present for a charge with a due date (`PUT /cobv/{txid}`).
+    #[serde(default)]
+    pub vencimento: Option<CobvDetails>,
+}
+
+/// What a `cobv` keeps beyond a cob's fields: its price terms and how often they were
+/// revised. Its `expires_at` is [`super::cobv::Terms::closes_at`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CobvDetails {
+    /// 0 at creation, one more at each revision (`PATCH /cobv/{txid}`).
+    pub revisao: u32,
+    pub terms: super::cobv::Terms,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -395,6 +408,17 @@ impl Transaction {
 
     pub fn is_final(&self) -> bool {
         self.status != TxStatus::Pending
+    }
+
+    /// The due-date terms, when this is a charge with a due date (a cobv).
+    pub fn cobv(&self) -> Option<&CobvDetails> {
+        self.charge.as_ref()?.cob.as_ref()?.vencimento.as_ref()
+    }
+
+    /// Whether this is a family B charge: an immediate one (`cob`) when `due_date` is false,
+    /// one with a due date (`cobv`) when it is true.
+    pub fn is_cob(&self, due_date: bool) -> bool {
+        self.charge.as_ref().and_then(|c| c.cob.as_ref()).is_some_and(|c| c.vencimento.is_some() == due_date)
     }
 
     /// Moves a PENDING debit to its final state.

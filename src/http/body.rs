@@ -228,6 +228,16 @@ impl<'a> Fields<'a> {
         format!("{}{field}", self.prefix)
     }
 
+    /// What names this object's fields (`valor.desconto.`), empty at the top.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// A member as sent, for the few fields that take more than one JSON type.
+    pub fn raw(&self, field: &str) -> Option<&'a Value> {
+        self.obj.get(field)
+    }
+
     pub fn fail(&mut self, field: &str, message: impl Into<String>) {
         self.fail_as(field, message, ViolationKind::Other);
     }

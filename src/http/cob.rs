@@ -37,7 +37,7 @@ pub(super) fn receiving_key(state: &AppState, caller: &Caller) -> Result<String,
         .receiving_key)
 }
 
-fn check_txid(txid: &str) -> Result<(), ApiError> {
+pub(super) fn check_txid(txid: &str) -> Result<(), ApiError> {
     let ok = (COB_TXID_LEN_MIN..=COB_TXID_LEN_MAX).contains(&txid.len())
         && txid.bytes().all(|b| b.is_ascii_alphanumeric());
     if ok {
@@ -47,7 +47,7 @@ fn check_txid(txid: &str) -> Result<(), ApiError> {
     }
 }
 
-fn status(t: &Transaction) -> &'static str {
+pub(super) fn status(t: &Transaction) -> &'static str {
     match (t.status, t.error_code) {
         (TxStatus::Pending, _) => "ATIVA",
         (TxStatus::Confirmed, _) => "CONCLUIDA",
@@ -81,9 +81,12 @@ fn view(t: &Transaction) -> Value {
     v
 }
 
-/// `devedor`: `nome` and exactly one of `cpf` (11 digits) and `cnpj` (14 characters, numeric or alphanumeric).
-fn devedor(f: &mut Fields<'_>) -> Option<(String, String, Value)> {
+/// `devedor`: `nome` and exactly one of `cpf` (11 digits) and `cnpj` (14 characters,
+/// numeric or alphanumeric); with `address`, a cobv's debtor, also its optional address and
+/// e-mail, and nothing else. Answers (name, document, the debtor as it is shown).
+pub(super) fn devedor(f: &mut Fields<'_>, address: bool) -> Option<(String, String, Value)> {
     f.object("devedor", |d| {
+        let extra = if address { super::cobv::devedor_address(d) } else { serde_json::Map::new() };
         let nome = d.text("nome", true, DEVEDOR_NOME_LEN_MAX).map(str::to_owned);
         let cpf = d.string("cpf", false);
         let cnpj = d.string("cnpj", false);
@@ -101,7 +104,9 @@ fn devedor(f: &mut Fields<'_>) -> Option<(String, String, Value)> {
         match (nome, doc) {
             (Some(n), Some(doc)) => {
                 let key = if doc.as_str().len() == 11 { "cpf" } else { "cnpj" };
-                Some((n.clone(), doc.to_string(), json!({ key: doc.as_str(), "nome": n })))
+                let mut shown = json!({ key: doc.as_str(), "nome": n });
+                shown.as_object_mut().map(|o| o.extend(extra));
+                Some((n.clone(), doc.to_string(), shown))
             }
             _ => None,
         }
@@ -109,7 +114,10 @@ fn devedor(f: &mut Fields<'_>) -> Option<(String, String, Value)> {
     .flatten()
 }
 
-fn info_adicionais(f: &mut Fields<'_>, obj: &serde_json::Map<String, Value>) -> Vec<(String, String)> {
+pub(super) fn info_adicionais(
+    f: &mut Fields<'_>,
+    obj: &serde_json::Map<String, Value>,
+) -> Vec<(String, String)> {
     match obj.get("infoAdicionais") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) if items.len() <= INFO_ADICIONAIS_MAX => {
@@ -168,7 +176,7 @@ fn read_cob(
     if valor.is_none() {
         f.fail("valor", "is required");
     }
-    let debtor = devedor(&mut f);
+    let debtor = devedor(&mut f, false);
     let chave = f.text("chave", false, CHAVE_LEN_MAX).map(str::to_owned);
     if chave.as_ref().is_some_and(|c| c != receiving_key) {
         f.fail("chave", "must be this account's receiving key");
@@ -197,6 +205,7 @@ fn read_cob(
             solicitacao_pagador: solicitacao,
             info_adicionais: info,
             devedor: debtor.map(|d| d.2),
+            vencimento: None,
         }),
     })
 }
@@ -307,9 +316,19 @@ pub async fn list_cobs(
     query: web::Query<std::collections::HashMap<String, String>>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let q = read_cob_query(&query.into_inner())?;
+    list(&caller, &query.into_inner(), &state, false)
+}
+
+/// The account's cobs (or, with `due_date`, cobvs) that a list query asks for.
+pub(super) fn list(
+    caller: &Caller,
+    query: &std::collections::HashMap<String, String>,
+    state: &AppState,
+    due_date: bool,
+) -> Result<HttpResponse, ApiError> {
+    let q = read_cob_query(query)?;
     let keep = |t: &Transaction| {
-        t.charge.as_ref().is_some_and(|c| c.cob.is_some())
+        t.is_cob(due_date)
             && q.status.is_none_or(|s| status(t) == s)
             && q.window.document.as_ref().is_none_or(|(name, d)| {
                 let devedor = t.charge.as_ref().and_then(|c| c.cob.as_ref()).and_then(|c| c.devedor.as_ref());
@@ -330,9 +349,13 @@ pub async fn list_cobs(
     Ok(HttpResponse::Ok().json(json!({"parametros": parametros, "cobs": cobs})))
 }
 
-/// The view of a cob with, once it is paid, the PIX that paid it and that PIX's refunds.
-fn view_with_pix(t: &Transaction, refunds: &std::collections::HashMap<u64, Vec<Transaction>>) -> Value {
-    let mut v = view(t);
+/// The view of a cob or cobv with, once it is paid, the PIX that paid it and that PIX's
+/// refunds.
+pub(super) fn view_with_pix(
+    t: &Transaction,
+    refunds: &std::collections::HashMap<u64, Vec<Transaction>>,
+) -> Value {
+    let mut v = if t.cobv().is_some() { super::cobv::view(t) } else { view(t) };
     if super::received::is_received(t) {
         let chave = v["chave"].as_str().unwrap_or_default().to_owned();
         let none = Vec::new();
@@ -341,13 +364,20 @@ fn view_with_pix(t: &Transaction, refunds: &std::collections::HashMap<u64, Vec<T
     v
 }
 
-fn find(state: &AppState, caller: &Caller, txid: &str) -> Result<Transaction, ApiError> {
+/// The caller's cob (or, with `due_date`, cobv) with this txid.
+pub(super) fn find(
+    state: &AppState,
+    caller: &Caller,
+    txid: &str,
+    due_date: bool,
+) -> Result<Transaction, ApiError> {
     check_txid(txid)?;
+    let what = if due_date { "cobv" } else { "cob" };
     state
         .repo
         .charge_by_txid(caller.account_id, txid)?
-        .filter(|t| t.charge.as_ref().is_some_and(|c| c.cob.is_some()))
-        .ok_or_else(|| ApiError::NotFound("no cob with this txid".into()))
+        .filter(|t| t.is_cob(due_date))
+        .ok_or_else(|| ApiError::NotFound(format!("no {what} with this txid")))
 }
 
 #[utoipa::path(
@@ -361,7 +391,7 @@ pub async fn get_cob(
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let cob = find(&state, &caller, &path.into_inner())?;
+    let cob = find(&state, &caller, &path.into_inner(), false)?;
     let refunds = state.repo.refunds_of(caller.account_id, &[&cob])?;
     Ok(HttpResponse::Ok().json(view_with_pix(&cob, &refunds)))
 }
@@ -385,7 +415,7 @@ pub async fn patch_cob(
     bytes: Bytes,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let cob = find(&state, &caller, &path.into_inner())?;
+    let cob = find(&state, &caller, &path.into_inner(), false)?;
     let obj = request_object(&req, &bytes)?;
     let mut f = Fields::new(&obj);
     f.only(&["status"]);

@@ -13,6 +13,7 @@ pub mod balance;
 pub mod body;
 pub mod charges;
 pub mod cob;
+pub mod cobv;
 pub mod dict;
 pub mod error;
 pub mod idempotency;
@@ -163,6 +164,10 @@ fn table() -> RouteTable {
     t.add(b, Method::PUT, "/cob/{txid}", cob::put_cob);
     t.add(b, Method::GET, "/cob/{txid}", cob::get_cob);
     t.add(b, Method::PATCH, "/cob/{txid}", cob::patch_cob);
+    t.add(b, Method::GET, "/cobv", cobv::list_cobvs);
+    t.add(b, Method::PUT, "/cobv/{txid}", cobv::put_cobv);
+    t.add(b, Method::GET, "/cobv/{txid}", cobv::get_cobv);
+    t.add(b, Method::PATCH, "/cobv/{txid}", cobv::patch_cobv);
     t.add(a, Method::GET, "/api/balance", balance::api_balance);
     t.add(a, Method::GET, "/api/transactions", transactions::list_transactions);
     t.add(a, Method::GET, "/api/med", med::list);

@@ -5,8 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    admin, balance, charges, cob, dict, error, me, med, ops, pix, received, refunds, sandbox, schemas, token,
-    transactions, webhooks,
+    admin, balance, charges, cob, cobv, dict, error, me, med, ops, pix, received, refunds, sandbox, schemas,
+    token, transactions, webhooks,
 };
 
 struct Security;
@@ -172,6 +172,10 @@ fn default_description(status: &str) -> &'static str {
         received::list_pix,
         cob::get_cob,
         cob::patch_cob,
+        cobv::put_cobv,
+        cobv::get_cobv,
+        cobv::patch_cobv,
+        cobv::list_cobvs,
         balance::api_balance,
         transactions::list_transactions,
         med::list,

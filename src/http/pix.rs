@@ -5,7 +5,7 @@ use actix_web::{HttpRequest, HttpResponse};
 
 use super::auth::Caller;
 use super::body::{request_object, Fields};
-use super::error::{ApiError, ExtendedErrorBody, ViolationKind};
+use super::error::{ApiError, ExtendedErrorBody, Violation, ViolationKind};
 use super::payments::{pay, payout_scenario, refuse_if_provider_down, PaymentCreated};
 use super::AppState;
 use crate::account::PayRequest;
@@ -184,6 +184,31 @@ fn read_qr(obj: &serde_json::Map<String, serde_json::Value>) -> Result<QrCashOut
     }
 }
 
+/// A code with no amount that names a charge with a due date of an account of this gateway
+/// (an on-us cobv) is priced as its payer's institution would: the value must be the amount
+/// due today, and a cobv that can no longer be paid is refused before any money moves.
+fn check_charge_of_code(state: &AppState, input: &QrCashOut) -> Result<(), ApiError> {
+    let (None, Some(key), Some(reference)) = (input.code.amount, &input.code.key, &input.code.txid) else {
+        return Ok(());
+    };
+    let Some(payee) = state.repo.account_by_receiving_key(key)? else { return Ok(()) };
+    let Some(charge) = state.repo.charge_by_code(payee, reference)?.filter(|t| t.cobv().is_some()) else {
+        return Ok(());
+    };
+    let fail =
+        |m: String| ApiError::Validation(vec![Violation::new("value", m).of_kind(ViolationKind::Amount)]);
+    match crate::domain::decide::amount_due(&charge, state.clock.now()) {
+        Some(due) if due == input.value => Ok(()),
+        Some(due) => {
+            Err(fail(format!("must equal the amount the charge of this QR code asks today ({due})")))
+        }
+        None => Err(ApiError::Validation(vec![Violation::new(
+            "qrCode",
+            "names a charge that can no longer be paid (paid, removed or past its validity)",
+        )])),
+    }
+}
+
 #[utoipa::path(
     post, path = "/api/pix/cash-out-qrcode", tag = "pix",
     request_body(content = super::schemas::QrCashOutRequest),
@@ -205,6 +230,7 @@ pub async fn cash_out_qrcode(
 ) -> Result<HttpResponse, ApiError> {
     let scenario = payout_scenario(&req, &caller)?;
     let input = read_qr(&request_object(&req, &bytes)?)?;
+    check_charge_of_code(&state, &input)?;
     refuse_if_provider_down(scenario)?;
     // A static code names its key; a dynamic one (URL) is resolved by the simulator.
     let key = match (&input.code.key, &input.code.url) {

@@ -14,6 +14,7 @@ use super::AppState;
 use crate::account::{PayCharge, PixIn, ReturnPayment};
 use crate::domain::decide::Payer;
 use crate::domain::events::money_number;
+use crate::domain::money::Money;
 use crate::domain::transaction::{COUNTERPART_NAME_LEN_MAX, SANDBOX_PAYER_NAME};
 
 pub fn sandbox_only(caller: &Caller) -> Result<(), ApiError> {
@@ -74,15 +75,17 @@ pub struct Paid {
     txid: Option<String>,
 }
 
-/// The caller's charge named by exactly one of pixCode, transactionId, txid; and the payer,
-/// if the body names one (`payer {name, document}`).
+/// The caller's charge named by exactly one of pixCode, transactionId, txid; the payer, if
+/// the body names one (`payer {name, document}`); and the amount paid, if it names one
+/// (else the amount due: a cobv's price of the day).
 fn find_charge(
     state: &AppState,
     caller: &Caller,
     obj: &serde_json::Map<String, Value>,
-) -> Result<(crate::domain::transaction::Transaction, Option<Payer>), ApiError> {
+) -> Result<(crate::domain::transaction::Transaction, Option<Payer>, Option<Money>), ApiError> {
     let mut f = Fields::new(obj);
-    f.only(&["pixCode", "transactionId", "txid", "payer"]);
+    f.only(&["pixCode", "transactionId", "txid", "payer", "amount"]);
+    let amount = f.amount("amount", false);
     let payer = f
         .object("payer", |p| {
             p.only(&["name", "document"]);
@@ -120,15 +123,15 @@ fn find_charge(
     let charge = found
         .filter(|t| t.account_id == caller.account_id && t.charge.is_some())
         .ok_or_else(|| ApiError::NotFound("no charge of this account matches".into()))?;
-    Ok((charge, payer))
+    Ok((charge, payer, amount))
 }
 
 #[utoipa::path(
     post, operation_id = "sandbox_pay_charge", path = "/sandbox/pay", tag = "sandbox",
-    request_body(content = super::schemas::SandboxPayRequest, description = "{pixCode} or {transactionId} or {txid}, and payer? {name, document}: pays one of the caller's charges (the payer defaults to the charge's debtor, else the sandbox payer)"),
+    request_body(content = super::schemas::SandboxPayRequest, description = "{pixCode} or {transactionId} or {txid}, payer? {name, document} and amount?: pays one of the caller's charges (the payer defaults to the charge's debtor, else the sandbox payer; the amount to the amount due today)"),
     responses(
         (status = 200, body = Paid),
-        (status = 400, body = ExtendedErrorBody),
+        (status = 400, description = "invalid body, or PIX_INVALID_AMOUNT: an amount other than the amount due today", body = ExtendedErrorBody),
         (status = 403, body = ExtendedErrorBody),
         (status = 404, body = ExtendedErrorBody),
         (status = 422, description = "the charge is paid or expired", body = ExtendedErrorBody),
@@ -143,8 +146,8 @@ pub async fn pay(
 ) -> Result<HttpResponse, ApiError> {
     sandbox_only(&caller)?;
     let obj = request_object(&req, &bytes)?;
-    let (charge, payer) = find_charge(&state, &caller, &obj)?;
-    let tx = ask(&state, &caller, PayCharge { local_id: charge.local_id, payer }).await??;
+    let (charge, payer, amount) = find_charge(&state, &caller, &obj)?;
+    let tx = ask(&state, &caller, PayCharge { local_id: charge.local_id, payer, amount }).await??;
     Ok(HttpResponse::Ok().json(Paid {
         status: tx.status.as_str(),
         end_to_end_id: tx.end_to_end_id,

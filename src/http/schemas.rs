@@ -375,6 +375,182 @@ pub struct InfoAdicional {
     valor: String,
 }
 
+fn valor_perc() -> Object {
+    string("A value in reais (at least 0.01) or a percent (above 0, at most 100), as the modalidade says: a decimal string with 2 places")
+        .pattern(Some("^[0-9]{1,13}\\.[0-9]{2}$"))
+        .examples([json!("2.00")])
+        .build()
+}
+fn due_date() -> Object {
+    string("A date, YYYY-MM-DD: at most 3650 days ahead")
+        .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(utoipa::openapi::KnownFormat::Date)))
+        .build()
+}
+
+/// `PUT /cobv/{txid}`
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({"calendario": {"dataDeVencimento": "2026-12-10", "validadeAposVencimento": 30},
+    "devedor": {"cpf": "11144477735", "nome": "Joao Silva", "cidade": "Recife", "uf": "PE", "cep": "50000000"},
+    "valor": {"original": "100.00", "multa": {"modalidade": 2, "valorPerc": "2.00"}, "juros": {"modalidade": 2, "valorPerc": "0.03"}},
+    "solicitacaoPagador": "Invoice 12"}))]
+pub struct CobvRequest {
+    calendario: CobvCalendario,
+    devedor: CobvDevedor,
+    valor: CobvValor,
+    #[schema(schema_with = chave)]
+    chave: Option<String>,
+    #[schema(schema_with = description)]
+    solicitacao_pagador: Option<String>,
+    #[schema(schema_with = info_adicionais)]
+    info_adicionais: Option<Vec<InfoAdicional>>,
+}
+
+/// `PATCH /cobv/{txid}`: a JSON merge patch of the request (every member optional, null
+/// removes an optional one), or `status` alone.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CobvPatch {
+    calendario: Option<CobvCalendario>,
+    devedor: Option<CobvDevedor>,
+    valor: Option<CobvValor>,
+    #[schema(schema_with = chave)]
+    chave: Option<String>,
+    #[schema(schema_with = description)]
+    solicitacao_pagador: Option<String>,
+    #[schema(schema_with = info_adicionais)]
+    info_adicionais: Option<Vec<InfoAdicional>>,
+    /// Removes the cobv; sent alone.
+    status: Option<CobPatchStatus>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CobvCalendario {
+    #[schema(schema_with = due_date)]
+    data_de_vencimento: String,
+    /// Calendar days after the due date it may still be paid (default 30).
+    #[schema(minimum = 0, maximum = 3650)]
+    validade_apos_vencimento: Option<u32>,
+}
+
+/// Exactly one of `cpf` and `cnpj`; the address and e-mail are optional.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CobvDevedor {
+    #[schema(schema_with = cpf)]
+    cpf: Option<String>,
+    #[schema(schema_with = cnpj)]
+    cnpj: Option<String>,
+    #[schema(schema_with = devedor_nome)]
+    nome: String,
+    #[schema(min_length = 1, max_length = 200)]
+    logradouro: Option<String>,
+    #[schema(min_length = 1, max_length = 200)]
+    cidade: Option<String>,
+    #[schema(pattern = "^[A-Z]{2}$")]
+    uf: Option<String>,
+    #[schema(pattern = "^[0-9]{8}$")]
+    cep: Option<String>,
+    #[schema(min_length = 3, max_length = 77)]
+    email: Option<String>,
+}
+
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CobvValor {
+    #[schema(schema_with = amount_text)]
+    original: String,
+    multa: Option<CobvFixedOrPercent>,
+    juros: Option<CobvJuros>,
+    abatimento: Option<CobvFixedOrPercent>,
+    desconto: Option<CobvDesconto>,
+}
+
+/// A fine (once, after the due date) or an abatement (always): modalidade 1 a value, 2 a
+/// percent of the original.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CobvFixedOrPercent {
+    #[schema(minimum = 1, maximum = 2)]
+    modalidade: u8,
+    #[schema(schema_with = valor_perc)]
+    valor_perc: String,
+}
+
+/// Interest per day late: 1 a value per day, 2/3/4 a percent per day/month/year, counted
+/// in calendar days; 5 to 8 the same in business days.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CobvJuros {
+    #[schema(minimum = 1, maximum = 8)]
+    modalidade: u8,
+    #[schema(schema_with = valor_perc)]
+    valor_perc: String,
+}
+
+/// A discount for paying on time: 1 values / 2 percents until the dates of
+/// `descontoDataFixa`; 3 value / 4 value (business days) / 5 percent / 6 percent (business
+/// days) per day paid early, in `valorPerc`.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CobvDesconto {
+    #[schema(minimum = 1, maximum = 6)]
+    modalidade: u8,
+    /// Modalidades 1 and 2: 1 to 3 entries, dates ascending, none after the due date.
+    #[schema(min_items = 1, max_items = 3)]
+    desconto_data_fixa: Option<Vec<CobvDescontoData>>,
+    /// Modalidades 3 to 6.
+    #[schema(schema_with = valor_perc)]
+    valor_perc: Option<String>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CobvDescontoData {
+    #[schema(schema_with = due_date)]
+    data: String,
+    #[schema(schema_with = valor_perc)]
+    valor_perc: String,
+}
+
+/// A cobv (`PUT`, `GET`, `PATCH /cobv/{txid}`).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CobvView {
+    calendario: CobvCalendarioView,
+    txid: String,
+    /// 0 at creation, one more at each revision.
+    revisao: u32,
+    loc: CobLoc,
+    /// The BR Code that pays it (without an amount: it is priced on the day it is paid).
+    location: String,
+    status: CobStatus,
+    devedor: CobvDevedor,
+    valor: CobvValor,
+    chave: String,
+    solicitacao_pagador: Option<String>,
+    info_adicionais: Vec<InfoAdicional>,
+    /// Once paid (CONCLUIDA): the PIX that paid it, with the amount paid.
+    pix: Option<Vec<PixView>>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CobvCalendarioView {
+    /// RFC 3339, UTC.
+    criacao: String,
+    data_de_vencimento: String,
+    validade_apos_vencimento: u32,
+}
+
+/// A page of cobvs (`GET /cobv`).
+#[derive(ToSchema)]
+pub struct CobvList {
+    parametros: CobListParams,
+    cobs: Vec<CobvView>,
+}
+
 /// `PATCH /cob/{txid}`
 #[derive(ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -496,6 +672,9 @@ pub struct SandboxPayRequest {
     transaction_id: Option<String>,
     txid: Option<String>,
     payer: Option<SandboxPayer>,
+    /// What the payer pays; without it, the amount due today.
+    #[schema(schema_with = amount)]
+    amount: Option<serde_json::Value>,
 }
 
 #[derive(ToSchema)]

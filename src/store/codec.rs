@@ -22,27 +22,41 @@
 //! | 11..19 | created at, i64 LE nanoseconds |
 //!
 //! A JSON transaction is about 900 bytes; the same in format 1 about 200.
+//!
+//! Parts added to format 1 after its first release follow the last field as tagged
+//! sections (a tag byte, then the part), written only when the transaction has the part: a
+//! record without them is byte for byte what the first release wrote and reads, and a record
+//! that ends before a section has none of it. Section tags:
+//!
+//! | tag | section |
+//! |---|---|
+//! | [`SECTION_COBV`] (1) | a cobv's revision and price terms (the charge's `cob.vencimento`) |
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, Utc};
+use rust_decimal::Decimal;
 use uuid::Uuid;
+
+use crate::domain::cobv::{Amount, Days, Discount, Interest, Period, Terms};
 
 use crate::domain::events::{EventBody, EventType, OutboxEvent};
 use crate::domain::ids::AccountId;
 use crate::domain::ledger::{Balance, LedgerState, Totals};
 use crate::domain::limits::LimitCounters;
-use crate::domain::money::Money;
+use crate::domain::money::{Money, Percent};
 use crate::domain::pix_key::{DirectoryKey, DirectoryKeyType};
 use crate::domain::scenario::PayoutScenario;
 use crate::domain::splits::Split;
 use crate::domain::transaction::{
-    BankInfo, ChargeDetails, CobDetails, Counterpart, DictDetails, ErrorCode, Family, Natureza, Priority,
-    RefundDetails, Transaction, TxKind, TxStatus,
+    BankInfo, ChargeDetails, CobDetails, CobvDetails, Counterpart, DictDetails, ErrorCode, Family, Natureza,
+    Priority, RefundDetails, Transaction, TxKind, TxStatus,
 };
 
 /// The first byte of every format-1 record.
 pub const FORMAT_BINARY_V1: u8 = 0xB1;
 /// Bytes of a format-1 transaction's fixed header.
 pub const TX_HEADER_BYTES: usize = 19;
+/// The tag of a transaction's cobv section.
+pub const SECTION_COBV: u8 = 1;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CodecError {
@@ -316,6 +330,116 @@ pub fn encode_transaction(tx: &Transaction, out: &mut Vec<u8>) {
     });
     w.opt(tx.split_of.as_ref(), |w, s| w.varint(*s));
     w.opt(tx.scheduled_for.as_ref(), |w, t| w.instant(*t));
+    if let Some(v) = tx.cobv() {
+        w.u8(SECTION_COBV);
+        encode_cobv(&mut w, v);
+    }
+}
+
+fn encode_date(w: &mut Writer, d: NaiveDate) {
+    w.varint(u64::try_from(d.num_days_from_ce()).unwrap_or(0));
+}
+
+fn decode_date(r: &mut Reader) -> Result<NaiveDate, CodecError> {
+    i32::try_from(r.varint()?)
+        .ok()
+        .and_then(NaiveDate::from_num_days_from_ce_opt)
+        .ok_or(CodecError::Bad("date"))
+}
+
+/// A percent as whole ten-thousandths (it has at most four decimals).
+fn encode_percent(w: &mut Writer, p: Percent) {
+    let units = (p.as_decimal() * Decimal::from(10_000)).trunc();
+    w.varint(u64::try_from(units).unwrap_or(0));
+}
+
+fn decode_percent(r: &mut Reader) -> Result<Percent, CodecError> {
+    Percent::try_from(Decimal::new(i64::try_from(r.varint()?).unwrap_or(-1), 4).normalize())
+        .map_err(|_| CodecError::Bad("percent"))
+}
+
+/// An adjustment: 1 and a value, or 2 and a percent.
+fn encode_amount(w: &mut Writer, a: Amount) {
+    match a {
+        Amount::Value(m) => {
+            w.u8(1);
+            w.money(m);
+        }
+        Amount::Percent(p) => {
+            w.u8(2);
+            encode_percent(w, p);
+        }
+    }
+}
+
+fn decode_amount(r: &mut Reader) -> Result<Amount, CodecError> {
+    match r.u8()? {
+        1 => Ok(Amount::Value(r.money()?)),
+        2 => Ok(Amount::Percent(decode_percent(r)?)),
+        _ => Err(CodecError::Bad("adjustment")),
+    }
+}
+
+codes!(Days, days_code, days_of, { Days::Calendar => 1, Days::Business => 2 });
+codes!(Period, period_code, period_of, { Period::Day => 1, Period::Month => 2, Period::Year => 3 });
+
+fn encode_cobv(w: &mut Writer, v: &CobvDetails) {
+    let t = &v.terms;
+    w.varint(u64::from(v.revisao));
+    w.money(t.original);
+    encode_date(w, t.due);
+    w.varint(u64::from(t.validity_after_due_days));
+    w.opt(t.abatement.as_ref(), |w, a| encode_amount(w, *a));
+    w.opt(t.discount.as_ref(), |w, d| match d {
+        Discount::UntilDates(dates) => {
+            w.u8(1);
+            w.varint(dates.len() as u64);
+            for (day, a) in dates {
+                encode_date(w, *day);
+                encode_amount(w, *a);
+            }
+        }
+        Discount::PerDayEarly(a, days) => {
+            w.u8(2);
+            encode_amount(w, *a);
+            w.u8(days_code(*days));
+        }
+    });
+    w.opt(t.fine.as_ref(), |w, a| encode_amount(w, *a));
+    w.opt(t.interest.as_ref(), |w, i| match i {
+        Interest::ValuePerDay(m, days) => {
+            w.u8(1);
+            w.money(*m);
+            w.u8(days_code(*days));
+        }
+        Interest::Percent(p, period, days) => {
+            w.u8(2);
+            encode_percent(w, *p);
+            w.u8(period_code(*period));
+            w.u8(days_code(*days));
+        }
+    });
+}
+
+fn decode_cobv(r: &mut Reader) -> Result<CobvDetails, CodecError> {
+    let revisao = u32::try_from(r.varint()?).map_err(|_| CodecError::Bad("revisao"))?;
+    let original = r.money()?;
+    let due = decode_date(r)?;
+    let validity_after_due_days = u32::try_from(r.varint()?).map_err(|_| CodecError::Bad("validity"))?;
+    let abatement = r.opt(decode_amount)?;
+    let discount = r.opt(|r| match r.u8()? {
+        1 => Ok(Discount::UntilDates(r.list(|r| Ok((decode_date(r)?, decode_amount(r)?)))?)),
+        2 => Ok(Discount::PerDayEarly(decode_amount(r)?, days_of(r.u8()?)?)),
+        _ => Err(CodecError::Bad("discount")),
+    })?;
+    let fine = r.opt(decode_amount)?;
+    let interest = r.opt(|r| match r.u8()? {
+        1 => Ok(Interest::ValuePerDay(r.money()?, days_of(r.u8()?)?)),
+        2 => Ok(Interest::Percent(decode_percent(r)?, period_of(r.u8()?)?, days_of(r.u8()?)?)),
+        _ => Err(CodecError::Bad("interest")),
+    })?;
+    let terms = Terms { original, due, validity_after_due_days, abatement, discount, fine, interest };
+    Ok(CobvDetails { revisao, terms })
 }
 
 fn encode_charge(w: &mut Writer, c: &ChargeDetails) {
@@ -370,6 +494,7 @@ fn decode_charge(r: &mut Reader) -> Result<ChargeDetails, CodecError> {
             solicitacao_pagador: r.opt_text()?,
             info_adicionais: r.list(|r| Ok((r.text()?, r.text()?)))?,
             devedor: r.opt(|r| serde_json::from_str(&r.text()?).map_err(json_err))?,
+            vencimento: None,
         })
     })?;
     let splits = r.list(|r| {
@@ -476,7 +601,18 @@ fn decode_transaction_v1(bytes: &[u8]) -> Result<Transaction, CodecError> {
     })?;
     let split_of = r.opt(Reader::varint)?;
     let scheduled_for = r.opt(Reader::instant)?;
-    r.end()?;
+    let mut charge = charge;
+    while !r.0.is_empty() {
+        match r.u8()? {
+            SECTION_COBV => {
+                let v = decode_cobv(&mut r)?;
+                let cob =
+                    charge.as_mut().and_then(|c| c.cob.as_mut()).ok_or(CodecError::Bad("cobv section"))?;
+                cob.vencimento = Some(v);
+            }
+            _ => return Err(CodecError::Bad("section")),
+        }
+    }
     Ok(Transaction {
         local_id,
         transaction_id,
@@ -745,6 +881,7 @@ mod tests {
                     solicitacao_pagador: Some("pague".into()),
                     info_adicionais: vec![("a".into(), "b".into())],
                     devedor: Some(serde_json::json!({"cpf": "52998224725", "nome": "Ana"})),
+                    vencimento: None,
                 }),
                 splits: vec![Split {
                     key: DirectoryKey { key: "+5511987654321".into(), key_type: DirectoryKeyType::Phone },
@@ -799,6 +936,87 @@ mod tests {
         assert_eq!(decode_transaction(&encoded(&bare)).unwrap(), bare);
     }
 
+    /// `full()` as a cobv with the given terms' adjustments.
+    fn cobv(
+        abatement: Option<Amount>,
+        discount: Option<Discount>,
+        fine: Option<Amount>,
+        interest: Option<Interest>,
+    ) -> Transaction {
+        let mut t = full();
+        let due = NaiveDate::from_ymd_opt(2026, 12, 24).unwrap();
+        let terms = Terms {
+            original: m("100.00"),
+            due,
+            validity_after_due_days: 30,
+            abatement,
+            discount,
+            fine,
+            interest,
+        };
+        if let Some(cob) = t.charge.as_mut().and_then(|c| c.cob.as_mut()) {
+            cob.vencimento = Some(CobvDetails { revisao: 3, terms });
+        }
+        t
+    }
+
+    #[test]
+    fn a_cobv_round_trips_with_every_modality_in_a_section_after_the_first_format() {
+        let p = |s: &str| Percent::parse(s).unwrap();
+        let day = |d: u32| NaiveDate::from_ymd_opt(2026, 12, d).unwrap();
+        let cases = [
+            cobv(None, None, None, None),
+            cobv(
+                Some(Amount::Value(m("1.25"))),
+                Some(Discount::UntilDates(vec![
+                    (day(10), Amount::Value(m("5"))),
+                    (day(20), Amount::Percent(p("2.5"))),
+                ])),
+                Some(Amount::Percent(p("2"))),
+                Some(Interest::ValuePerDay(m("0.33"), Days::Business)),
+            ),
+            cobv(
+                Some(Amount::Percent(p("100"))),
+                Some(Discount::PerDayEarly(Amount::Percent(p("0.0001")), Days::Calendar)),
+                Some(Amount::Value(m("9.99"))),
+                Some(Interest::Percent(p("12.3456"), Period::Year, Days::Calendar)),
+            ),
+            cobv(
+                None,
+                Some(Discount::PerDayEarly(Amount::Value(m("0.10")), Days::Business)),
+                None,
+                Some(Interest::Percent(p("1"), Period::Month, Days::Business)),
+            ),
+        ];
+        let plain = encoded(&full());
+        for t in cases {
+            let bytes = encoded(&t);
+            assert_eq!(decode_transaction(&bytes).unwrap(), t);
+            // The first format's record, then the section: what it wrote, it still reads.
+            assert_eq!(&bytes[..plain.len()], plain.as_slice());
+            assert_eq!(bytes[plain.len()], SECTION_COBV);
+            let event = OutboxEvent {
+                account_id: 5,
+                local_id: t.local_id,
+                event_type: EventType::CashIn,
+                created_at: t.created_at,
+                body: EventBody::Transaction(Box::new(t.clone())),
+            };
+            let mut out = Vec::new();
+            encode_event(&event, &mut out);
+            assert_eq!(decode_event(&out).unwrap(), event, "inside an outbox event too");
+        }
+        // An unknown section, or a cobv section on a transaction that is no cob, is damage.
+        let mut unknown = plain.clone();
+        unknown.push(0x7F);
+        assert_eq!(decode_transaction(&unknown), Err(CodecError::Bad("section")));
+        let mut bare = full();
+        bare.charge = None;
+        let mut orphan = encoded(&bare);
+        orphan.extend_from_slice(&encoded(&cobv(None, None, None, None))[plain.len()..]);
+        assert_eq!(decode_transaction(&orphan), Err(CodecError::Bad("cobv section")));
+    }
+
     #[test]
     fn a_binary_transaction_is_a_fraction_of_its_json() {
         let mut cash_out = full();
@@ -840,7 +1058,19 @@ mod tests {
         }
         let mut longer = bytes.clone();
         longer.push(0);
-        assert_eq!(decode_transaction(&longer), Err(CodecError::Bad("trailing bytes")));
+        assert_eq!(decode_transaction(&longer), Err(CodecError::Bad("section")), "no section has tag 0");
+        // Inside a section, every cut is refused too. A cut right before it reads as the
+        // record without it, as the first format wrote it: records are whole or absent (the
+        // journal's checksum and sled's batches see to that), never cut there.
+        let cobv = encoded(&cobv(
+            Some(Amount::Value(m("1"))),
+            Some(Discount::PerDayEarly(Amount::Value(m("0.10")), Days::Calendar)),
+            None,
+            Some(Interest::ValuePerDay(m("0.01"), Days::Business)),
+        ));
+        for cut in bytes.len() + 1..cobv.len() {
+            assert!(decode_transaction(&cobv[..cut]).is_err(), "cut at {cut}");
+        }
         assert_eq!(decode_transaction(&[0xB2, 1, 2]), Err(CodecError::Format(0xB2)));
     }
 

@@ -6,10 +6,18 @@
 //! no limit), or ERROR / INSUFFICIENT_BALANCE when the balance cannot cover it. At
 //! `expiresAt` it becomes ERROR / EXPIRED and can no longer be paid; the receiver may cancel
 //! it (ERROR / CANCELLED). Every change writes the `cash_in` event its state calls for.
+//!
+//! A charge with a due date (a `cobv`) is the same machine with a price that depends on the
+//! day: its BR Code carries no amount, each payment is priced on the Sao Paulo day it is
+//! made (`domain::cobv`) and moves the price of that day (the charge's value becomes the
+//! amount paid), and it expires at the end of its last payable day. While open, the receiver
+//! may revise it (a new revision of its terms, same code) or remove it.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+
+use crate::domain::cobv::{payment_day, PriceError};
 
 use super::{Account, Ids, Plan, Record, Refusal};
 use crate::domain::brcode::{generate, BrCodeSpec};
@@ -87,11 +95,18 @@ pub fn create_charge(
         return Err(Refusal::Bug("a charge replayed".into()));
     }
     let txid = req.txid.unwrap_or_else(|| fresh.hex(CHARGE_TXID_LEN));
+    let cobv = req.cob.as_ref().and_then(|c| c.vencimento.as_ref());
+    let expires_at = match cobv {
+        Some(v) => v.terms.closes_at(),
+        None => expiration(now, req.expiration_seconds),
+    };
     let pix_code = generate(&BrCodeSpec {
         single_use: true,
         key: account.receiving_key.to_owned(),
         info: None,
-        amount: Some(req.value),
+        // A cobv's price depends on the day it is paid: its code names the charge, and
+        // the payer is asked the day's amount.
+        amount: if cobv.is_some() { None } else { Some(req.value) },
         merchant_name: account.name.to_owned(),
         merchant_city: CHARGE_CITY.into(),
         txid: Some(code_reference(&txid, fresh.local_id)),
@@ -108,7 +123,7 @@ pub fn create_charge(
             correlation_id: fresh.second_uuid(),
             txid,
             pix_code,
-            expires_at: expiration(now, req.expiration_seconds),
+            expires_at,
             additional_info: req.additional_info,
             cob: req.cob,
             splits: req.splits,
@@ -145,6 +160,33 @@ pub enum ChargeOutcome {
     Expired,
 }
 
+/// What a charge asks of a payment made at `at`: its value, or a cobv's price on that day;
+/// `None` when it cannot be paid then (paid, ended, expired, or a price out of range).
+pub fn amount_due(charge: &Transaction, at: DateTime<Utc>) -> Option<Money> {
+    let details = charge.charge.as_ref()?;
+    if charge.is_final() || at >= details.expires_at {
+        return None;
+    }
+    match charge.cobv() {
+        Some(v) => v.terms.price(payment_day(at)).ok().map(|p| p.due),
+        None => Some(charge.value),
+    }
+}
+
+/// What a payment offers a charge: an amount (`None`: whatever is due) and the instant it is
+/// priced at (`None`: now). An on-us payment is priced when the payer made it, which may be
+/// a moment before its credit reaches the payee.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Offer {
+    pub amount: Option<Money>,
+    pub at: Option<DateTime<Utc>>,
+}
+
+impl Offer {
+    /// Whatever is due now.
+    pub const ANY: Offer = Offer { amount: None, at: None };
+}
+
 /// Who pays a charge, when the request says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Payer {
@@ -163,6 +205,7 @@ pub struct Payer {
 pub fn pay_charge(
     account: &Account,
     charge: ChargeState,
+    offer: Offer,
     payer: Option<Payer>,
     payer_bank: Option<BankInfo>,
     split_banks: &[Option<BankInfo>],
@@ -178,8 +221,21 @@ pub fn pay_charge(
     let Some(details) = tx.charge.clone() else {
         return Err(Refusal::Bug("a charge without details".into()));
     };
-    if now >= details.expires_at {
+    let priced_at = offer.at.unwrap_or(now);
+    if priced_at >= details.expires_at {
         return Ok(close(tx, ErrorCode::Expired, now).with_reply(ChargeOutcome::Expired));
+    }
+    if let Some(v) = tx.cobv() {
+        tx.value = match v.terms.price(payment_day(priced_at)) {
+            Ok(price) => price.due,
+            Err(PriceError::Expired) => {
+                return Ok(close(tx, ErrorCode::Expired, now).with_reply(ChargeOutcome::Expired))
+            }
+            Err(PriceError::OutOfRange) => return Err(Refusal::Unpriceable),
+        };
+    }
+    if offer.amount.is_some_and(|a| a != tx.value) {
+        return Err(Refusal::AmountNotDue(tx.value));
     }
     let fee = account.fee_rule(TxKind::CashIn).fee_for(tx.value);
     let mut ledger = account.ledger.draft();
@@ -274,6 +330,50 @@ pub fn expire_charge(charge: Transaction, now: DateTime<Utc>) -> Plan<Transactio
     close(charge, ErrorCode::Expired, now)
 }
 
+/// The receiver revises an open cobv (`PATCH /cobv/{txid}`) into `revised`, the whole
+/// request its changes make, read from the revision `based_on`: its terms, debtor and texts
+/// are replaced, its revision counts one more, its code stays. A revision made meanwhile
+/// (another `based_on`) refuses it, so that two revisions never silently undo each other.
+pub fn revise_charge(
+    charge: ChargeState,
+    revised: ChargeRequest,
+    based_on: u32,
+    now: DateTime<Utc>,
+) -> Result<Plan<Transaction>, Refusal> {
+    let mut tx = match charge {
+        ChargeState::Open(tx) => *tx,
+        ChargeState::Closed(status) => {
+            return Err(Refusal::NotPayable(status.map_or("UNKNOWN", TxStatus::as_str)))
+        }
+    };
+    let (Some(current), Some(mut cob)) = (tx.cobv().map(|v| v.revisao), revised.cob) else {
+        return Err(Refusal::Bug("a revision of a charge without a due date".into()));
+    };
+    if current != based_on {
+        return Err(Refusal::RevisedMeanwhile);
+    }
+    let Some(details) = tx.charge.as_mut() else {
+        return Err(Refusal::Bug("a charge without details".into()));
+    };
+    let Some(v) = cob.vencimento.as_mut() else {
+        return Err(Refusal::Bug("a revision without terms".into()));
+    };
+    v.revisao = current.saturating_add(1);
+    details.expires_at = v.terms.closes_at();
+    details.cob = Some(cob);
+    tx.value = revised.value;
+    tx.description = Some(revised.description);
+    tx.counterpart.name = revised.payer_name;
+    tx.counterpart.document = revised.payer_document;
+    if now >= details.expires_at {
+        return Err(Refusal::Bug("a revision already past its validity".into()));
+    }
+    let mut plan = Plan::new(tx.clone());
+    // Still ATIVA: a revision changes no status, so it calls for no event.
+    plan.update(Record::Transaction(tx));
+    Ok(plan)
+}
+
 /// The receiver cancels a charge (`PATCH /cob/{txid}`): ERROR / CANCELLED if it is open.
 pub fn cancel_charge(charge: ChargeState, now: DateTime<Utc>) -> Result<Plan<Transaction>, Refusal> {
     match charge {
@@ -357,6 +457,7 @@ mod tests {
         let plan = pay_charge(
             &f.account(),
             ChargeState::Open(Box::new(charge)),
+            Offer::ANY,
             None,
             None,
             &[],
@@ -387,6 +488,7 @@ mod tests {
         let plan = pay_charge(
             &f.account(),
             ChargeState::Open(Box::new(charge.clone())),
+            Offer::ANY,
             None,
             None,
             &[],
@@ -400,6 +502,7 @@ mod tests {
         let got = pay_charge(
             &f.account(),
             ChargeState::Closed(Some(TxStatus::Error)),
+            Offer::ANY,
             None,
             None,
             &[],
@@ -423,6 +526,7 @@ mod tests {
             let plan = pay_charge(
                 &f.account(),
                 ChargeState::Open(Box::new(charge)),
+                Offer::ANY,
                 payer,
                 None,
                 &[],
@@ -470,6 +574,7 @@ mod tests {
         let plan = pay_charge(
             &f.account(),
             ChargeState::Open(Box::new(charge)),
+            Offer::ANY,
             None,
             None,
             &[None],
@@ -480,5 +585,109 @@ mod tests {
         let t = transactions(&plan)[1];
         assert_eq!(t.counterpart.key_type, Some(DirectoryKeyType::Phone));
         assert_eq!(t.split_of, Some(1));
+    }
+
+    // ---- charges with a due date -----------------------------------------------------------
+
+    fn pay_at(
+        f: &Fixture,
+        charge: &Transaction,
+        offer: Offer,
+        now: DateTime<Utc>,
+    ) -> Result<Plan<ChargeOutcome>, Refusal> {
+        pay_charge(
+            &f.account(),
+            ChargeState::Open(Box::new(charge.clone())),
+            offer,
+            None,
+            None,
+            &[],
+            now,
+            &mut ids(&[2]),
+        )
+    }
+
+    fn paid(plan: Plan<ChargeOutcome>) -> Transaction {
+        match plan.reply {
+            ChargeOutcome::Paid(tx) => *tx,
+            ChargeOutcome::Expired => panic!("expired"),
+        }
+    }
+
+    #[test]
+    fn a_cobv_has_a_code_without_amount_and_closes_at_the_end_of_its_last_day() {
+        let mut f = Fixture::with_balance("0");
+        let c = open(&mut f, cobv_request(0), 1);
+        let code = crate::domain::brcode::parse(&c.charge.as_ref().unwrap().pix_code).unwrap();
+        assert_eq!(code.amount, None, "priced on the day it is paid");
+        assert_eq!(code.txid.as_deref(), Some("COB00000000000000000001"));
+        // Last day 4 December; closed from 00:00 of the 5th in Sao Paulo (03:00 UTC).
+        assert_eq!(c.charge.unwrap().expires_at, at("2026-12-05T03:00:00Z"));
+    }
+
+    #[test]
+    fn a_cobv_is_paid_at_the_price_of_its_day_and_its_value_becomes_what_was_paid() {
+        let mut f = Fixture::with_balance("0");
+        let c = open(&mut f, cobv_request(0), 1);
+        // Sao Paulo days: the 20th (discount), the 24th (the original), the 25th (the fine).
+        for (now, due) in [
+            ("2026-11-20T15:00:00Z", "95.00"),
+            ("2026-11-25T02:59:59Z", "100.00"),
+            ("2026-11-25T03:00:00Z", "102.00"),
+        ] {
+            let tx = paid(pay_at(&f, &c, Offer::ANY, at(now)).unwrap());
+            assert_eq!((tx.status, tx.value), (TxStatus::Confirmed, m(due)), "{now}");
+            assert_eq!(tx.cobv().unwrap().terms.original, m("100"), "the terms keep the original");
+        }
+        let plan = pay_at(&f, &c, Offer { amount: Some(m("102.00")), at: None }, at("2026-12-01T12:00:00Z"))
+            .unwrap();
+        f.apply(&plan);
+        assert_eq!(f.ledger.balance().available, m("102.00"), "the amount paid is credited");
+    }
+
+    #[test]
+    fn another_amount_than_the_days_is_refused_and_after_the_validity_the_cobv_expires() {
+        let mut f = Fixture::with_balance("0");
+        let c = open(&mut f, cobv_request(0), 1);
+        let wrong = Offer { amount: Some(m("100.00")), at: None };
+        assert_eq!(
+            pay_at(&f, &c, wrong, at("2026-11-26T12:00:00Z")).unwrap_err(),
+            Refusal::AmountNotDue(m("102.00"))
+        );
+        let plan = pay_at(&f, &c, Offer::ANY, at("2026-12-05T03:00:00Z")).unwrap();
+        assert_eq!(plan.reply, ChargeOutcome::Expired);
+        assert_eq!(transactions(&plan)[0].error_code, Some(ErrorCode::Expired), "REMOVIDA_PELO_PSP");
+        // Priced when the payer paid: a moment before the end is still payable after it.
+        let before = Offer { amount: Some(m("102.00")), at: Some(at("2026-12-05T02:59:59Z")) };
+        assert_eq!(paid(pay_at(&f, &c, before, at("2026-12-05T03:00:01Z")).unwrap()).value, m("102.00"));
+        assert_eq!(amount_due(&c, at("2026-12-05T02:59:59Z")), Some(m("102.00")));
+        assert_eq!(amount_due(&c, at("2026-12-05T03:00:00Z")), None);
+    }
+
+    #[test]
+    fn a_revision_replaces_the_terms_counts_one_more_and_refuses_a_stale_or_closed_cobv() {
+        let mut f = Fixture::with_balance("0");
+        let c = open(&mut f, cobv_request(0), 1);
+        let mut revised = cobv_request(0);
+        if let Some(v) = revised.cob.as_mut().and_then(|c| c.vencimento.as_mut()) {
+            v.terms.original = m("80");
+            v.terms.due = chrono::NaiveDate::from_ymd_opt(2026, 12, 10).unwrap();
+        }
+        revised.value = m("80");
+        let plan = revise_charge(ChargeState::Open(Box::new(c.clone())), revised.clone(), 0, noon()).unwrap();
+        let r = plan.reply.clone();
+        assert_eq!((r.value, r.cobv().unwrap().revisao, r.status), (m("80"), 1, TxStatus::Pending));
+        assert_eq!(r.charge.as_ref().unwrap().expires_at, at("2026-12-21T03:00:00Z"), "the new last day");
+        assert_eq!(r.charge.as_ref().unwrap().pix_code, c.charge.as_ref().unwrap().pix_code, "same code");
+        assert!(plan.events.is_empty(), "still ATIVA: no webhook");
+        assert_eq!(
+            revise_charge(ChargeState::Open(Box::new(r)), revised.clone(), 0, noon()).unwrap_err(),
+            Refusal::RevisedMeanwhile
+        );
+        assert_eq!(
+            revise_charge(ChargeState::Closed(Some(TxStatus::Confirmed)), revised, 0, noon()).unwrap_err(),
+            Refusal::NotPayable("CONFIRMED")
+        );
+        assert_eq!(amount_due(&c, noon()), Some(m("95.00")), "before the revision");
     }
 }

@@ -18,7 +18,8 @@ mod pay;
 mod refunds;
 
 pub use charges::{
-    cancel_charge, create_charge, expire_charge, pay_charge, ChargeOutcome, ChargeRequest, ChargeState, Payer,
+    amount_due, cancel_charge, create_charge, expire_charge, pay_charge, revise_charge, ChargeOutcome,
+    ChargeRequest, ChargeState, Offer, Payer,
 };
 pub use med::{close_med, open_med, CloseMedRequest, OpenMedRequest};
 pub use on_us::{credit_of, names_charge, receive as receive_on_us, OnUsCredit, OnUsPayer};
@@ -26,6 +27,8 @@ pub use pay::{pay, pix_in, settle, DictRequest, PayDecision, PayRequest, PixInRe
 pub use refunds::{refund, take_back, RefundDecision, RefundRequest};
 
 use uuid::Uuid;
+
+use super::money::Money;
 
 use super::account::{AccountSettings, FeeRule};
 use super::events::OutboxEvent;
@@ -198,6 +201,15 @@ pub enum Refusal {
     /// A cob with this txid exists (409).
     #[error("txid already exists")]
     TxidTaken,
+    /// The payment offers another amount than the charge asks today (the amount asked).
+    #[error("the amount differs from the amount due, {0}")]
+    AmountNotDue(Money),
+    /// A cobv's price on the day is beyond the largest amount a payment can move.
+    #[error("the amount due is out of range")]
+    Unpriceable,
+    /// The cobv was revised since the revision a change was read from (409).
+    #[error("the charge was revised meanwhile")]
+    RevisedMeanwhile,
     #[error("refund refused: {0:?}")]
     Refund(RefundRejection),
     #[error("MED refused: {0}")]
@@ -237,6 +249,46 @@ pub(crate) mod testing {
             additional_info: Default::default(),
             scenario: None,
             splits: vec![],
+        }
+    }
+
+    /// A cobv of 100.00 due Tuesday 24 November 2026, payable 10 days after, with a 2.00 fine
+    /// and a 5.00 discount until the 20th.
+    pub fn cobv_request(revisao: u32) -> ChargeRequest {
+        use crate::domain::cobv::{Amount, Discount, Terms};
+        use crate::domain::transaction::{CobDetails, CobvDetails};
+        let terms = Terms {
+            original: m("100"),
+            due: chrono::NaiveDate::from_ymd_opt(2026, 11, 24).unwrap(),
+            validity_after_due_days: 10,
+            abatement: None,
+            discount: Some(Discount::UntilDates(vec![(
+                chrono::NaiveDate::from_ymd_opt(2026, 11, 20).unwrap(),
+                Amount::Value(m("5")),
+            )])),
+            fine: Some(Amount::Value(m("2"))),
+            interest: None,
+        };
+        ChargeRequest {
+            external_id: None,
+            txid: Some("boleto20261124abcdefghijk01".into()),
+            value: m("100"),
+            description: "cobv".into(),
+            payer_name: "Ana".into(),
+            payer_document: Some("52998224725".into()),
+            expiration_seconds: 0,
+            additional_info: Default::default(),
+            scenario: None,
+            splits: vec![],
+            cob: Some(CobDetails {
+                expiracao: 0,
+                modalidade_alteracao: 0,
+                chave: "3f2b8c1e-9d4a-4e6b-8a7c-1d2e3f4a5b6c".into(),
+                solicitacao_pagador: None,
+                info_adicionais: vec![],
+                devedor: None,
+                vencimento: Some(CobvDetails { revisao, terms }),
+            }),
         }
     }
 

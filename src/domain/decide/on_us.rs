@@ -7,12 +7,14 @@
 //! once: by the payer after its settlement is durable, and again at every start while it is
 //! still written). The credit is a payment of the payee's charge when the code named one
 //! that is still open and due this amount, else a received PIX; it never fails, because the
-//! payer's money has already left.
+//! payer's money has already left. The amount due is the one of the instant the payer made
+//! the payment (`paid_at`): a cobv paid just before midnight is priced on that day however
+//! late its credit arrives.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::charges::{pay_charge, ChargeOutcome, ChargeState, Payer};
+use super::charges::{amount_due, pay_charge, ChargeOutcome, ChargeState, Offer, Payer};
 use super::pay::{pix_in, PixInRequest};
 use super::{Account, Ids, Plan, Record, Refusal};
 use crate::domain::document::TaxId;
@@ -34,6 +36,10 @@ pub struct OnUsCredit {
     pub payer_document: String,
     /// What the code's txid field said, when the payment was made by code.
     pub reference: Option<String>,
+    /// When the payer made the payment (credits written before this field have none: they
+    /// are priced when they arrive).
+    #[serde(default)]
+    pub paid_at: Option<DateTime<Utc>>,
 }
 
 /// Who pays, as the payer's settlement writes it into the credit.
@@ -53,6 +59,7 @@ pub fn credit_of(tx: &Transaction, payer: &OnUsPayer) -> OnUsCredit {
         payer_name: payer.name.clone(),
         payer_document: payer.document.clone(),
         reference: tx.qr_txid.clone(),
+        paid_at: Some(tx.created_at),
     }
 }
 
@@ -81,14 +88,15 @@ pub fn receive(
     ids: &mut Ids,
 ) -> Result<Plan<Transaction>, Refusal> {
     let e2e = credit.end_to_end_id.clone();
-    let payable =
-        charge.filter(|c| c.value == credit.value && c.charge.as_ref().is_some_and(|d| now < d.expires_at));
+    let offer = Offer { amount: Some(credit.value), at: Some(credit.paid_at.unwrap_or(now)) };
+    let payable = charge.filter(|c| offer.at.and_then(|at| amount_due(c, at)) == offer.amount);
     let mut plan = match (payable, TaxId::parse(&credit.payer_document)) {
         (Some(charge), Ok(document)) => {
             let payer = Payer { name: credit.payer_name, document, end_to_end_id: Some(e2e.clone()) };
             let plan = pay_charge(
                 account,
                 ChargeState::Open(Box::new(charge)),
+                offer,
                 Some(payer),
                 payer_bank,
                 split_banks,
@@ -132,6 +140,7 @@ mod tests {
             payer_name: "Bia".into(),
             payer_document: "52998224725".into(),
             reference,
+            paid_at: None,
         }
     }
 
@@ -192,6 +201,35 @@ mod tests {
         let plan = receive(&f.account(), credit("3", None), None, None, &[], noon(), &mut ids(&[8])).unwrap();
         assert_eq!(plan.reply.kind, TxKind::PixIn);
         assert_eq!(plan.reply.counterpart.document.as_deref(), Some("52998224725"));
+    }
+
+    #[test]
+    fn a_credit_pays_a_cobv_at_the_price_of_the_day_the_payer_paid() {
+        let mut f = Fixture::with_balance("0");
+        let plan = super::super::create_charge(
+            &f.account(),
+            crate::domain::decide::testing::cobv_request(0),
+            false,
+            StoredKeys::default(),
+            noon(),
+            &mut ids(&[7]),
+        )
+        .unwrap();
+        f.apply(&plan);
+        let cobv = plan.reply;
+        let reference = cobv.charge.as_ref().map(|c| code_reference(&c.txid, 7));
+        // Paid at 23:59:59 on the due date (Sao Paulo), credited after midnight: 100.00, not
+        // the 102.00 with the fine of the day after.
+        let paid_at = crate::domain::decide::testing::at("2026-11-25T02:59:59Z");
+        let arrives = crate::domain::decide::testing::at("2026-11-25T03:00:02Z");
+        let late = |value: &str| OnUsCredit { paid_at: Some(paid_at), ..credit(value, reference.clone()) };
+        let plan =
+            receive(&f.account(), late("100.00"), Some(cobv.clone()), None, &[], arrives, &mut ids(&[8]))
+                .unwrap();
+        assert_eq!((plan.reply.kind, plan.reply.value), (TxKind::CashIn, m("100.00")), "the cobv is paid");
+        let plan =
+            receive(&f.account(), late("102.00"), Some(cobv), None, &[], arrives, &mut ids(&[8])).unwrap();
+        assert_eq!((plan.reply.kind, plan.reply.value), (TxKind::PixIn, m("102.00")), "another amount");
     }
 
     #[test]

@@ -67,6 +67,14 @@ pub enum Rejection {
     },
     /// A cob with this txid exists.
     TxidTaken,
+    /// A payment offers another amount than the charge asks today (`due`).
+    AmountNotDue {
+        due: Money,
+    },
+    /// A cobv's price today is beyond the largest amount a payment moves.
+    Unpriceable,
+    /// A cobv was revised since the revision a change was read from.
+    RevisedMeanwhile,
     /// `/dict/pix`: the key is not in the directory.
     KeyNotInDirectory,
     /// `/dict/pix`: the key's institution is in `ispbDeny`.
@@ -95,6 +103,9 @@ impl Rejection {
             Refusal::BelowProviderMinimum(minimum) => Rejection::ExpirationBelowMinimum { minimum },
             Refusal::NotPayable(status) => Rejection::ChargeNotOpen { status },
             Refusal::TxidTaken => Rejection::TxidTaken,
+            Refusal::AmountNotDue(due) => Rejection::AmountNotDue { due },
+            Refusal::Unpriceable => Rejection::Unpriceable,
+            Refusal::RevisedMeanwhile => Rejection::RevisedMeanwhile,
             Refusal::Refund(r) => match r {
                 RefundRejection::NotReceived => Rejection::NotReceived,
                 RefundRejection::NotSettledPayment => Rejection::NotSettledPayment,
@@ -250,7 +261,7 @@ impl Rejection {
                 "UNPROCESSABLE",
                 false,
                 if b {
-                    "the cob is no longer ATIVA".into()
+                    "the charge is no longer ATIVA".into()
                 } else {
                     format!("the charge cannot be paid: its status is {status}")
                 },
@@ -259,6 +270,31 @@ impl Rejection {
             Rejection::TxidTaken => {
                 (S::CONFLICT, S::CONFLICT, "CONFLICT", false, "txid already exists".into(), None)
             }
+            // Family A's payer meets it as a wrong value, like a QR cash-out of another value.
+            Rejection::AmountNotDue { due } => (
+                S::BAD_REQUEST,
+                S::UNPROCESSABLE_ENTITY,
+                "PIX_INVALID_AMOUNT",
+                true,
+                format!("the amount must be the amount due today, {due}"),
+                Some(json!({"amountDue": due.to_cents_string()})),
+            ),
+            Rejection::Unpriceable => (
+                S::UNPROCESSABLE_ENTITY,
+                S::UNPROCESSABLE_ENTITY,
+                "UNPROCESSABLE",
+                false,
+                "the amount due today is beyond the largest amount a PIX moves".into(),
+                None,
+            ),
+            Rejection::RevisedMeanwhile => (
+                S::CONFLICT,
+                S::CONFLICT,
+                "CONFLICT",
+                false,
+                "the charge was revised meanwhile: read it again and send the change again".into(),
+                None,
+            ),
             Rejection::KeyNotInDirectory => (
                 S::UNPROCESSABLE_ENTITY,
                 S::UNPROCESSABLE_ENTITY,
@@ -341,6 +377,9 @@ mod tests {
             Rejection::ExpirationBelowMinimum { minimum: 60 },
             Rejection::ChargeNotOpen { status: "PAID" },
             Rejection::TxidTaken,
+            Rejection::AmountNotDue { due: Money::parse("101.50").unwrap() },
+            Rejection::Unpriceable,
+            Rejection::RevisedMeanwhile,
             Rejection::KeyNotInDirectory,
             Rejection::InstitutionDenied,
             Rejection::CreditorDocumentMismatch,
@@ -397,6 +436,8 @@ mod tests {
             ),
             (Rejection::ChargeNotOpen { status: "PAID" }, 422, 409, "UNPROCESSABLE"),
             (Rejection::TxidTaken, 409, 409, "CONFLICT"),
+            (Rejection::AmountNotDue { due: Money::parse("1").unwrap() }, 400, 422, "PIX_INVALID_AMOUNT"),
+            (Rejection::RevisedMeanwhile, 409, 409, "CONFLICT"),
             (Rejection::NotReceived, 404, 404, "NOT_FOUND"),
             (Rejection::KeyNotInDirectory, 422, 422, "UNPROCESSABLE"),
         ];
@@ -424,6 +465,9 @@ mod tests {
             Refusal::BelowProviderMinimum(60),
             Refusal::NotPayable("EXPIRED"),
             Refusal::TxidTaken,
+            Refusal::AmountNotDue(Money::ZERO),
+            Refusal::Unpriceable,
+            Refusal::RevisedMeanwhile,
             Refusal::Refund(RefundRejection::NotReceived),
             Refusal::Refund(RefundRejection::NotSettledPayment),
             Refusal::Refund(RefundRejection::DeadlineExceeded),
