@@ -448,3 +448,43 @@ async fn new_settings_apply_to_the_next_command() {
     assert!(addr.send(cash_out("b", "1.00")).await.unwrap().is_ok(), "a value equal to the limit");
     assert_eq!(f.balance(&addr).await, Balance { available: m("9"), blocked: m("1") });
 }
+
+#[actix_rt::test]
+async fn a_revised_cobv_expires_at_its_new_last_day_not_at_its_old_one() {
+    use crate::domain::cobv::{payment_day, start_of_day};
+    let f = fixture("0.00");
+    let addr = f.actor();
+    let today = payment_day(f.clock.now());
+    let days = chrono::Duration::days;
+    let with_due = |due: chrono::NaiveDate| {
+        let mut req = crate::domain::decide::testing::cobv_request(0);
+        if let Some(v) = req.cob.as_mut().and_then(|c| c.vencimento.as_mut()) {
+            v.terms.due = due;
+            v.terms.validity_after_due_days = 0;
+            v.terms.discount = None;
+        }
+        req
+    };
+    let created = addr.send(CreateCharge(with_due(today + days(1)))).await.unwrap().unwrap();
+    let revised =
+        ReviseCharge { local_id: created.local_id, request: with_due(today + days(5)), based_on: 0 };
+    let revised = addr.send(revised).await.unwrap().unwrap();
+    assert_eq!(revised.cobv().map(|v| v.revisao), Some(1));
+    let status = || f.repo.transaction(created.local_id).unwrap().unwrap().status;
+    let go_to = |at: chrono::DateTime<chrono::Utc>| {
+        let seconds = (at - f.clock.now()).num_seconds() + 1;
+        f.clock.advance(seconds).unwrap();
+    };
+    // Past the first last day: the revision moved it, so the cobv is still open.
+    go_to(start_of_day(today + days(2)));
+    addr.send(Tick).await.unwrap().unwrap();
+    assert_eq!(status(), TxStatus::Pending);
+    // Past the revised last day: it ends (REMOVIDA_PELO_PSP).
+    go_to(start_of_day(today + days(6)));
+    addr.send(Tick).await.unwrap().unwrap();
+    assert_eq!(status(), TxStatus::Error);
+    let late = refused(
+        addr.send(PayCharge { local_id: created.local_id, payer: None, amount: None }).await.unwrap(),
+    );
+    assert!(matches!(late, Refusal::NotPayable(_)), "{late:?}");
+}

@@ -27,7 +27,7 @@ use super::body::{request_object, Fields};
 use super::cob::{
     check_txid, devedor, find, info_adicionais, receiving_key, status, view_with_pix, CHAVE_LEN_MAX,
 };
-use super::error::{ApiError, SimpleErrorBody, ViolationKind};
+use super::error::{ApiError, Rejection, SimpleErrorBody, ViolationKind};
 use super::{iso, AppState};
 use crate::account::{CancelCharge, ChargeRequest, CreateCharge, ReviseCharge};
 use crate::domain::cobv::{
@@ -551,6 +551,11 @@ pub async fn patch_cobv(
         }
         let tx = ask(&state, &caller, CancelCharge { local_id: cobv.local_id }).await??;
         return Ok(HttpResponse::Ok().json(view(&tx)));
+    }
+    // A cobv no longer ATIVA is a state conflict, whatever the revision says (its terms
+    // may not even be payable today any more).
+    if cobv.is_final() {
+        return Err(ApiError::Rejected(Rejection::ChargeNotOpen { status: cobv.status.as_str() }));
     }
     f.only(&COBV_MEMBERS);
     if patch.is_empty() {

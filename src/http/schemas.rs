@@ -411,14 +411,22 @@ pub struct CobvRequest {
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CobvPatch {
-    calendario: Option<CobvCalendario>,
-    devedor: Option<CobvDevedor>,
-    valor: Option<CobvValor>,
+    /// Members of `calendario` to replace.
+    #[schema(value_type = Option<Object>)]
+    calendario: Option<serde_json::Value>,
+    /// Members of `devedor` to replace (null removes one).
+    #[schema(value_type = Option<Object>)]
+    devedor: Option<serde_json::Value>,
+    /// Members of `valor` to replace (null removes an adjustment).
+    #[schema(value_type = Option<Object>)]
+    valor: Option<serde_json::Value>,
     #[schema(schema_with = chave)]
     chave: Option<String>,
-    #[schema(schema_with = description)]
+    /// Null removes it.
+    #[schema(nullable, min_length = 1, max_length = 140)]
     solicitacao_pagador: Option<String>,
-    #[schema(schema_with = info_adicionais)]
+    /// Null removes them.
+    #[schema(nullable, max_items = 50)]
     info_adicionais: Option<Vec<InfoAdicional>>,
     /// Removes the cobv; sent alone.
     status: Option<CobPatchStatus>,

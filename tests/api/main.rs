@@ -3,6 +3,7 @@
 
 mod admin;
 mod cob;
+mod cobv;
 mod contract;
 mod deliveries;
 mod dict;
