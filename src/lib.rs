@@ -26,7 +26,7 @@
 //!   (`codec`), the start-up migrations; `keys` (the key layout, the only place a key is
 //!   spelled), `records` and the typed repository (`Repo`, one module per entity).
 //! - [`http`]: DTOs and handlers (family B's API Pix routes among them: `cob`, `received`,
-//!   `refunds`, and `api_pix`, what their lists share), authentication extractors, `ask` (a
+//!   `cobv`, `refunds`, and `api_pix`, what their lists share), authentication extractors, `ask` (a
 //!   message to the caller's account actor), the route table (each route with its error family), the
 //!   access middleware (request id, span, access line), the OpenAPI document with its
 //!   request schemas, and `error`: the one mapping of errors (the rejection table, token

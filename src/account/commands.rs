@@ -129,9 +129,9 @@ impl AccountActor {
         // One for the payer's end-to-end id, one per split.
         let mut ids = self.draw_ids(1 + splits.len(), ctx)?;
         let now = self.now();
-        let offer = decide::Offer { amount, at: None };
+        let offer = decide::Offer { payer, amount, at: None };
         let decided =
-            decide::pay_charge(&self.view()?, charge, offer, payer, payer_bank, &split_banks, now, &mut ids);
+            decide::pay_charge(&self.view()?, charge, offer, payer_bank, &split_banks, now, &mut ids);
         match decided {
             Ok(plan) => match self.execute(plan, ctx)? {
                 ChargeOutcome::Paid(tx) => Ok(*tx),

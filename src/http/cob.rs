@@ -105,7 +105,9 @@ pub(super) fn devedor(f: &mut Fields<'_>, address: bool) -> Option<(String, Stri
             (Some(n), Some(doc)) => {
                 let key = if doc.as_str().len() == 11 { "cpf" } else { "cnpj" };
                 let mut shown = json!({ key: doc.as_str(), "nome": n });
-                shown.as_object_mut().map(|o| o.extend(extra));
+                if let Some(o) = shown.as_object_mut() {
+                    o.extend(extra);
+                }
                 Some((n.clone(), doc.to_string(), shown))
             }
             _ => None,

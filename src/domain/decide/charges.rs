@@ -173,18 +173,20 @@ pub fn amount_due(charge: &Transaction, at: DateTime<Utc>) -> Option<Money> {
     }
 }
 
-/// What a payment offers a charge: an amount (`None`: whatever is due) and the instant it is
-/// priced at (`None`: now). An on-us payment is priced when the payer made it, which may be
-/// a moment before its credit reaches the payee.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// What a payment offers a charge: who pays (`None`: the charge's debtor, else the sandbox
+/// payer), an amount (`None`: whatever is due) and the instant it is priced at (`None`:
+/// now). An on-us payment is priced when the payer made it, which may be a moment before its
+/// credit reaches the payee.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Offer {
+    pub payer: Option<Payer>,
     pub amount: Option<Money>,
     pub at: Option<DateTime<Utc>>,
 }
 
 impl Offer {
-    /// Whatever is due now.
-    pub const ANY: Offer = Offer { amount: None, at: None };
+    /// Whatever is due now, from the charge's debtor.
+    pub const ANY: Offer = Offer { payer: None, amount: None, at: None };
 }
 
 /// Who pays a charge, when the request says.
@@ -206,7 +208,6 @@ pub fn pay_charge(
     account: &Account,
     charge: ChargeState,
     offer: Offer,
-    payer: Option<Payer>,
     payer_bank: Option<BankInfo>,
     split_banks: &[Option<BankInfo>],
     now: DateTime<Utc>,
@@ -221,7 +222,8 @@ pub fn pay_charge(
     let Some(details) = tx.charge.clone() else {
         return Err(Refusal::Bug("a charge without details".into()));
     };
-    let priced_at = offer.at.unwrap_or(now);
+    let Offer { payer, amount, at } = offer;
+    let priced_at = at.unwrap_or(now);
     if priced_at >= details.expires_at {
         return Ok(close(tx, ErrorCode::Expired, now).with_reply(ChargeOutcome::Expired));
     }
@@ -234,7 +236,7 @@ pub fn pay_charge(
             Err(PriceError::OutOfRange) => return Err(Refusal::Unpriceable),
         };
     }
-    if offer.amount.is_some_and(|a| a != tx.value) {
+    if amount.is_some_and(|a| a != tx.value) {
         return Err(Refusal::AmountNotDue(tx.value));
     }
     let fee = account.fee_rule(TxKind::CashIn).fee_for(tx.value);
@@ -459,7 +461,6 @@ mod tests {
             ChargeState::Open(Box::new(charge)),
             Offer::ANY,
             None,
-            None,
             &[],
             noon(),
             &mut ids(&[2, 3, 4, 5]),
@@ -490,7 +491,6 @@ mod tests {
             ChargeState::Open(Box::new(charge.clone())),
             Offer::ANY,
             None,
-            None,
             &[],
             due,
             &mut ids(&[2]),
@@ -503,7 +503,6 @@ mod tests {
             &f.account(),
             ChargeState::Closed(Some(TxStatus::Error)),
             Offer::ANY,
-            None,
             None,
             &[],
             due,
@@ -526,8 +525,7 @@ mod tests {
             let plan = pay_charge(
                 &f.account(),
                 ChargeState::Open(Box::new(charge)),
-                Offer::ANY,
-                payer,
+                Offer { payer, ..Offer::ANY },
                 None,
                 &[],
                 noon(),
@@ -576,7 +574,6 @@ mod tests {
             ChargeState::Open(Box::new(charge)),
             Offer::ANY,
             None,
-            None,
             &[None],
             noon(),
             &mut ids(&[2, 3]),
@@ -599,7 +596,6 @@ mod tests {
             &f.account(),
             ChargeState::Open(Box::new(charge.clone())),
             offer,
-            None,
             None,
             &[],
             now,
@@ -639,8 +635,9 @@ mod tests {
             assert_eq!((tx.status, tx.value), (TxStatus::Confirmed, m(due)), "{now}");
             assert_eq!(tx.cobv().unwrap().terms.original, m("100"), "the terms keep the original");
         }
-        let plan = pay_at(&f, &c, Offer { amount: Some(m("102.00")), at: None }, at("2026-12-01T12:00:00Z"))
-            .unwrap();
+        let plan =
+            pay_at(&f, &c, Offer { amount: Some(m("102.00")), ..Offer::ANY }, at("2026-12-01T12:00:00Z"))
+                .unwrap();
         f.apply(&plan);
         assert_eq!(f.ledger.balance().available, m("102.00"), "the amount paid is credited");
     }
@@ -649,7 +646,7 @@ mod tests {
     fn another_amount_than_the_days_is_refused_and_after_the_validity_the_cobv_expires() {
         let mut f = Fixture::with_balance("0");
         let c = open(&mut f, cobv_request(0), 1);
-        let wrong = Offer { amount: Some(m("100.00")), at: None };
+        let wrong = Offer { amount: Some(m("100.00")), ..Offer::ANY };
         assert_eq!(
             pay_at(&f, &c, wrong, at("2026-11-26T12:00:00Z")).unwrap_err(),
             Refusal::AmountNotDue(m("102.00"))
@@ -658,7 +655,7 @@ mod tests {
         assert_eq!(plan.reply, ChargeOutcome::Expired);
         assert_eq!(transactions(&plan)[0].error_code, Some(ErrorCode::Expired), "REMOVIDA_PELO_PSP");
         // Priced when the payer paid: a moment before the end is still payable after it.
-        let before = Offer { amount: Some(m("102.00")), at: Some(at("2026-12-05T02:59:59Z")) };
+        let before = Offer { amount: Some(m("102.00")), at: Some(at("2026-12-05T02:59:59Z")), payer: None };
         assert_eq!(paid(pay_at(&f, &c, before, at("2026-12-05T03:00:01Z")).unwrap()).value, m("102.00"));
         assert_eq!(amount_due(&c, at("2026-12-05T02:59:59Z")), Some(m("102.00")));
         assert_eq!(amount_due(&c, at("2026-12-05T03:00:00Z")), None);

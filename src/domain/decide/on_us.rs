@@ -88,16 +88,15 @@ pub fn receive(
     ids: &mut Ids,
 ) -> Result<Plan<Transaction>, Refusal> {
     let e2e = credit.end_to_end_id.clone();
-    let offer = Offer { amount: Some(credit.value), at: Some(credit.paid_at.unwrap_or(now)) };
-    let payable = charge.filter(|c| offer.at.and_then(|at| amount_due(c, at)) == offer.amount);
+    let (amount, at) = (Some(credit.value), credit.paid_at.unwrap_or(now));
+    let payable = charge.filter(|c| amount_due(c, at) == amount);
     let mut plan = match (payable, TaxId::parse(&credit.payer_document)) {
         (Some(charge), Ok(document)) => {
             let payer = Payer { name: credit.payer_name, document, end_to_end_id: Some(e2e.clone()) };
             let plan = pay_charge(
                 account,
                 ChargeState::Open(Box::new(charge)),
-                offer,
-                Some(payer),
+                Offer { payer: Some(payer), amount, at: Some(at) },
                 payer_bank,
                 split_banks,
                 now,
