@@ -287,3 +287,28 @@ async fn another_account_pays_a_cobv_by_qr_code_at_the_amount_of_the_day_and_onl
     assert_eq!(s, 400, "{e}");
     assert_eq!(e["details"]["violations"][0]["field"], "qrCode", "{e}");
 }
+
+#[actix_rt::test]
+async fn a_cobv_and_its_revision_survive_a_kill_and_are_paid_at_their_terms() {
+    let mut app = TestApp::spawn_fast().await;
+    let today = noon(&app).await;
+    let token = app.demo_token().await;
+    let (s, created) = put(&app, &token, TXID, &cobv(today + Duration::days(1))).await;
+    assert_eq!(s, 201, "{created}");
+    let (s, revised) =
+        patch(&app, &token, TXID, json!({"valor": {"abatimento": {"modalidade": 2, "valorPerc": "10.00"}}}))
+            .await;
+    assert_eq!(s, 200, "{revised}");
+    // kill -9: what was acknowledged is on disk.
+    let mut child = app.take_child().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    app.start_again(&crate::helpers::Options::default());
+    let token = app.demo_token().await;
+    let (s, got) = app.get_with(&format!("/cobv/{TXID}"), &token).await;
+    assert_eq!((s, &got), (200, &revised), "the terms and the revision as acknowledged");
+    // Two days later (one day late): 90 after the abatement, + 2.00 fine + 1 % of 90.
+    let token = days_later(&app, 2).await;
+    let (s, paid) = app.post_raw("/sandbox/pay", &token, &pay(TXID, Some("92.90")), &[]).await;
+    assert_eq!(s, 200, "{paid}");
+}
