@@ -456,16 +456,21 @@ fn merge_patch(target: &mut Value, patch: &Value) {
                 *target = Value::Object(Map::new());
             }
             if let Value::Object(t) = target {
-                for (name, value) in members {
-                    if value.is_null() {
-                        t.remove(name);
-                    } else {
-                        merge_patch(t.entry(name.clone()).or_insert(Value::Null), value);
-                    }
-                }
+                merge_members(t, members);
             }
         }
         other => *target = other.clone(),
+    }
+}
+
+/// RFC 7396 on an object: each member of `patch` replaces (or, `null`, removes) its own.
+fn merge_members(target: &mut Map<String, Value>, patch: &Map<String, Value>) {
+    for (name, value) in patch {
+        if value.is_null() {
+            target.remove(name);
+        } else {
+            merge_patch(target.entry(name.clone()).or_insert(Value::Null), value);
+        }
     }
 }
 
@@ -564,11 +569,8 @@ pub async fn patch_cobv(
     if !f.violations.is_empty() {
         return Err(ApiError::Validation(f.violations));
     }
-    let mut merged = Value::Object(request_of(&cobv));
-    merge_patch(&mut merged, &Value::Object(patch.clone()));
-    let Value::Object(merged) = merged else {
-        return Err(ApiError::Validation(vec![]));
-    };
+    let mut merged = request_of(&cobv);
+    merge_members(&mut merged, &patch);
     let receiving_key = receiving_key(&state, &caller)?;
     let today = payment_day(state.clock.now());
     let request = read_cobv(&merged, txid, &receiving_key, today)?;
