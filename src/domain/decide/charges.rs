@@ -367,8 +367,10 @@ pub fn revise_charge(
     tx.description = Some(revised.description);
     tx.counterpart.name = revised.payer_name;
     tx.counterpart.document = revised.payer_document;
+    // The route checked the terms against its own clock reading; midnight may have passed
+    // since. A client's answer, never a bug (a bug stops the actor).
     if now >= details.expires_at {
-        return Err(Refusal::Bug("a revision already past its validity".into()));
+        return Err(Refusal::PastValidity);
     }
     let mut plan = Plan::new(tx.clone());
     // Still ATIVA: a revision changes no status, so it calls for no event.
@@ -681,6 +683,10 @@ mod tests {
             revise_charge(ChargeState::Open(Box::new(r)), revised.clone(), 0, noon()).unwrap_err(),
             Refusal::RevisedMeanwhile
         );
+        // Terms already past their validity when the actor decides: the client's answer.
+        let after = at("2026-12-21T03:00:00Z");
+        let c2 = ChargeState::Open(Box::new(c.clone()));
+        assert_eq!(revise_charge(c2, revised.clone(), 0, after).unwrap_err(), Refusal::PastValidity);
         assert_eq!(
             revise_charge(ChargeState::Closed(Some(TxStatus::Confirmed)), revised, 0, noon()).unwrap_err(),
             Refusal::NotPayable("CONFIRMED")

@@ -207,6 +207,9 @@ pub enum Refusal {
     /// A cobv's price on the day is beyond the largest amount a payment can move.
     #[error("the amount due is out of range")]
     Unpriceable,
+    /// A cobv's revised terms can no longer be paid now.
+    #[error("the revised charge could no longer be paid")]
+    PastValidity,
     /// The cobv was revised since the revision a change was read from (409).
     #[error("the charge was revised meanwhile")]
     RevisedMeanwhile,

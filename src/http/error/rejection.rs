@@ -75,6 +75,8 @@ pub enum Rejection {
     Unpriceable,
     /// A cobv was revised since the revision a change was read from.
     RevisedMeanwhile,
+    /// A cobv's revised terms can no longer be paid now.
+    PastValidity,
     /// `/dict/pix`: the key is not in the directory.
     KeyNotInDirectory,
     /// `/dict/pix`: the key's institution is in `ispbDeny`.
@@ -106,6 +108,7 @@ impl Rejection {
             Refusal::AmountNotDue(due) => Rejection::AmountNotDue { due },
             Refusal::Unpriceable => Rejection::Unpriceable,
             Refusal::RevisedMeanwhile => Rejection::RevisedMeanwhile,
+            Refusal::PastValidity => Rejection::PastValidity,
             Refusal::Refund(r) => match r {
                 RefundRejection::NotReceived => Rejection::NotReceived,
                 RefundRejection::NotSettledPayment => Rejection::NotSettledPayment,
@@ -287,6 +290,14 @@ impl Rejection {
                 "the amount due today is beyond the largest amount a PIX moves".into(),
                 None,
             ),
+            Rejection::PastValidity => (
+                S::BAD_REQUEST,
+                S::BAD_REQUEST,
+                "HTTP_ERROR",
+                false,
+                "with these terms the charge could no longer be paid today".into(),
+                None,
+            ),
             Rejection::RevisedMeanwhile => (
                 S::CONFLICT,
                 S::CONFLICT,
@@ -380,6 +391,7 @@ mod tests {
             Rejection::AmountNotDue { due: Money::parse("101.50").unwrap() },
             Rejection::Unpriceable,
             Rejection::RevisedMeanwhile,
+            Rejection::PastValidity,
             Rejection::KeyNotInDirectory,
             Rejection::InstitutionDenied,
             Rejection::CreditorDocumentMismatch,
@@ -468,6 +480,7 @@ mod tests {
             Refusal::AmountNotDue(Money::ZERO),
             Refusal::Unpriceable,
             Refusal::RevisedMeanwhile,
+            Refusal::PastValidity,
             Refusal::Refund(RefundRejection::NotReceived),
             Refusal::Refund(RefundRejection::NotSettledPayment),
             Refusal::Refund(RefundRejection::DeadlineExceeded),
