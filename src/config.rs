@@ -182,6 +182,29 @@ pub struct ServeArgs {
     /// Seconds in-flight requests get to finish on shutdown.
     #[arg(long, env = "PIXGW_SHUTDOWN_TIMEOUT_SECONDS")]
     pub shutdown_timeout_seconds: Option<u64>,
+    /// Keep every durable thing in PostgreSQL instead of the data dir: a connection string
+    /// (`postgres://user:password@host1:5432,host2:5432/pixgw?target_session_attrs=read-write`).
+    /// Any number of nodes may point at one database; the one holding the lease serves.
+    #[arg(long, env = "PIXGW_DATABASE_URL", hide_env_values = true)]
+    pub store: Option<String>,
+    /// How long the leader's lease lasts without a renewal, in ms (PostgreSQL store; default
+    /// 5000): a standby takes over at most this long after the leader stops renewing it.
+    #[arg(long, env = "PIXGW_LEASE_MS")]
+    pub lease_ms: Option<u64>,
+    /// How often the leader renews its lease and a standby tries to take it, in ms (default
+    /// 1000; at most a third of the lease).
+    #[arg(long, env = "PIXGW_LEASE_RENEW_MS")]
+    pub lease_renew_ms: Option<u64>,
+}
+
+/// Where the server keeps its data.
+#[derive(Debug, Clone, Default)]
+pub enum StoreChoice {
+    /// The journal and sled in the data dir (the default).
+    #[default]
+    Embedded,
+    /// A PostgreSQL database, shared by every node pointed at it.
+    Postgres(Box<crate::store::postgres::PgUrl>),
 }
 
 /// The TOML file: the same keys, snake_case.
@@ -205,6 +228,9 @@ pub struct FileConfig {
     pub storage_cache_mb: Option<u64>,
     pub journal_segment_mb: Option<u64>,
     pub shutdown_timeout_seconds: Option<u64>,
+    pub store: Option<String>,
+    pub lease_ms: Option<u64>,
+    pub lease_renew_ms: Option<u64>,
 }
 
 /// Resolved, checked settings. Its `Debug` hides the admin token.
@@ -227,6 +253,8 @@ pub struct Settings {
     pub storage_cache_mb: u64,
     pub journal_segment_mb: u64,
     pub shutdown_timeout_seconds: u64,
+    pub store: StoreChoice,
+    pub lease: crate::store::postgres::lease::LeaseTimes,
 }
 
 impl std::fmt::Debug for Settings {
@@ -249,6 +277,8 @@ impl std::fmt::Debug for Settings {
             .field("storage_cache_mb", &self.storage_cache_mb)
             .field("journal_segment_mb", &self.journal_segment_mb)
             .field("shutdown_timeout_seconds", &self.shutdown_timeout_seconds)
+            .field("store", &self.store)
+            .field("lease", &self.lease)
             .finish()
     }
 }
@@ -276,6 +306,12 @@ impl Settings {
             storage_cache_mb = self.storage_cache_mb,
             journal_segment_mb = self.journal_segment_mb,
             shutdown_timeout_seconds = self.shutdown_timeout_seconds,
+            store = %match &self.store {
+                StoreChoice::Embedded => "embedded".to_owned(),
+                StoreChoice::Postgres(url) => url.to_string(),
+            },
+            lease_ms = self.lease.lease().as_millis() as u64,
+            lease_renew_ms = self.lease.renew_every().as_millis() as u64,
             version = env!("CARGO_PKG_VERSION"),
             "starting"
         );
@@ -292,6 +328,8 @@ pub enum ConfigError {
     Listen(String),
     #[error("{0}")]
     Invalid(&'static str),
+    #[error("--store: {0}")]
+    Store(String),
 }
 
 /// A journal segment's size unless configured, and the largest accepted (MiB).
@@ -335,8 +373,23 @@ impl Settings {
         if !(1..=BODY_TIMEOUT_MS_MAX).contains(&body_timeout_ms) {
             return Err(ConfigError::Invalid("the body timeout must be of 1 to 600000 ms"));
         }
+        let store = match args.store.clone().or(file.store) {
+            None => StoreChoice::Embedded,
+            Some(text) => StoreChoice::Postgres(Box::new(
+                crate::store::postgres::PgUrl::parse(&text).map_err(ConfigError::Store)?,
+            )),
+        };
+        let lease = crate::store::postgres::lease::LeaseTimes::new(
+            args.lease_ms.or(file.lease_ms).unwrap_or(crate::store::postgres::lease::LEASE_MS_DEFAULT),
+            args.lease_renew_ms
+                .or(file.lease_renew_ms)
+                .unwrap_or(crate::store::postgres::lease::LEASE_RENEW_MS_DEFAULT),
+        )
+        .map_err(ConfigError::Invalid)?;
         Ok(Settings {
             listen,
+            store,
+            lease,
             body_timeout_ms,
             data_dir: args
                 .data_dir
@@ -415,6 +468,30 @@ mod tests {
         assert!(matches!(Settings::resolve(&args), Err(ConfigError::Listen(_))));
         let args = ServeArgs { admin_token: Some("short".into()), ..ServeArgs::default() };
         assert!(matches!(Settings::resolve(&args), Err(ConfigError::Invalid(_))));
+    }
+
+    #[test]
+    fn a_store_url_chooses_postgres_and_never_shows_its_password() {
+        let url = "postgres://pixgw:s3cret@db1:5432,db2:5433/pixgw?target_session_attrs=read-write";
+        let s = Settings::resolve(&ServeArgs { store: Some(url.into()), ..ServeArgs::default() }).unwrap();
+        let StoreChoice::Postgres(pg) = &s.store else { panic!("{:?}", s.store) };
+        assert_eq!(pg.to_string(), "postgres://pixgw@db1:5432,db2:5433/pixgw");
+        assert!(!format!("{s:?}").contains("s3cret"));
+        assert!(matches!(Settings::resolve(&ServeArgs::default()).unwrap().store, StoreChoice::Embedded));
+        let bad = Settings::resolve(&ServeArgs {
+            store: Some("postgres://h/db?nonsense=1".into()),
+            ..ServeArgs::default()
+        });
+        assert!(matches!(bad, Err(ConfigError::Store(_))), "{bad:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pixgw.toml");
+        std::fs::write(&path, "store = \"host=db user=pixgw\"\nlease_ms = 9000\nlease_renew_ms = 3000\n")
+            .unwrap();
+        let s = Settings::resolve(&ServeArgs { config: Some(path), ..ServeArgs::default() }).unwrap();
+        assert!(matches!(s.store, StoreChoice::Postgres(_)));
+        assert_eq!(s.lease.lease(), std::time::Duration::from_secs(9));
+        let short = ServeArgs { lease_ms: Some(2_000), lease_renew_ms: Some(1_000), ..ServeArgs::default() };
+        assert!(matches!(Settings::resolve(&short), Err(ConfigError::Invalid(_))));
     }
 
     #[test]

@@ -21,23 +21,27 @@
 //! - [`auth`]: secrets and their hashes, certificate parsing and generation, access tokens.
 //! - [`admin`]: account administration (accounts, certificates, settings, secrets) over
 //!   the repository.
-//! - [`store`]: the storage trait, sled and in-memory implementations, the journal, group
-//!   commit and checkpoints, the overlay readers see, the pages under it, the record formats
+//! - [`store`]: the storage trait, sled, PostgreSQL (`postgres`: the journal table, the
+//!   key-value snapshot, the lease, the schema's migrations) and in-memory implementations,
+//!   the journal, group commit and checkpoints, the overlay readers see, the pages under it, the record formats
 //!   (`codec`), the start-up migrations; `keys` (the key layout, the only place a key is
 //!   spelled), `records` and the typed repository (`Repo`, one module per entity).
 //! - [`http`]: DTOs and handlers (family B's API Pix routes among them: `cob`, `received`,
 //!   `cobv`, `refunds`, and `api_pix`, what their lists share), authentication extractors, `ask` (a
 //!   message to the caller's account actor), the route table (each route with its error family), the
 //!   access middleware (request id, span, access line), the OpenAPI document with its
-//!   request schemas, and `error`: the one mapping of errors (the rejection table, token
+//!   request schemas, `gate` (503 from a node that may not serve now, and a standby's
+//!   answers), and `error`: the one mapping of errors (the rejection table, token
 //!   failures, violations, the body envelope).
 //! - [`cause`]: an error's cause kept with its chain, cheap to clone across actors.
 //! - [`clock`]: the server clock (system, or the adjustable test clock).
 //! - [`bootstrap`]: first start (Demo account, credentials file, keys).
 //! - [`config`], [`telemetry`], [`startup`]: settings, logs and metrics, wiring.
+//! - [`node`]: a node on a shared PostgreSQL database: standby, leader under the lease,
+//!   and a fresh start whenever it stops being the leader.
 //!
 //! Dependency direction: `http` -> `account` / `admin` / `webhooks` -> `store` / `sim` ->
-//! `domain`; nothing imports `http` but `startup`. `load` is a client of the public API only.
+//! `domain`; nothing imports `http` but `startup` and `node`. `load` is a client of the public API only.
 
 pub mod account;
 pub mod admin;
@@ -49,6 +53,7 @@ pub mod config;
 pub mod domain;
 pub mod http;
 pub mod load;
+pub mod node;
 pub mod sim;
 pub mod startup;
 pub mod store;

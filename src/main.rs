@@ -87,6 +87,16 @@ fn serve(args: &ServeArgs) -> ExitCode {
     // Held until main returns: dropping it writes the lines still queued.
     let _log_guard = telemetry::init_logs(settings.log_format);
     actix_web::rt::System::new().block_on(async move {
+        if let pixgw::config::StoreChoice::Postgres(url) = settings.store.clone() {
+            return match pixgw::node::serve(settings, *url).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!(error = %format!("{e:#}"), "stopped");
+                    eprintln!("pixgw: {e:#}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
         let data_dir = settings.data_dir.clone();
         let app = match Application::build(settings) {
             Ok(app) => app,

@@ -53,6 +53,20 @@ impl Application {
 
     /// Builds the server on any storage (tests inject failing stores).
     pub fn build_with_storage(settings: Settings, storage: Storage) -> anyhow::Result<Application> {
+        let listener =
+            TcpListener::bind(settings.listen).with_context(|| format!("binding {}", settings.listen))?;
+        Application::build_on(settings, storage, listener, None)
+    }
+
+    /// Builds the server on `storage`, serving on `listener`, the API only while `gate`
+    /// allows (a node on a shared database).
+    pub fn build_on(
+        settings: Settings,
+        storage: Storage,
+        listener: TcpListener,
+        gate: crate::http::gate::SharedGate,
+    ) -> anyhow::Result<Application> {
+        let gated = gate.is_some();
         let repo = Repo::new(&storage);
         let commit = Arc::clone(&storage.commit);
         let start_clock = Clock::system();
@@ -179,16 +193,16 @@ impl Application {
                 crate::http::med::MED_LIST_PER_WINDOW_MAX,
                 chrono::Duration::seconds(crate::http::med::MED_LIST_WINDOW_SECONDS),
             )),
+            gate,
         });
         telemetry::metrics_handle();
 
-        let listener =
-            TcpListener::bind(settings.listen).with_context(|| format!("binding {}", settings.listen))?;
         let address = listener.local_addr()?;
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
                 .app_data(web::PayloadConfig::new(REQUEST_BODY_BYTES_MAX))
+                .wrap(actix_web::middleware::Condition::new(gated, from_fn(http::gate::while_open)))
                 .wrap(from_fn(http::body::read_within_deadline))
                 .wrap(from_fn(http::error::envelope))
                 .wrap(from_fn(http::access::access))
@@ -209,6 +223,16 @@ impl Application {
 
     pub fn address(&self) -> SocketAddr {
         self.address
+    }
+
+    /// Stops the server from outside (a node that must give up serving).
+    pub fn server_handle(&self) -> actix_web::dev::ServerHandle {
+        self.server.handle()
+    }
+
+    /// The group committer (a node watches it for failure).
+    pub fn commit(&self) -> &Arc<GroupCommit> {
+        &self.commit
     }
 
     /// Serves until a stop signal; then writes what is queued and checkpoints, so the next

@@ -16,6 +16,7 @@ pub mod cob;
 pub mod cobv;
 pub mod dict;
 pub mod error;
+pub mod gate;
 pub mod idempotency;
 pub mod me;
 pub mod med;
@@ -95,6 +96,8 @@ pub struct AppState {
     >,
     /// `GET /api/med` calls per account.
     pub med_list_rate: std::sync::Mutex<crate::domain::rate::RateWindow>,
+    /// Whether the API may be served now (a node on a shared database); `None`: always.
+    pub gate: gate::SharedGate,
 }
 
 /// Registers routes grouped by path (so one path answers several methods and 405 for the

@@ -14,6 +14,9 @@ use crate::telemetry::metrics_handle;
 pub struct Health {
     /// `ok`
     status: &'static str,
+    /// `leader`: this node serves the API (a node on the embedded store always does);
+    /// `standby`: another node holds the lease (then the status is 503).
+    role: &'static str,
 }
 
 #[utoipa::path(
@@ -25,7 +28,16 @@ pub async fn healthz(state: web::Data<AppState>) -> Result<HttpResponse, ApiErro
     if state.registry.deps().commit.has_failed() {
         return Err(ApiError::Unavailable(crate::cause::Cause::msg("storage failed; restart the server")));
     }
-    Ok(HttpResponse::Ok().json(Health { status: "ok" }))
+    let role = match &state.gate {
+        Some(gate) => {
+            if let Some(why) = gate.refusal() {
+                return Err(ApiError::Unavailable(crate::cause::Cause::msg(why)));
+            }
+            gate.role()
+        }
+        None => "leader",
+    };
+    Ok(HttpResponse::Ok().json(Health { status: "ok", role }))
 }
 
 #[utoipa::path(

@@ -97,6 +97,34 @@ pub struct CountedIndex {
 /// [`GroupCommit::observe`]).
 pub type Observer = Box<dyn Fn(&[Op]) + Send + Sync>;
 
+/// Where the committer makes a group durable: the file journal, or PostgreSQL's journal
+/// table. Only the committer thread appends.
+pub trait Log: Send {
+    /// Appends `payload` as the next record and returns only once it is durable, with its
+    /// sequence number (one more than the last). An error means the record is not durable
+    /// and the committer takes nothing more.
+    fn append_durable(&mut self, payload: &[u8]) -> Result<u64, String>;
+}
+
+/// The end of a log that the checkpointer releases once the snapshot holds its records.
+pub trait LogTail: Send + Sync {
+    fn release_through(&self, seq: u64) -> Result<(), String>;
+}
+
+impl Log for Journal {
+    fn append_durable(&mut self, payload: &[u8]) -> Result<u64, String> {
+        let seq = self.append(payload).map_err(|e| e.to_string())?;
+        self.sync().map_err(|e| e.to_string())?;
+        Ok(seq)
+    }
+}
+
+impl LogTail for JournalHandle {
+    fn release_through(&self, seq: u64) -> Result<(), String> {
+        JournalHandle::release_through(self, seq).map(|_| ()).map_err(|e| format!("segments: {e}"))
+    }
+}
+
 /// What the committer and the checkpointer tell each other.
 #[derive(Default)]
 struct CheckpointState {
@@ -122,7 +150,10 @@ pub struct GroupCommit {
     durable_sync: (Mutex<Progress>, Condvar),
     flushes: AtomicU64,
     overlay: Arc<Overlay>,
+    /// The file journal's shared parts (room, faults, disk use); `None` on other logs.
     journal: Option<JournalHandle>,
+    /// Releases the log's records once the snapshot holds them.
+    tail: Option<Box<dyn LogTail>>,
     checkpoint: (Mutex<CheckpointState>, Condvar),
     ids: Ids,
 }
@@ -182,6 +213,29 @@ impl GroupCommit {
         journal: Option<Journal>,
         counted: Option<CountedIndex>,
     ) -> std::io::Result<Arc<GroupCommit>> {
+        let handle = journal.as_ref().map(Journal::handle);
+        let tail = handle.clone().map(|h| Box::new(h) as Box<dyn LogTail>);
+        let log = journal.map(|j| Box::new(j) as Box<dyn Log>);
+        GroupCommit::start_on(base, log, handle, tail, counted)
+    }
+
+    /// Starts the committer over `base` on any log (PostgreSQL's journal table).
+    pub fn start_on_log(
+        base: SharedStore,
+        log: Box<dyn Log>,
+        tail: Box<dyn LogTail>,
+        counted: Option<CountedIndex>,
+    ) -> std::io::Result<Arc<GroupCommit>> {
+        GroupCommit::start_on(base, Some(log), None, Some(tail), counted)
+    }
+
+    fn start_on(
+        base: SharedStore,
+        log: Option<Box<dyn Log>>,
+        journal: Option<JournalHandle>,
+        tail: Option<Box<dyn LogTail>>,
+        counted: Option<CountedIndex>,
+    ) -> std::io::Result<Arc<GroupCommit>> {
         let (tx, rx) = mpsc::channel();
         let (progress, _) = watch::channel(Progress::default());
         let first_id = first_id(&*base).map_err(|e| std::io::Error::other(e.to_string()))?;
@@ -195,7 +249,8 @@ impl GroupCommit {
             durable_sync: (Mutex::new(Progress::default()), Condvar::new()),
             flushes: AtomicU64::new(0),
             overlay: Arc::new(Overlay::new(base, me.clone() as std::sync::Weak<dyn IdSource>)),
-            journal: journal.as_ref().map(Journal::handle),
+            journal,
+            tail,
             checkpoint: (Mutex::new(CheckpointState::default()), Condvar::new()),
             ids: Ids {
                 next: AtomicU64::new(first_id),
@@ -204,9 +259,7 @@ impl GroupCommit {
             },
         });
         let committer = Arc::clone(&gc);
-        std::thread::Builder::new()
-            .name("pixgw-committer".into())
-            .spawn(move || committer.run(journal, &rx))?;
+        std::thread::Builder::new().name("pixgw-committer".into()).spawn(move || committer.run(log, &rx))?;
         let checkpointer = Arc::clone(&gc);
         std::thread::Builder::new()
             .name("pixgw-checkpoint".into())
@@ -235,6 +288,26 @@ impl GroupCommit {
         self.tickets.load(Ordering::Acquire).saturating_sub(self.durable_now())
     }
 
+    /// Why storage failed, if it did.
+    pub fn failure(&self) -> Option<String> {
+        self.progress.borrow().failed_from.as_ref().map(|f| f.1.clone())
+    }
+
+    /// Why checkpoints stopped, if they did.
+    pub fn checkpoint_failure(&self) -> Option<String> {
+        lock(&self.checkpoint.0).failed.clone()
+    }
+
+    /// Waits until storage fails; answers why.
+    pub async fn failed(&self) -> String {
+        let mut rx = self.progress.subscribe();
+        let seen = rx.wait_for(|p| p.failed_from.is_some()).await.map(|p| p.failed_from.clone());
+        match seen {
+            Ok(failed) => failed.map(|f| f.1).unwrap_or_default(),
+            Err(_) => "the committer stopped".into(),
+        }
+    }
+
     /// Whether storage has failed (health reports it).
     pub fn has_failed(&self) -> bool {
         self.progress.borrow().failed_from.is_some()
@@ -250,7 +323,7 @@ impl GroupCommit {
         self.journal.as_ref()
     }
 
-    fn run(&self, mut journal: Option<Journal>, rx: &Receiver<Job>) {
+    fn run(&self, mut log: Option<Box<dyn Log>>, rx: &Receiver<Job>) {
         let mut watermark = Watermark::default();
         let mut payload = Vec::new();
         let mut memory_seq = 0u64;
@@ -280,12 +353,11 @@ impl GroupCommit {
                 if merged.is_empty() {
                     return Ok(None);
                 }
-                match journal.as_mut() {
+                match log.as_mut() {
                     Some(j) => {
                         payload.clear();
                         merged.encode(&mut payload);
-                        let seq = j.append(&payload).map_err(|e| e.to_string())?;
-                        j.sync().map_err(|e| e.to_string())?;
+                        let seq = j.append_durable(&payload)?;
                         // With pixgw_checkpoint_applied_seq, the checkpoint's lag in records.
                         metrics::gauge!("pixgw_journal_last_seq").set(seq as f64);
                         Ok(Some(seq))
@@ -436,9 +508,9 @@ impl GroupCommit {
         base.apply(&applied)?;
         base.flush()?;
         self.overlay.release_frozen();
-        if let Some(j) = &self.journal {
-            j.release_through(frozen.seq)
-                .map_err(|e| StoreError::Engine(format!("releasing journal segments: {e}")))?;
+        if let Some(tail) = &self.tail {
+            tail.release_through(frozen.seq)
+                .map_err(|e| StoreError::Engine(format!("releasing the journal: {e}")))?;
         }
         metrics::histogram!("pixgw_checkpoint_seconds").record(started.elapsed().as_secs_f64());
         metrics::counter!("pixgw_checkpoint_bytes_total").increment(frozen.bytes);

@@ -17,6 +17,7 @@ mod memory;
 pub mod migrate;
 mod overlay;
 pub mod paged;
+pub mod postgres;
 mod records;
 mod repo;
 mod sled_store;
@@ -24,7 +25,7 @@ mod sled_store;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use commit::{CommitError, CountedIndex, GroupCommit, KEY_APPLIED_SEQ};
+pub use commit::{CommitError, CountedIndex, GroupCommit, Log, LogTail, KEY_APPLIED_SEQ};
 pub use journal::{JournalError, JournalOptions};
 pub use memory::MemoryStore;
 pub use paged::{PagedStore, Paging};
@@ -305,10 +306,47 @@ pub enum OpenError {
     Record { seq: u64, reason: String },
     #[error("starting the storage threads: {0}")]
     Threads(#[from] std::io::Error),
+    #[error("the database: {0}")]
+    Postgres(#[from] postgres::PgError),
+    #[error("the database's journal jumps from group {after} to {next}: groups are missing")]
+    Gap { after: u64, next: u64 },
 }
 
-/// Replayed writes applied to sled at a time during recovery.
+/// Replayed writes applied to the snapshot store at a time during recovery.
 const REPLAY_OPS_MAX: usize = 100_000;
+
+/// The last journal record the snapshot store holds (0: none, or a data dir of a release
+/// before the journal, whose sled holds everything).
+fn applied_seq(base: &dyn Store) -> Result<u64, StoreError> {
+    match base.get(KEY_APPLIED_SEQ)? {
+        Some(v) => Ok(u64::from_be_bytes(v.as_slice().try_into().map_err(|_| {
+            StoreError::Engine(format!("{} is not a u64", String::from_utf8_lossy(KEY_APPLIED_SEQ)))
+        })?)),
+        None => Ok(0),
+    }
+}
+
+/// Writes the journal's records above `applied` into the snapshot store, with
+/// `meta/applied_seq`, and flushes: puts and deletes of final values, so replaying twice
+/// is harmless.
+fn replay(base: &dyn Store, applied: u64, records: &[(u64, Vec<u8>)]) -> Result<(), OpenError> {
+    let Some(&(last, _)) = records.last() else { return Ok(()) };
+    let mut batch = Batch::default();
+    for (seq, payload) in records {
+        let record = Batch::decode(payload).map_err(|reason| OpenError::Record { seq: *seq, reason })?;
+        batch.extend(record);
+        if batch.len_hint() >= REPLAY_OPS_MAX {
+            batch.compact();
+            base.apply(&std::mem::take(&mut batch))?;
+        }
+    }
+    batch.put(KEY_APPLIED_SEQ, last.to_be_bytes().to_vec());
+    batch.compact();
+    base.apply(&batch)?;
+    base.flush()?;
+    tracing::info!(records = records.len(), from = applied + 1, to = last, "replayed the journal");
+    Ok(())
+}
 
 /// What storage needs to know of the key layout (the repository defines it): the index
 /// whose entries the committer counts, and the keys kept in pages.
@@ -331,38 +369,38 @@ impl Storage {
     ) -> Result<Storage, OpenError> {
         let sled: SharedStore = Arc::new(SledStore::open_with_cache(&data_dir.join("db"), cache_mb)?);
         let base: SharedStore = Arc::new(PagedStore::open(sled, layout.pages)?);
-        let applied = match base.get(KEY_APPLIED_SEQ)? {
-            Some(v) => u64::from_be_bytes(v.as_slice().try_into().map_err(|_| {
-                StoreError::Engine(format!("{} is not a u64", String::from_utf8_lossy(KEY_APPLIED_SEQ)))
-            })?),
-            // A data dir of a release before the journal: sled holds everything.
-            None => 0,
-        };
+        let applied = applied_seq(&*base)?;
         let recovered = journal::Journal::open(&data_dir.join("journal"), applied, journal)?;
-        if let Some(&(last, _)) = recovered.records.last() {
-            let mut batch = Batch::default();
-            for (seq, payload) in &recovered.records {
-                let record =
-                    Batch::decode(payload).map_err(|reason| OpenError::Record { seq: *seq, reason })?;
-                batch.extend(record);
-                if batch.len_hint() >= REPLAY_OPS_MAX {
-                    batch.compact();
-                    base.apply(&std::mem::take(&mut batch))?;
-                }
-            }
-            batch.put(KEY_APPLIED_SEQ, last.to_be_bytes().to_vec());
-            batch.compact();
-            base.apply(&batch)?;
-            base.flush()?;
-            tracing::info!(
-                records = recovered.records.len(),
-                from = applied + 1,
-                to = last,
-                cut_bytes = recovered.cut_bytes,
-                "replayed the journal"
-            );
+        replay(&*base, applied, &recovered.records)?;
+        if !recovered.records.is_empty() {
+            tracing::info!(cut_bytes = recovered.cut_bytes, "the journal's end");
         }
         let commit = GroupCommit::start_with(base, Some(recovered.journal), layout.counted)?;
+        let view = commit.view();
+        Ok(Storage { commit, view })
+    }
+
+    /// Opens the storage kept in PostgreSQL for the node that holds the lease (its epoch
+    /// is set in `pg`): replays the journal rows the snapshot lacks, under that epoch, and
+    /// starts the committer on the journal table (docs/storage.md "PostgreSQL").
+    pub fn open_postgres(pg: &Arc<postgres::Pg>, layout: Layout) -> Result<Storage, OpenError> {
+        let kv: SharedStore = Arc::new(postgres::PgStore::new(Arc::clone(pg)));
+        let base: SharedStore = Arc::new(PagedStore::open(kv, layout.pages)?);
+        let applied = applied_seq(&*base)?;
+        let records = pg.journal_after(applied)?;
+        let mut expected = applied + 1;
+        for (seq, _) in &records {
+            if *seq != expected {
+                return Err(OpenError::Gap { after: expected - 1, next: *seq });
+            }
+            expected += 1;
+        }
+        replay(&*base, applied, &records)?;
+        let last = expected - 1;
+        pg.release_journal_through(last)?;
+        let log = postgres::PgLog::open(Arc::clone(pg), last)?;
+        let tail = postgres::PgTail(Arc::clone(pg));
+        let commit = GroupCommit::start_on_log(base, Box::new(log), Box::new(tail), layout.counted)?;
         let view = commit.view();
         Ok(Storage { commit, view })
     }

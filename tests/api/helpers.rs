@@ -155,6 +155,8 @@ pub async fn spawn_in_process(storage: Storage) -> TestApp {
         storage_cache_mb: 16,
         journal_segment_mb: 1,
         shutdown_timeout_seconds: 1,
+        store: Default::default(),
+        lease: Default::default(),
     };
     let app = Application::build_with_storage(settings, storage).unwrap();
     let base = format!("http://{}", app.address());
@@ -163,6 +165,25 @@ pub async fn spawn_in_process(storage: Storage) -> TestApp {
 }
 
 impl TestApp {
+    /// A server started by the test itself (a node on a shared database, whose Demo
+    /// credentials may be in another node's data dir: the test sets `creds`).
+    pub fn adopt(base: String, dir: Arc<TempDir>, child: Child) -> TestApp {
+        let creds = Credentials {
+            account_id: 0,
+            client_id: String::new(),
+            client_secret: String::new(),
+            webhook_secret: String::new(),
+            admin_token: String::new(),
+            cert_pem: String::new(),
+        };
+        TestApp { base, client: client(), creds, dir, child: Some(child) }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("a subprocess server").id()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }

@@ -19,6 +19,8 @@ mod med;
 mod money_in;
 mod money_out;
 mod on_us;
+mod pg_cluster;
+mod postgres;
 mod receiver;
 mod recovery;
 mod references;

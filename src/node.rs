@@ -1,0 +1,277 @@
+//! A node on a shared PostgreSQL database: a standby until it holds the lease, the leader
+//! while it renews it, and a fresh process whenever it stops being one.
+//!
+//! Life of a node (docs/storage.md "PostgreSQL", docs/deploy.md "Two nodes on PostgreSQL"):
+//!
+//! 1. It binds its address and serves as a **standby**: `/healthz` says so with a 503,
+//!    every API route answers 503 with `Retry-After`, so a proxy tries another node.
+//!    Meanwhile it migrates the schema (once the database answers) and tries to take the
+//!    lease every renewal period.
+//! 2. Holding the lease, it opens the storage under its new epoch (replaying what the
+//!    journal holds beyond the snapshot), builds the application as a restart after a
+//!    kill -9 does (pending settlements, webhook deliveries, on-us credits, charge expiry
+//!    and splits resume from the stored state) and serves as the **leader**, renewing the
+//!    lease on the database's clock. It stops serving the API the moment its own count of
+//!    the lease runs out, before any other node may take it.
+//! 3. If it is deposed, or a write fails (the database went away, a group's outcome could
+//!    not be learned), its in-memory state may be ahead of the database: it closes the API,
+//!    lets in-flight requests answer 503, and **re-executes itself** (same pid, same address,
+//!    same node name), so nothing built on a lost write survives. The new image starts at
+//!    step 1 and, once the database answers again, takes the lease back if no other node
+//!    did. This is the one way a node leaves the leader's role; the committer's rule that a
+//!    failure is final stays as it is.
+//! 4. On SIGTERM or Ctrl-C the leader writes what is queued, checkpoints and ends its lease
+//!    at once, so a standby takes over without waiting the lease out.
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use actix_web::middleware::from_fn;
+use actix_web::{web, App, HttpServer};
+use anyhow::Context;
+
+use crate::config::Settings;
+use crate::http;
+use crate::startup::Application;
+use crate::store::postgres::lease::LeaseTimes;
+use crate::store::postgres::{Pg, PgUrl};
+use crate::store::{Repo, Storage};
+
+/// The node's name across its own re-executions (internal: set by the node itself).
+pub const NODE_ENV: &str = "PIXGW_NODE_NAME";
+/// The address the node bound, kept across its re-executions (internal).
+pub const REBIND_ENV: &str = "PIXGW_REBIND_ADDRESS";
+/// How often a leader checks whether it must give up serving.
+const WATCH_EVERY: Duration = Duration::from_millis(100);
+/// How long in-flight requests get to answer before a node that gives up re-executes.
+const GIVE_UP_DRAIN_MAX: Duration = Duration::from_secs(5);
+
+/// The leader's own count of its lease: it serves while the last renewal it sent, plus
+/// the lease's length, lies ahead (the database's expiry is later still, as the renewal
+/// was sent before the database stamped it), and never again once it was deposed.
+pub struct Leadership {
+    valid_until: Mutex<Instant>,
+    deposed: AtomicBool,
+}
+
+impl Leadership {
+    fn new(valid_until: Instant) -> Leadership {
+        Leadership { valid_until: Mutex::new(valid_until), deposed: AtomicBool::new(false) }
+    }
+
+    fn renewed(&self, valid_until: Instant) {
+        *self.valid_until.lock().unwrap_or_else(|p| p.into_inner()) = valid_until;
+    }
+
+    fn depose(&self) {
+        self.deposed.store(true, Ordering::Release);
+    }
+
+    fn deposed(&self) -> bool {
+        self.deposed.load(Ordering::Acquire)
+    }
+}
+
+impl http::gate::Gate for Leadership {
+    fn refusal(&self) -> Option<String> {
+        if self.deposed() {
+            return Some("this node no longer holds the lease; another node serves".into());
+        }
+        let until = *self.valid_until.lock().unwrap_or_else(|p| p.into_inner());
+        (Instant::now() >= until).then(|| "this node's lease ran out before it could renew it".into())
+    }
+
+    fn role(&self) -> &'static str {
+        "leader"
+    }
+}
+
+/// Runs `pixgw serve --store postgres://...` until a stop signal.
+pub async fn serve(settings: Settings, url: PgUrl) -> anyhow::Result<()> {
+    let name = std::env::var(NODE_ENV).ok().filter(|n| !n.is_empty()).unwrap_or_else(|| {
+        format!("pixgw-{}-{}", std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..8])
+    });
+    let listen = match std::env::var(REBIND_ENV).ok().and_then(|a| a.parse::<SocketAddr>().ok()) {
+        Some(again) => again,
+        None => settings.listen,
+    };
+    let listener = TcpListener::bind(listen).with_context(|| format!("binding {listen}"))?;
+    let address = listener.local_addr()?;
+    println!("pixgw listening on http://{address}");
+    println!("store: {url} (node {name}; the node holding the lease serves)");
+    let pg = Pg::new(url, name.clone()).map_err(anyhow::Error::msg)?;
+    let times = settings.lease;
+
+    let standby = HttpServer::new(|| {
+        // Health and metrics answer as themselves; everything else is a 503 in its
+        // route's error shape.
+        App::new()
+            .app_data(http::route_families())
+            .route("/healthz", web::get().to(http::gate::standby_health))
+            .route("/metrics", web::get().to(http::gate::standby_metrics))
+            .service(
+                web::scope("")
+                    .wrap(from_fn(http::error::envelope))
+                    .wrap(from_fn(http::access::access))
+                    .default_service(web::to(http::gate::standby_refusal)),
+            )
+    })
+    .workers(1)
+    .disable_signals()
+    .listen(listener.try_clone()?)?
+    .run();
+    let standby_handle = standby.handle();
+    actix_web::rt::spawn(standby);
+
+    let stop = stop_signal()?;
+    let epoch = tokio::select! {
+        epoch = take_lease(&pg, times) => epoch,
+        () = stop => {
+            standby_handle.stop(true).await;
+            return Ok(());
+        }
+    };
+    standby_handle.stop(true).await;
+    tracing::info!(node = %name, epoch, "took the lease; serving as the leader");
+
+    let leadership = Arc::new(Leadership::new(Instant::now() + times.lease()));
+    let renewer = actix_web::rt::spawn(renew(Arc::clone(&pg), times, Arc::clone(&leadership)));
+    let opened = Arc::clone(&pg);
+    let storage =
+        actix_web::rt::task::spawn_blocking(move || Storage::open_postgres(&opened, Repo::layout()))
+            .await
+            .context("opening storage")?
+            .context("opening storage in PostgreSQL")?;
+    let gate: Arc<dyn http::gate::Gate> = leadership.clone();
+    let app = Application::build_on(settings, storage, listener, Some(gate))?;
+    if app.boot.created_demo {
+        println!(
+            "first start: created the Demo sandbox account; credentials in {}",
+            app.boot.demo_dir.display()
+        );
+    }
+    println!("role: leader (epoch {epoch})");
+
+    let gave_up: Arc<Mutex<Option<String>>> = Arc::default();
+    let watcher = {
+        let (commit, handle, leadership, gave_up) =
+            (Arc::clone(app.commit()), app.server_handle(), Arc::clone(&leadership), Arc::clone(&gave_up));
+        actix_web::rt::spawn(async move {
+            let why = loop {
+                if leadership.deposed() {
+                    break "deposed: another node holds the lease".to_owned();
+                }
+                if let Some(why) = commit.failure() {
+                    break format!("a write failed: {why}");
+                }
+                if let Some(why) = commit.checkpoint_failure() {
+                    break format!("a checkpoint failed: {why}");
+                }
+                tokio::time::sleep(WATCH_EVERY).await;
+            };
+            leadership.depose();
+            *gave_up.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+            let _ = tokio::time::timeout(GIVE_UP_DRAIN_MAX, handle.stop(true)).await;
+        })
+    };
+    let served = app.run_until_stopped().await;
+    let why = gave_up.lock().unwrap_or_else(|p| p.into_inner()).take();
+    match why {
+        Some(why) => {
+            renewer.abort();
+            tracing::warn!(reason = %why, "giving up the leader's role: starting again as a standby");
+            Err(reexec(&name, address))
+        }
+        None => {
+            watcher.abort();
+            renewer.abort();
+            if let Err(e) = pg.release().await {
+                tracing::warn!(error = %e, "could not end the lease; a standby takes over once it expires");
+            }
+            served
+        }
+    }
+}
+
+/// Resolves once SIGTERM or SIGINT arrives.
+fn stop_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
+}
+
+/// Migrates the schema and takes the lease, trying every renewal period until both work.
+async fn take_lease(pg: &Arc<Pg>, times: LeaseTimes) -> u64 {
+    let mut migrated = false;
+    let mut last_error = String::new();
+    loop {
+        let attempt = async {
+            if !migrated {
+                let p = Arc::clone(pg);
+                let found = actix_web::rt::task::spawn_blocking(move || p.migrate())
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())?;
+                tracing::info!(
+                    found,
+                    now = crate::store::postgres::schema::latest(),
+                    "database schema ready"
+                );
+                migrated = true;
+            }
+            pg.try_acquire(times).await.map_err(|e| e.to_string())
+        };
+        match attempt.await {
+            Ok(Some(epoch)) => return epoch,
+            Ok(None) => {}
+            Err(e) if e != last_error => {
+                tracing::warn!(error = %e, "the database does not answer; serving as a standby meanwhile");
+                last_error = e;
+            }
+            Err(_) => {}
+        }
+        tokio::time::sleep(times.renew_every()).await;
+    }
+}
+
+/// Renews the lease every period; tells the leadership when it was deposed.
+async fn renew(pg: Arc<Pg>, times: LeaseTimes, leadership: Arc<Leadership>) {
+    loop {
+        tokio::time::sleep(times.renew_every()).await;
+        let sent = Instant::now();
+        match pg.renew(times).await {
+            Ok(true) => leadership.renewed(sent + times.lease()),
+            Ok(false) => {
+                tracing::warn!("the lease was taken by another node");
+                leadership.depose();
+                return;
+            }
+            Err(e) => tracing::warn!(error = %e, "renewing the lease failed; trying again"),
+        }
+    }
+}
+
+/// Replaces this process with a fresh run of the same command (same pid), keeping the node
+/// name and the address. Answers only if that failed.
+fn reexec(name: &str, address: SocketAddr) -> anyhow::Error {
+    use std::os::unix::process::CommandExt;
+    crate::telemetry::flush_payment_lines();
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return anyhow::anyhow!("finding this program to start it again: {e}"),
+    };
+    let err = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env(NODE_ENV, name)
+        .env(REBIND_ENV, address.to_string())
+        .exec();
+    anyhow::anyhow!("starting again as a standby: {err}")
+}

@@ -1,0 +1,573 @@
+//! The PostgreSQL engine: the same storage as the embedded one, with the database as its
+//! journal and its snapshot store (docs/storage.md "PostgreSQL").
+//!
+//! - [`PgLog`] is the committer's log: a group is one row of `pixgw_journal`, inserted by a
+//!   single statement that also locks the lease row at the writer's epoch. The statement is
+//!   its own transaction, and PostgreSQL answers it only after its COMMIT is durable (and
+//!   replicated, where the operator configured synchronous standbys), so a group is
+//!   acknowledged exactly when the database holds it.
+//! - [`PgStore`] is the snapshot store under the overlay: `pixgw_kv`, brought up to date by
+//!   the checkpoints, every write of it checked against the epoch in the same transaction.
+//! - The lease (`lease.rs`) says which node writes.
+//!
+//! Fencing: every write of a leader, journal row or snapshot part, checks in its own
+//! transaction that the lease still carries the leader's epoch, with a share lock on the
+//! lease row. A takeover bumps the epoch with an update of that row, which waits for every
+//! such transaction still open and makes every later one find another epoch: once the new
+//! leader's bump has committed, nothing of the old leader can commit, whatever it believes.
+//!
+//! The [`Store`] trait is synchronous, as sled is. Its calls run on a small runtime of this
+//! module's own ("pixgw-postgres" threads) and the caller's thread waits for the answer, as
+//! it waits for sled's disk; each call is bounded by [`PG_CALL_TIMEOUT`], so a database
+//! that does not answer makes a request fail, never hang.
+
+pub mod lease;
+pub mod schema;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::{Client, NoTls};
+
+use super::{Batch, Op, Pairs, Store, StoreError};
+
+/// The longest any one database call may take before it counts as failed.
+pub const PG_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long connecting may take (unless the connection string says).
+pub const PG_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// Connections of the read pool.
+pub const PG_POOL_SIZE_MAX: usize = 8;
+/// Pairs a reverse scan reads per query.
+const SCAN_REV_CHUNK: i64 = 256;
+/// How long the committer tries to learn the outcome of a group whose connection was lost
+/// before it gives up (the node then starts again and reads the database).
+pub const IN_DOUBT_RESOLVE_MAX: Duration = Duration::from_secs(8);
+
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    #[error("{0}")]
+    Db(#[from] tokio_postgres::Error),
+    #[error("the database did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("the read pool: {0}")]
+    Pool(String),
+    #[error("this node no longer holds the lease (epoch {0}): another node writes now")]
+    Deposed(u64),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<PgError> for StoreError {
+    fn from(e: PgError) -> StoreError {
+        StoreError::Engine(format!("postgres: {e}"))
+    }
+}
+
+/// A connection string, checked, with the password kept out of every message.
+#[derive(Clone)]
+pub struct PgUrl {
+    config: tokio_postgres::Config,
+    shown: String,
+}
+
+impl std::fmt::Debug for PgUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl std::fmt::Display for PgUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl PgUrl {
+    /// Parses a `postgres://` URL or a `key=value` string (multi-host with
+    /// `target_session_attrs=read-write` included).
+    pub fn parse(text: &str) -> Result<PgUrl, String> {
+        let mut config: tokio_postgres::Config =
+            text.parse().map_err(|e| format!("not a PostgreSQL connection string: {e}"))?;
+        if config.get_hosts().is_empty() {
+            return Err("the PostgreSQL connection string names no host".into());
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(PG_CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("pixgw");
+        }
+        config.keepalives(true).keepalives_idle(Duration::from_secs(10));
+        let hosts: Vec<String> = config
+            .get_hosts()
+            .iter()
+            .zip(config.get_ports().iter().chain(std::iter::repeat(&5432)))
+            .map(|(h, p)| match h {
+                tokio_postgres::config::Host::Tcp(h) => format!("{h}:{p}"),
+                tokio_postgres::config::Host::Unix(path) => format!("{}:{p}", path.display()),
+            })
+            .collect();
+        let shown = format!(
+            "postgres://{}@{}/{}",
+            config.get_user().unwrap_or(""),
+            hosts.join(","),
+            config.get_dbname().unwrap_or("")
+        );
+        Ok(PgUrl { config, shown })
+    }
+}
+
+/// The database connection of a node: the runtime its calls run on, the read pool, the
+/// node's name and the epoch it writes under (0: it holds no lease).
+pub struct Pg {
+    runtime: Option<tokio::runtime::Runtime>,
+    url: PgUrl,
+    pool: Pool,
+    node: String,
+    epoch: AtomicU64,
+}
+
+impl Drop for Pg {
+    fn drop(&mut self) {
+        // A runtime may not be dropped from inside another's task; let its threads end alone.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Pg {
+    /// Prepares the connection (nothing is connected yet; the first call connects).
+    pub fn new(url: PgUrl, node: String) -> Result<Arc<Pg>, PgError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("pixgw-postgres")
+            .enable_all()
+            .build()
+            .map_err(|e| PgError::Other(format!("starting the database threads: {e}")))?;
+        let manager = Manager::from_config(
+            url.config.clone(),
+            NoTls,
+            ManagerConfig { recycling_method: RecyclingMethod::Fast },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(PG_POOL_SIZE_MAX)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(PG_CALL_TIMEOUT))
+            .create_timeout(Some(PG_CALL_TIMEOUT))
+            .recycle_timeout(Some(PG_CALL_TIMEOUT))
+            .build()
+            .map_err(|e| PgError::Pool(e.to_string()))?;
+        Ok(Arc::new(Pg { runtime: Some(runtime), url, pool, node, epoch: AtomicU64::new(0) }))
+    }
+
+    pub fn url(&self) -> &PgUrl {
+        &self.url
+    }
+
+    /// This node's name in the lease.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The epoch this node writes under (0: none).
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    fn set_epoch(&self, epoch: u64) {
+        self.epoch.store(epoch, Ordering::Release);
+    }
+
+    fn handle(&self) -> &tokio::runtime::Handle {
+        // Set from `new` until drop.
+        self.runtime.as_ref().map(tokio::runtime::Runtime::handle).unwrap_or_else(|| unreachable_runtime())
+    }
+
+    /// Runs `fut` on the database runtime, bounded by [`PG_CALL_TIMEOUT`], and blocks this
+    /// thread until it answers. Never call it from a database runtime thread.
+    pub fn block<T, F>(&self, fut: F) -> Result<T, PgError>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, PgError>> + Send + 'static,
+    {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.handle().spawn(async move {
+            let out = tokio::time::timeout(PG_CALL_TIMEOUT, fut)
+                .await
+                .unwrap_or(Err(PgError::Timeout(PG_CALL_TIMEOUT)));
+            let _ = tx.send(out);
+        });
+        rx.recv().unwrap_or_else(|_| Err(PgError::Other("the database task ended without an answer".into())))
+    }
+
+    /// Runs `fut` on the database runtime, bounded by [`PG_CALL_TIMEOUT`], for async callers.
+    pub async fn run<T, F>(&self, fut: F) -> Result<T, PgError>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, PgError>> + Send + 'static,
+    {
+        let task = self.handle().spawn(async move {
+            tokio::time::timeout(PG_CALL_TIMEOUT, fut).await.unwrap_or(Err(PgError::Timeout(PG_CALL_TIMEOUT)))
+        });
+        task.await.unwrap_or_else(|e| Err(PgError::Other(format!("the database task failed: {e}"))))
+    }
+
+    /// A connection of the read pool.
+    async fn pooled(pool: Pool) -> Result<deadpool_postgres::Object, PgError> {
+        pool.get().await.map_err(|e| match e {
+            deadpool_postgres::PoolError::Backend(e) => PgError::Db(e),
+            other => PgError::Pool(other.to_string()),
+        })
+    }
+
+    /// A connection of its own (the committer's, the lease's), driven on the database
+    /// runtime until it is dropped.
+    pub fn connect(self: &Arc<Self>) -> Result<Client, PgError> {
+        let config = self.url.config.clone();
+        let handle = self.handle().clone();
+        self.block(async move {
+            let (client, connection) = config.connect(NoTls).await?;
+            handle.spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!(error = %e, "a database connection ended");
+                }
+            });
+            Ok(client)
+        })
+    }
+
+    /// Applies the schema's migrations (see [`schema`]).
+    pub fn migrate(self: &Arc<Self>) -> Result<i32, PgError> {
+        let mut client = self.connect()?;
+        self.block(async move {
+            schema::migrate(&mut client).await.map_err(|e| match e {
+                schema::SchemaError::Db(e) => PgError::Db(e),
+                too_new => PgError::Other(too_new.to_string()),
+            })
+        })
+    }
+
+    /// The journal rows above `applied`, in order (recovery at a takeover).
+    pub fn journal_after(self: &Arc<Self>, applied: u64) -> Result<Vec<(u64, Vec<u8>)>, PgError> {
+        let pool = self.pool.clone();
+        self.block(async move {
+            let c = Pg::pooled(pool).await?;
+            let rows = c
+                .query(
+                    "SELECT seq, payload FROM pixgw_journal WHERE seq > $1 ORDER BY seq",
+                    &[&(applied as i64)],
+                )
+                .await?;
+            Ok(rows.iter().map(|r| (r.get::<_, i64>(0) as u64, r.get::<_, Vec<u8>>(1))).collect())
+        })
+    }
+
+    /// The highest journal row (0: none).
+    pub fn last_journal_seq(self: &Arc<Self>) -> Result<u64, PgError> {
+        let pool = self.pool.clone();
+        self.block(async move {
+            let c = Pg::pooled(pool).await?;
+            let last: Option<i64> = c.query_one("SELECT max(seq) FROM pixgw_journal", &[]).await?.get(0);
+            Ok(last.unwrap_or(0) as u64)
+        })
+    }
+
+    /// Deletes the journal rows at or below `seq` (the snapshot holds them), fenced.
+    pub fn release_journal_through(self: &Arc<Self>, seq: u64) -> Result<u64, PgError> {
+        let (pool, epoch) = (self.pool.clone(), self.epoch());
+        self.block(async move {
+            let mut c = Pg::pooled(pool).await?;
+            let tx = c.transaction().await?;
+            fence(&tx, epoch).await?;
+            let n = tx.execute("DELETE FROM pixgw_journal WHERE seq <= $1", &[&(seq as i64)]).await?;
+            tx.commit().await?;
+            Ok(n)
+        })
+    }
+
+    /// Whether the database holds no record of any deployment (for `pixgw migrate`).
+    pub fn is_empty(self: &Arc<Self>) -> Result<bool, PgError> {
+        let pool = self.pool.clone();
+        self.block(async move {
+            let c = Pg::pooled(pool).await?;
+            let kv = c.query_opt("SELECT 1 FROM pixgw_kv LIMIT 1", &[]).await?;
+            let journal = c.query_opt("SELECT 1 FROM pixgw_journal LIMIT 1", &[]).await?;
+            Ok(kv.is_none() && journal.is_none())
+        })
+    }
+}
+
+#[cold]
+fn unreachable_runtime() -> &'static tokio::runtime::Handle {
+    // `runtime` is only taken in `drop`, after which no method can run.
+    panic!("the database runtime is gone")
+}
+
+/// Locks the lease row at `epoch` for the rest of the transaction, or answers `Deposed`.
+async fn fence(tx: &tokio_postgres::Transaction<'_>, epoch: u64) -> Result<(), PgError> {
+    let held = tx
+        .query_opt("SELECT 1 FROM pixgw_lease WHERE id = 1 AND epoch = $1 FOR SHARE", &[&(epoch as i64)])
+        .await?;
+    match held {
+        Some(_) => Ok(()),
+        None => Err(PgError::Deposed(epoch)),
+    }
+}
+
+/// The snapshot store in `pixgw_kv` (see the module doc).
+pub struct PgStore {
+    pg: Arc<Pg>,
+}
+
+impl PgStore {
+    pub fn new(pg: Arc<Pg>) -> PgStore {
+        PgStore { pg }
+    }
+}
+
+impl Store for PgStore {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        let (pool, key) = (self.pg.pool.clone(), key.to_vec());
+        Ok(self.pg.block(async move {
+            let c = Pg::pooled(pool).await?;
+            let stmt = c.prepare_cached("SELECT value FROM pixgw_kv WHERE key = $1").await?;
+            Ok(c.query_opt(&stmt, &[&key]).await?.map(|r| r.get::<_, Vec<u8>>(0)))
+        })?)
+    }
+
+    fn scan_prefix(&self, prefix: &[u8]) -> Result<Pairs, StoreError> {
+        let (pool, from, to) = (self.pg.pool.clone(), prefix.to_vec(), super::prefix_end(prefix));
+        Ok(self.pg.block(async move {
+            let c = Pg::pooled(pool).await?;
+            let rows = match to {
+                Some(to) => {
+                    let stmt = c
+                        .prepare_cached(
+                            "SELECT key, value FROM pixgw_kv WHERE key >= $1 AND key < $2 ORDER BY key",
+                        )
+                        .await?;
+                    c.query(&stmt, &[&from, &to]).await?
+                }
+                None => {
+                    let stmt = c
+                        .prepare_cached("SELECT key, value FROM pixgw_kv WHERE key >= $1 ORDER BY key")
+                        .await?;
+                    c.query(&stmt, &[&from]).await?
+                }
+            };
+            Ok(rows.iter().map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1))).collect())
+        })?)
+    }
+
+    fn scan_rev(
+        &self,
+        from: &[u8],
+        to: &[u8],
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StoreError> {
+        // In chunks, highest first, so a visitor that stops early reads little.
+        let mut below = to.to_vec();
+        loop {
+            let (pool, lo, hi) = (self.pg.pool.clone(), from.to_vec(), below.clone());
+            let chunk: Pairs = self.pg.block(async move {
+                let c = Pg::pooled(pool).await?;
+                let stmt = c
+                    .prepare_cached(
+                        "SELECT key, value FROM pixgw_kv WHERE key >= $1 AND key < $2 ORDER BY key DESC LIMIT $3",
+                    )
+                    .await?;
+                let rows = c.query(&stmt, &[&lo, &hi, &SCAN_REV_CHUNK]).await?;
+                Ok(rows.iter().map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1))).collect())
+            })?;
+            let full = chunk.len() as i64 == SCAN_REV_CHUNK;
+            for (k, v) in &chunk {
+                if !visit(k, v) {
+                    return Ok(());
+                }
+            }
+            match chunk.last() {
+                Some((k, _)) if full => below.clone_from(k),
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    fn apply(&self, batch: &Batch) -> Result<(), StoreError> {
+        let mut batch = batch.clone();
+        // One write per key: a multi-row upsert may not touch a row twice.
+        batch.compact();
+        let (mut keys, mut values, mut deleted) = (Vec::new(), Vec::new(), Vec::new());
+        for op in batch.into_ops() {
+            match op {
+                Op::Put(k, v) | Op::Insert(k, v) => {
+                    keys.push(k);
+                    values.push(v);
+                }
+                Op::Delete(k) => deleted.push(k),
+            }
+        }
+        let (pool, epoch) = (self.pg.pool.clone(), self.pg.epoch());
+        Ok(self.pg.block(async move {
+            let mut c = Pg::pooled(pool).await?;
+            let tx = c.transaction().await?;
+            fence(&tx, epoch).await?;
+            if !deleted.is_empty() {
+                tx.execute("DELETE FROM pixgw_kv WHERE key = ANY($1)", &[&deleted]).await?;
+            }
+            if !keys.is_empty() {
+                tx.execute(
+                    "INSERT INTO pixgw_kv (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[]) \
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    &[&keys, &values],
+                )
+                .await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        })?)
+    }
+
+    /// Every part was committed by `apply`.
+    fn flush(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Ids come from the floor the committer reserves (`meta/id_floor`); a new database
+    /// starts them at 1.
+    fn generate_id(&self) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+}
+
+/// The committer's log in `pixgw_journal` (see the module doc).
+pub struct PgLog {
+    pg: Arc<Pg>,
+    conn: LogConnection,
+    next_seq: u64,
+}
+
+/// The committer's own connection and its prepared insert.
+struct LogConnection {
+    client: Arc<Client>,
+    insert: tokio_postgres::Statement,
+}
+
+const INSERT_GROUP: &str = "WITH fence AS (SELECT 1 FROM pixgw_lease WHERE id = 1 AND epoch = $1 FOR SHARE) \
+     INSERT INTO pixgw_journal (seq, epoch, payload) SELECT $2, $1, $3 FROM fence";
+
+impl LogConnection {
+    fn open(pg: &Arc<Pg>) -> Result<LogConnection, PgError> {
+        let client = Arc::new(pg.connect()?);
+        let c = Arc::clone(&client);
+        let insert = pg.block(async move { Ok(c.prepare(INSERT_GROUP).await?) })?;
+        Ok(LogConnection { client, insert })
+    }
+}
+
+/// Why a group did not become durable.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// The group is known not to be in the database.
+    #[error("{0}")]
+    NotWritten(String),
+    /// Its outcome could not be learned in time; the node must read the database again.
+    #[error("the outcome of group {seq} is unknown: {why}")]
+    InDoubt { seq: u64, why: String },
+}
+
+impl PgLog {
+    /// The log of a leader whose last journal row (or snapshot) is `last_seq`.
+    pub fn open(pg: Arc<Pg>, last_seq: u64) -> Result<PgLog, PgError> {
+        let conn = LogConnection::open(&pg)?;
+        Ok(PgLog { pg, conn, next_seq: last_seq + 1 })
+    }
+
+    /// Writes `payload` as the next group and returns once it is committed.
+    pub fn append(&mut self, payload: &[u8]) -> Result<u64, LogError> {
+        let seq = self.next_seq;
+        let (client, stmt) = (Arc::clone(&self.conn.client), self.conn.insert.clone());
+        let (epoch, payload) = (self.pg.epoch(), payload.to_vec());
+        let written = self.pg.block(async move {
+            Ok(client.execute(&stmt, &[&(epoch as i64), &(seq as i64), &payload]).await?)
+        });
+        match written {
+            Ok(1) => {
+                self.next_seq += 1;
+                Ok(seq)
+            }
+            Ok(_) => Err(LogError::NotWritten(PgError::Deposed(epoch).to_string())),
+            // The server refused the statement (its transaction rolled back), or the
+            // connection was already closed, so the statement was never sent.
+            Err(PgError::Db(e)) if e.as_db_error().is_some() || e.is_closed() => {
+                Err(LogError::NotWritten(e.to_string()))
+            }
+            Err(e) => self.resolve(seq, e),
+        }
+    }
+
+    /// The connection was lost or the statement timed out: the group may or may not be
+    /// committed. Bumping the epoch first waits for the lost statement's transaction to end
+    /// and bars it from ever committing; only then does reading the row back decide.
+    fn resolve(&mut self, seq: u64, first: PgError) -> Result<u64, LogError> {
+        tracing::warn!(seq, error = %first, "a group's outcome is unknown; reading it back");
+        let deadline = Instant::now() + IN_DOUBT_RESOLVE_MAX;
+        let mut last = first.to_string();
+        while Instant::now() < deadline {
+            match self.read_back(seq) {
+                Ok((conn, true)) => {
+                    self.conn = conn;
+                    self.next_seq += 1;
+                    tracing::info!(seq, "the group was committed");
+                    return Ok(seq);
+                }
+                Ok((conn, false)) => {
+                    self.conn = conn;
+                    return Err(LogError::NotWritten(format!("group {seq} was not committed ({last})")));
+                }
+                Err(PgError::Deposed(epoch)) => {
+                    return Err(LogError::NotWritten(PgError::Deposed(epoch).to_string()));
+                }
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        Err(LogError::InDoubt { seq, why: last })
+    }
+
+    fn read_back(&self, seq: u64) -> Result<(LogConnection, bool), PgError> {
+        let conn = LogConnection::open(&self.pg)?;
+        let (c, old) = (Arc::clone(&conn.client), self.pg.epoch());
+        let (epoch, found) = self.pg.block(async move {
+            let bumped = c
+                .query_opt(
+                    "UPDATE pixgw_lease SET epoch = epoch + 1 WHERE id = 1 AND epoch = $1 RETURNING epoch",
+                    &[&(old as i64)],
+                )
+                .await?;
+            let Some(row) = bumped else { return Err(PgError::Deposed(old)) };
+            let found = c.query_opt("SELECT 1 FROM pixgw_journal WHERE seq = $1", &[&(seq as i64)]).await?;
+            Ok((row.get::<_, i64>(0) as u64, found.is_some()))
+        })?;
+        self.pg.set_epoch(epoch);
+        Ok((conn, found))
+    }
+}
+
+impl super::commit::Log for PgLog {
+    fn append_durable(&mut self, payload: &[u8]) -> Result<u64, String> {
+        self.append(payload).map_err(|e| e.to_string())
+    }
+}
+
+/// Deletes the journal rows a checkpoint made redundant.
+pub struct PgTail(pub Arc<Pg>);
+
+impl super::commit::LogTail for PgTail {
+    fn release_through(&self, seq: u64) -> Result<(), String> {
+        self.0.release_journal_through(seq).map(|_| ()).map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,133 @@
+//! A throwaway PostgreSQL cluster for one test, from the system's own binaries: `initdb`
+//! and `pg_ctl` in a temporary dir, as the `postgres` user when the tests run as root
+//! (PostgreSQL refuses to run as root), on a free port of 127.0.0.1.
+//!
+//! Where PostgreSQL is not installed, [`PgCluster::start`] prints one line saying how to
+//! install it and answers `None`, and the test returns; under CI (`CI=true`) a missing
+//! PostgreSQL is a failure instead, so CI never passes by skipping.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+pub struct PgCluster {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    pub port: u16,
+}
+
+/// Where Debian installs the server binaries (the newest version present).
+fn server_bin() -> Option<PathBuf> {
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|p| p.join("pg_ctl").exists() && p.join("initdb").exists())
+        .collect();
+    versions.sort();
+    versions.pop()
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl PgCluster {
+    /// Starts a cluster, or answers `None` (with one printed line) where PostgreSQL is not
+    /// installed outside CI.
+    pub fn start(test: &str) -> Option<PgCluster> {
+        let Some(bin) = server_bin() else {
+            let how = "PostgreSQL is not installed: apt-get install postgresql";
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("{test}: {how} (required under CI)");
+            }
+            println!("skipped {test}: {how}");
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        if is_root() {
+            let ok = Command::new("chown").arg("postgres").arg(dir.path()).status().unwrap().success();
+            assert!(ok, "chown of the cluster dir to postgres failed");
+        }
+        let cluster = PgCluster { dir, bin, port: free_port() };
+        let data = cluster.data();
+        cluster.run("initdb", &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"]);
+        cluster.start_server();
+        Some(cluster)
+    }
+
+    fn data(&self) -> String {
+        self.dir.path().join("data").display().to_string()
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) {
+        let exe = self.bin.join(tool);
+        let mut cmd = if is_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&exe);
+            c
+        } else {
+            Command::new(&exe)
+        };
+        let out = cmd.args(args).current_dir(self.dir.path()).stdin(Stdio::null()).output().unwrap();
+        assert!(out.status.success(), "{tool} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// Starts the server (again) and waits until it accepts connections.
+    pub fn start_server(&self) {
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=100",
+            self.port,
+            self.dir.path().display()
+        );
+        let log = self.dir.path().join("server.log").display().to_string();
+        self.run("pg_ctl", &["-D", &self.data(), "-o", &options, "-l", &log, "-w", "-t", "60", "start"]);
+    }
+
+    /// Stops the server at once (`immediate`: as if it crashed; recovery runs at its start).
+    pub fn stop_server(&self) {
+        self.run("pg_ctl", &["-D", &self.data(), "-m", "immediate", "-w", "stop"]);
+    }
+
+    /// A connection string for a fresh database of this cluster.
+    pub fn database(&self, name: &str) -> String {
+        let psql = self.bin.join("psql");
+        let out = Command::new(psql)
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "postgres", "-c"])
+            .arg(format!("CREATE DATABASE {name}"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        self.url(name)
+    }
+
+    pub fn url(&self, db: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{db}", self.port)
+    }
+
+    /// Runs one SQL statement in `db`; answers its output, unaligned.
+    pub fn sql(&self, db: &str, statement: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "postgres", "-At", "-d", db, "-c"])
+            .arg(statement)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{statement}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+impl Drop for PgCluster {
+    fn drop(&mut self) {
+        let exe = self.bin.join("pg_ctl");
+        let data = self.data();
+        let args = ["-D", data.as_str(), "-m", "immediate", "stop"];
+        let _ = if is_root() {
+            Command::new("runuser").args(["-u", "postgres", "--"]).arg(&exe).args(args).output()
+        } else {
+            Command::new(&exe).args(args).output()
+        };
+    }
+}

@@ -1,0 +1,356 @@
+//! The PostgreSQL store: the storage contract on all three engines, fencing at the store,
+//! and the binary on PostgreSQL (payments, a leader paused past its lease, kill -9 of the
+//! leader while cash-outs stream, the database stopped and started under load).
+//!
+//! Every test starts its own throwaway cluster (`pg_cluster`); where PostgreSQL is not
+//! installed they print how to install it and return, except under CI, where they fail.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pixgw::domain::ids::AccountId;
+use pixgw::domain::money::Money;
+use pixgw::domain::transaction::{TxKind, TxStatus};
+use pixgw::store::postgres::lease::LeaseTimes;
+use pixgw::store::postgres::{Pg, PgStore, PgUrl};
+use pixgw::store::{Batch, MemoryStore, Repo, SledStore, Storage, Store};
+
+use crate::helpers::{cash_out_body, client, read_credentials, start_process, Options, TestApp};
+use crate::pg_cluster::PgCluster;
+use crate::recovery::stream_then_kill;
+
+fn pg(url: &str, node: &str) -> Arc<Pg> {
+    let pg = Pg::new(PgUrl::parse(url).unwrap(), node.into()).unwrap();
+    pg.migrate().unwrap();
+    pg
+}
+
+/// What every engine must do: point reads, atomic batches of puts, inserts and deletes,
+/// prefix scans in key order and reverse scans that stop when told.
+fn contract(store: &dyn Store) {
+    assert_eq!(store.get(b"a/1").unwrap(), None);
+    let mut b = Batch::default();
+    b.put("a/1", b"one".to_vec());
+    b.put("a/2", b"two".to_vec());
+    b.insert("a/3", Vec::new());
+    b.put("b/1", b"other".to_vec());
+    b.put(vec![0xff, 0xff], vec![0, 1, 2]);
+    store.apply(&b).unwrap();
+    assert_eq!(store.get(b"a/1").unwrap(), Some(b"one".to_vec()));
+    assert_eq!(store.get(b"a/3").unwrap(), Some(Vec::new()), "an empty value is a value");
+    let keys = |pairs: Vec<(Vec<u8>, Vec<u8>)>| pairs.into_iter().map(|p| p.0).collect::<Vec<_>>();
+    assert_eq!(
+        keys(store.scan_prefix(b"a/").unwrap()),
+        vec![b"a/1".to_vec(), b"a/2".to_vec(), b"a/3".to_vec()]
+    );
+    assert_eq!(store.scan_prefix(&[0xff]).unwrap(), vec![(vec![0xff, 0xff], vec![0, 1, 2])]);
+    let mut seen = Vec::new();
+    store
+        .scan_rev(b"a/", b"a/3", &mut |k, _| {
+            seen.push(k.to_vec());
+            false
+        })
+        .unwrap();
+    assert_eq!(seen, vec![b"a/2".to_vec()], "highest first, and it stops when told");
+    // A batch that deletes, overwrites and puts-then-deletes in one go.
+    let mut b = Batch::default();
+    b.delete("a/2");
+    b.put("a/1", b"uno".to_vec());
+    b.put("c/1", b"gone".to_vec());
+    b.delete("c/1");
+    store.apply(&b).unwrap();
+    assert_eq!(store.get(b"a/2").unwrap(), None);
+    assert_eq!(store.get(b"a/1").unwrap(), Some(b"uno".to_vec()));
+    assert_eq!(store.get(b"c/1").unwrap(), None);
+    // Reverse scans across more pairs than one read of any engine.
+    let mut b = Batch::default();
+    for i in 0..700u32 {
+        b.put(format!("r/{i:05}"), i.to_be_bytes().to_vec());
+    }
+    store.apply(&b).unwrap();
+    let mut all = Vec::new();
+    store
+        .scan_rev(b"r/", b"r/\xff", &mut |_, v| {
+            all.push(u32::from_be_bytes(v.try_into().unwrap()));
+            true
+        })
+        .unwrap();
+    assert_eq!(all, (0..700).rev().collect::<Vec<u32>>());
+    assert_eq!(store.scan_prefix(b"r/").unwrap().len(), 700);
+}
+
+#[actix_rt::test]
+async fn the_storage_contract_holds_on_memory_sled_and_postgres() {
+    contract(&MemoryStore::new());
+    let dir = tempfile::tempdir().unwrap();
+    contract(&SledStore::open_with_cache(dir.path(), 8).unwrap());
+    let Some(cluster) = PgCluster::start("the_storage_contract_holds_on_memory_sled_and_postgres") else {
+        return;
+    };
+    let pg = pg(&cluster.database("contract"), "node-a");
+    assert!(pg.try_acquire(LeaseTimes::default()).await.unwrap().is_some());
+    contract(&PgStore::new(pg));
+}
+
+#[actix_rt::test]
+async fn a_deposed_writer_commits_nothing_and_the_next_one_reads_every_group() {
+    let Some(cluster) = PgCluster::start("a_deposed_writer_commits_nothing") else { return };
+    let url = cluster.database("fencing");
+    let times = LeaseTimes::default();
+    let a = pg(&url, "node-a");
+    let epoch_a = a.try_acquire(times).await.unwrap().unwrap();
+    let b = pg(&url, "node-b");
+    assert_eq!(b.try_acquire(times).await.unwrap(), None, "the lease is held");
+    let storage_a = Storage::open_postgres(&a, Repo::layout()).unwrap();
+    for i in 0..20u32 {
+        let mut batch = Batch::default();
+        batch.put(format!("k/{i}"), i.to_be_bytes().to_vec());
+        storage_a.commit.commit(batch).await.unwrap();
+    }
+    // A takeover: the lease ends (as it would by expiring) and B takes it.
+    a.release().await.unwrap();
+    let epoch_b = b.try_acquire(times).await.unwrap().unwrap();
+    assert!(epoch_b > epoch_a);
+    // A still believes it writes: its group is refused, nothing lands, and it takes no more.
+    let mut late = Batch::default();
+    late.put("k/late", vec![1]);
+    assert!(storage_a.commit.commit(late).await.is_err());
+    assert!(storage_a.commit.has_failed());
+    let mut direct = Batch::default();
+    direct.put("k/direct", vec![1]);
+    assert!(PgStore::new(Arc::clone(&a)).apply(&direct).is_err(), "a snapshot write is fenced too");
+    // B replays A's journal: every acknowledged group, nothing after.
+    let storage_b = Storage::open_postgres(&b, Repo::layout()).unwrap();
+    for i in 0..20u32 {
+        assert_eq!(storage_b.view.get(format!("k/{i}").as_bytes()).unwrap(), Some(i.to_be_bytes().to_vec()));
+    }
+    assert_eq!(storage_b.view.get(b"k/late").unwrap(), None);
+    assert_eq!(storage_b.view.get(b"k/direct").unwrap(), None);
+    assert_eq!(
+        cluster.sql("fencing", "SELECT count(*) FROM pixgw_journal WHERE epoch <> 0"),
+        "0",
+        "the takeover folded A's journal into the snapshot"
+    );
+    storage_b.commit.checkpoint_now().unwrap();
+    assert_eq!(cluster.sql("fencing", "SELECT count(*) FROM pixgw_kv WHERE key LIKE 'k/%'"), "20");
+}
+
+#[test]
+fn a_database_with_a_newer_schema_refuses_to_start() {
+    let Some(cluster) = PgCluster::start("a_database_with_a_newer_schema_refuses_to_start") else { return };
+    let url = cluster.database("newer");
+    pg(&url, "node-a");
+    cluster.sql("newer", "INSERT INTO pixgw_schema (version) VALUES (99)");
+    let again = Pg::new(PgUrl::parse(&url).unwrap(), "node-b".into()).unwrap();
+    let refused = again.migrate().unwrap_err().to_string();
+    assert!(refused.contains("schema version 99"), "{refused}");
+}
+
+/// Starts `pixgw serve --store url` on a data dir of its own; answers once it serves as
+/// the leader (or, with `leader` false, once it is up).
+async fn node(url: &str, extra: &[(&str, &str)], leader: bool) -> TestApp {
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let mut env =
+        vec![("PIXGW_DATABASE_URL".to_owned(), url.to_owned()), ("PIXGW_SIM_SETTLE_MS".into(), "20".into())];
+    env.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+    let opts = Options { env, ..Options::default() };
+    let (child, base) = start_process(dir.path(), &opts);
+    if leader {
+        wait_role(&base, "leader", Duration::from_secs(30)).await;
+    }
+    TestApp::adopt(base, dir, child)
+}
+
+/// Waits until `/healthz` of `base` says `role`.
+async fn wait_role(base: &str, role: &str, within: Duration) -> Duration {
+    let started = Instant::now();
+    let c = client();
+    loop {
+        if let Ok(mut res) = c.get(format!("{base}/healthz")).send().await {
+            let body: serde_json::Value = res.json().await.unwrap_or_default();
+            if body["role"] == role {
+                return started.elapsed();
+            }
+        }
+        assert!(started.elapsed() < within, "{base} is not the {role} after {within:?}");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[actix_rt::test]
+async fn payments_on_postgres_survive_a_restart_and_a_standby_answers_503() {
+    let Some(cluster) = PgCluster::start("payments_on_postgres") else { return };
+    let url = cluster.database("payments");
+    let mut leader = node(&url, &[], true).await;
+    leader.creds = read_credentials(&leader.data_dir());
+    let token = leader.demo_token().await;
+    leader.fund(&token, "100").await;
+    let (s, out) = leader.post_raw("/api/pix/cash-out", &token, &cash_out_body("pg-1", "10"), &[]).await;
+    assert_eq!(s, 201, "{out}");
+    leader.wait_final(&token, out["transactionId"].as_str().unwrap()).await;
+    let standby = node(&url, &[], false).await;
+    wait_role(&standby.base, "standby", Duration::from_secs(10)).await;
+    let (s, refused) = standby.get_with("/api/balance", &token).await;
+    assert_eq!((s, refused["code"].as_str()), (503, Some("SERVICE_UNAVAILABLE")), "{refused}");
+    // A graceful stop ends the lease at once: the standby takes over well within it.
+    assert!(leader.stop().success());
+    let took = wait_role(&standby.base, "leader", Duration::from_secs(10)).await;
+    assert!(took < Duration::from_secs(4), "took {took:?}, as long as waiting the lease out");
+    let mut standby = standby;
+    standby.creds = read_credentials(&leader.data_dir());
+    let token = standby.demo_token().await;
+    assert_eq!(standby.balance(&token).await, ("90.00".into(), "0.00".into(), "90.00".into()));
+    let (s, dup) = standby.post_raw("/api/pix/cash-out", &token, &cash_out_body("pg-1", "10"), &[]).await;
+    assert_eq!((s, dup["code"].as_str()), (400, Some("PIX_DUPLICATE_EXTERNAL_ID")));
+}
+
+#[actix_rt::test]
+async fn a_leader_paused_past_its_lease_commits_nothing_more_and_comes_back_as_a_standby() {
+    let Some(cluster) = PgCluster::start("a_leader_paused_past_its_lease") else { return };
+    let url = cluster.database("paused");
+    let lease = [("PIXGW_LEASE_MS", "2000"), ("PIXGW_LEASE_RENEW_MS", "500")];
+    let mut first = node(&url, &lease, true).await;
+    first.creds = read_credentials(&first.data_dir());
+    let token = first.demo_token().await;
+    first.fund(&token, "100").await;
+    let mut second = node(&url, &lease, false).await;
+    second.creds = read_credentials(&first.data_dir());
+    wait_role(&second.base, "standby", Duration::from_secs(10)).await;
+    let pid = first.pid().to_string();
+    assert!(std::process::Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+    // The lease runs out on the database's clock; the standby takes over and serves.
+    wait_role(&second.base, "leader", Duration::from_secs(15)).await;
+    let token2 = second.demo_token().await;
+    let (s, paid) = second.post_raw("/api/pix/cash-out", &token2, &cash_out_body("after", "1"), &[]).await;
+    assert_eq!(s, 201, "{paid}");
+    // A request sent to the paused leader waits in its socket; when it wakes, it must not
+    // be served: its lease ran out.
+    let late = {
+        let (c, url, token) = (client(), first.url("/api/pix/cash-out"), token.clone());
+        actix_rt::spawn(async move {
+            let mut res = c
+                .post(url)
+                .bearer_auth(token)
+                .content_type("application/json")
+                .send_body(cash_out_body("late", "1"))
+                .await
+                .unwrap();
+            (res.status().as_u16(), res.json::<serde_json::Value>().await.unwrap_or_default())
+        })
+    };
+    actix_rt::time::sleep(Duration::from_millis(300)).await; // the request reaches the socket
+    assert!(std::process::Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+    let (status, body) = late.await.unwrap();
+    assert_eq!(status, 503, "the old leader served after its lease: {body}");
+    // It starts again as a standby (same pid) and the new leader keeps serving.
+    wait_role(&first.base, "standby", Duration::from_secs(20)).await;
+    assert_eq!(first.pid().to_string(), pid, "the same process");
+    assert_eq!(second.balance(&token2).await.2, "99.00", "only the new leader's cash-out moved money");
+    let (s, dup) = second.post_raw("/api/pix/cash-out", &token2, &cash_out_body("late", "1"), &[]).await;
+    assert_eq!(s, 201, "the refused request left its externalId free: {dup}");
+}
+
+#[actix_rt::test]
+async fn kill_9_of_the_leader_while_cash_outs_stream_loses_nothing_and_the_standby_serves() {
+    let Some(cluster) = PgCluster::start("kill_9_of_the_leader") else { return };
+    let url = cluster.database("failover");
+    let mut a = node(&url, &[], true).await;
+    a.creds = read_credentials(&a.data_dir());
+    let token = a.demo_token().await;
+    a.fund(&token, "100000").await;
+    let mut b = node(&url, &[], false).await;
+    b.creds = read_credentials(&a.data_dir());
+    wait_role(&b.base, "standby", Duration::from_secs(10)).await;
+    let body_of = |ext: &str| cash_out_body(ext, "1.00");
+    let (acked, sent) = stream_then_kill(&mut a, &token, 16, 300, 0, &body_of).await;
+    let took = wait_role(&b.base, "leader", Duration::from_secs(20)).await;
+    assert!(took < Duration::from_secs(10), "failover took {took:?}");
+    let token = b.demo_token().await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while b.balance(&token).await.1 != "0.00" {
+        assert!(Instant::now() < deadline, "cash-outs still pending after 60 s");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (_, _, net) = b.balance(&token).await;
+    assert!(b.stop().success());
+    // Read the database itself, as the next leader would.
+    let reader = pg(&url, "reader");
+    assert!(reader.try_acquire(LeaseTimes::default()).await.unwrap().is_some());
+    let storage = Storage::open_postgres(&reader, Repo::layout()).unwrap();
+    let repo = Repo::new(&storage);
+    let txs = repo.transactions_of(AccountId::new(a.creds.account_id).unwrap()).unwrap();
+    let mut seen = HashMap::new();
+    for t in txs.iter().filter(|t| t.kind == TxKind::CashOut) {
+        let ext = t.external_id.clone().unwrap();
+        assert!(seen.insert(ext.clone(), t.local_id).is_none(), "{ext} appears twice");
+        assert!(sent.contains(&ext), "{ext} was never sent");
+    }
+    for ext in acked.keys() {
+        assert!(seen.contains_key(ext), "{ext} acknowledged but not stored");
+    }
+    let confirmed = txs
+        .iter()
+        .filter(|t| t.kind == TxKind::CashOut && t.status == TxStatus::Confirmed)
+        .try_fold(Money::ZERO, |acc, t| acc.checked_add(t.value)?.checked_add(t.fee))
+        .unwrap();
+    let available = Money::parse(&net).unwrap();
+    assert_eq!(available.checked_add(confirmed), Money::parse("100000").ok(), "money is conserved");
+}
+
+#[actix_rt::test]
+async fn the_database_stopped_under_load_refuses_writes_at_once_and_service_resumes_by_itself() {
+    let Some(cluster) = PgCluster::start("the_database_stopped_under_load") else { return };
+    let url = cluster.database("outage");
+    let mut app = node(&url, &[], true).await;
+    app.creds = read_credentials(&app.data_dir());
+    let token = app.demo_token().await;
+    app.fund(&token, "1000").await;
+    let mut acked = Vec::new();
+    for i in 0..50 {
+        let (s, b) =
+            app.post_raw("/api/pix/cash-out", &token, &cash_out_body(&format!("before-{i}"), "1"), &[]).await;
+        assert_eq!(s, 201, "{b}");
+        acked.push(format!("before-{i}"));
+    }
+    cluster.stop_server();
+    // Writes answer 503 at once, never hang. (While the node re-executes itself to drop
+    // what it held in memory, for a few milliseconds, a connection may be refused: a proxy
+    // tries the next node then.)
+    let mut refused = 0;
+    for i in 0..20 {
+        let started = Instant::now();
+        let sent = app
+            .client
+            .post(app.url("/api/pix/cash-out"))
+            .bearer_auth(&token)
+            .content_type("application/json")
+            .send_body(cash_out_body(&format!("down-{i}"), "1"))
+            .await;
+        assert!(started.elapsed() < Duration::from_secs(8), "a request hung for {:?}", started.elapsed());
+        if let Ok(res) = sent {
+            assert_eq!(res.status().as_u16(), 503);
+            refused += 1;
+        }
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(refused >= 10, "only {refused} of 20 requests were answered while the database was down");
+    cluster.start_server();
+    wait_role(&app.base, "leader", Duration::from_secs(30)).await;
+    let token = app.demo_token().await;
+    for i in 0..50 {
+        let (s, b) =
+            app.post_raw("/api/pix/cash-out", &token, &cash_out_body(&format!("after-{i}"), "1"), &[]).await;
+        assert_eq!(s, 201, "{b}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while app.balance(&token).await.1 != "0.00" {
+        assert!(Instant::now() < deadline, "cash-outs still pending");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(app.balance(&token).await.2, "900.00", "100 cash-outs of 1.00, none twice, none lost");
+    for ext in acked.iter().take(10) {
+        let (s, b) = app.post_raw("/api/pix/cash-out", &token, &cash_out_body(ext, "1"), &[]).await;
+        assert_eq!((s, b["code"].as_str()), (400, Some("PIX_DUPLICATE_EXTERNAL_ID")));
+    }
+}
