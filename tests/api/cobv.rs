@@ -8,21 +8,28 @@
 
 use chrono::{DateTime, Duration, NaiveDate, TimeZone, Utc};
 use chrono_tz::America::Sao_Paulo;
-use pixgw::domain::brcode;
+use pixgw::domain::{brcode, calendar};
 use serde_json::{json, Value};
 
 use crate::helpers::{assert_extended, assert_simple, send, TestApp};
 
 const TXID: &str = "boleto20261124abcdefghijk01";
 
-/// Moves the test clock to the next noon in Sao Paulo; answers that day.
+/// The due dates the tests set, in days from "today": each must be a business day, or a
+/// due date that moves to the next business day would change the prices the tests expect.
+const DUE_OFFSETS: [i64; 5] = [-1, 1, 3, 10, 15];
+
+/// Moves the test clock to the next noon in Sao Paulo from which every day of
+/// [`DUE_OFFSETS`] is a business day; answers that day. (Without that, the tests' prices
+/// would depend on the weekday the machine's clock starts on.)
 async fn noon(app: &TestApp) -> NaiveDate {
     let (s, b) = app.admin("POST", "/admin/clock", Some(json!({"advanceSeconds": 0}))).await;
     assert_eq!(s, 200, "{b}");
     let now: DateTime<Utc> = b["now"].as_str().unwrap().parse().unwrap();
     let mut day = now.with_timezone(&Sao_Paulo).date_naive();
     let at = |d: NaiveDate| Sao_Paulo.from_local_datetime(&d.and_hms_opt(12, 0, 0).unwrap()).unwrap();
-    if at(day) <= now {
+    let fits = |d: NaiveDate| DUE_OFFSETS.iter().all(|n| calendar::is_business_day(d + Duration::days(*n)));
+    while at(day) <= now || !fits(day) {
         day += Duration::days(1);
     }
     let target = at(day).with_timezone(&Utc).to_rfc3339();
