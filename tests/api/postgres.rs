@@ -224,22 +224,27 @@ async fn a_leader_paused_past_its_lease_commits_nothing_more_and_comes_back_as_a
     let token2 = second.demo_token().await;
     let (s, paid) = second.post_raw("/api/pix/cash-out", &token2, &cash_out_body("after", "1"), &[]).await;
     assert_eq!(s, 201, "{paid}");
-    // A request sent to the paused leader waits in its socket; when it wakes, it must not
-    // be served: its lease ran out.
+    // A request sent to the paused leader waits in its socket (the kernel takes the
+    // connection and the bytes while the process is stopped; once `write_all` returns they
+    // are there). When the leader wakes, it must not serve it: its lease ran out.
     let late = {
-        let (c, url, token) = (client(), first.url("/api/pix/cash-out"), token.clone());
-        actix_rt::spawn(async move {
-            let mut res = c
-                .post(url)
-                .bearer_auth(token)
-                .content_type("application/json")
-                .send_body(cash_out_body("late", "1"))
-                .await
-                .unwrap();
-            (res.status().as_u16(), res.json::<serde_json::Value>().await.unwrap_or_default())
+        use std::io::{Read, Write};
+        let body = cash_out_body("late", "1");
+        let request = format!(
+            "POST /api/pix/cash-out HTTP/1.1\r\nHost: pixgw\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let addr = first.base.trim_start_matches("http://").to_owned();
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        actix_rt::task::spawn_blocking(move || {
+            let mut answer = String::new();
+            let _ = stream.read_to_string(&mut answer);
+            let status = answer.split(' ').nth(1).and_then(|s| s.parse::<u16>().ok()).unwrap_or(0);
+            (status, answer)
         })
     };
-    actix_rt::time::sleep(Duration::from_millis(300)).await; // the request reaches the socket
     assert!(std::process::Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
     let (status, body) = late.await.unwrap();
     assert_eq!(status, 503, "the old leader served after its lease: {body}");
