@@ -42,6 +42,45 @@ pub enum Command {
     Webhooks(WebhooksCommand),
     /// Load a running server with a scenario, then check its balance and counts.
     Load(LoadArgs),
+    /// Copy a running server's embedded store into a backup directory, without stopping it.
+    Backup(BackupArgs),
+    /// Make a new data dir from a backup.
+    Restore(RestoreArgs),
+    /// Move a stopped server's embedded store (or a backup) into an empty PostgreSQL database.
+    Migrate(MigrateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The directory to write the backup into; it must not exist or be empty.
+    #[arg(long)]
+    pub to: PathBuf,
+    /// The running server.
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    pub url: String,
+    /// The server's admin token.
+    #[arg(long, env = "PIXGW_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: String,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// The backup directory (as `pixgw backup --to` wrote it).
+    #[arg(long)]
+    pub from: PathBuf,
+    /// The new data dir; it must not exist or be empty.
+    #[arg(long)]
+    pub data_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// A stopped server's data dir, or a backup directory.
+    #[arg(long)]
+    pub from: PathBuf,
+    /// The PostgreSQL database (postgres://...); it must hold no pixgw data.
+    #[arg(long, env = "PIXGW_DATABASE_URL", hide_env_values = true)]
+    pub to: String,
 }
 
 #[derive(Debug, Args)]

@@ -53,6 +53,7 @@ pub mod config;
 pub mod domain;
 pub mod http;
 pub mod load;
+pub mod maintenance;
 pub mod node;
 pub mod sim;
 pub mod startup;

@@ -4,7 +4,10 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use pixgw::config::{Cli, Command, ListenArgs, LoadArgs, ServeArgs, Settings, WebhooksCommand};
+use pixgw::config::{
+    BackupArgs, Cli, Command, ListenArgs, LoadArgs, MigrateArgs, RestoreArgs, ServeArgs, Settings,
+    WebhooksCommand,
+};
 use pixgw::startup::Application;
 use pixgw::telemetry;
 
@@ -17,6 +20,71 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(&args),
         Command::Webhooks(WebhooksCommand::Listen(args)) => listen(args),
         Command::Load(args) => load(args),
+        Command::Backup(args) => backup(&args),
+        Command::Restore(args) => restore(&args),
+        Command::Migrate(args) => migrate(&args),
+    }
+}
+
+fn backup(args: &BackupArgs) -> ExitCode {
+    actix_web::rt::System::new().block_on(async move {
+        match pixgw::maintenance::backup(&args.url, &args.admin_token, &args.to).await {
+            Ok(m) => {
+                println!(
+                    "backup written to {}: {} keys and {} journal records, through record {} ({} bytes, sha256 {})",
+                    args.to.display(),
+                    m.summary.pairs,
+                    m.summary.records,
+                    m.summary.through_seq,
+                    m.bytes,
+                    m.sha256
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("pixgw backup: {e:#}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+fn restore(args: &RestoreArgs) -> ExitCode {
+    match pixgw::maintenance::restore(&args.from, &args.data_dir) {
+        Ok(s) => {
+            println!(
+                "restored {} into {}: the state after journal record {} (taken {})",
+                args.from.display(),
+                args.data_dir.display(),
+                s.through_seq,
+                s.taken_at
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pixgw restore: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn migrate(args: &MigrateArgs) -> ExitCode {
+    let url = match pixgw::store::postgres::PgUrl::parse(&args.to) {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("pixgw migrate: --to: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match pixgw::maintenance::migrate(&args.from, &url) {
+        Ok(rows) => {
+            println!("moved {} into {url}: {rows} rows; start the nodes with --store", args.from.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pixgw migrate: {e:#}");
+            ExitCode::FAILURE
+        }
     }
 }
 

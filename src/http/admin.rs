@@ -451,3 +451,86 @@ mod tests {
         assert_eq!(opening, Money::parse("10.50").unwrap());
     }
 }
+
+/// Bytes of the backup stream sent per chunk.
+const BACKUP_CHUNK_BYTES: usize = 256 * 1024;
+/// Chunks queued between the thread that reads the store and the connection.
+const BACKUP_CHUNKS_QUEUED_MAX: usize = 8;
+
+/// A `Write` that hands its bytes, in chunks, to the response being streamed; it fails
+/// once the client has gone, which ends the backup and its hold on the journal.
+struct ChunkSender {
+    tx: tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
+    buf: Vec<u8>,
+}
+
+impl ChunkSender {
+    fn send(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(BACKUP_CHUNK_BYTES)));
+        self.tx
+            .blocking_send(Ok(chunk))
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))
+    }
+}
+
+impl std::io::Write for ChunkSender {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= BACKUP_CHUNK_BYTES {
+            self.send()?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.send()
+    }
+}
+
+#[utoipa::path(
+    get, path = "/admin/backup", tag = "admin",
+    responses(
+        (status = 200, description = "An online backup of the embedded store, streamed (docs/storage.md \"Backups of the embedded store\"); `pixgw backup` reads it", content_type = "application/octet-stream"),
+        (status = 409, description = "The store is PostgreSQL, which keeps its own backups", body = ExtendedErrorBody),
+    ),
+    security(("admin" = []))
+)]
+pub async fn backup(_: Admin, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let commit = std::sync::Arc::clone(&state.registry.deps().commit);
+    if commit.journal().is_none() {
+        return Err(ApiError::Conflict(
+            "this server keeps its data in PostgreSQL: back it up with the database's own tools".into(),
+        ));
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel(BACKUP_CHUNKS_QUEUED_MAX);
+    let clock = std::sync::Arc::clone(&state.clock);
+    let failed = tx.clone();
+    let sink = ChunkSender { tx, buf: Vec::with_capacity(BACKUP_CHUNK_BYTES) };
+    std::thread::Builder::new()
+        .name("pixgw-backup".into())
+        .spawn(move || match crate::store::backup::write_backup(&commit, sink, || iso(clock.now())) {
+            Ok((s, _)) => tracing::info!(
+                pairs = s.pairs,
+                records = s.records,
+                through_seq = s.through_seq,
+                "backup sent"
+            ),
+            Err(e) => {
+                tracing::error!(error = %e, "backup failed");
+                // The stream ends in an error, so the client never takes it for whole (it
+                // would also miss the digest).
+                let _ = failed.blocking_send(Err(std::io::Error::other(e.to_string())));
+            }
+        })
+        .map_err(|e| ApiError::internal(format!("starting the backup thread: {e}")))?;
+    let body =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
+    Ok(HttpResponse::Ok()
+        .content_type("application/octet-stream")
+        // Already dense; and compressing would cost the server's CPU.
+        .insert_header((actix_web::http::header::CONTENT_ENCODING, "identity"))
+        .streaming(body))
+}

@@ -197,6 +197,7 @@ fn table() -> RouteTable {
     t.add(a, Method::DELETE, "/admin/accounts/{id}/certificates/{fingerprint}", admin::revoke_certificate);
     t.add(a, Method::POST, "/admin/accounts/{id}/secret", admin::rotate_secret);
     t.add(a, Method::POST, "/admin/clock", admin::move_clock);
+    t.add(a, Method::GET, "/admin/backup", admin::backup);
 
     t.add(a, Method::GET, "/healthz", ops::healthz);
     t.add(a, Method::GET, "/metrics", ops::metrics);

@@ -201,6 +201,7 @@ fn default_description(status: &str) -> &'static str {
         admin::revoke_certificate,
         admin::rotate_secret,
         admin::move_clock,
+        admin::backup,
         ops::healthz,
         ops::metrics,
         ops::openapi,

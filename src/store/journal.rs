@@ -285,6 +285,22 @@ struct Spares {
 #[derive(Debug, Default)]
 struct Closed {
     segments: VecDeque<(u64, u64)>,
+    /// Readers that need every segment kept (a backup copying records): while any is
+    /// held, nothing is deleted; the first release after the last one ends deletes all
+    /// that became due meanwhile.
+    holds: usize,
+}
+
+/// Keeps every segment on disk while it lives (see [`JournalHandle::hold`]).
+pub struct SegmentHold {
+    shared: Arc<Shared>,
+}
+
+impl Drop for SegmentHold {
+    fn drop(&mut self) {
+        let mut closed = lock(&self.shared.closed);
+        closed.holds = closed.holds.saturating_sub(1);
+    }
 }
 
 struct Shared {
@@ -346,6 +362,9 @@ impl JournalHandle {
         let doomed: Vec<u64> = {
             let mut closed = lock(&self.shared.closed);
             let mut out = Vec::new();
+            if closed.holds > 0 {
+                return Ok(0);
+            }
             while closed.segments.front().is_some_and(|(_, last)| *last <= seq) {
                 if let Some((index, _)) = closed.segments.pop_front() {
                     out.push(index);
@@ -362,6 +381,68 @@ impl JournalHandle {
             self.shared.spares_changed.notify_all();
         }
         Ok(doomed.len())
+    }
+
+    /// Keeps every segment on disk until the hold is dropped, so that records the snapshot
+    /// store already holds can still be read (an online backup reads them after copying a
+    /// snapshot that moved while it was copied).
+    pub fn hold(&self) -> SegmentHold {
+        lock(&self.shared.closed).holds += 1;
+        SegmentHold { shared: Arc::clone(&self.shared) }
+    }
+
+    /// Hands `visit` every record with `after < seq <= through`, in order, reading the
+    /// segment files beside the writer. Every record up to `through` must be durable and
+    /// still on disk (under a [`JournalHandle::hold`] taken before `after` was known);
+    /// anything else is an error, never a silent gap.
+    pub fn read_records(
+        &self,
+        after: u64,
+        through: u64,
+        visit: &mut dyn FnMut(u64, &[u8]) -> std::io::Result<()>,
+    ) -> Result<(), JournalError> {
+        if through <= after {
+            return Ok(());
+        }
+        let dir = &self.shared.dir;
+        let io = |e: std::io::Error| JournalError::Failed(format!("{}: {e}", dir.display()));
+        let mut indexes = Vec::new();
+        for entry in fs::read_dir(dir).map_err(io)? {
+            let name = entry.map_err(io)?.file_name().to_string_lossy().into_owned();
+            if let Some(index) = name.strip_suffix(".seg").and_then(|n| n.parse::<u64>().ok()) {
+                indexes.push(index);
+            }
+        }
+        indexes.sort_unstable();
+        let mut expected = after + 1;
+        for index in indexes {
+            let name = segment_name(index);
+            let mut data = Vec::new();
+            File::open(dir.join(&name)).and_then(|mut f| f.read_to_end(&mut data)).map_err(io)?;
+            check_segment_header(&data, index, &name)?;
+            let mut at = SEGMENT_HEADER_BYTES;
+            while let Slot::Record { seq, payload, next } = read_slot(&data, at) {
+                if seq > expected {
+                    return Err(JournalError::Corrupt {
+                        file: name,
+                        offset: at,
+                        reason: format!("record {expected} is not on disk (the next is {seq})"),
+                    });
+                }
+                if seq == expected {
+                    visit(seq, payload).map_err(io)?;
+                    if seq == through {
+                        return Ok(());
+                    }
+                    expected += 1;
+                }
+                at = next;
+            }
+        }
+        Err(JournalError::Failed(format!(
+            "records {expected} to {through} are not in the journal at {}",
+            dir.display()
+        )))
     }
 
     /// Why new writes are refused now (too little room), if they are.
@@ -903,6 +984,40 @@ mod tests {
         let mut f = OpenOptions::new().write(true).open(path).unwrap();
         f.seek(SeekFrom::Start(offset)).unwrap();
         f.write_all(bytes).unwrap();
+    }
+
+    #[test]
+    fn a_hold_keeps_released_segments_readable_and_reads_are_exact_or_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = open(dir.path(), 0).unwrap().journal;
+        let data = payloads(30, 10_000);
+        for p in &data {
+            j.append(p).unwrap();
+            j.sync().unwrap();
+        }
+        let handle = j.handle();
+        let read = |after, through| {
+            let mut seen = Vec::new();
+            handle
+                .read_records(after, through, &mut |seq, payload| {
+                    seen.push((seq, payload.to_vec()));
+                    Ok(())
+                })
+                .map(|()| seen)
+        };
+        let hold = handle.hold();
+        let before = segments(dir.path()).len();
+        assert_eq!(handle.release_through(20).unwrap(), 0, "nothing is deleted under a hold");
+        assert_eq!(segments(dir.path()).len(), before);
+        let seen = read(5, 25).unwrap();
+        assert_eq!(seen.iter().map(|(s, _)| *s).collect::<Vec<_>>(), (6..=25).collect::<Vec<u64>>());
+        assert!(seen.iter().all(|(s, p)| *p == data[*s as usize - 1]));
+        assert!(read(25, 31).is_err(), "a record never written is an error, not the end");
+        assert_eq!(read(30, 30).unwrap(), Vec::new());
+        drop(hold);
+        assert!(handle.release_through(20).unwrap() > 0, "the first release after the hold deletes");
+        assert!(read(5, 25).is_err(), "released records are missing, and said to be");
+        assert_eq!(read(25, 30).unwrap().len(), 5);
     }
 
     #[test]

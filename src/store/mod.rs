@@ -9,6 +9,7 @@
 //! yet checkpointed over sled. The trait is deliberately tiny (get, scans, apply a batch,
 //! flush) so that every durability rule stays visible in this module.
 
+pub mod backup;
 pub mod codec;
 mod commit;
 pub mod journal;

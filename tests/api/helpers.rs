@@ -20,6 +20,7 @@ use pixgw::store::Storage;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
+#[derive(Clone)]
 pub struct Credentials {
     pub account_id: u64,
     pub client_id: String,

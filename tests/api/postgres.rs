@@ -359,3 +359,82 @@ async fn the_database_stopped_under_load_refuses_writes_at_once_and_service_resu
         assert_eq!((s, b["code"].as_str()), (400, Some("PIX_DUPLICATE_EXTERNAL_ID")));
     }
 }
+
+fn migrate_cli(from: &std::path::Path, url: &str) -> std::process::Output {
+    std::process::Command::new(crate::helpers::bin())
+        .args(["migrate", "--from"])
+        .arg(from)
+        .args(["--to", url])
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap()
+}
+
+fn said(o: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// The bodies a client reads, without the times they were read at.
+async fn reads(app: &TestApp, token: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for path in ["/api/balance", "/accounts/balances", "/api/transactions?size=100"] {
+        let mut res = app.client.get(app.url(path)).bearer_auth(token).send().await.unwrap();
+        assert_eq!(res.status().as_u16(), 200, "{path}");
+        out.push(crate::backup::without_read_time(&res.body().limit(1 << 24).await.unwrap()));
+    }
+    out
+}
+
+#[actix_rt::test]
+async fn migrate_moves_a_data_dir_or_a_backup_onto_postgres_and_never_into_a_database_with_data() {
+    let Some(cluster) = PgCluster::start("migrate") else { return };
+    let mut app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    app.fund(&token, "100").await;
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        let (s, b) =
+            app.post_raw("/api/pix/cash-out", &token, &cash_out_body(&format!("m-{i}"), "1.50"), &[]).await;
+        assert_eq!(s, 201, "{b}");
+        ids.push(b["transactionId"].as_str().unwrap().to_owned());
+    }
+    for id in &ids {
+        app.wait_final(&token, id).await;
+    }
+    let busy = migrate_cli(&app.data_dir(), &cluster.database("busy"));
+    assert!(!busy.status.success() && said(&busy).contains("stop it first"), "{}", said(&busy));
+    let backup = tempfile::tempdir().unwrap();
+    let out = crate::backup::backup_cli(&app, &backup.path().join("b"));
+    assert!(out.status.success(), "{}", said(&out));
+    let before = reads(&app, &token).await;
+    assert!(app.stop().success());
+
+    for (source, db) in [(app.data_dir(), "from_dir"), (backup.path().join("b"), "from_backup")] {
+        let url = cluster.database(db);
+        let out = migrate_cli(&source, &url);
+        assert!(out.status.success(), "{}", said(&out));
+        let mut leader = node(&url, &[], true).await;
+        leader.creds = read_credentials(&app.data_dir());
+        let token = leader.demo_token().await;
+        assert_eq!(reads(&leader, &token).await, before, "{db}: what a client reads changed");
+        let (s, new) =
+            leader.post_raw("/api/pix/cash-out", &token, &cash_out_body("after", "1.00"), &[]).await;
+        assert_eq!(s, 201, "{new}");
+        assert!(!ids.contains(&new["transactionId"].as_str().unwrap().to_owned()), "an id handed out twice");
+        let (s, refused) = leader.admin("GET", "/admin/backup", None).await;
+        assert_eq!((s, refused["code"].as_str()), (409, Some("CONFLICT")), "{refused}");
+        let live = migrate_cli(&source, &url);
+        assert!(
+            !live.status.success() && said(&live).contains("holds this database's lease"),
+            "{}",
+            said(&live)
+        );
+        assert!(leader.stop().success());
+        let full = migrate_cli(&source, &url);
+        assert!(
+            !full.status.success() && said(&full).contains("already holds pixgw data"),
+            "{}",
+            said(&full)
+        );
+    }
+}

@@ -21,6 +21,7 @@
 //! it waits for sled's disk; each call is bounded by [`PG_CALL_TIMEOUT`], so a database
 //! that does not answer makes a request fail, never hang.
 
+pub mod import;
 pub mod lease;
 pub mod schema;
 

@@ -1,0 +1,241 @@
+//! Backups of the embedded store: `pixgw backup` from a server while cash-outs stream,
+//! `pixgw restore` into a new data dir, the restored server compared with the original.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use futures::future::join_all;
+use pixgw::domain::ids::AccountId;
+use pixgw::domain::money::Money;
+use pixgw::domain::transaction::{TxKind, TxStatus};
+use pixgw::store::{JournalOptions, Repo, Storage};
+
+use crate::helpers::{bin, cash_out_body, start_process, Options, TestApp};
+
+/// Runs `pixgw backup` against `app` into `to`.
+pub fn backup_cli(app: &TestApp, to: &Path) -> Output {
+    Command::new(bin())
+        .args(["backup", "--url", &app.base, "--to"])
+        .arg(to)
+        .env("PIXGW_ADMIN_TOKEN", &app.creds.admin_token)
+        .output()
+        .unwrap()
+}
+
+pub fn restore_cli(from: &Path, data_dir: &Path) -> Output {
+    Command::new(bin())
+        .args(["restore", "--from"])
+        .arg(from)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// Sends cash-outs from `workers` clients, `each` per client, or until `stop` is set when
+/// `each` is `None`. Answers the acknowledged (externalId, transactionId) pairs.
+async fn stream(
+    app: &TestApp,
+    token: &str,
+    workers: usize,
+    each: Option<usize>,
+    phase: &str,
+    stop: &Cell<bool>,
+    sent: &RefCell<Vec<String>>,
+) -> HashMap<String, String> {
+    let acked = RefCell::new(HashMap::new());
+    let work = (0..workers).map(|w| {
+        let acked = &acked;
+        async move {
+            for i in 0.. {
+                if each.is_some_and(|n| i >= n) || (each.is_none() && stop.get()) {
+                    break;
+                }
+                let ext = format!("{phase}-w{w}-{i}");
+                sent.borrow_mut().push(ext.clone());
+                let (s, b) =
+                    app.post_raw("/api/pix/cash-out", token, &cash_out_body(&ext, "1.00"), &[]).await;
+                assert_eq!(s, 201, "{b}");
+                acked.borrow_mut().insert(ext, b["transactionId"].as_str().unwrap().to_owned());
+            }
+        }
+    });
+    join_all(work).await;
+    acked.into_inner()
+}
+
+/// Starts a server on a restored data dir, with the original's Demo credentials (a backup
+/// holds the store; the credentials file of the first start is the operator's).
+fn serve_restored(original: &TestApp, restored: &Path) -> TestApp {
+    let demo = restored.join("demo");
+    std::fs::create_dir_all(&demo).unwrap();
+    for f in std::fs::read_dir(original.data_dir().join("demo")).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), demo.join(f.file_name())).unwrap();
+    }
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let (child, base) = start_process(restored, &fast());
+    let mut app = TestApp::adopt(base, dir, child);
+    app.creds = original.creds.clone();
+    app
+}
+
+/// A response with the times it was read at (`consultedAt`, a balance's `eventDate`) left
+/// out; numbers keep their text, so amounts still compare to the digit.
+pub fn without_read_time(body: &[u8]) -> String {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                m.remove("consultedAt");
+                m.remove("eventDate");
+                m.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut v: serde_json::Value = serde_json::from_slice(body).unwrap();
+    strip(&mut v);
+    v.to_string()
+}
+
+fn fast() -> Options {
+    Options { env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())], ..Options::default() }
+}
+
+async fn settle(app: &TestApp, token: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while app.balance(token).await.1 != "0.00" {
+        assert!(std::time::Instant::now() < deadline, "cash-outs still pending after 60 s");
+        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Reads the stopped data dir: every cash-out once, each one sent, and the books balance
+/// (funding = what is available + what was paid out).
+fn books_balance(
+    dir: &Path,
+    account: u64,
+    sent: &[String],
+    funding: &str,
+    net: &str,
+) -> HashMap<String, u64> {
+    let storage = Storage::open(dir, 16, JournalOptions::default(), Repo::layout()).unwrap();
+    let repo = Repo::new(&storage);
+    let account = AccountId::new(account).unwrap();
+    let txs = repo.transactions_of(account).unwrap();
+    let mut seen = HashMap::new();
+    for t in txs.iter().filter(|t| t.kind == TxKind::CashOut) {
+        let ext = t.external_id.clone().unwrap();
+        assert!(seen.insert(ext.clone(), t.local_id).is_none(), "{ext} appears twice");
+        assert!(sent.contains(&ext), "{ext} was never sent");
+    }
+    let sum = |f: &dyn Fn(&&pixgw::domain::transaction::Transaction) -> bool| {
+        txs.iter()
+            .filter(f)
+            .try_fold(Money::ZERO, |acc, t| acc.checked_add(t.value)?.checked_add(t.fee))
+            .unwrap()
+    };
+    let funded = sum(&|t| t.kind == TxKind::PixIn);
+    let paid = sum(&|t| t.kind == TxKind::CashOut && t.status == TxStatus::Confirmed);
+    assert_eq!(funded.to_cents_string(), funding);
+    let available = Money::parse(net).unwrap();
+    assert_eq!(available.checked_add(paid), Some(funded), "available {net} + paid {paid} != funded {funded}");
+    seen
+}
+
+#[actix_rt::test]
+async fn a_backup_taken_while_cash_outs_stream_restores_every_acknowledged_one_and_a_quiet_one_is_identical()
+{
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    app.fund(&token, "100000").await;
+    let limits = serde_json::json!({"limits": {"daily": "100000", "nightly": "100000"}});
+    let path = format!("/admin/accounts/{}", app.creds.account_id);
+    assert_eq!(app.admin("PATCH", &path, Some(limits)).await.0, 200);
+    let sent = RefCell::new(Vec::new());
+    let never = Cell::new(false);
+    let before = stream(&app, &token, 8, Some(40), "before", &never, &sent).await;
+
+    // The backup runs while eight clients keep paying; they stop once it is written.
+    let work = tempfile::tempdir().unwrap();
+    let streamed = work.path().join("streamed");
+    let (done_tx, done_rx) = futures::channel::oneshot::channel();
+    let (base, admin_token, to) = (app.base.clone(), app.creds.admin_token.clone(), streamed.clone());
+    std::thread::spawn(move || {
+        let out = Command::new(bin())
+            .args(["backup", "--url", &base, "--to"])
+            .arg(&to)
+            .env("PIXGW_ADMIN_TOKEN", admin_token)
+            .output()
+            .unwrap();
+        let _ = done_tx.send(out);
+    });
+    let stop = Cell::new(false);
+    let (during, out) = futures::join!(stream(&app, &token, 8, None, "during", &stop, &sent), async {
+        let out = done_rx.await.unwrap();
+        stop.set(true);
+        out
+    });
+    assert!(out.status.success(), "{}", text(&out));
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(streamed.join("manifest.json")).unwrap()).unwrap();
+    assert!(manifest["records"].as_u64().unwrap() > 0, "no journal record was copied: {manifest}");
+    assert!(!during.is_empty());
+    settle(&app, &token).await;
+
+    // A quiet server's backup, and a second backup into a directory already used is refused.
+    let quiet = work.path().join("quiet");
+    let out = backup_cli(&app, &quiet);
+    assert!(out.status.success(), "{}", text(&out));
+    let again = backup_cli(&app, &quiet);
+    assert!(!again.status.success() && text(&again).contains("not empty"), "{}", text(&again));
+
+    // Restored from the streamed backup: every cash-out acknowledged before it began is there,
+    // nothing is there twice or unsent, and the books balance once the pending ones settle.
+    let restored = work.path().join("restored");
+    let out = restore_cli(&streamed, &restored);
+    assert!(out.status.success(), "{}", text(&out));
+    let refused = restore_cli(&streamed, &restored);
+    assert!(!refused.status.success() && text(&refused).contains("not empty"), "{}", text(&refused));
+    let mut copy = serve_restored(&app, &restored);
+    let t = copy.demo_token().await;
+    settle(&copy, &t).await;
+    let (_, _, net) = copy.balance(&t).await;
+    assert!(copy.stop().success());
+    let seen = books_balance(&restored, app.creds.account_id, &sent.borrow(), "100000.00", &net);
+    for ext in before.keys() {
+        assert!(seen.contains_key(ext), "{ext} was acknowledged before the backup and is not in it");
+    }
+
+    // Restored from the quiet backup: the same balances and list, to the byte; new ids
+    // never reuse an old one.
+    let restored = work.path().join("restored-quiet");
+    let out = restore_cli(&quiet, &restored);
+    assert!(out.status.success(), "{}", text(&out));
+    let copy = serve_restored(&app, &restored);
+    let t = copy.demo_token().await;
+    for path in [
+        "/api/balance",
+        "/accounts/balances",
+        "/api/transactions?size=100",
+        "/api/transactions?page=3&size=7",
+    ] {
+        let body = |app: &TestApp, token: String| {
+            let req = app.client.get(app.url(path)).bearer_auth(token);
+            async move { req.send().await.unwrap().body().limit(1 << 24).await.unwrap() }
+        };
+        let (a, b) = (body(&app, token.clone()).await, body(&copy, t.clone()).await);
+        assert_eq!(without_read_time(&a), without_read_time(&b), "{path} differs after the restore");
+    }
+    let (s, new) = copy.post_raw("/api/pix/cash-out", &t, &cash_out_body("after-restore", "1.00"), &[]).await;
+    assert_eq!(s, 201, "{new}");
+    let new_id = new["transactionId"].as_str().unwrap();
+    assert!(before.values().chain(during.values()).all(|id| id != new_id), "id {new_id} handed out twice");
+}
