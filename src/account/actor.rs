@@ -262,7 +262,10 @@ impl AccountActor {
         r: Result<T, RepoError>,
         ctx: &mut Context<Self>,
     ) -> Result<T, CommandError> {
-        r.map_err(|e| self.halt(&format!("storage read failed: {e}"), ctx))
+        r.map_err(|e| {
+            let corrupt = matches!(e, RepoError::Corrupt { .. });
+            self.halt_on_storage(&format!("storage read failed: {e}"), corrupt, ctx)
+        })
     }
 
     /// `n` fresh ids for a command. A full disk (no room to reserve ids) refuses the
@@ -276,7 +279,7 @@ impl AccountActor {
             let local_id = match self.deps.repo.store().generate_id() {
                 Ok(id) => id,
                 Err(e @ StoreError::Full(_)) => return Err(CommandError::Unavailable(Cause::new(e))),
-                Err(e) => return Err(self.halt(&format!("drawing ids failed: {e}"), ctx)),
+                Err(e) => return Err(self.halt_on_storage(&format!("drawing ids failed: {e}"), false, ctx)),
             };
             let mut bytes = [0u8; FRESH_RANDOM_BYTES];
             bytes.copy_from_slice(chunk);
@@ -349,14 +352,17 @@ impl AccountActor {
             Err(e @ RepoError::Store(StoreError::Full(_))) => {
                 return Err(CommandError::Unavailable(Cause::new(e)))
             }
-            Err(e) => return Err(self.halt(&format!("encoding a plan failed: {e}"), ctx)),
+            Err(e) => {
+                let corrupt = matches!(e, RepoError::Corrupt { .. });
+                return Err(self.halt_on_storage(&format!("encoding a plan failed: {e}"), corrupt, ctx));
+            }
         };
         self.prune_unapplied();
         let ticket = match self.deps.commit.submit(batch) {
             Ok(ticket) => ticket,
             // Refused before anything was written or applied: the command did not happen.
             Err(e @ CommitError::Full(_)) => return Err(CommandError::Unavailable(Cause::new(e))),
-            Err(e) => return Err(self.halt(&format!("the write was refused: {e}"), ctx)),
+            Err(e) => return Err(self.halt_on_storage(&format!("the write was refused: {e}"), false, ctx)),
         };
         self.last_ticket = ticket;
         // The log follows each payment: created (accepted, or received already final), then
@@ -562,6 +568,22 @@ impl AccountActor {
             }));
         }
         CommandError::Internal(Cause::msg(why))
+    }
+
+    /// Halts after storage failed under a command, before anything of it was applied: the
+    /// client may retry, so it answers 503 (`Unavailable`), as a database that does not
+    /// answer is a passing condition. A record that does not decode (`corrupt`) is damage
+    /// or a bug, and answers 500.
+    pub(super) fn halt_on_storage(
+        &mut self,
+        why: &str,
+        corrupt: bool,
+        ctx: &mut Context<Self>,
+    ) -> CommandError {
+        match self.halt(why, ctx) {
+            CommandError::Internal(cause) if !corrupt => CommandError::Unavailable(cause),
+            other => other,
+        }
     }
 
     /// Stops a halted actor once nothing it owes is outstanding.

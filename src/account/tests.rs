@@ -163,10 +163,11 @@ async fn a_storage_failure_halts_the_actor_and_the_next_one_loads_every_acknowle
     let f = fixture("10.00");
     let addr = f.actor();
     addr.send(cash_out("a", "1.00")).await.unwrap().unwrap();
-    // The next command's read of its externalId's owner fails: the actor halts.
+    // The next command's read of its externalId's owner fails: the actor halts, and the
+    // command, of which nothing was applied, answers "unavailable" (503: retry).
     f.base.set_failing(true);
     let failed = addr.send(cash_out("b", "1.00")).await.unwrap();
-    assert!(matches!(failed, Err(CommandError::Internal(_))), "{failed:?}");
+    assert!(matches!(failed, Err(CommandError::Unavailable(_))), "{failed:?}");
     f.base.set_failing(false);
     // Halted: it answers nothing more, then stops (its one write landed long ago).
     loop {

@@ -13,6 +13,8 @@ pub struct SledStore {
 /// sled's page cache, in MiB, unless the operator says otherwise. sled's own default (1 GiB)
 /// made a node that had touched a gigabyte of data hold a gigabyte of memory.
 pub const STORAGE_CACHE_MB_DEFAULT: u64 = 64;
+/// How long opening waits for a lock held by a handle that is closing.
+pub const SLED_LOCK_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl SledStore {
     /// Opens (or creates) the database under `dir` with the default cache. sled holds an
@@ -24,6 +26,21 @@ impl SledStore {
 
     /// Opens with a page cache of `cache_mb` MiB.
     pub fn open_with_cache(dir: &Path, cache_mb: u64) -> Result<SledStore, StoreError> {
+        // A handle this process dropped a moment ago (a restore, then the migration that
+        // reads it) keeps its lock until sled's background writes of it end: give those a
+        // moment before calling the data dir another process's.
+        let started = std::time::Instant::now();
+        loop {
+            match SledStore::try_open(dir, cache_mb) {
+                Err(StoreError::Locked(_)) if started.elapsed() < SLED_LOCK_WAIT_MAX => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn try_open(dir: &Path, cache_mb: u64) -> Result<SledStore, StoreError> {
         let db = sled::Config::new()
             .path(dir)
             .cache_capacity(cache_mb.saturating_mul(1024 * 1024))
