@@ -10,20 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/debug/pixgw}
-# Installs a Debian package; a fresh machine may have no package lists yet, so the first
-# failure refreshes them once and tries again.
-apt_install() {
-  command -v apt-get >/dev/null 2>&1 || return 1
-  apt-get install -y "$1" >/dev/null 2>&1 ||
-    { apt-get update >/dev/null 2>&1 && apt-get install -y "$1" >/dev/null 2>&1; }
-}
-if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
-  if ! apt_install nginx-light; then
-    echo "SKIPPED: nginx is not installed and could not be installed here"
-    exit 0
-  fi
-  pkill -x nginx 2>/dev/null || true # the package may start the system's own
-fi
+. .ci/lib.sh
+need_nginx
 for tool in openssl python3 curl; do
   if ! command -v "$tool" >/dev/null 2>&1; then
     apt_install "$tool" ||

@@ -50,11 +50,10 @@ wait_role "$base" leader 30 >/dev/null
 load=$!
 sleep "$KILL_AT"
 as_pg "$PG_BIN/pg_ctl" -D "$work/primary/data" -m immediate -w stop >/dev/null
-stopped=$(date +%s.%N)
 as_pg "$PG_BIN/pg_ctl" -D "$work/standby/data" -w promote >/dev/null
 echo "primary stopped (immediate) at ${KILL_AT}s, standby promoted"
 took=$(wait_role "$base" leader 60) || { echo "the node:"; grep -v "pixgw::access" "$work/node/stderr" | tail -25; exit 1; }
-echo "pixgw leads again on the promoted standby $(printf '%.2f' "$took") s after the primary stopped"
+echo "pixgw leads again on the promoted standby $took s after the promotion"
 wait "$load" || true
 python3 - "$work/load.json" <<'PY'
 import json, sys

@@ -45,15 +45,18 @@ node_start() {
 
 # wait_role BASE ROLE SECONDS: polls /healthz until it names ROLE; prints the seconds taken.
 wait_role() {
-  local base=$1 role=$2 within=$3 start; start=$(date +%s.%N)
+  local base=$1 role=$2 within=$3 start; start=$(date +%s%N)
   while ! curl -s -m 1 "$base/healthz" 2>/dev/null | grep -q "\"role\":\"$role\""; do
-    if (( $(echo "$(date +%s.%N) - $start > $within" | bc) )); then
+    if (( $(date +%s%N) - start > within * 1000000000 )); then
       echo "$base is not the $role after ${within}s" >&2; return 1
     fi
     sleep 0.05
   done
-  echo "$(date +%s.%N) - $start" | bc
+  seconds_since "$start"
 }
+
+# seconds_since NANOS: the seconds from NANOS (date +%s%N) to now, with two decimals.
+seconds_since() { local ms=$(( ($(date +%s%N) - $1) / 1000000 )); printf '%d.%02d\n' $((ms / 1000)) $((ms % 1000 / 10)); }
 
 # pct FILE... : p50 and p99 (ms) of the latency column (3rd, µs) of pgbench logs.
 pct() {

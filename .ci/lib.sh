@@ -1,0 +1,17 @@
+# Helpers the CI scripts source.
+
+# Installs a Debian package; a fresh machine may have no package lists yet, so the first
+# failure refreshes them once and tries again.
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 || return 1
+  apt-get install -y "$1" >/dev/null 2>&1 ||
+    { apt-get update >/dev/null 2>&1 && apt-get install -y "$1" >/dev/null 2>&1; }
+}
+
+# Makes sure nginx is here (installing nginx-light), or says SKIPPED and exits 0.
+need_nginx() {
+  if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+    apt_install nginx-light || { echo "SKIPPED: nginx is not installed and could not be installed here"; exit 0; }
+    pkill -x nginx 2>/dev/null || true # the package may start the system's own
+  fi
+}
