@@ -15,3 +15,13 @@ need_nginx() {
     pkill -x nginx 2>/dev/null || true # the package may start the system's own
   fi
 }
+
+# Makes sure each named tool is here (installing the package of the same name), or says
+# SKIPPED and exits 0.
+need_tools() {
+  for tool in "$@"; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      apt_install "$tool" || { echo "SKIPPED: $tool is not installed and could not be installed here"; exit 0; }
+    fi
+  done
+}

@@ -12,12 +12,7 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-target/debug/pixgw}
 . .ci/lib.sh
 need_nginx
-for tool in openssl python3 curl; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    apt_install "$tool" ||
-      { echo "SKIPPED: $tool is not installed and could not be installed here"; exit 0; }
-  fi
-done
+need_tools openssl python3 curl
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 dir=$(mktemp -d)
 pid="" npid=""

@@ -11,8 +11,13 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-target/debug/pixgw}
 . .ci/lib.sh
 need_nginx
+need_tools python3 curl
 if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
-  apt_install postgresql || { echo "SKIPPED: PostgreSQL is not installed and could not be installed here"; exit 0; }
+  if ! apt_install postgresql; then
+    [ "${CI:-}" = true ] && { echo "FAIL: PostgreSQL is required under CI and could not be installed" >&2; exit 1; }
+    echo "SKIPPED: PostgreSQL is not installed and could not be installed here"
+    exit 0
+  fi
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 PIXGW=$BIN

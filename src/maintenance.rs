@@ -112,18 +112,27 @@ pub fn manifest(dir: &Path) -> anyhow::Result<Manifest> {
     serde_json::from_slice(&text).with_context(|| format!("reading {}", path.display()))
 }
 
-/// Makes the data dir `data_dir` from the backup in `from`.
+/// Makes the data dir `data_dir` from the backup in `from`. The manifest must describe
+/// the stream beside it (its size and SHA-256), so that two backups' files mixed by hand
+/// are refused before anything is built.
 pub fn restore(from: &Path, data_dir: &Path) -> anyhow::Result<Summary> {
     let manifest = manifest(from)?;
     let stream = from.join(BACKUP_FILE);
-    let file = std::fs::File::open(&stream).with_context(|| format!("opening {}", stream.display()))?;
-    let summary = backup::restore(file, data_dir, Repo::layout())?;
-    if summary != manifest.summary {
-        // The data dir was built from a stream that checked out on its own; a manifest of
-        // another backup beside it is the operator's to look at, not a reason to lose it.
-        tracing::warn!("the manifest describes another backup than the stream beside it");
+    let mut file = std::fs::File::open(&stream).with_context(|| format!("opening {}", stream.display()))?;
+    let (mut hash, mut bytes, mut buf) = (Sha256::new(), 0u64, vec![0u8; 1 << 20]);
+    loop {
+        let n = std::io::Read::read(&mut file, &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hash.update(&buf[..n]);
+        bytes += n as u64;
     }
-    Ok(summary)
+    if (bytes, hex(&hash.finalize())) != (manifest.bytes, manifest.sha256.clone()) {
+        bail!("{} is not the stream its manifest describes (size or SHA-256 differ)", stream.display());
+    }
+    let file = std::fs::File::open(&stream).with_context(|| format!("opening {}", stream.display()))?;
+    Ok(backup::restore(file, data_dir, Repo::layout())?)
 }
 
 /// Where `pixgw migrate` reads from.

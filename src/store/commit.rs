@@ -149,8 +149,6 @@ pub struct GroupCommit {
     /// The watermark again, for writers that wait on a thread rather than a task.
     durable_sync: (Mutex<Progress>, Condvar),
     flushes: AtomicU64,
-    /// The last group's sequence number in the log, once it is durable.
-    last_seq: AtomicU64,
     overlay: Arc<Overlay>,
     /// The file journal's shared parts (room, faults, disk use); `None` on other logs.
     journal: Option<JournalHandle>,
@@ -250,7 +248,6 @@ impl GroupCommit {
             progress,
             durable_sync: (Mutex::new(Progress::default()), Condvar::new()),
             flushes: AtomicU64::new(0),
-            last_seq: AtomicU64::new(0),
             overlay: Arc::new(Overlay::new(base, me.clone() as std::sync::Weak<dyn IdSource>)),
             journal,
             tail,
@@ -284,7 +281,7 @@ impl GroupCommit {
 
     /// The sequence number of the last group made durable since start (0: none yet).
     pub fn last_seq(&self) -> u64 {
-        self.last_seq.load(Ordering::Acquire)
+        self.overlay.last_seq()
     }
 
     /// How many groups were written (the group size is writes / flushes).
@@ -393,7 +390,6 @@ impl GroupCommit {
                     };
                     if let Some(seq) = seq {
                         self.overlay.put_group(merged, seq);
-                        self.last_seq.store(seq, Ordering::Release);
                     }
                     metrics::histogram!("pixgw_commit_apply_seconds").record(write_seconds);
                     metrics::histogram!("pixgw_commit_seconds").record(started.elapsed().as_secs_f64());

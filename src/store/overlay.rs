@@ -120,6 +120,11 @@ impl Overlay {
         self.read().active_bytes
     }
 
+    /// The journal sequence number of the last durable group put here since start (0: none).
+    pub fn last_seq(&self) -> u64 {
+        self.read().active_seq
+    }
+
     /// Whether a checkpoint is being written (the frozen layer is not empty).
     pub fn checkpointing(&self) -> bool {
         !self.read().frozen.is_empty()

@@ -197,6 +197,17 @@ async fn a_backup_taken_while_cash_outs_stream_restores_every_acknowledged_one_a
     let again = backup_cli(&app, &quiet);
     assert!(!again.status.success() && text(&again).contains("not empty"), "{}", text(&again));
 
+    // The route is the admin's; a manifest of another backup beside a stream is refused.
+    let res = app.client.get(app.url("/admin/backup")).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 401);
+    let mixed = work.path().join("mixed");
+    std::fs::create_dir(&mixed).unwrap();
+    std::fs::copy(quiet.join("backup.pixgw"), mixed.join("backup.pixgw")).unwrap();
+    std::fs::copy(streamed.join("manifest.json"), mixed.join("manifest.json")).unwrap();
+    let refused = restore_cli(&mixed, &work.path().join("never"));
+    assert!(!refused.status.success() && text(&refused).contains("manifest describes"), "{}", text(&refused));
+    assert!(!work.path().join("never").exists());
+
     // Restored from the streamed backup: every cash-out acknowledged before it began is there,
     // nothing is there twice or unsent, and the books balance once the pending ones settle.
     let restored = work.path().join("restored");
