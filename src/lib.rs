@@ -59,4 +59,5 @@ pub mod sim;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod trust;
 pub mod webhooks;

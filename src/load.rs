@@ -9,10 +9,19 @@
 //!
 //! At the end it waits for the account's payments to settle and checks, against the
 //! server's own figures, that:
-//! - the server counts exactly as many new Pix out transactions as it accepted (201);
+//! - the server counts exactly as many new Pix out transactions as it accepted (201), plus
+//!   those of the cash-outs in doubt that it finds;
 //! - the available balance equals the balance before, plus the funding, minus value and
-//!   fee of every accepted cash-out, plus those that ended in ERROR (their money returns);
+//!   fee of every accepted (or found) cash-out, plus those that ended in ERROR (their money
+//!   returns);
 //! - no externalId was accepted twice.
+//!
+//! A cash-out is *in doubt* when it was sent and no answer says what became of it: the
+//! connection broke after the request left (a server killed or re-executing, a proxy cut),
+//! or a 5xx, which docs/decisions.md calls an unknown outcome. A client resolves such a
+//! request by its externalId, and so does the check: it reads each one back
+//! (`GET /api/transactions/{externalId}`) and counts those the server holds. A request that
+//! never reached a connection (refused, no route) is not in doubt: nothing was sent.
 //!
 //! A violation makes the exit status non-zero.
 
@@ -23,6 +32,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use awc::error::{ConnectError, SendRequestError};
 use chrono::Utc;
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
@@ -152,6 +162,9 @@ struct Stats {
     accepted: HashSet<String>,
     /// externalIds accepted more than once: a broken promise of the server.
     accepted_twice: Vec<String>,
+    /// externalIds of cash-outs sent without an answer that says what became of them.
+    /// With the status each last answered (0: the connection was cut after sending).
+    in_doubt: BTreeMap<String, u16>,
     recording: bool,
 }
 
@@ -169,14 +182,18 @@ impl Ctx {
     async fn one(&self, n: u64, intended: Instant) {
         let op = op_for(self.settings.scenario, &self.settings.mix, n);
         let sent = Instant::now();
-        let (status, body, external) = self.send(op, n).await;
+        let (status, body, external, sent_out) = self.send(op, n).await;
         let elapsed = intended.elapsed();
         let service = sent.elapsed();
         let late = sent.saturating_duration_since(intended);
         let mut s = self.stats.borrow_mut();
-        if let Some(ext) = external.filter(|_| status == 201) {
-            if !s.accepted.insert(ext.clone()) {
-                s.accepted_twice.push(ext);
+        if let Some(ext) = external {
+            if status == 201 {
+                if !s.accepted.insert(ext.clone()) {
+                    s.accepted_twice.push(ext);
+                }
+            } else if outcome_unknown(status, sent_out) {
+                s.in_doubt.insert(ext, status);
             }
         }
         if !s.recording {
@@ -198,8 +215,9 @@ impl Ctx {
         }
     }
 
-    /// Sends one request; answers (status or 0, JSON body, the externalId of a cash-out).
-    async fn send(&self, op: Op, n: u64) -> (u16, Value, Option<String>) {
+    /// Sends one request; answers (status or 0, JSON body, the externalId of a cash-out,
+    /// whether the request may have reached the server).
+    async fn send(&self, op: Op, n: u64) -> (u16, Value, Option<String>, bool) {
         let auth = format!("Bearer {}", self.token);
         let (req, body, external) = match op {
             Op::Healthz => (self.client.get(format!("{}/healthz", self.base)), None, None),
@@ -256,11 +274,47 @@ impl Ctx {
             Ok(mut res) => {
                 let status = res.status().as_u16();
                 let bytes = res.body().limit(1 << 20).await.unwrap_or_default();
-                (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null), external)
+                (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null), external, true)
             }
-            Err(_) => (0, Value::Null, external),
+            // No connection was made, so no byte of the request left. (awc also reports an end
+            // of stream before the response's head as `Disconnected`, after the request was
+            // written: that one is in doubt.)
+            Err(SendRequestError::Connect(e)) if !matches!(e, ConnectError::Disconnected) => {
+                (0, Value::Null, external, false)
+            }
+            Err(_) => (0, Value::Null, external, true),
         }
     }
+}
+
+/// Whether a cash-out answered `status` (0: no answer) may have been applied all the same.
+/// A 4xx is a refusal (nothing changed); a 5xx says the outcome is unknown.
+fn outcome_unknown(status: u16, sent: bool) -> bool {
+    (status == 0 && sent) || status >= 500
+}
+
+/// Reads each cash-out in doubt back by its externalId; answers how many the server holds,
+/// of those cut after sending and of those answered 5xx, or why one could not be learned.
+async fn resolve_in_doubt(ctx: &Ctx, in_doubt: &[(String, u16)]) -> Result<(u64, u64), String> {
+    let mut found = (0, 0);
+    for (ext, status) in in_doubt {
+        let encoded = percent_encoding::utf8_percent_encode(ext, percent_encoding::NON_ALPHANUMERIC);
+        let url = format!("{}/api/transactions/{encoded}", ctx.base);
+        let res = ctx
+            .client
+            .get(&url)
+            .insert_header(("Authorization", format!("Bearer {}", ctx.token)))
+            .send()
+            .await;
+        match res.map(|r| r.status().as_u16()) {
+            Ok(200) if *status == 0 => found.0 += 1,
+            Ok(200) => found.1 += 1,
+            Ok(404) => {}
+            Ok(status) => return Err(format!("{ext}: GET {url} answered {status}")),
+            Err(e) => return Err(format!("{ext}: GET {url}: {e}")),
+        }
+    }
+    Ok(found)
 }
 
 /// What the server says before and after a run.
@@ -507,8 +561,21 @@ async fn consistency(ctx: &Ctx, before: &Snapshot, fee: Money) -> anyhow::Result
         tokio::time::sleep(Duration::from_millis(200)).await;
         after = snapshot(&ctx.client, &ctx.base, &ctx.token).await?;
     }
+    // The in-doubt ones another request of the same externalId got a 201 for are counted
+    // already (a duplicate storm).
+    let in_doubt: Vec<(String, u16)> = {
+        let st = ctx.stats.borrow();
+        st.in_doubt
+            .iter()
+            .filter(|(ext, _)| !st.accepted.contains(*ext))
+            .map(|(e, s)| (e.clone(), *s))
+            .collect()
+    };
+    let cut = in_doubt.iter().filter(|(_, s)| *s == 0).count();
+    let landed = resolve_in_doubt(ctx, &in_doubt).await;
     let st = ctx.stats.borrow();
-    let accepted = st.accepted.len() as u64 + st.accepted_twice.len() as u64;
+    let acknowledged = st.accepted.len() as u64 + st.accepted_twice.len() as u64;
+    let accepted = acknowledged + landed.as_ref().map_or(0, |(c, f)| c + f);
     let errored = after.withdrawal_errors.saturating_sub(before.withdrawal_errors);
     let per = ctx.settings.value.checked_add(fee).unwrap_or(ctx.settings.value);
     let times = |m: Money, n: u64| -> Option<Money> {
@@ -524,6 +591,18 @@ async fn consistency(ctx: &Ctx, before: &Snapshot, fee: Money) -> anyhow::Result
         checks.push(json!({"check": name, "ok": pass, "detail": detail}));
     };
     check(
+        "cash-outs in doubt resolved by their externalId",
+        landed.is_ok(),
+        match &landed {
+            Ok((found_cut, found_5xx)) => format!(
+                "{} sent without an answer that says what became of them ({cut} cut after sending, {} answered 5xx); found on the server and counted as accepted: {found_cut} of those cut, {found_5xx} of the 5xx",
+                in_doubt.len(),
+                in_doubt.len() - cut
+            ),
+            Err(why) => format!("{} in doubt; could not read one back: {why}", in_doubt.len()),
+        },
+    );
+    check(
         "settled",
         after.blocked <= before.blocked,
         format!("blocked {} before, {} after (waited up to 60 s)", before.blocked, after.blocked),
@@ -532,8 +611,9 @@ async fn consistency(ctx: &Ctx, before: &Snapshot, fee: Money) -> anyhow::Result
         "server counts every accepted cash-out once",
         after.withdrawals - before.withdrawals.min(after.withdrawals) == accepted,
         format!(
-            "{} new Pix out transactions on the server, {accepted} accepted here",
-            after.withdrawals.saturating_sub(before.withdrawals)
+            "{} new Pix out transactions on the server, {accepted} accepted here ({acknowledged} answered 201, {} found in doubt)",
+            after.withdrawals.saturating_sub(before.withdrawals),
+            accepted - acknowledged
         ),
     );
     check(
@@ -555,7 +635,14 @@ async fn consistency(ctx: &Ctx, before: &Snapshot, fee: Money) -> anyhow::Result
             st.accepted_twice.iter().take(5).collect::<Vec<_>>()
         ),
     );
-    Ok(json!({"ok": ok, "checks": checks, "acceptedCashOuts": accepted}))
+    Ok(json!({
+        "ok": ok,
+        "checks": checks,
+        "acceptedCashOuts": accepted,
+        "acknowledgedCashOuts": acknowledged,
+        "inDoubt": in_doubt.len(),
+        "inDoubtFound": accepted - acknowledged,
+    }))
 }
 
 fn summary_json(s: &LoadSettings, st: &Stats, elapsed: Duration, report: &Value) -> Value {
@@ -667,5 +754,15 @@ mod tests {
         assert_eq!(ops.iter().filter(|o| **o == Op::CashOut).count(), 2);
         assert!(!ops.contains(&Op::List));
         assert_eq!(op_for(Scenario::DuplicateStorm, &mix, 5), Op::CashOut);
+    }
+
+    #[test]
+    fn only_a_request_that_may_have_left_or_a_5xx_is_in_doubt() {
+        assert!(outcome_unknown(0, true), "cut after sending");
+        assert!(!outcome_unknown(0, false), "no connection: nothing left");
+        assert!(outcome_unknown(500, true) && outcome_unknown(503, true));
+        for refused in [201, 400, 409, 422, 499] {
+            assert!(!outcome_unknown(refused, true), "{refused}");
+        }
     }
 }

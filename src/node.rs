@@ -171,8 +171,17 @@ pub async fn serve(settings: Settings, url: PgUrl) -> anyhow::Result<()> {
                 }
                 tokio::time::sleep(WATCH_EVERY).await;
             };
+            // Deposed first: from now on every new request answers 503 at once (a client
+            // or a proxy retries it elsewhere). The writes already queued are left to settle
+            // (the committer may be reading a lost group back) while the socket still
+            // answers; only then does the server stop, so the port is closed for the
+            // moment of the re-execution alone.
             leadership.depose();
             *gave_up.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+            let settle_until = Instant::now() + GIVE_UP_DRAIN_MAX;
+            while commit.queue_depth() > 0 && commit.failure().is_none() && Instant::now() < settle_until {
+                tokio::time::sleep(WATCH_EVERY).await;
+            }
             let _ = tokio::time::timeout(GIVE_UP_DRAIN_MAX, handle.stop(true)).await;
         })
     };

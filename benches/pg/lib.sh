@@ -19,7 +19,11 @@ pg_new() {
 
 pg_up() {
   as_pg "$PG_BIN/pg_ctl" -D "$1/data" -l "$1/log" -w \
-    -o "-p $2 -k $1 -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null
+    -o "-p $2 -k $1 -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null || {
+    echo "PostgreSQL did not start on port $2; its log:" >&2
+    tail -5 "$1/log" >&2
+    return 1
+  }
 }
 
 pg_down() { as_pg "$PG_BIN/pg_ctl" -D "$1/data" -m "${2:-fast}" -w stop >/dev/null 2>&1 || true; }

@@ -11,9 +11,12 @@
 //!   response was) answers 409 too: its outcome is unknown here, and the client finds it by
 //!   its externalId. Nothing runs twice.
 //!
-//! Only a success (2xx) is kept. A refusal (4xx) changed nothing by rule, and a 503 means
-//! the request did not happen, so their record is deleted and the key may be used again; a
-//! 500 keeps the record (the outcome is unknown). Keys are kept for
+//! Only a success (2xx) is kept. A refusal (4xx) changed nothing by rule, and neither did a
+//! 503 refused before the request ran (a standby, a full disk), so their record is deleted
+//! and the key may be used again; a 500 keeps the record (the outcome is unknown). A 503
+//! after a storage failure may hide a write that landed, but then storage refuses every
+//! write, the deletion included: the record stays as it was written before the request ran,
+//! and a repeat is 409 "interrupted" until the client finds the payment by its externalId. Keys are kept for
 //! [`IDEMPOTENCY_KEY_TTL_HOURS`] on the server clock. The interface's own rules are
 //! untouched: a repeated externalId is still 400, and `/dict/pix` keeps its
 //! `x-idempotency-key`. The routes of operators are left out: creating an account and
@@ -214,8 +217,9 @@ async fn run(
         }
         return Ok(ServiceResponse::new(request, head.set_body(BoxBody::new(bytes))));
     }
-    // A refusal changed nothing and a 503 did not happen: the key is free again. Anything
-    // else (a 500) keeps its record, since the outcome is unknown.
+    // A refusal changed nothing and a 503 did not run (after a storage failure this
+    // deletion is refused with every other write, see the module doc): the key is free
+    // again. Anything else (a 500) keeps its record, since the outcome is unknown.
     if status.is_client_error() || status == StatusCode::SERVICE_UNAVAILABLE {
         if let Err(e) = state.repo.delete_request_record(account, key).await {
             tracing::error!(error = %e, "the record of a refused idempotent request was not deleted");

@@ -23,8 +23,6 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use actix_web::http::Uri;
 use actix_web::web::Bytes;
-use anyhow::Context as _;
-use rustls::pki_types::CertificateDer;
 use rustls::ClientConfig;
 
 use crate::domain::delivery::address_allowed;
@@ -44,25 +42,10 @@ pub struct Policy {
 /// The TLS settings of every sender: the public web roots, plus the CA of
 /// `PIXGW_WEBHOOK_CA_FILE` (PEM, one or more certificates) when given.
 pub fn tls_config(ca_file: Option<&Path>) -> anyhow::Result<Arc<ClientConfig>> {
-    // Only ring is compiled in; installing it is idempotent and spares a panic if another
-    // crate's features ever enable a second provider.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut roots = actix_tls::connect::rustls_0_23::webpki_roots_cert_store();
+    crate::trust::install_provider();
+    let mut roots = crate::trust::public_roots();
     if let Some(path) = ca_file {
-        let bytes =
-            std::fs::read(path).with_context(|| format!("reading the webhook CA file {}", path.display()))?;
-        let mut added = 0;
-        for pem in x509_parser::pem::Pem::iter_from_buffer(&bytes) {
-            let pem = pem.with_context(|| format!("the webhook CA file {} is not PEM", path.display()))?;
-            if pem.label != "CERTIFICATE" {
-                continue;
-            }
-            roots
-                .add(CertificateDer::from(pem.contents))
-                .with_context(|| format!("a certificate of {} is not a usable CA", path.display()))?;
-            added += 1;
-        }
-        anyhow::ensure!(added > 0, "the webhook CA file {} holds no CERTIFICATE", path.display());
+        crate::trust::add_pem_file(&mut roots, path, "webhook CA file").map_err(anyhow::Error::msg)?;
     }
     let mut config = ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];

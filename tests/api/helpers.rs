@@ -407,3 +407,56 @@ impl TestApp {
         }
     }
 }
+
+/// A TCP proxy to `upstream` (host:port); answers its own host:port. It forwards both ways,
+/// except that the first chunk a client sends for which `cut` is true marks its connection:
+/// the next chunk the server answers on it is dropped and both sides are closed, as a crash
+/// or a network cut right after the server acted would do. Only the first match cuts.
+pub fn cutting_proxy(upstream: &str, cut: impl Fn(&[u8]) -> bool + Send + Sync + 'static) -> String {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let upstream = upstream.to_owned();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let cut = Arc::new(cut);
+    let used = Arc::new(AtomicBool::new(false));
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            let Ok(server) = TcpStream::connect(&upstream) else { return };
+            let cut_next = Arc::new(AtomicBool::new(false));
+            let (mut from_client, mut to_server) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let (cut, used, mark) = (Arc::clone(&cut), Arc::clone(&used), Arc::clone(&cut_next));
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 1 << 16];
+                while let Ok(n @ 1..) = from_client.read(&mut buf) {
+                    // Marked before it is forwarded: the answer cannot come sooner.
+                    if !used.load(Ordering::SeqCst) && cut(&buf[..n]) && !used.swap(true, Ordering::SeqCst) {
+                        mark.store(true, Ordering::SeqCst);
+                    }
+                    if to_server.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = to_server.shutdown(Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let (mut from_server, mut to_client) = (server, client);
+                let mut buf = vec![0u8; 1 << 16];
+                while let Ok(n @ 1..) = from_server.read(&mut buf) {
+                    if cut_next.load(Ordering::SeqCst) {
+                        let _ = to_client.shutdown(Shutdown::Both);
+                        let _ = from_server.shutdown(Shutdown::Both);
+                        return;
+                    }
+                    if to_client.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = to_client.shutdown(Shutdown::Write);
+            });
+        }
+    });
+    addr
+}

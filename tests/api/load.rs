@@ -3,12 +3,16 @@
 
 use serde_json::Value;
 
-use crate::helpers::{bin, TestApp};
+use crate::helpers::{bin, cutting_proxy, TestApp};
 
 fn load(app: &TestApp, args: &[&str]) -> (bool, Value) {
+    load_through(app, &app.base, args)
+}
+
+fn load_through(app: &TestApp, base: &str, args: &[&str]) -> (bool, Value) {
     let dir = app.data_dir();
     let out = std::process::Command::new(bin())
-        .args(["load", "--url", &app.base, "--data-dir"])
+        .args(["load", "--url", base, "--data-dir"])
         .arg(&dir)
         .args(["--warmup", "0s", "--json", "--fund", "100"])
         .args(args)
@@ -49,4 +53,33 @@ async fn an_open_loop_mixed_run_keeps_its_rate_and_its_books() {
     // 100 requests due every 5 ms take about half a second, not less.
     assert!(s["seconds"].as_f64().unwrap() >= 0.49, "{s:#}");
     assert_eq!(s["consistency"]["ok"], true, "{s:#}");
+}
+
+/// A cash-out whose answer is lost after the server committed it is neither acknowledged
+/// nor missing: the check reads it back by its externalId and counts it (before, the
+/// server's count and the balance disagreed with the tool's by one and the check failed).
+#[actix_rt::test]
+async fn a_cash_out_whose_answer_was_cut_is_read_back_and_counted() {
+    let app = TestApp::spawn_fast().await;
+    // The answer to the sixth cash-out is lost.
+    let sent = std::sync::atomic::AtomicUsize::new(0);
+    let upstream = app.base.trim_start_matches("http://");
+    let proxy = format!(
+        "http://{}",
+        cutting_proxy(upstream, move |chunk| {
+            chunk.starts_with(b"POST /api/pix/cash-out")
+                && sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == 6
+        })
+    );
+    let (ok, s) = load_through(&app, &proxy, &["--requests", "30", "--connections", "2"]);
+    assert!(ok, "{s:#}");
+    let c = &s["consistency"];
+    assert_eq!(s["byStatus"]["0"], 1, "exactly one answer was cut: {s:#}");
+    assert_eq!(s["byStatus"]["201"], 29, "{s:#}");
+    assert_eq!((c["inDoubt"].as_u64(), c["inDoubtFound"].as_u64()), (Some(1), Some(1)), "{s:#}");
+    assert_eq!((c["acknowledgedCashOuts"].as_u64(), c["acceptedCashOuts"].as_u64()), (Some(29), Some(30)));
+    // The server holds 30 cash-outs, and so does the check.
+    let token = app.demo_token().await;
+    let (_, list) = app.get_with("/api/transactions?type=WITHDRAW&size=1", &token).await;
+    assert_eq!(list["metadata"]["total"], 30, "{list}");
 }

@@ -13,6 +13,8 @@ pub struct PgCluster {
     dir: tempfile::TempDir,
     bin: PathBuf,
     pub port: u16,
+    /// Server options beyond the common ones (TLS).
+    extra: String,
 }
 
 /// Where Debian installs the server binaries (the newest version present).
@@ -38,6 +40,16 @@ impl PgCluster {
     /// Starts a cluster, or answers `None` (with one printed line) where PostgreSQL is not
     /// installed outside CI.
     pub fn start(test: &str) -> Option<PgCluster> {
+        Self::start_with(test, None)
+    }
+
+    /// Starts a cluster that accepts TCP connections over TLS only, with this certificate
+    /// and key (PEM).
+    pub fn start_tls(test: &str, cert_pem: &str, key_pem: &str) -> Option<PgCluster> {
+        Self::start_with(test, Some((cert_pem, key_pem)))
+    }
+
+    fn start_with(test: &str, tls: Option<(&str, &str)>) -> Option<PgCluster> {
         let Some(bin) = server_bin() else {
             let how = "PostgreSQL is not installed: apt-get install postgresql";
             if std::env::var("CI").is_ok_and(|v| v == "true") {
@@ -51,9 +63,30 @@ impl PgCluster {
             let ok = Command::new("chown").arg("postgres").arg(dir.path()).status().unwrap().success();
             assert!(ok, "chown of the cluster dir to postgres failed");
         }
-        let cluster = PgCluster { dir, bin, port: free_port() };
+        let mut cluster = PgCluster { dir, bin, port: free_port(), extra: String::new() };
         let data = cluster.data();
         cluster.run("initdb", &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"]);
+        if let Some((cert, key)) = tls {
+            let data = PathBuf::from(&data);
+            std::fs::write(data.join("server.crt"), cert).unwrap();
+            std::fs::write(data.join("server.key"), key).unwrap();
+            let hba = "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostnossl all all 127.0.0.1/32 reject\n";
+            std::fs::write(data.join("pg_hba.conf"), hba).unwrap();
+            // The server refuses a key that others may read, or that it does not own.
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(data.join("server.key"), std::fs::Permissions::from_mode(0o600))
+                .unwrap();
+            if is_root() {
+                let ok = Command::new("chown")
+                    .arg("postgres")
+                    .args([data.join("server.crt"), data.join("server.key"), data.join("pg_hba.conf")])
+                    .status()
+                    .unwrap()
+                    .success();
+                assert!(ok, "chown of the TLS files to postgres failed");
+            }
+            cluster.extra = " -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key".into();
+        }
         cluster.start_server();
         Some(cluster)
     }
@@ -78,9 +111,10 @@ impl PgCluster {
     /// Starts the server (again) and waits until it accepts connections.
     pub fn start_server(&self) {
         let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=100",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=100{}",
             self.port,
-            self.dir.path().display()
+            self.dir.path().display(),
+            self.extra
         );
         let log = self.dir.path().join("server.log").display().to_string();
         self.run("pg_ctl", &["-D", &self.data(), "-o", &options, "-l", &log, "-w", "-t", "60", "start"]);

@@ -177,7 +177,12 @@ impl ApiError {
             ApiError::Storage(RepoError::Store(_)) => simple(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "SERVICE_UNAVAILABLE",
-                "storage is unavailable; retry later".to_owned(),
+                // After a storage failure a write may have landed without its answer: the
+                // client resolves it as docs/decisions.md "Money out: the account actor and
+                // durability" says (storage failure is fail-stop).
+                "storage is unavailable; a change this request asked for may or may not have been made: \
+                 retry later with the same externalId (or Idempotency-Key), or look it up by its externalId"
+                    .to_owned(),
                 "The service is temporarily unavailable.",
             ),
             ApiError::Storage(RepoError::Corrupt { .. }) | ApiError::Internal(_) => simple(

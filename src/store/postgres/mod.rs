@@ -44,12 +44,17 @@ pub const PG_POOL_SIZE_MAX: usize = 8;
 /// Pairs a reverse scan reads per query.
 const SCAN_REV_CHUNK: i64 = 256;
 /// How long the committer tries to learn the outcome of a group whose connection was lost
-/// before it gives up (the node then starts again and reads the database).
-pub const IN_DOUBT_RESOLVE_MAX: Duration = Duration::from_secs(8);
+/// before it gives up: its requests then answer 503 (an unknown outcome, which a client
+/// resolves by the externalId) and the node starts again and reads the database. Long
+/// enough for a read-back on a database that is there (or on a standby just promoted),
+/// short enough that a database that is gone does not hold requests: they answer at once.
+pub const IN_DOUBT_RESOLVE_MAX: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum PgError {
-    #[error("{0}")]
+    /// Shown with its causes: tokio-postgres says only "db error" at the top, and the
+    /// server's message (or the TLS failure) is below it.
+    #[error("{}", with_causes(.0))]
     Db(#[from] tokio_postgres::Error),
     #[error("the database did not answer within {0:?}")]
     Timeout(Duration),
@@ -59,6 +64,21 @@ pub enum PgError {
     Deposed(u64),
     #[error("{0}")]
     Other(String),
+}
+
+/// An error and each of its sources, joined by ": ".
+fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = cause.source();
+    }
+    out
 }
 
 impl From<PgError> for StoreError {
@@ -72,6 +92,17 @@ impl From<PgError> for StoreError {
 pub struct PgUrl {
     config: tokio_postgres::Config,
     shown: String,
+    tls: PgTls,
+}
+
+/// How a node's connections to the database are secured.
+#[derive(Clone)]
+enum PgTls {
+    /// Plain TCP: `sslmode` absent, `disable`, `allow` or `prefer`.
+    Plain,
+    /// TLS that checks the server's certificate chain and its name for every host:
+    /// `sslmode` `require`, `verify-ca` or `verify-full`.
+    Verified(tokio_postgres_rustls::MakeRustlsConnect),
 }
 
 impl std::fmt::Debug for PgUrl {
@@ -86,15 +117,151 @@ impl std::fmt::Display for PgUrl {
     }
 }
 
+/// The TLS settings a libpq connection string may carry that tokio-postgres does not read
+/// itself (`sslrootcert`, and `sslmode` beyond disable/prefer/require).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct TlsParams {
+    sslmode: Option<String>,
+    sslrootcert: Option<String>,
+}
+
+/// Takes `sslmode` and `sslrootcert` out of a connection string, in either form; answers the
+/// rest of the string and what was taken.
+fn take_tls_params(text: &str) -> Result<(String, TlsParams), String> {
+    let mut taken = TlsParams::default();
+    let mut keep = |key: &str, value: String| -> bool {
+        match key {
+            "sslmode" => taken.sslmode = Some(value),
+            "sslrootcert" => taken.sslrootcert = Some(value),
+            _ => return true,
+        }
+        false
+    };
+    if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+        let Some((base, query)) = text.split_once('?') else { return Ok((text.to_owned(), taken)) };
+        let mut rest = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let value = percent_encoding::percent_decode_str(v).decode_utf8_lossy().into_owned();
+            if keep(k, value) {
+                rest.push(pair);
+            }
+        }
+        let rest = if rest.is_empty() { base.to_owned() } else { format!("{base}?{}", rest.join("&")) };
+        return Ok((rest, taken));
+    }
+    // key = value pairs, a value quoted with '' where it holds spaces (\' and \\ escaped).
+    let chars: Vec<char> = text.chars().collect();
+    let (mut i, mut rest) = (0, String::new());
+    while i < chars.len() {
+        if chars[i].is_whitespace() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && chars[i] != '=' && !chars[i].is_whitespace() {
+            i += 1;
+        }
+        let key: String = chars[start..i].iter().collect();
+        while i < chars.len() && chars[i].is_whitespace() {
+            i += 1;
+        }
+        if chars.get(i) != Some(&'=') {
+            return Err(format!("not a PostgreSQL connection string: `{key}` has no value"));
+        }
+        i += 1;
+        while i < chars.len() && chars[i].is_whitespace() {
+            i += 1;
+        }
+        let mut value = String::new();
+        if chars.get(i) == Some(&'\'') {
+            i += 1;
+            loop {
+                match chars.get(i) {
+                    None => {
+                        return Err(format!(
+                            "not a PostgreSQL connection string: the value of `{key}` is not closed"
+                        ))
+                    }
+                    Some('\'') => break,
+                    Some('\\') if i + 1 < chars.len() => {
+                        value.push(chars[i + 1]);
+                        i += 1;
+                    }
+                    Some(c) => value.push(*c),
+                }
+                i += 1;
+            }
+            i += 1;
+        } else {
+            while i < chars.len() && !chars[i].is_whitespace() {
+                value.push(chars[i]);
+                i += 1;
+            }
+        }
+        if keep(&key, value) {
+            rest.push_str(&chars[start..i].iter().collect::<String>());
+            rest.push(' ');
+        }
+    }
+    Ok((rest.trim_end().to_owned(), taken))
+}
+
+impl PgTls {
+    /// What `sslmode` and `sslrootcert` ask for. Any TLS pixgw makes checks the server's
+    /// certificate and name (docs/storage.md "TLS to the database"): against the PEM file
+    /// `sslrootcert` alone where it is given, else against the public web roots.
+    fn from_params(p: &TlsParams) -> Result<PgTls, String> {
+        match p.sslmode.as_deref() {
+            None | Some("disable" | "allow" | "prefer") => match &p.sslrootcert {
+                Some(_) => {
+                    Err("sslrootcert is given but sslmode does not ask for TLS: add sslmode=verify-full"
+                        .into())
+                }
+                None => Ok(PgTls::Plain),
+            },
+            Some("require" | "verify-ca" | "verify-full") => {
+                crate::trust::install_provider();
+                let roots = match &p.sslrootcert {
+                    Some(path) if path == "system" => crate::trust::public_roots(),
+                    Some(path) => {
+                        let mut roots = rustls::RootCertStore::empty();
+                        crate::trust::add_pem_file(
+                            &mut roots,
+                            std::path::Path::new(path),
+                            "sslrootcert file",
+                        )?;
+                        roots
+                    }
+                    None => crate::trust::public_roots(),
+                };
+                let config =
+                    rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
+                Ok(PgTls::Verified(tokio_postgres_rustls::MakeRustlsConnect::new(config)))
+            }
+            Some(other) => Err(format!(
+                "sslmode={other} is not one of disable, allow, prefer, require, verify-ca, verify-full"
+            )),
+        }
+    }
+}
+
 impl PgUrl {
     /// Parses a `postgres://` URL or a `key=value` string (multi-host with
-    /// `target_session_attrs=read-write` included).
+    /// `target_session_attrs=read-write` included; `sslmode` and `sslrootcert` as libpq
+    /// reads them, see [`PgTls`]).
     pub fn parse(text: &str) -> Result<PgUrl, String> {
+        let (rest, tls_params) = take_tls_params(text)?;
+        let tls = PgTls::from_params(&tls_params)?;
         let mut config: tokio_postgres::Config =
-            text.parse().map_err(|e| format!("not a PostgreSQL connection string: {e}"))?;
+            rest.parse().map_err(|e| format!("not a PostgreSQL connection string: {e}"))?;
         if config.get_hosts().is_empty() {
             return Err("the PostgreSQL connection string names no host".into());
         }
+        config.ssl_mode(match tls {
+            PgTls::Plain => tokio_postgres::config::SslMode::Disable,
+            PgTls::Verified(_) => tokio_postgres::config::SslMode::Require,
+        });
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(PG_CONNECT_TIMEOUT);
         }
@@ -112,12 +279,45 @@ impl PgUrl {
             })
             .collect();
         let shown = format!(
-            "postgres://{}@{}/{}",
+            "postgres://{}@{}/{}{}",
             config.get_user().unwrap_or(""),
             hosts.join(","),
-            config.get_dbname().unwrap_or("")
+            config.get_dbname().unwrap_or(""),
+            if matches!(tls, PgTls::Verified(_)) { " (TLS, verified)" } else { "" }
         );
-        Ok(PgUrl { config, shown })
+        Ok(PgUrl { config, shown, tls })
+    }
+
+    /// Whether connections use TLS.
+    pub fn tls(&self) -> bool {
+        matches!(self.tls, PgTls::Verified(_))
+    }
+
+    /// Connects once with this string's TLS settings; the connection is driven on `handle`
+    /// until the client is dropped.
+    async fn connect_on(&self, handle: tokio::runtime::Handle) -> Result<Client, PgError> {
+        fn drive<F>(handle: &tokio::runtime::Handle, connection: F)
+        where
+            F: Future<Output = Result<(), tokio_postgres::Error>> + Send + 'static,
+        {
+            handle.spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!(error = %e, "a database connection ended");
+                }
+            });
+        }
+        match &self.tls {
+            PgTls::Plain => {
+                let (client, connection) = self.config.connect(NoTls).await?;
+                drive(&handle, connection);
+                Ok(client)
+            }
+            PgTls::Verified(tls) => {
+                let (client, connection) = self.config.connect(tls.clone()).await?;
+                drive(&handle, connection);
+                Ok(client)
+            }
+        }
     }
 }
 
@@ -149,11 +349,11 @@ impl Pg {
             .enable_all()
             .build()
             .map_err(|e| PgError::Other(format!("starting the database threads: {e}")))?;
-        let manager = Manager::from_config(
-            url.config.clone(),
-            NoTls,
-            ManagerConfig { recycling_method: RecyclingMethod::Fast },
-        );
+        let recycling = ManagerConfig { recycling_method: RecyclingMethod::Fast };
+        let manager = match &url.tls {
+            PgTls::Plain => Manager::from_config(url.config.clone(), NoTls, recycling),
+            PgTls::Verified(tls) => Manager::from_config(url.config.clone(), tls.clone(), recycling),
+        };
         let pool = Pool::builder(manager)
             .max_size(PG_POOL_SIZE_MAX)
             .runtime(deadpool_postgres::Runtime::Tokio1)
@@ -228,17 +428,9 @@ impl Pg {
     /// A connection of its own (the committer's, the lease's), driven on the database
     /// runtime until it is dropped.
     pub fn connect(self: &Arc<Self>) -> Result<Client, PgError> {
-        let config = self.url.config.clone();
+        let url = self.url.clone();
         let handle = self.handle().clone();
-        self.block(async move {
-            let (client, connection) = config.connect(NoTls).await?;
-            handle.spawn(async move {
-                if let Err(e) = connection.await {
-                    tracing::debug!(error = %e, "a database connection ended");
-                }
-            });
-            Ok(client)
-        })
+        self.block(async move { url.connect_on(handle).await })
     }
 
     /// Applies the schema's migrations (see [`schema`]).
@@ -490,6 +682,11 @@ impl PgLog {
     /// Writes `payload` as the next group and returns once it is committed.
     pub fn append(&mut self, payload: &[u8]) -> Result<u64, LogError> {
         let seq = self.next_seq;
+        // A connection known to be closed before anything is sent (the database restarted
+        // while the node was idle): nothing of the group has left, so it goes on a new one.
+        if self.conn.client.is_closed() {
+            self.conn = LogConnection::open(&self.pg).map_err(|e| LogError::NotWritten(e.to_string()))?;
+        }
         let (client, stmt) = (Arc::clone(&self.conn.client), self.conn.insert.clone());
         let (epoch, payload) = (self.pg.epoch(), payload.to_vec());
         let written = self.pg.block(async move {
@@ -501,11 +698,13 @@ impl PgLog {
                 Ok(seq)
             }
             Ok(_) => Err(LogError::NotWritten(PgError::Deposed(epoch).to_string())),
-            // The server refused the statement (its transaction rolled back), or the
-            // connection was already closed, so the statement was never sent.
-            Err(PgError::Db(e)) if e.as_db_error().is_some() || e.is_closed() => {
-                Err(LogError::NotWritten(e.to_string()))
-            }
+            // The server refused the statement: its transaction rolled back.
+            Err(PgError::Db(e)) if e.as_db_error().is_some() => Err(LogError::NotWritten(e.to_string())),
+            // Anything else, a closed connection included, may have come after the server
+            // received the statement and even after it committed: tokio-postgres reports a
+            // connection that dies with a statement pending as "closed" too. Found by
+            // benches/ha.sh, where groups that the promoted standby held were answered as
+            // refused before this.
             Err(e) => self.resolve(seq, e),
         }
     }
@@ -570,5 +769,65 @@ pub struct PgTail(pub Arc<Pg>);
 impl super::commit::LogTail for PgTail {
     fn release_through(&self, seq: u64) -> Result<(), String> {
         self.0.release_journal_through(seq).map(|_| ()).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn taken(text: &str) -> (String, TlsParams) {
+        take_tls_params(text).unwrap()
+    }
+
+    #[test]
+    fn tls_settings_come_out_of_a_url_and_leave_the_rest_as_it_was() {
+        let (rest, p) = taken("postgres://u:p@a:5432,b:5433/gw?sslmode=verify-full&target_session_attrs=read-write&sslrootcert=%2Fetc%2Fca.pem");
+        assert_eq!(rest, "postgres://u:p@a:5432,b:5433/gw?target_session_attrs=read-write");
+        assert_eq!(
+            p,
+            TlsParams { sslmode: Some("verify-full".into()), sslrootcert: Some("/etc/ca.pem".into()) }
+        );
+        let (rest, p) = taken("postgresql://a/gw?sslmode=disable");
+        assert_eq!((rest.as_str(), p.sslmode.as_deref()), ("postgresql://a/gw", Some("disable")));
+        assert_eq!(taken("postgres://a/gw"), ("postgres://a/gw".into(), TlsParams::default()));
+    }
+
+    #[test]
+    fn tls_settings_come_out_of_key_value_pairs_quoted_or_not() {
+        let (rest, p) =
+            taken(r"host=a,b  sslrootcert = '/my certs/ca.pem' password='it\'s' sslmode=require dbname=gw");
+        assert_eq!(p.sslrootcert.as_deref(), Some("/my certs/ca.pem"));
+        assert_eq!(p.sslmode.as_deref(), Some("require"));
+        assert_eq!(rest, r"host=a,b password='it\'s' dbname=gw");
+        let config: tokio_postgres::Config = rest.parse().unwrap();
+        assert_eq!(config.get_password(), Some(&b"it's"[..]));
+        let (rest, p) = taken(r"sslrootcert='C:\\ca.pem' host=a");
+        assert_eq!((rest.as_str(), p.sslrootcert.as_deref()), ("host=a", Some(r"C:\ca.pem")));
+        assert!(take_tls_params("host=a sslmode").unwrap_err().contains("`sslmode` has no value"));
+        assert!(take_tls_params("host=a sslrootcert='x").unwrap_err().contains("not closed"));
+    }
+
+    #[test]
+    fn tls_is_verified_whenever_it_is_asked_for_and_never_half_configured() {
+        let plain = |s: &str| matches!(PgUrl::parse(s).map(|u| u.tls()), Ok(false));
+        assert!(plain("postgres://u@127.0.0.1/gw"));
+        assert!(plain("postgres://u@127.0.0.1/gw?sslmode=prefer"));
+        assert!(plain("host=127.0.0.1 sslmode=disable"));
+        for mode in ["require", "verify-ca", "verify-full"] {
+            let url = PgUrl::parse(&format!("postgres://u@db.example/gw?sslmode={mode}")).unwrap();
+            assert!(url.tls(), "{mode}");
+            assert!(url.to_string().ends_with("(TLS, verified)"), "{url}");
+        }
+        let e = PgUrl::parse("postgres://u@a/gw?sslrootcert=/etc/ca.pem").unwrap_err();
+        assert!(e.contains("add sslmode=verify-full"), "{e}");
+        let e = PgUrl::parse("postgres://u@a/gw?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem")
+            .unwrap_err();
+        assert!(e.starts_with("reading the sslrootcert file /nonexistent/ca.pem"), "{e}");
+        let e = PgUrl::parse("postgres://u@a/gw?sslmode=sometimes").unwrap_err();
+        assert!(e.contains("sslmode=sometimes is not one of"), "{e}");
+        // The password never reaches a message.
+        let url = PgUrl::parse("postgres://u:secret@a/gw?sslmode=require").unwrap();
+        assert!(!format!("{url} {url:?}").contains("secret"));
     }
 }
