@@ -38,4 +38,18 @@ mod tests {
         assert_eq!(rule("0.10", "2.5").fee_for(m("0.01")), m("0.10")); // 0.00025 -> 0.00
         assert_eq!(rule("1", "100").fee_for(m("5")), m("6"));
     }
+
+    /// The half cents, where half-even and half away from zero part: docs/interface.md and
+    /// docs/decisions.md both say away from zero.
+    #[test]
+    fn a_half_cent_always_rounds_up() {
+        let m = |s| Money::parse(s).unwrap();
+        let half = rule("0", "0.5");
+        assert_eq!(half.fee_for(m("1.00")), m("0.01")); // 0.005
+        assert_eq!(half.fee_for(m("3.00")), m("0.02")); // 0.015
+        assert_eq!(half.fee_for(m("5.00")), m("0.03")); // 0.025: half-even would say 0.02
+        assert_eq!(half.fee_for(m("9.00")), m("0.05")); // 0.045: half-even would say 0.04
+        assert_eq!(half.fee_for(m("0.99")), m("0.00")); // 0.00495
+        assert_eq!(rule("0.01", "0.5").fee_for(m("5.00")), m("0.04"));
+    }
 }

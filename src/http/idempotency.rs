@@ -8,15 +8,16 @@
 //! - the same key with another request is 422;
 //! - the same key while the first is still running is 409 (`Retry-After: 1`);
 //! - a first request that was interrupted (a crash after it was recorded, before its
-//!   response was) answers 409 too: its outcome is unknown here, and the client finds it by
-//!   its externalId. Nothing runs twice.
+//!   response was) answers 409 too, without `Retry-After` since it never changes: its
+//!   outcome is unknown here, and the client finds it by its externalId. Nothing runs twice.
 //!
 //! Only a success (2xx) is kept. A refusal (4xx) changed nothing by rule, and neither did a
-//! 503 refused before the request ran (a standby, a full disk), so their record is deleted
-//! and the key may be used again; a 500 keeps the record (the outcome is unknown). A 503
-//! after a storage failure may hide a write that landed, but then storage refuses every
-//! write, the deletion included: the record stays as it was written before the request ran,
-//! and a repeat is 409 "interrupted" until the client finds the payment by its externalId. Keys are kept for
+//! 503 refused before the request ran (a standby, a full disk) nor a 500 that says nothing
+//! was recorded (the provider was down), so their record is deleted and the key may be used
+//! again; any other 500 keeps the record (the outcome is unknown). A 503 after a storage
+//! failure may hide a write that landed, but then storage refuses every write, the deletion
+//! included: the record stays as it was written before the request ran, and a repeat is 409
+//! "interrupted" until the client finds the payment by its externalId. Keys are kept for
 //! [`IDEMPOTENCY_KEY_TTL_HOURS`] on the server clock. The interface's own rules are
 //! untouched: a repeated externalId is still 400, and `/dict/pix` keeps its
 //! `x-idempotency-key`. The routes of operators are left out: creating an account and
@@ -86,9 +87,15 @@ pub fn fingerprint(method: &str, path_and_query: &str, body: &[u8]) -> String {
 }
 
 fn refuse(req: ServiceRequest, e: ApiError) -> ServiceResponse<BoxBody> {
-    let retry = matches!(e, ApiError::Conflict(_));
+    refuse_with(req, e, false)
+}
+
+/// `retry_soon`: the refusal lasts only while the first request runs, so `Retry-After: 1`
+/// says when to try again. A refusal that can never change carries none, or a client that
+/// obeys it would loop.
+fn refuse_with(req: ServiceRequest, e: ApiError, retry_soon: bool) -> ServiceResponse<BoxBody> {
     let mut res = HttpResponse::from_error(e);
-    if retry {
+    if retry_soon {
         res.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
     }
     // Kept as an HttpResponse, the error stays attached for `error::envelope` to render.
@@ -129,9 +136,10 @@ pub async fn idempotency(
     req.set_payload(Payload::from(body));
     let now = state.clock.now();
     if !state.idempotency.enter(account, &key) {
-        return Ok(refuse(
+        return Ok(refuse_with(
             req,
             ApiError::Conflict("a request with this Idempotency-Key is in progress".into()),
+            true,
         ));
     }
     // Left however the request ends, also when the client goes away and this future is
@@ -197,6 +205,8 @@ async fn run(
     }
     let res = next.call(req).await?.map_into_boxed_body();
     let status = res.status();
+    let did_nothing =
+        res.response().error().and_then(|e| e.as_error::<ApiError>()).is_some_and(ApiError::did_nothing);
     if status.is_success() {
         let (request, response) = res.into_parts();
         let content_type =
@@ -220,7 +230,7 @@ async fn run(
     // A refusal changed nothing and a 503 did not run (after a storage failure this
     // deletion is refused with every other write, see the module doc): the key is free
     // again. Anything else (a 500) keeps its record, since the outcome is unknown.
-    if status.is_client_error() || status == StatusCode::SERVICE_UNAVAILABLE {
+    if status.is_client_error() || status == StatusCode::SERVICE_UNAVAILABLE || did_nothing {
         if let Err(e) = state.repo.delete_request_record(account, key).await {
             tracing::error!(error = %e, "the record of a refused idempotent request was not deleted");
         }

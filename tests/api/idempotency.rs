@@ -109,8 +109,42 @@ async fn a_first_request_interrupted_before_its_response_was_recorded_is_409_nev
     let repo = Repo::new(&storage);
     let demo = AccountId::new(app.creds.account_id).unwrap();
     repo.put_request_record(demo, "key-lost", &started).await.unwrap();
-    let (s, _, b) = post(&app, &token, "/api/pix/cash-out", &body, "key-lost").await;
+    let (s, b) = app.post_raw("/api/pix/cash-out", &token, &body, &[("Idempotency-Key", "key-lost")]).await;
     assert_eq!(s, 409, "{b}");
     assert!(b["message"].as_str().unwrap().contains("outcome is unknown"), "{b}");
     assert_eq!(app.balance(&token).await.2, "100.00");
+    // It never changes, so it says nothing of when to retry (a client obeying would loop).
+    let res = app
+        .client
+        .post(app.url("/api/pix/cash-out"))
+        .bearer_auth(&token)
+        .insert_header(("Idempotency-Key", "key-lost"))
+        .content_type("application/json")
+        .send_body(body.clone())
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 409);
+    assert!(res.headers().get("retry-after").is_none(), "{:?}", res.headers());
+}
+
+/// A 500 whose body says nothing was recorded and to retry (`PROVIDER_DOWN`) frees its key:
+/// the retry runs. Before, it was 409 "interrupted" with `Retry-After: 1` for 24 hours.
+#[actix_rt::test]
+async fn a_500_that_recorded_nothing_lets_the_retry_with_the_same_key_run() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    app.fund(&token, "100").await;
+    let body = cash_out_body("down-then-up", "10");
+    let key = ("Idempotency-Key", "key-down");
+    let (s, b) =
+        app.post_raw("/api/pix/cash-out", &token, &body, &[key, ("X-Sandbox-Scenario", "PROVIDER_DOWN")]).await;
+    assert_eq!(s, 500, "{b}");
+    assert!(b["message"].as_str().unwrap().contains("nothing was recorded"), "{b}");
+    assert_eq!(app.balance(&token).await.2, "100.00");
+    let (s, first) = app.post_raw("/api/pix/cash-out", &token, &body, &[key]).await;
+    assert_eq!(s, 201, "{first}");
+    let (s, replay) = app.post_raw("/api/pix/cash-out", &token, &body, &[key]).await;
+    assert_eq!((s, &replay), (201, &first));
+    let (_, blocked, available) = app.balance(&token).await;
+    assert_eq!(available, "90.00", "blocked {blocked}: one cash-out, not two");
 }

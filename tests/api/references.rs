@@ -163,3 +163,19 @@ fn the_contract_document_has_a_section_for_every_route_and_every_token_code() {
         assert!(text.contains(&format!("`{code}`")), "docs/interface.md does not name {code}");
     }
 }
+
+/// Rounding is said one way everywhere: half away from zero (docs/decisions.md "Money out:
+/// rules"). docs/interface.md once said half-even while the server and decisions.md did not.
+#[test]
+fn every_document_rounds_money_the_same_way() {
+    for path in sources().into_iter().filter(|p| p.extension().is_some_and(|e| e == "md")) {
+        let text = flattened(&std::fs::read_to_string(&path).unwrap()).to_lowercase();
+        for other in ["half-even", "half even", "banker's rounding", "half to even"] {
+            for (at, _) in text.match_indices(other) {
+                // Naming the rule that was not chosen is fine; using it is not.
+                let around = &text[at.saturating_sub(20)..(at + 40).min(text.len())];
+                assert!(around.contains("not half") || around.contains("half-even would"), "{}: {around}", path.display());
+            }
+        }
+    }
+}

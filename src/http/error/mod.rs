@@ -68,6 +68,13 @@ pub enum ApiError {
 }
 
 impl ApiError {
+    /// Whether this error proves the request changed nothing though its status is 5xx (the
+    /// provider could not be reached before anything was recorded), so that an
+    /// Idempotency-Key it held is free again.
+    pub fn did_nothing(&self) -> bool {
+        matches!(self, ApiError::ProviderDown)
+    }
+
     /// An internal error that only a sentence explains (a state the code rules out).
     pub fn internal(why: impl Into<String>) -> ApiError {
         ApiError::Internal(Cause::msg(why))
