@@ -90,17 +90,34 @@ pub(super) fn devedor(f: &mut Fields<'_>, address: bool) -> Option<(String, Stri
         let nome = d.text("nome", true, DEVEDOR_NOME_LEN_MAX).map(str::to_owned);
         let cpf = d.string("cpf", false);
         let cnpj = d.string("cnpj", false);
+        // Each fault is named by the field that has it.
         let doc = match (cpf, cnpj) {
-            (Some(c), None) if c.len() == 11 => TaxId::parse(c).ok(),
-            (None, Some(c)) if c.len() == 14 => TaxId::parse(c).ok(),
-            _ => None,
+            (Some(c), None) => {
+                let doc = TaxId::parse(c).ok().filter(|_| c.len() == 11);
+                if doc.is_none() {
+                    d.fail("cpf", "must be 11 digits with valid check digits");
+                }
+                doc
+            }
+            (None, Some(c)) => {
+                let doc = TaxId::parse(c).ok().filter(|_| c.len() == 14);
+                if doc.is_none() {
+                    d.fail(
+                        "cnpj",
+                        "must be 14 characters (digits, or letters and digits) with valid check digits",
+                    );
+                }
+                doc
+            }
+            (Some(_), Some(_)) => {
+                d.fail("cnpj", "give cpf or cnpj, not both");
+                None
+            }
+            (None, None) => {
+                d.fail("cpf", "exactly one of cpf (11 digits) and cnpj (14 characters) is required");
+                None
+            }
         };
-        if doc.is_none() {
-            d.fail(
-                "cpf",
-                "exactly one of cpf (11 digits) and cnpj (14 characters), with valid check digits, is required",
-            );
-        }
         match (nome, doc) {
             (Some(n), Some(doc)) => {
                 let key = if doc.as_str().len() == 11 { "cpf" } else { "cnpj" };

@@ -841,6 +841,23 @@ mod tests {
             (with(&["devedor", "cep"], json!("5000-000")), "devedor.cep"),
             (with(&["devedor", "email"], json!("not an email")), "devedor.email"),
             (with(&["devedor", "cpf"], json!("52998224724")), "devedor.cpf"),
+            // An invalid CNPJ is named as the cnpj (it was reported under cpf).
+            (
+                json!({"calendario": {"dataDeVencimento": "2026-12-10"}, "valor": {"original": "1.00"}, "devedor": {"cnpj": "11222333000182", "nome": "A"}}),
+                "devedor.cnpj",
+            ),
+            (
+                json!({"calendario": {"dataDeVencimento": "2026-12-10"}, "valor": {"original": "1.00"}, "devedor": {"cnpj": "1122233300018", "nome": "A"}}),
+                "devedor.cnpj",
+            ),
+            (
+                json!({"calendario": {"dataDeVencimento": "2026-12-10"}, "valor": {"original": "1.00"}, "devedor": {"cpf": "52998224725", "cnpj": "11222333000181", "nome": "A"}}),
+                "devedor.cnpj",
+            ),
+            (
+                json!({"calendario": {"dataDeVencimento": "2026-12-10"}, "valor": {"original": "1.00"}, "devedor": {"nome": "A"}}),
+                "devedor.cpf",
+            ),
             (with(&["devedor", "telefone"], json!("1")), "devedor.telefone"),
             (with(&["chave"], json!("someone@example.com")), "chave"),
             (with(&["loc"], json!({"id": 1})), "loc"),

@@ -136,8 +136,9 @@ async fn a_500_that_recorded_nothing_lets_the_retry_with_the_same_key_run() {
     app.fund(&token, "100").await;
     let body = cash_out_body("down-then-up", "10");
     let key = ("Idempotency-Key", "key-down");
-    let (s, b) =
-        app.post_raw("/api/pix/cash-out", &token, &body, &[key, ("X-Sandbox-Scenario", "PROVIDER_DOWN")]).await;
+    let (s, b) = app
+        .post_raw("/api/pix/cash-out", &token, &body, &[key, ("X-Sandbox-Scenario", "PROVIDER_DOWN")])
+        .await;
     assert_eq!(s, 500, "{b}");
     assert!(b["message"].as_str().unwrap().contains("nothing was recorded"), "{b}");
     assert_eq!(app.balance(&token).await.2, "100.00");

@@ -174,7 +174,11 @@ fn every_document_rounds_money_the_same_way() {
             for (at, _) in text.match_indices(other) {
                 // Naming the rule that was not chosen is fine; using it is not.
                 let around = &text[at.saturating_sub(20)..(at + 40).min(text.len())];
-                assert!(around.contains("not half") || around.contains("half-even would"), "{}: {around}", path.display());
+                assert!(
+                    around.contains("not half") || around.contains("half-even would"),
+                    "{}: {around}",
+                    path.display()
+                );
             }
         }
     }
