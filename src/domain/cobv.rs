@@ -17,7 +17,8 @@
 //! - a percent per month is a thirtieth of it per day, a percent per year a 365th;
 //! - each adjustment is rounded half away from zero to the cent, then they are summed;
 //! - the amount due is never below 0.01 (a PIX moves at least a cent);
-//! - after `validadeAposVencimento` calendar days past the due date, it cannot be paid.
+//! - after `validadeAposVencimento` calendar days past the due date (counted from the
+//!   business day a due date on a non-business day moves to), it cannot be paid.
 //!
 //! Pure: the payment day comes in as an argument (the Sao Paulo date of the payment).
 
@@ -139,6 +140,12 @@ pub fn start_of_day(day: NaiveDate) -> DateTime<Utc> {
     }
 }
 
+/// The last day a cobv due on `due` with `validity` days after it may be paid (see
+/// [`Terms::last_day`]).
+pub fn last_payable_day(due: NaiveDate, validity: u32) -> NaiveDate {
+    next_business_day(due) + chrono::Duration::days(i64::from(validity))
+}
+
 impl Terms {
     /// When the cobv can no longer be paid: the start of the day after its last day, in
     /// Sao Paulo. A payment at `now` is priced (not [`PriceError::Expired`]) exactly when
@@ -147,9 +154,11 @@ impl Terms {
         start_of_day(self.last_day() + chrono::Duration::days(1))
     }
 
-    /// The last day the cobv may be paid.
+    /// The last day the cobv may be paid: `validadeAposVencimento` days after the business
+    /// day the due date moves to, so a Saturday due date with a validity of 0 can still be
+    /// paid on the Monday on which paying counts as on time.
     pub fn last_day(&self) -> NaiveDate {
-        self.due + chrono::Duration::days(i64::from(self.validity_after_due_days))
+        last_payable_day(self.due, self.validity_after_due_days)
     }
 
     /// Whether a payment on `day` is late: after the due date, or after the next business
@@ -323,6 +332,24 @@ mod tests {
         // Tuesday: late, 4 calendar days after the due date as written.
         assert_eq!(due(&t, d(2026, 11, 24)), m("101.40"));
         assert!(!t.is_late(d(2026, 11, 23)) && t.is_late(d(2026, 11, 24)));
+    }
+
+    #[test]
+    fn the_validity_counts_from_the_business_day_the_due_date_moves_to() {
+        // Due Saturday 21 November 2026 with no validity after it: payable, on time, until
+        // Monday 23 (it used to close at the end of the Saturday).
+        let t = Terms { due: d(2026, 11, 21), validity_after_due_days: 0, ..terms() };
+        assert_eq!(t.last_day(), d(2026, 11, 23));
+        assert_eq!(due(&t, d(2026, 11, 23)), m("100.00"));
+        assert_eq!(t.price(d(2026, 11, 24)), Err(PriceError::Expired));
+        assert_eq!(t.closes_at(), start_of_day(d(2026, 11, 24)));
+        // Five days after that Monday; a due date on a business day is unchanged.
+        let five = Terms { validity_after_due_days: 5, ..t.clone() };
+        assert_eq!(five.last_day(), d(2026, 11, 28));
+        let weekday = Terms { due: d(2026, 11, 24), validity_after_due_days: 0, ..terms() };
+        assert_eq!(weekday.last_day(), d(2026, 11, 24));
+        // Due on the holiday of Friday 20 November: Monday 23 again.
+        assert_eq!(last_payable_day(d(2026, 11, 20), 0), d(2026, 11, 23));
     }
 
     #[test]

@@ -241,7 +241,9 @@ pub fn read_cobv(
         if let Some(d) = due {
             if (d - today).num_days() > DUE_DATE_AHEAD_DAYS_MAX {
                 c.fail("dataDeVencimento", format!("must be at most {DUE_DATE_AHEAD_DAYS_MAX} days ahead"));
-            } else if d + chrono::Duration::days(i64::from(validity)) < today {
+            } else if crate::domain::cobv::last_payable_day(d, u32::try_from(validity).unwrap_or(u32::MAX))
+                < today
+            {
                 c.fail(
                     "dataDeVencimento",
                     "with validadeAposVencimento, the charge could no longer be paid today",
@@ -893,6 +895,13 @@ mod tests {
         assert!(due("2026-11-14", 10));
         assert!(!due("2026-11-13", 10));
         assert!(!due("2026-11-23", 0));
+        // A due date on a weekend is payable until the business day it moves to: created on
+        // Monday 23, a cobv due Saturday 21 with no validity after it is still payable.
+        let monday = NaiveDate::from_ymd_opt(2026, 11, 23).unwrap();
+        let mut b = cobv(json!({"original": "1.00"}));
+        b["calendario"] = json!({"dataDeVencimento": "2026-11-21", "validadeAposVencimento": 0});
+        assert!(read_cobv(&object(&b.to_string()), TXID.into(), KEY, monday).is_ok());
+        assert!(read_cobv(&object(&b.to_string()), TXID.into(), KEY, today()).is_err());
         // At most 3650 days ahead.
         let last = today() + chrono::Duration::days(DUE_DATE_AHEAD_DAYS_MAX);
         assert!(due(&last.format("%Y-%m-%d").to_string(), 0));
