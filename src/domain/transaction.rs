@@ -410,6 +410,16 @@ impl Transaction {
         self.status != TxStatus::Pending
     }
 
+    /// When the money of this transaction moved, as every read of it shows it: a charge's
+    /// payment once it is paid (a charge is created long before a PIX pays it), and
+    /// otherwise the moment the transaction was made.
+    pub fn moved_at(&self) -> DateTime<Utc> {
+        match (self.kind, self.status) {
+            (TxKind::CashIn, TxStatus::Confirmed) => self.processed_at.unwrap_or(self.created_at),
+            _ => self.created_at,
+        }
+    }
+
     /// The due-date terms, when this is a charge with a due date (a cobv).
     pub fn cobv(&self) -> Option<&CobvDetails> {
         self.charge.as_ref()?.cob.as_ref()?.vencimento.as_ref()

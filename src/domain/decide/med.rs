@@ -107,7 +107,7 @@ pub fn open_med(
             kind: o.kind.as_str().to_owned(),
             name: o.counterpart.name.clone(),
             document: crate::domain::document::masked_document(o.counterpart.document.as_deref()),
-            date_time: o.created_at,
+            date_time: o.moved_at(),
         }),
         original_transaction_id: original.as_ref().map(|o| o.local_id),
         amount,
@@ -241,6 +241,20 @@ mod tests {
         assert_eq!(plan.events[0].payload()["med"]["status"], "OPEN");
         assert_eq!(med.requesting_bank.ispb, "00000000");
         assert_eq!(f.ledger.balance(), Balance { available: m("0"), blocked: m("6") });
+    }
+
+    /// The original's time is when its money moved: a paid charge's payment, not the
+    /// charge's creation days before.
+    #[test]
+    fn the_original_of_a_paid_charge_is_dated_by_its_payment() {
+        let mut f = Fixture::with_balance("10");
+        let mut paid = received("10");
+        paid.kind = TxKind::CashIn;
+        paid.created_at = noon() - chrono::Duration::days(3);
+        let plan = opened(&mut f, None, Some(paid));
+        let original = plan.reply.original.as_ref().unwrap();
+        assert_eq!(original.date_time, noon());
+        assert_eq!(plan.reply.to_json()["originalTransaction"]["dateTime"], crate::domain::events::iso(noon()));
     }
 
     #[test]
