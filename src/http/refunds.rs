@@ -107,6 +107,9 @@ pub async fn refund_in(
 #[derive(Serialize, ToSchema)]
 pub struct Horario {
     solicitacao: String,
+    /// When it settled (`DEVOLVIDO` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    liquidacao: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -129,12 +132,17 @@ impl Devolucao {
     pub fn of(tx: &Transaction) -> Devolucao {
         let r = tx.refund.as_ref();
         Devolucao {
-            id: r.and_then(|r| r.refund_id.clone()).unwrap_or_default(),
+            // A refund made without an id of the client's (a family A refund-in without
+            // externalId, a MED's) is addressed by its return id, which is unique too.
+            id: r.and_then(|r| r.refund_id.clone()).or_else(|| r.map(|r| r.rtr_id.clone())).unwrap_or_default(),
             rtr_id: r.map(|r| r.rtr_id.clone()).unwrap_or_default(),
             valor: tx.value.to_cents_string(),
             natureza: r.map_or("ORIGINAL", |r| r.natureza.as_str()),
             descricao: tx.description.clone(),
-            horario: Horario { solicitacao: iso(tx.created_at) },
+            horario: Horario {
+                solicitacao: iso(tx.created_at),
+                liquidacao: tx.processed_at.filter(|_| tx.status == TxStatus::Confirmed).map(iso),
+            },
             status: match tx.status {
                 TxStatus::Pending => "EM_PROCESSAMENTO",
                 TxStatus::Confirmed => "DEVOLVIDO",
@@ -254,13 +262,19 @@ pub async fn get_devolucao(
     if !bad.is_empty() {
         return Err(ApiError::Validation(bad));
     }
-    // The id is the refund's externalId (one namespace with family A refunds); it must be a
-    // refund of the PIX this path names.
-    let refund = state
-        .repo
-        .transaction_by_external_id(caller.account_id, &id)?
-        .filter(|t| t.account_id == caller.account_id)
-        .filter(|t| t.refund.as_ref().is_some_and(|r| r.original_end_to_end_id == e2eid));
+    // The id is the refund's externalId (one namespace with family A refunds), or, for a
+    // refund made without one, its return id (what `devolucoes` shows as its id); it must
+    // be a refund of the PIX this path names.
+    let of_this_pix = |t: &Transaction| {
+        t.account_id == caller.account_id
+            && t.refund.as_ref().is_some_and(|r| r.original_end_to_end_id == e2eid)
+    };
+    let mut refund = state.repo.transaction_by_external_id(caller.account_id, &id)?.filter(of_this_pix);
+    if refund.is_none() && id.len() == E2E_LEN {
+        refund = state.repo.transaction_by_e2e(caller.account_id, &id)?.filter(|t| {
+            of_this_pix(t) && t.refund.as_ref().is_some_and(|r| r.refund_id.is_none() && r.rtr_id == id)
+        });
+    }
     match refund {
         Some(tx) => Ok(HttpResponse::Ok().json(Devolucao::of(&tx))),
         None => {

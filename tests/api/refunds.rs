@@ -170,6 +170,10 @@ async fn a_devolucao_shares_the_namespace_and_answers_replays() {
     assert_eq!(done["status"], "CONFIRMED");
     let (s, fin) = devolucao(&app, &token, &e2e, "dev1", json!({"valor": "12.30"})).await;
     assert_eq!((s, fin["status"].as_str()), (200, Some("DEVOLVIDO")));
+    // Settled, it says when, as the API Pix does.
+    let settled = fin["horario"]["liquidacao"].as_str().unwrap_or_else(|| panic!("no liquidacao: {fin}"));
+    assert!(settled >= fin["horario"]["solicitacao"].as_str().unwrap(), "{fin}");
+    assert!(b["horario"].get("liquidacao").is_none(), "not while it is processed: {b}");
     // GET reads it back, as the API Pix does; only under the PIX it refunds.
     let (s, got) = app.get_with(&format!("/pix/{e2e}/devolucao/dev1"), &token).await;
     assert_eq!((s, &got), (200, &fin));
@@ -181,6 +185,30 @@ async fn a_devolucao_shares_the_namespace_and_answers_replays() {
     let (s, b) = app.get_with(&format!("/pix/{e2e}/devolucao/dev-1"), &token).await;
     assert_eq!(s, 400, "{b}");
     assert_simple(&b, 400);
+}
+
+/// A family A refund-in without an externalId shows in the PIX's `devolucoes` under its
+/// return id, and is read by it (it was shown with `"id": ""`, which no route addresses).
+#[actix_rt::test]
+async fn a_refund_without_an_external_id_is_shown_and_read_by_its_return_id() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let (id, e2e) = receive(&app, &token, "20").await;
+    let (s, b) = refund_in(&app, &token, &id, json!({"refundValue": 5})).await;
+    assert_eq!(s, 201, "{b}");
+    let rtr = b["providerTransactionId"].as_str().unwrap().to_owned();
+    app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;
+    let (s, pix) = app.get_with(&format!("/pix/{e2e}"), &token).await;
+    assert_eq!(s, 200, "{pix}");
+    let shown = &pix["devolucoes"][0];
+    assert_eq!((shown["id"].as_str(), shown["rtrId"].as_str()), (Some(rtr.as_str()), Some(rtr.as_str())));
+    let (s, got) = app.get_with(&format!("/pix/{e2e}/devolucao/{rtr}"), &token).await;
+    assert_eq!((s, &got), (200, shown));
+    assert_eq!(got["status"], "DEVOLVIDO");
+    assert!(got["horario"]["liquidacao"].is_string(), "{got}");
+    // Only under the PIX it refunds.
+    let (_, other) = receive(&app, &token, "1").await;
+    assert_eq!(app.get_with(&format!("/pix/{other}/devolucao/{rtr}"), &token).await.0, 404);
 }
 
 #[actix_rt::test]
