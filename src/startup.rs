@@ -204,6 +204,7 @@ impl Application {
                 .app_data(web::PayloadConfig::new(REQUEST_BODY_BYTES_MAX))
                 .wrap(actix_web::middleware::Condition::new(gated, from_fn(http::gate::while_open)))
                 .wrap(from_fn(http::body::read_within_deadline))
+                .wrap(from_fn(http::payments::scenario_only_where_taken))
                 .wrap(from_fn(http::error::envelope))
                 .wrap(from_fn(http::access::access))
                 .configure(|cfg| {

@@ -241,4 +241,26 @@ mod tests {
             assert!(op.is_object(), "{method} {path} is not in the OpenAPI document");
         }
     }
+
+    /// The routes that take `X-Sandbox-Scenario` are exactly those whose OpenAPI operation
+    /// declares the header; every other route refuses it.
+    #[test]
+    fn the_scenario_routes_are_the_ones_the_document_declares() {
+        let mut registered = Vec::new();
+        let _app = actix_web::App::new().configure(|cfg| registered = routes(cfg));
+        let json = serde_json::to_value(openapi::ApiDoc::openapi()).unwrap();
+        let mut declaring = Vec::new();
+        for (method, path) in &registered {
+            let op = &json["paths"][*path][method.as_str().to_lowercase()];
+            let params = op["parameters"].as_array().cloned().unwrap_or_default();
+            if params.iter().any(|p| p["name"] == "X-Sandbox-Scenario" && p["in"] == "header") {
+                declaring.push((method.as_str().to_owned(), (*path).to_owned()));
+            }
+        }
+        let mut taken: Vec<(String, String)> =
+            payments::SCENARIO_ROUTES.iter().map(|(m, p)| ((*m).to_owned(), (*p).to_owned())).collect();
+        declaring.sort();
+        taken.sort();
+        assert_eq!(declaring, taken);
+    }
 }

@@ -55,8 +55,9 @@ impl Modify for IdempotencyKey {
     }
 }
 
-/// The statuses every route of a kind can answer, whatever its handler does: 401 where a
-/// token is needed, 400, 408 and 413 where a body is read, 503 where storage is written,
+/// The statuses every route of a kind can answer, whatever its handler does: 400 for a
+/// sandbox scenario it does not take, 401 where a token is needed, 400, 408 and 413 where a
+/// body is read, 503 where storage is written,
 /// 409 and 422 where an `Idempotency-Key` applies. Each gets the error body of the route's
 /// family, and every response without a description gets one.
 struct CommonResponses;
@@ -96,10 +97,15 @@ impl Modify for CommonResponses {
                     add("413", "The body is larger than 64 KiB");
                 }
                 if writes {
-                    add("503", "Storage refuses writes for now (a nearly full disk) or failed: nothing changed; see Retry-After");
+                    add("503", "Storage refuses writes for now (a nearly full disk: nothing changed) or failed (the outcome is unknown: retry with the same externalId, or look it up by it); see Retry-After");
                 } else if !STORAGE_FREE_PATHS.contains(&path.as_str()) {
                     add("503", "Storage does not answer");
                 }
+                // Any route may be sent the sandbox's header; one that takes none refuses it.
+                add(
+                    "400",
+                    "X-Sandbox-Scenario was sent to a route that takes none, or the request breaks a rule",
+                );
                 if method == HttpMethod::Post && super::idempotency::applies_to_path(path) {
                     add("400", "The request breaks a rule (a malformed Idempotency-Key among them); the body says which");
                     add("409", "A request under this Idempotency-Key is still running, or was interrupted");

@@ -2,7 +2,10 @@
 //! scenario, sending a payment, and the 201 body of family A's payments. Their refusals are
 //! answered by `error::rejection`'s table.
 
-use actix_web::HttpRequest;
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
+use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -14,6 +17,41 @@ use crate::account::{Pay, PayOutcome, PayRequest};
 use crate::domain::scenario::{PayoutScenario, PAYOUT_SCENARIOS};
 
 pub const SCENARIO_HEADER: &str = "x-sandbox-scenario";
+
+/// The routes that read `X-Sandbox-Scenario` (method, path pattern). Every other route
+/// refuses the header with 400 rather than ignore it: a client testing an outcome must not
+/// believe it was played when it was not.
+pub const SCENARIO_ROUTES: [(&str, &str); 6] = [
+    ("POST", "/api/pix/cash-out"),
+    ("POST", "/api/pix/cash-out-qrcode"),
+    ("POST", "/api/pix/cash-in"),
+    ("POST", "/api/pix/refund-in/{id}"),
+    ("PUT", "/pix/{e2eid}/devolucao/{id}"),
+    ("POST", "/dict/pix"),
+];
+
+/// Middleware: a request that sends `X-Sandbox-Scenario` to a route that takes none gets
+/// 400, in the route's error shape, before anything runs. Unknown paths stay 404.
+pub async fn scenario_only_where_taken(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    if req.headers().contains_key(SCENARIO_HEADER) {
+        if let Some(pattern) = req.match_pattern() {
+            let method = req.method().as_str();
+            if !SCENARIO_ROUTES.iter().any(|(m, p)| *m == method && *p == pattern) {
+                let e = ApiError::Validation(vec![Violation::new(
+                    "X-Sandbox-Scenario",
+                    "this route takes no sandbox scenario",
+                )]);
+                // Kept as an HttpResponse, the error stays attached for `error::envelope`.
+                let (request, _) = req.into_parts();
+                return Ok(ServiceResponse::new(request, HttpResponse::from_error(e)));
+            }
+        }
+    }
+    Ok(next.call(req).await?.map_into_boxed_body())
+}
 
 /// The `X-Sandbox-Scenario` of a payment: only sandbox accounts may send it, and only a
 /// value of the cash-out family (interface.md "Sandbox scenarios").

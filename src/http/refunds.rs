@@ -134,7 +134,10 @@ impl Devolucao {
         Devolucao {
             // A refund made without an id of the client's (a family A refund-in without
             // externalId, a MED's) is addressed by its return id, which is unique too.
-            id: r.and_then(|r| r.refund_id.clone()).or_else(|| r.map(|r| r.rtr_id.clone())).unwrap_or_default(),
+            id: r
+                .and_then(|r| r.refund_id.clone())
+                .or_else(|| r.map(|r| r.rtr_id.clone()))
+                .unwrap_or_default(),
             rtr_id: r.map(|r| r.rtr_id.clone()).unwrap_or_default(),
             valor: tx.value.to_cents_string(),
             natureza: r.map_or("ORIGINAL", |r| r.natureza.as_str()),
@@ -185,12 +188,14 @@ fn valor(f: &mut Fields<'_>) -> Option<Money> {
 #[utoipa::path(
     put, path = "/pix/{e2eid}/devolucao/{id}", tag = "family B",
     params(("e2eid" = String, Path, pattern = "^[A-Za-z0-9]{32}$", description = "end-to-end id of the received PIX, 32 letters and digits"),
-           ("id" = String, Path, pattern = "^[A-Za-z0-9]{1,35}$", description = "the refund's id, 1 to 35 letters and digits")),
+           ("id" = String, Path, pattern = "^[A-Za-z0-9]{1,35}$", description = "the refund's id, 1 to 35 letters and digits"),
+           ("X-Sandbox-Scenario" = Option<String>, Header, description = "cash-out family values (a refused or delayed return); sandbox accounts only")),
     request_body(content = super::schemas::DevolucaoRequest),
     responses(
         (status = 201, body = Devolucao),
         (status = 200, description = "The same id and valor again: the same refund", body = Devolucao),
         (status = 400, body = SimpleErrorBody),
+        (status = 500, description = "PROVIDER_DOWN: the provider is unreachable; nothing recorded", body = SimpleErrorBody),
         (status = 404, description = "not a received PIX of this account", body = SimpleErrorBody),
         (status = 409, description = "the id exists with another valor", body = SimpleErrorBody),
         (status = 422, description = "the 89-day deadline has passed; insufficient balance", body = SimpleErrorBody),
@@ -205,6 +210,7 @@ pub async fn devolucao(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (e2eid, id) = path.into_inner();
+    let scenario = payout_scenario(&req, &caller)?;
     let bad = devolucao_path(&e2eid, &id);
     let obj = request_object(&req, &bytes)?;
     let mut f = Fields::new(&obj);
@@ -222,6 +228,7 @@ pub async fn devolucao(
     let (Some(value), true) = (value, f.violations.is_empty()) else {
         return Err(ApiError::Validation(f.violations));
     };
+    refuse_if_provider_down(scenario)?;
     let original = state
         .repo
         .transaction_by_e2e(caller.account_id, &e2eid)?
@@ -234,7 +241,7 @@ pub async fn devolucao(
         reason: descricao,
         natureza,
         family: Family::B,
-        scenario: None,
+        scenario,
     };
     let (tx, replayed) = ask_refund(&state, &caller, request).await?;
     let body = Devolucao::of(&tx);

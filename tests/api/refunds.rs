@@ -211,6 +211,68 @@ async fn a_refund_without_an_external_id_is_shown_and_read_by_its_return_id() {
     assert_eq!(app.get_with(&format!("/pix/{other}/devolucao/{rtr}"), &token).await.0, 404);
 }
 
+/// A devolução honours the sandbox's refund outcomes (it ignored the header before): a
+/// refused return ends NAO_REALIZADO with its reason and gives the money back; one that
+/// never settles stays EM_PROCESSAMENTO; PROVIDER_DOWN is 500 and records nothing.
+#[actix_rt::test]
+async fn a_devolucao_plays_the_sandbox_scenario_it_is_sent() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let (_, e2e) = receive(&app, &token, "10").await;
+    let put = |id: &str, scenario: &str| {
+        let req = app
+            .client
+            .put(app.url(&format!("/pix/{e2e}/devolucao/{id}")))
+            .bearer_auth(&token)
+            .insert_header(("X-Sandbox-Scenario", scenario.to_owned()));
+        crate::helpers::send(req, Some(json!({"valor": "4.00"})))
+    };
+    let (s, b) = put("refused1", "ORDER_REJECTED").await;
+    assert_eq!((s, b["status"].as_str()), (201, Some("EM_PROCESSAMENTO")), "{b}");
+    let t = app.wait_final(&token, b["rtrId"].as_str().unwrap()).await;
+    assert_eq!(t["status"], "ERROR");
+    let (_, read) = app.get_with(&format!("/pix/{e2e}/devolucao/refused1"), &token).await;
+    assert_eq!(read["status"], "NAO_REALIZADO", "{read}");
+    assert!(read["motivo"].is_string(), "{read}");
+    assert!(read["horario"].get("liquidacao").is_none(), "{read}");
+    assert_eq!(app.balance(&token).await.2, "10.00");
+    let (s, b) = put("stuck1", "STUCK").await;
+    assert_eq!(s, 201, "{b}");
+    let (s, b) = put("down1", "PROVIDER_DOWN").await;
+    assert_eq!(s, 500, "{b}");
+    assert_simple(&b, 500);
+    assert_eq!(app.get_with(&format!("/pix/{e2e}/devolucao/down1"), &token).await.0, 404);
+    let (_, read) = app.get_with(&format!("/pix/{e2e}/devolucao/stuck1"), &token).await;
+    assert_eq!(read["status"], "EM_PROCESSAMENTO");
+    assert_eq!(app.balance(&token).await, ("10.00".into(), "4.00".into(), "6.00".into()));
+    let (s, b) = put("bad1", "PAY_NOW").await;
+    assert_eq!(s, 400, "a charge's scenario is not a refund's: {b}");
+}
+
+/// A route that takes no scenario refuses the header, in its own error shape, rather than
+/// ignore it.
+#[actix_rt::test]
+async fn a_route_that_takes_no_scenario_refuses_the_header() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let (_, e2e) = receive(&app, &token, "1").await;
+    let with =
+        |req: awc::ClientRequest| req.bearer_auth(&token).insert_header(("X-Sandbox-Scenario", "CONFIRM"));
+    let (s, b) = crate::helpers::send(with(app.client.get(app.url(&format!("/pix/{e2e}")))), None).await;
+    assert_eq!(s, 400, "{b}");
+    assert_simple(&b, 400);
+    assert!(b.to_string().contains("X-Sandbox-Scenario"), "{b}");
+    let (s, b) = crate::helpers::send(with(app.client.get(app.url("/api/balance"))), None).await;
+    assert_eq!(s, 400, "{b}");
+    assert_extended(&b, 400, "HTTP_ERROR");
+    let body = json!({"calendario": {}, "valor": {"original": "1.00"}});
+    let (s, b) = crate::helpers::send(with(app.client.post(app.url("/cob"))), Some(body)).await;
+    assert_eq!(s, 400, "{b}");
+    // Routes that take one still do; unknown paths stay 404.
+    let (s, _) = crate::helpers::send(with(app.client.get(app.url("/no/such/route"))), None).await;
+    assert_eq!(s, 404);
+}
+
 #[actix_rt::test]
 async fn a_failed_refund_gives_back_money_and_refundable_amount() {
     let app = TestApp::spawn_fast().await;

@@ -254,7 +254,10 @@ mod tests {
         let plan = opened(&mut f, None, Some(paid));
         let original = plan.reply.original.as_ref().unwrap();
         assert_eq!(original.date_time, noon());
-        assert_eq!(plan.reply.to_json()["originalTransaction"]["dateTime"], crate::domain::events::iso(noon()));
+        assert_eq!(
+            plan.reply.to_json()["originalTransaction"]["dateTime"],
+            crate::domain::events::iso(noon())
+        );
     }
 
     #[test]
