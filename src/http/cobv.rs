@@ -241,9 +241,7 @@ pub fn read_cobv(
         if let Some(d) = due {
             if (d - today).num_days() > DUE_DATE_AHEAD_DAYS_MAX {
                 c.fail("dataDeVencimento", format!("must be at most {DUE_DATE_AHEAD_DAYS_MAX} days ahead"));
-            } else if crate::domain::cobv::last_payable_day(d, u32::try_from(validity).unwrap_or(u32::MAX))
-                < today
-            {
+            } else if crate::domain::cobv::last_payable_day(d, validity) < today {
                 c.fail(
                     "dataDeVencimento",
                     "with validadeAposVencimento, the charge could no longer be paid today",
