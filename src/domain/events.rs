@@ -120,7 +120,7 @@ fn counterpart_json(tx: &Transaction) -> Value {
             "accountBranch": b.branch, "accountNumber": b.account_number,
         })
     });
-    json!({ "name": c.name, "document": c.document, "bank": bank })
+    json!({ "name": c.name, "document": masked(c.document.as_deref()), "bank": bank })
 }
 
 /// The family A flat webhook (`CashOut`, `CashIn`, …) of a transaction.

@@ -85,6 +85,11 @@ impl From<&Transaction> for TransactionView {
 /// the directory's CPF, CNPJ and EVP.
 fn counterpart_view(t: &Transaction) -> Value {
     let mut v = serde_json::to_value(&t.counterpart).unwrap_or(Value::Null);
+    // Masked as in the list (docs/interface.md "Documents").
+    if let Some(obj) = v.as_object_mut() {
+        let shown = masked_document(t.counterpart.document.as_deref());
+        obj.insert("document".into(), shown.map_or(Value::Null, Value::String));
+    }
     if let (Some(kt), Some(obj)) = (t.counterpart.key_type, v.as_object_mut()) {
         let name = match (t.kind, t.split_of) {
             (TxKind::DictPix, _) => kt.directory_name(),

@@ -130,7 +130,10 @@ async fn confirmed_and_errored_cash_outs_arrive_signed_with_every_field() {
         assert_eq!((w["event"].as_str(), w["transactionType"].as_str()), (Some("CashOut"), Some("PIX")));
         assert_eq!(w["movementType"], "DEBIT");
         assert_eq!(w["pixKey"], key.as_str());
-        assert_eq!(w["counterpart"]["document"], document.as_str());
+        // Masked, as in the list (docs/interface.md "Documents"); it was sent in full.
+        let masked = pixgw::domain::document::masked_document(Some(document.as_str())).unwrap();
+        assert_eq!(w["counterpart"]["document"], masked.as_str());
+        assert!(!w.to_string().contains(document.as_str()), "the document in full: {w}");
         assert!(w["metadata"].is_object());
     }
     let w = ok_rx.json();
@@ -167,6 +170,8 @@ async fn a_500_is_retried_when_the_clock_reaches_the_retry_then_delivered() {
     let first = rx.next().await;
     assert_eq!(first.json()["event"], "CashIn");
     assert_eq!(first.json()["transactionId"], id.as_str());
+    // The payer's document (the sandbox payer's CPF, 11144477735) arrives masked.
+    assert_eq!(first.json()["counterpart"]["document"], "***.444.777-**");
     let l = wait_outcome(&app, &token, &id, "RETRYING").await;
     assert_eq!((l[0]["statusCode"].as_u64(), l[0]["attempt"].as_u64()), (Some(500), Some(1)));
     let next_at = chrono::DateTime::parse_from_rfc3339(l[0]["nextAttemptAt"].as_str().unwrap()).unwrap();
