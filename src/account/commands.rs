@@ -163,7 +163,11 @@ impl AccountActor {
             return Ok(());
         }
         let charge = match credit.reference.as_deref() {
-            Some(reference) => self.open_charge_matching(|c| decide::names_charge(reference, c)),
+            Some(reference) => match self.open_charge_matching(|c| decide::names_charge(reference, c)) {
+                Some(open) => Some(open),
+                // Its deadline may have closed it after the payer paid: the rules decide.
+                None => self.charge_named(reference, ctx)?,
+            },
             None => None,
         };
         let splits =
@@ -180,6 +184,24 @@ impl AccountActor {
             Ok(plan) => self.execute(plan, ctx).map(|_| ()),
             Err(r) => Err(self.refused(r, ctx)),
         }
+    }
+
+    /// The charge of this account a BR Code's reference names, in whatever state.
+    fn charge_named(
+        &mut self,
+        reference: &str,
+        ctx: &mut Context<Self>,
+    ) -> Result<Option<Transaction>, CommandError> {
+        use crate::domain::transaction::{parse_code_reference, CodeReference};
+        let local = match parse_code_reference(reference) {
+            CodeReference::Local(local) => Some(local),
+            CodeReference::Txid(txid) => {
+                let r = self.deps.repo.charge_by_txid(self.account.id, txid);
+                self.read(r, ctx)?.map(|t| t.local_id)
+            }
+        };
+        let Some(local) = local else { return Ok(None) };
+        Ok(self.transaction(local, ctx)?.filter(|t| decide::names_charge(reference, t)))
     }
 
     fn revise_charge(

@@ -407,6 +407,47 @@ async fn a_charge_past_its_expiration_ends_on_the_next_tick_and_cannot_be_paid()
     assert_eq!(f.balance(&addr).await, Balance { available: m("0"), blocked: m("0") });
 }
 
+/// An on-us payment made before a charge's expiration whose credit arrives after the
+/// actor closed the charge pays that charge (it became a loose received PIX before); one
+/// made after the expiration does not.
+#[actix_rt::test]
+async fn an_on_us_payment_made_in_time_pays_a_charge_closed_before_its_credit_arrived() {
+    use crate::domain::decide::{OnUsCredit, Record};
+    let f = fixture("0.00");
+    let addr = f.actor();
+    let created = addr.send(charge("c1", "5.00", 60)).await.unwrap().unwrap();
+    let txid = created.charge.as_ref().unwrap().txid.clone();
+    let paid_at = f.clock.now() + chrono::Duration::seconds(59);
+    f.clock.advance(61).unwrap();
+    addr.send(Tick).await.unwrap().unwrap();
+    assert_eq!(f.repo.transaction(created.local_id).unwrap().unwrap().status, TxStatus::Error, "closed");
+    let credit = |e2e: &str, at| OnUsCredit {
+        payee: f.account,
+        end_to_end_id: e2e.into(),
+        value: m("5.00"),
+        payer_name: "Bia".into(),
+        payer_document: "52998224725".into(),
+        reference: Some(txid.clone()),
+        paid_at: Some(at),
+    };
+    for c in [
+        credit("E99999999202611231200A0000000043", paid_at),
+        credit("E99999999202611231200A0000000044", paid_at + chrono::Duration::seconds(2)),
+    ] {
+        let owed = f.repo.plan_batch(f.account, None, &[Record::OnUsCredit(c.clone())], &[]).unwrap();
+        f.commit.commit(owed).await.unwrap();
+        addr.send(ReceiveOnUs(c)).await.unwrap().unwrap();
+    }
+    let paid = f.repo.transaction(created.local_id).unwrap().unwrap();
+    assert_eq!(
+        (paid.status, paid.end_to_end_id.as_str()),
+        (TxStatus::Confirmed, "E99999999202611231200A0000000043")
+    );
+    let loose = f.repo.transaction_by_e2e(f.account, "E99999999202611231200A0000000044").unwrap().unwrap();
+    assert_eq!(loose.kind, TxKind::PixIn, "paid after the expiration: a received PIX");
+    assert_eq!(f.balance(&addr).await.available, m("10.00"));
+}
+
 #[actix_rt::test]
 async fn a_med_blocks_the_disputed_amount_and_its_rejection_releases_it_once() {
     let f = fixture("0.00");

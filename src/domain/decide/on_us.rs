@@ -21,7 +21,7 @@ use crate::domain::document::TaxId;
 use crate::domain::ids::AccountId;
 use crate::domain::money::Money;
 use crate::domain::transaction::{
-    code_reference, parse_code_reference, BankInfo, CodeReference, Transaction,
+    code_reference, parse_code_reference, BankInfo, CodeReference, ErrorCode, Transaction, TxStatus,
 };
 
 /// A credit owed to an account of this gateway for a payment made to one of its keys.
@@ -89,7 +89,7 @@ pub fn receive(
 ) -> Result<Plan<Transaction>, Refusal> {
     let e2e = credit.end_to_end_id.clone();
     let (amount, at) = (Some(credit.value), credit.paid_at.unwrap_or(now));
-    let payable = charge.filter(|c| amount_due(c, at) == amount);
+    let payable = charge.map(|c| open_if_paid_in_time(c, at)).filter(|c| amount_due(c, at) == amount);
     let mut plan = match (payable, TaxId::parse(&credit.payer_document)) {
         (Some(charge), Ok(document)) => {
             let payer = Payer { name: credit.payer_name, document, end_to_end_id: Some(e2e.clone()) };
@@ -122,6 +122,20 @@ pub fn receive(
     };
     plan.update(Record::OnUsCredited(e2e));
     Ok(plan)
+}
+
+/// A charge its deadline closed (ERROR / EXPIRED) while a payment made before that deadline
+/// was on its way to it is still that payment's to pay: the payer's instant decides whether
+/// it was in time, as it decides the price (docs/decisions.md "Charges with a due date").
+/// Any other closed charge (paid, cancelled) stays closed.
+fn open_if_paid_in_time(mut charge: Transaction, paid_at: DateTime<Utc>) -> Transaction {
+    let expired = charge.status == TxStatus::Error && charge.error_code == Some(ErrorCode::Expired);
+    if expired && charge.charge.as_ref().is_some_and(|d| paid_at < d.expires_at) {
+        charge.status = TxStatus::Pending;
+        charge.error_code = None;
+        charge.processed_at = None;
+    }
+    charge
 }
 
 #[cfg(test)]
@@ -229,6 +243,47 @@ mod tests {
         let plan =
             receive(&f.account(), late("102.00"), Some(cobv), None, &[], arrives, &mut ids(&[8])).unwrap();
         assert_eq!((plan.reply.kind, plan.reply.value), (TxKind::PixIn, m("102.00")), "another amount");
+    }
+
+    /// Paid a second before its last day ends, credited after the cobv closed at midnight:
+    /// it pays the cobv (it became a loose received PIX before). Paid at midnight, it does
+    /// not.
+    #[test]
+    fn a_credit_paid_in_time_pays_a_charge_its_deadline_closed_meanwhile() {
+        let mut f = Fixture::with_balance("0");
+        let plan = super::super::create_charge(
+            &f.account(),
+            crate::domain::decide::testing::cobv_request(0),
+            false,
+            StoredKeys::default(),
+            noon(),
+            &mut ids(&[7]),
+        )
+        .unwrap();
+        f.apply(&plan);
+        let cobv = plan.reply;
+        let closes = cobv.charge.as_ref().unwrap().expires_at;
+        let closed = super::super::charges::expire_charge(cobv, closes).reply;
+        assert_eq!((closed.status, closed.error_code), (TxStatus::Error, Some(ErrorCode::Expired)));
+        let reference = closed.charge.as_ref().map(|c| code_reference(&c.txid, 7));
+        // Its last day is ten days after the due date: late, with the fine of 2.00.
+        let paid = |at| OnUsCredit { paid_at: Some(at), ..credit("102.00", reference.clone()) };
+        let arrives = closes + chrono::Duration::seconds(2);
+        let in_time = closes - chrono::Duration::seconds(1);
+        let plan =
+            receive(&f.account(), paid(in_time), Some(closed.clone()), None, &[], arrives, &mut ids(&[8]))
+                .unwrap();
+        assert_eq!((plan.reply.kind, plan.reply.status), (TxKind::CashIn, TxStatus::Confirmed));
+        assert_eq!((plan.reply.local_id, plan.reply.error_code), (closed.local_id, None));
+        let plan =
+            receive(&f.account(), paid(closes), Some(closed.clone()), None, &[], arrives, &mut ids(&[8]))
+                .unwrap();
+        assert_eq!(plan.reply.kind, TxKind::PixIn, "paid at the deadline: too late");
+        // A charge closed otherwise (cancelled by its receiver) is not reopened.
+        let cancelled = Transaction { error_code: Some(ErrorCode::OrderRejected), ..closed };
+        let plan = receive(&f.account(), paid(in_time), Some(cancelled), None, &[], arrives, &mut ids(&[8]))
+            .unwrap();
+        assert_eq!(plan.reply.kind, TxKind::PixIn);
     }
 
     #[test]
