@@ -45,8 +45,14 @@ pub const NODE_ENV: &str = "PIXGW_NODE_NAME";
 pub const REBIND_ENV: &str = "PIXGW_REBIND_ADDRESS";
 /// How often a leader checks whether it must give up serving.
 const WATCH_EVERY: Duration = Duration::from_millis(100);
-/// How long in-flight requests get to answer before a node that gives up re-executes.
+/// How long a node that gives up waits for the writes it queued to settle (answering 503
+/// to everything new meanwhile) before it re-executes.
 const GIVE_UP_DRAIN_MAX: Duration = Duration::from_secs(5);
+/// After they settled, how long their replies get to reach their sockets before the port is
+/// closed at once. Nothing new is taken by then, and a reply cut short is an unknown
+/// outcome that the client resolves by its externalId (docs/decisions.md), so this bounds a
+/// courtesy, not a rule.
+const GIVE_UP_REPLY_GRACE: Duration = Duration::from_millis(200);
 
 /// The leader's own count of its lease: it serves while the last renewal it sent, plus
 /// the lease's length, lies ahead (the database's expiry is later still, as the renewal
@@ -182,7 +188,10 @@ pub async fn serve(settings: Settings, url: PgUrl) -> anyhow::Result<()> {
             while commit.queue_depth() > 0 && commit.failure().is_none() && Instant::now() < settle_until {
                 tokio::time::sleep(WATCH_EVERY).await;
             }
-            let _ = tokio::time::timeout(GIVE_UP_DRAIN_MAX, handle.stop(true)).await;
+            tokio::time::sleep(GIVE_UP_REPLY_GRACE).await;
+            // Not a graceful stop: that would wait on every idle keep-alive connection, with
+            // the port closed, for up to the shutdown timeout.
+            handle.stop(false).await;
         })
     };
     let served = app.run_until_stopped().await;
