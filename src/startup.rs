@@ -110,6 +110,10 @@ impl Application {
         if indexed > 0 {
             tracing::info!(accounts = indexed, "indexed the receiving keys of the accounts");
         }
+        let indexed = repo.backfill_received_index(&commit)?;
+        if indexed > 0 {
+            tracing::info!(received = indexed, "indexed the received PIX by when they arrived");
+        }
         // A payment to a receiving key of an account of this gateway settles on us.
         let keys = repo.clone();
         let on_us: crate::sim::bank::OnUsResolver = Arc::new(move |k| {

@@ -410,6 +410,12 @@ impl Transaction {
         self.status != TxStatus::Pending
     }
 
+    /// Whether this is a PIX the account received: a payment in that settled (a PIX to the
+    /// account's key, or a charge that was paid).
+    pub fn is_received(&self) -> bool {
+        matches!(self.kind, TxKind::PixIn | TxKind::CashIn) && self.status == TxStatus::Confirmed
+    }
+
     /// When the money of this transaction moved, as every read of it shows it: a charge's
     /// payment once it is paid (a charge is created long before a PIX pays it), and
     /// otherwise the moment the transaction was made.

@@ -16,7 +16,7 @@ use super::cob::receiving_key;
 use super::error::{ApiError, SimpleErrorBody, Violation};
 use super::refunds::Devolucao;
 use super::{iso, AppState};
-use crate::domain::transaction::{Transaction, TxKind, TxStatus, COB_TXID_LEN_MAX};
+use crate::domain::transaction::{Transaction, COB_TXID_LEN_MAX};
 
 const PIX_LIST_PARAMS: [&str; 9] = [
     "inicio",
@@ -32,7 +32,7 @@ const PIX_LIST_PARAMS: [&str; 9] = [
 
 /// Whether `t` is a PIX the account received (settled).
 pub fn is_received(t: &Transaction) -> bool {
-    matches!(t.kind, TxKind::PixIn | TxKind::CashIn) && t.status == TxStatus::Confirmed
+    t.is_received()
 }
 
 /// The API Pix `pix` object of a received PIX, with its refunds.
@@ -48,7 +48,7 @@ pub fn pix_view(t: &Transaction, receiving_key: &str, refunds: &[Transaction]) -
         "endToEndId": t.end_to_end_id,
         "valor": t.value.to_cents_string(),
         "chave": receiving_key,
-        "horario": iso(t.processed_at.unwrap_or(t.created_at)),
+        "horario": iso(t.moved_at()),
         "pagador": pagador,
         "devolucoes": refunds.iter().map(|r| serde_json::to_value(Devolucao::of(r)).unwrap_or(Value::Null)).collect::<Vec<_>>(),
     });
@@ -134,8 +134,8 @@ pub async fn get_pix(
 #[utoipa::path(
     get, operation_id = "list_pix", path = "/pix", tag = "family B",
     params(
-        ("inicio" = String, Query, description = "RFC 3339: settled payments created at or after (required)"),
-        ("fim" = String, Query, description = "RFC 3339: created at or before, at most 31 days after inicio (required)"),
+        ("inicio" = String, Query, description = "RFC 3339: PIX received (horario) at or after (required)"),
+        ("fim" = String, Query, description = "RFC 3339: received at or before, at most 31 days after inicio (required)"),
         ("txid" = Option<String>, Query, description = "only the PIX that paid this txid"),
         ("txIdPresente" = Option<bool>, Query, description = "true: only PIX that paid a charge; false: only the others"),
         ("devolucaoPresente" = Option<bool>, Query, description = "true: only PIX with a refund; false: only those without"),
@@ -145,7 +145,7 @@ pub async fn get_pix(
         ("paginacao.itensPorPagina" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "1 to 1000, default 100"),
     ),
     responses(
-        (status = 200, description = "Newest first, with the filters echoed", body = super::schemas::PixList),
+        (status = 200, description = "Newest first by horario, with the filters echoed", body = super::schemas::PixList),
         (status = 400, body = SimpleErrorBody),
         (status = 401, body = SimpleErrorBody),
     ),
@@ -172,7 +172,7 @@ pub async fn list_pix(
     let (skip, size) = q.window.skip_take();
     let w = &q.window;
     let (page, total) =
-        state.repo.payments_in_page(caller.account_id, (w.inicio, w.fim), keep, skip, size)?;
+        state.repo.received_in_page(caller.account_id, (w.inicio, w.fim), keep, skip, size)?;
     let refunds = state.repo.refunds_of(caller.account_id, &page.iter().collect::<Vec<_>>())?;
     let key = receiving_key(&state, &caller)?;
     let none = Vec::new();

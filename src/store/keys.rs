@@ -7,7 +7,8 @@
 //! meta/admin_token_hash     hex SHA-256 of the generated admin token
 //! meta/clock_offset_ms      i64: the test clock's offset from the system clock
 //! meta/demo_account         u64: the id of the Demo account made on first start
-//! meta/tlist_built, meta/rkey_built  present once a backfill of that index has run
+//! meta/tlist_built, meta/rkey_built, meta/pixin_built  present once a backfill of that
+//!                           index has run
 //! meta/applied_seq          u64: the last journal record the snapshot holds (commit.rs)
 //! meta/id_floor             u64: local ids below it were handed out (commit.rs)
 //! meta/record_format        u8: the binary record format the data is in (migrate.rs)
@@ -25,6 +26,9 @@
 //! tlist/{id:020}/{created_ms:013}/{local:020}  2 bytes (status, operation): the list index,
 //!                           also every transaction of the account, oldest first (releases
 //!                           before the journal also wrote `atx/{id}/{local}`, now unused)
+//! pixin/{id:020}/{received_ms:013}/{local:020}  empty: the PIX the account received, by
+//!                           when the money arrived (a paid charge's payment, not its
+//!                           creation): `GET /pix` selects and orders by it
 //! tcnt/{id:020}/{yyyymmdd}/{status}{operation}  i64: list entries per Sao Paulo day, kept
 //!                           by the committer (CountedIndex), so totals need no scan
 //! ext/{id:020}/{externalId} u64: the externalId index (interface.md "Idempotency")
@@ -75,6 +79,8 @@ pub const DEMO_ACCOUNT: &[u8] = b"meta/demo_account";
 pub const TLIST_BUILT: &[u8] = b"meta/tlist_built";
 /// Present once every account's receiving key is indexed (see `backfill_receiving_keys`).
 pub const RKEY_BUILT: &[u8] = b"meta/rkey_built";
+/// Present once every received PIX is in the `pixin/` index (see `backfill_received_index`).
+pub const PIXIN_BUILT: &[u8] = b"meta/pixin_built";
 pub const SEQ_ACCOUNT: &[u8] = b"seq/account";
 /// The storage engine's own: see `commit.rs` and `migrate.rs`.
 pub const APPLIED_SEQ: &[u8] = b"meta/applied_seq";
@@ -191,6 +197,17 @@ pub fn list_prefix(id: AccountId) -> Vec<u8> {
 /// The first list key of `id` created at `millis` or later.
 pub fn list_from(id: AccountId, millis: u64) -> Vec<u8> {
     Key::new("tlist/").id(id).text("/").num(millis, 13).text("/").done()
+}
+
+/// A PIX `id` received, at the instant its money arrived.
+pub fn received_entry(id: AccountId, at: DateTime<Utc>, local: u64) -> Vec<u8> {
+    let millis = u64::try_from(at.timestamp_millis()).unwrap_or(0);
+    Key::new("pixin/").id(id).text("/").num(millis, 13).text("/").num(local, 20).done()
+}
+
+/// The first `pixin/` key of `id` received at `millis` or later.
+pub fn received_from(id: AccountId, millis: u64) -> Vec<u8> {
+    Key::new("pixin/").id(id).text("/").num(millis, 13).text("/").done()
 }
 
 /// The counters of `id`'s list entries on the Sao Paulo day `day`.

@@ -295,6 +295,51 @@ async fn received_pix_are_read_one_by_one_and_listed_with_their_refunds() {
     assert_simple(&b, 400);
 }
 
+/// `GET /pix` selects and orders by when the money arrived (`horario`): a cob created three
+/// days before it was paid is in the window around its payment, after a PIX received
+/// between the two, and not in a window around its creation (it was, before).
+#[actix_rt::test]
+async fn received_pix_are_listed_by_when_they_were_received_not_when_their_charge_was_created() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let mut body = cob("5.00");
+    body["calendario"]["expiracao"] = json!(604_800);
+    let (s, created) = put(&app, &token, TXID, body).await;
+    assert_eq!(s, 201, "{created}");
+    let criacao = chrono::DateTime::parse_from_rfc3339(created["calendario"]["criacao"].as_str().unwrap())
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    app.advance(3 * 86_400).await;
+    let token = app.demo_token().await;
+    let (s, pix_in) = app.post_raw("/sandbox/pix-in", &token, r#"{"amount": 2}"#, &[]).await;
+    assert_eq!(s, 201, "{pix_in}");
+    app.advance(3_600).await;
+    let token = app.demo_token().await;
+    let (s, paid) = app.post_raw("/sandbox/pay", &token, &json!({"txid": TXID}).to_string(), &[]).await;
+    assert_eq!(s, 200, "{paid}");
+    let window = |from: chrono::DateTime<chrono::Utc>, to: chrono::DateTime<chrono::Utc>| {
+        let (app, token) = (&app, token.clone());
+        let url = format!("/pix?inicio={}&fim={}", iso(from), iso(to));
+        async move { app.get_with(&url, &token).await }
+    };
+    let hour = chrono::Duration::hours(1);
+    let around_payment = criacao + chrono::Duration::days(3);
+    let (s, listed) = window(around_payment - hour, around_payment + hour * 2).await;
+    assert_eq!(s, 200, "{listed}");
+    let e2es: Vec<&str> =
+        listed["pix"].as_array().unwrap().iter().map(|p| p["endToEndId"].as_str().unwrap()).collect();
+    assert_eq!(
+        e2es,
+        vec![paid["endToEndId"].as_str().unwrap(), pix_in["endToEndId"].as_str().unwrap()],
+        "newest first by horario: {listed}"
+    );
+    assert_eq!(listed["pix"][0]["txid"], TXID);
+    let horario = listed["pix"][0]["horario"].as_str().unwrap();
+    assert!(horario > listed["pix"][1]["horario"].as_str().unwrap(), "{listed}");
+    let (_, at_creation) = window(criacao - hour, criacao + hour).await;
+    assert_eq!(at_creation["pix"], json!([]), "not by the charge's creation: {at_creation}");
+}
+
 fn iso(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }

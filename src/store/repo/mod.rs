@@ -414,4 +414,50 @@ mod tests {
             "counts unchanged"
         );
     }
+
+    /// A database from before the `pixin/` index: its received PIX (a paid charge created
+    /// days before its payment among them) are indexed once, by when their money arrived.
+    #[actix_rt::test]
+    async fn a_database_from_before_the_received_index_is_indexed_once_by_arrival() {
+        use crate::domain::transaction::TxKind;
+        let storage = Storage::memory().unwrap();
+        let repo = Repo::new(&storage);
+        let account = AccountId::new(3).unwrap();
+        let now = Utc::now();
+        let days = |n: i64| now - chrono::Duration::days(n);
+        let tx = |local: u64, kind: TxKind, created: chrono::DateTime<Utc>| {
+            let mut t = Transaction::new(
+                local,
+                uuid::Uuid::new_v4(),
+                account,
+                kind,
+                Money::parse("1").unwrap(),
+                created,
+            );
+            t.status = TxStatus::Confirmed;
+            t.processed_at = Some(created);
+            t
+        };
+        let mut charge = tx(1, TxKind::CashIn, days(5));
+        charge.processed_at = Some(days(1));
+        let mut open = tx(3, TxKind::CashIn, days(2));
+        open.status = TxStatus::Pending;
+        let old = [charge, tx(2, TxKind::PixIn, days(2)), open, tx(4, TxKind::CashOut, days(1))];
+        let mut b = Batch::default();
+        for t in &old {
+            b.put(keys::transaction(t.local_id), to_json(t).unwrap());
+        }
+        storage.view.apply(&b).unwrap();
+        let commit = &storage.commit;
+        assert_eq!(repo.backfill_received_index(commit).unwrap(), 2, "the paid charge and the PIX in");
+        commit.commit(Batch::default()).await.unwrap();
+        let ids = |from: i64, to: i64| {
+            let (page, total) =
+                repo.received_in_page(account, (days(from), days(to)), |_| true, 0, 10).unwrap();
+            (page.iter().map(|t| t.local_id).collect::<Vec<_>>(), total)
+        };
+        assert_eq!(ids(3, 0), (vec![1, 2], 2), "newest first by arrival: the charge paid yesterday first");
+        assert_eq!(ids(6, 4), (vec![], 0), "not by the charge's creation");
+        assert_eq!(repo.backfill_received_index(commit).unwrap(), 0, "only once");
+    }
 }

@@ -24,18 +24,43 @@ use crate::store::{codec, keys, Batch, CountedIndex, GroupCommit, StoreError};
 impl Repo {
     /// One page of the account's payments in (received PIX and charges, paid or not)
     /// created in `[from, to]` that `keep` keeps, newest first, after `skip` of them, and how
-    /// many it keeps in all. The list index is read over the range and each payment in it
-    /// loaded, so the cost grows with the account's payments in the range; only the page
-    /// and the ids of the range are held.
+    /// many it keeps in all (the cob lists). The list index is read over the range and each
+    /// payment in it loaded, so the cost grows with the account's payments in the range;
+    /// only the page and the ids of the range are held.
     pub fn payments_in_page(
         &self,
         id: AccountId,
-        (from, to): (DateTime<Utc>, DateTime<Utc>),
+        range: (DateTime<Utc>, DateTime<Utc>),
         keep: impl Fn(&Transaction) -> bool,
         skip: usize,
         size: usize,
     ) -> Result<(Vec<Transaction>, usize), RepoError> {
-        let locals = self.list_range(id, (from, to), Operation::of(TxKind::CashIn))?;
+        let locals = self.list_range(id, range, Operation::of(TxKind::CashIn))?;
+        self.page_of(locals, keep, skip, size)
+    }
+
+    /// One page of the PIX the account received in `[from, to]`, by when their money
+    /// arrived (the `pixin/` index), newest first; as [`Repo::payments_in_page`] otherwise
+    /// (`GET /pix`).
+    pub fn received_in_page(
+        &self,
+        id: AccountId,
+        range: (DateTime<Utc>, DateTime<Utc>),
+        keep: impl Fn(&Transaction) -> bool,
+        skip: usize,
+        size: usize,
+    ) -> Result<(Vec<Transaction>, usize), RepoError> {
+        let locals = self.received_range(id, range)?;
+        self.page_of(locals, keep, skip, size)
+    }
+
+    fn page_of(
+        &self,
+        locals: Vec<u64>,
+        keep: impl Fn(&Transaction) -> bool,
+        skip: usize,
+        size: usize,
+    ) -> Result<(Vec<Transaction>, usize), RepoError> {
         let (mut page, mut total) = (Vec::new(), 0usize);
         for local in locals {
             let Some(tx) = self.transaction(local)? else { continue };
@@ -59,7 +84,7 @@ impl Repo {
     ) -> Result<HashMap<u64, Vec<Transaction>>, RepoError> {
         let mut out: HashMap<u64, Vec<Transaction>> = HashMap::new();
         let (Some(first), Some(last)) =
-            (originals.iter().map(|t| t.created_at).min(), originals.iter().map(|t| t.created_at).max())
+            (originals.iter().map(|t| t.moved_at()).min(), originals.iter().map(|t| t.moved_at()).max())
         else {
             return Ok(out);
         };
@@ -80,6 +105,31 @@ impl Repo {
 
     /// The local ids of the account's list entries of `operation` created in `[from, to]`,
     /// newest first.
+    /// The local ids of the PIX `id` received in `[from, to]` (by when the money arrived),
+    /// newest first.
+    fn received_range(
+        &self,
+        id: AccountId,
+        (from, to): (DateTime<Utc>, DateTime<Utc>),
+    ) -> Result<Vec<u64>, RepoError> {
+        let millis = |t: DateTime<Utc>| u64::try_from(t.timestamp_millis()).unwrap_or(0);
+        let start = keys::received_from(id, millis(from));
+        let end = keys::received_from(id, millis(to).saturating_add(1));
+        let mut locals = Vec::new();
+        let mut bad = None;
+        self.store.scan_rev(&start, &end, &mut |k, _| {
+            match keys::local_at_end(k) {
+                Some(local) => locals.push(local),
+                None => bad = Some(String::from_utf8_lossy(k).into_owned()),
+            }
+            bad.is_none()
+        })?;
+        match bad {
+            Some(key) => Err(RepoError::Corrupt { key, reason: "no local id".into() }),
+            None => Ok(locals),
+        }
+    }
+
     fn list_range(
         &self,
         id: AccountId,
@@ -120,6 +170,10 @@ impl Repo {
         let local = tx.local_id.to_be_bytes().to_vec();
         if !tx.end_to_end_id.is_empty() && local_id_in_end_to_end(&tx.end_to_end_id) != Some(tx.local_id) {
             b.put(keys::end_to_end(&tx.end_to_end_id), local.clone());
+        }
+        // A received PIX by when its money arrived (set once: rewriting it is a no-op).
+        if tx.is_received() {
+            b.put(keys::received_entry(tx.account_id, tx.moved_at(), tx.local_id), Vec::new());
         }
         if !first {
             b.put(keys::transaction(tx.local_id), record);
@@ -292,6 +346,32 @@ impl Repo {
             }
         }
         b.put(keys::TLIST_BUILT.to_vec(), vec![1]);
+        commit.submit(b).map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())))?;
+        Ok(written)
+    }
+
+    /// Writes the `pixin/` index of the PIX received before it existed (once per database;
+    /// a crash midway redoes it, and rewriting an entry changes nothing).
+    pub fn backfill_received_index(&self, commit: &GroupCommit) -> Result<usize, RepoError> {
+        if self.store.get(keys::PIXIN_BUILT)?.is_some() {
+            return Ok(0);
+        }
+        let mut written = 0;
+        let mut b = Batch::default();
+        for (k, v) in self.store.scan_prefix(keys::TRANSACTIONS)? {
+            let tx = codec::decode_transaction(&v).map_err(|e| corrupt(&k, e))?;
+            if !tx.is_received() {
+                continue;
+            }
+            b.put(keys::received_entry(tx.account_id, tx.moved_at(), tx.local_id), Vec::new());
+            written += 1;
+            if b.len_hint() >= 1000 {
+                commit
+                    .submit(std::mem::take(&mut b))
+                    .map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())))?;
+            }
+        }
+        b.put(keys::PIXIN_BUILT.to_vec(), vec![1]);
         commit.submit(b).map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())))?;
         Ok(written)
     }
