@@ -157,11 +157,11 @@ mod tests {
         }
     }
 
-    fn charge(f: &mut Fixture, value: &str) -> Transaction {
-        let req = charge_request(value);
+    /// Creates the charge `request` asks for, with local id 7.
+    fn created(f: &mut Fixture, request: crate::domain::decide::ChargeRequest) -> Transaction {
         let plan = super::super::create_charge(
             &f.account(),
-            req,
+            request,
             false,
             StoredKeys::default(),
             noon(),
@@ -170,6 +170,16 @@ mod tests {
         .unwrap();
         f.apply(&plan);
         plan.reply
+    }
+
+    fn charge(f: &mut Fixture, value: &str) -> Transaction {
+        created(f, charge_request(value))
+    }
+
+    /// The cobv of `testing::cobv_request`: 100.00 due 2026-11-24, a 2.00 fine, payable ten
+    /// days after.
+    fn cobv(f: &mut Fixture) -> Transaction {
+        created(f, crate::domain::decide::testing::cobv_request(0))
     }
 
     #[test]
@@ -219,17 +229,7 @@ mod tests {
     #[test]
     fn a_credit_pays_a_cobv_at_the_price_of_the_day_the_payer_paid() {
         let mut f = Fixture::with_balance("0");
-        let plan = super::super::create_charge(
-            &f.account(),
-            crate::domain::decide::testing::cobv_request(0),
-            false,
-            StoredKeys::default(),
-            noon(),
-            &mut ids(&[7]),
-        )
-        .unwrap();
-        f.apply(&plan);
-        let cobv = plan.reply;
+        let cobv = cobv(&mut f);
         let reference = cobv.charge.as_ref().map(|c| code_reference(&c.txid, 7));
         // Paid at 23:59:59 on the due date (Sao Paulo), credited after midnight: 100.00, not
         // the 102.00 with the fine of the day after.
@@ -251,17 +251,7 @@ mod tests {
     #[test]
     fn a_credit_paid_in_time_pays_a_charge_its_deadline_closed_meanwhile() {
         let mut f = Fixture::with_balance("0");
-        let plan = super::super::create_charge(
-            &f.account(),
-            crate::domain::decide::testing::cobv_request(0),
-            false,
-            StoredKeys::default(),
-            noon(),
-            &mut ids(&[7]),
-        )
-        .unwrap();
-        f.apply(&plan);
-        let cobv = plan.reply;
+        let cobv = cobv(&mut f);
         let closes = cobv.charge.as_ref().unwrap().expires_at;
         let closed = super::super::charges::expire_charge(cobv, closes).reply;
         assert_eq!((closed.status, closed.error_code), (TxStatus::Error, Some(ErrorCode::Expired)));

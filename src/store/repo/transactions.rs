@@ -21,6 +21,11 @@ use super::{corrupt, to_json, Repo, RepoError};
 
 use crate::store::{codec, keys, Batch, CountedIndex, GroupCommit, StoreError};
 
+/// An instant as the list keys spell it: milliseconds since the epoch.
+fn millis(t: DateTime<Utc>) -> u64 {
+    u64::try_from(t.timestamp_millis()).unwrap_or(0)
+}
+
 impl Repo {
     /// One page of the account's payments in (received PIX and charges, paid or not)
     /// created in `[from, to]` that `keep` keeps, newest first, after `skip` of them, and how
@@ -112,22 +117,8 @@ impl Repo {
         id: AccountId,
         (from, to): (DateTime<Utc>, DateTime<Utc>),
     ) -> Result<Vec<u64>, RepoError> {
-        let millis = |t: DateTime<Utc>| u64::try_from(t.timestamp_millis()).unwrap_or(0);
-        let start = keys::received_from(id, millis(from));
         let end = keys::received_from(id, millis(to).saturating_add(1));
-        let mut locals = Vec::new();
-        let mut bad = None;
-        self.store.scan_rev(&start, &end, &mut |k, _| {
-            match keys::local_at_end(k) {
-                Some(local) => locals.push(local),
-                None => bad = Some(String::from_utf8_lossy(k).into_owned()),
-            }
-            bad.is_none()
-        })?;
-        match bad {
-            Some(key) => Err(RepoError::Corrupt { key, reason: "no local id".into() }),
-            None => Ok(locals),
-        }
+        self.locals_rev(&keys::received_from(id, millis(from)), &end, |_| true)
     }
 
     fn list_range(
@@ -136,13 +127,24 @@ impl Repo {
         (from, to): (DateTime<Utc>, DateTime<Utc>),
         operation: Operation,
     ) -> Result<Vec<u64>, RepoError> {
-        let millis = |t: DateTime<Utc>| u64::try_from(t.timestamp_millis()).unwrap_or(0);
-        let start = keys::list_from(id, millis(from));
         let end = keys::list_from(id, millis(to).saturating_add(1));
+        self.locals_rev(&keys::list_from(id, millis(from)), &end, |v| {
+            summary_matches(v, None, Some(operation))
+        })
+    }
+
+    /// The local ids at the end of the keys in `[start, end)` whose value `keep` keeps, in
+    /// reverse key order.
+    fn locals_rev(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        keep: impl Fn(&[u8]) -> bool,
+    ) -> Result<Vec<u64>, RepoError> {
         let mut locals = Vec::new();
         let mut bad = None;
-        self.store.scan_rev(&start, &end, &mut |k, v| {
-            if summary_matches(v, None, Some(operation)) {
+        self.store.scan_rev(start, end, &mut |k, v| {
+            if keep(v) {
                 match keys::local_at_end(k) {
                     Some(local) => locals.push(local),
                     None => bad = Some(String::from_utf8_lossy(k).into_owned()),
@@ -327,52 +329,49 @@ impl Repo {
     /// Writes the list index of transactions stored before it existed (once per database;
     /// a crash midway redoes it, and rewriting an entry changes no count).
     pub fn backfill_transaction_index(&self, commit: &GroupCommit) -> Result<usize, RepoError> {
-        if self.store.get(keys::TLIST_BUILT)?.is_some() {
-            return Ok(0);
-        }
-        let mut written = 0;
-        let mut b = Batch::default();
-        for (k, v) in self.store.scan_prefix(keys::TRANSACTIONS)? {
-            let tx = codec::decode_transaction(&v).map_err(|e| corrupt(&k, e))?;
-            b.put(
+        self.backfill(commit, keys::TLIST_BUILT, |tx| {
+            Some((
                 keys::list_entry(tx.account_id, tx.created_at, tx.local_id),
                 summary(tx.status, Operation::of(tx.kind)).to_vec(),
-            );
-            written += 1;
-            if b.len_hint() >= 1000 {
-                commit
-                    .submit(std::mem::take(&mut b))
-                    .map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())))?;
-            }
-        }
-        b.put(keys::TLIST_BUILT.to_vec(), vec![1]);
-        commit.submit(b).map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())))?;
-        Ok(written)
+            ))
+        })
     }
 
     /// Writes the `pixin/` index of the PIX received before it existed (once per database;
     /// a crash midway redoes it, and rewriting an entry changes nothing).
     pub fn backfill_received_index(&self, commit: &GroupCommit) -> Result<usize, RepoError> {
-        if self.store.get(keys::PIXIN_BUILT)?.is_some() {
+        self.backfill(commit, keys::PIXIN_BUILT, |tx| {
+            tx.is_received()
+                .then(|| (keys::received_entry(tx.account_id, tx.moved_at(), tx.local_id), Vec::new()))
+        })
+    }
+
+    /// Puts the entry `entry_of` makes of each stored transaction (none for `None`), 1,000
+    /// a write, then `built`; nothing when `built` is there already. Answers how many.
+    fn backfill(
+        &self,
+        commit: &GroupCommit,
+        built: &[u8],
+        entry_of: impl Fn(&Transaction) -> Option<(Vec<u8>, Vec<u8>)>,
+    ) -> Result<usize, RepoError> {
+        if self.store.get(built)?.is_some() {
             return Ok(0);
         }
+        let submit =
+            |b: Batch| commit.submit(b).map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())));
         let mut written = 0;
         let mut b = Batch::default();
         for (k, v) in self.store.scan_prefix(keys::TRANSACTIONS)? {
             let tx = codec::decode_transaction(&v).map_err(|e| corrupt(&k, e))?;
-            if !tx.is_received() {
-                continue;
-            }
-            b.put(keys::received_entry(tx.account_id, tx.moved_at(), tx.local_id), Vec::new());
+            let Some((key, value)) = entry_of(&tx) else { continue };
+            b.put(key, value);
             written += 1;
             if b.len_hint() >= 1000 {
-                commit
-                    .submit(std::mem::take(&mut b))
-                    .map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())))?;
+                submit(std::mem::take(&mut b))?;
             }
         }
-        b.put(keys::PIXIN_BUILT.to_vec(), vec![1]);
-        commit.submit(b).map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())))?;
+        b.put(built.to_vec(), vec![1]);
+        submit(b)?;
         Ok(written)
     }
 
