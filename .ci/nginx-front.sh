@@ -2,7 +2,10 @@
 # The TLS front of docs/deploy.md, end to end with a real nginx: a throwaway CA signs a
 # server and a client certificate; nginx terminates mutual TLS and forwards the client's
 # certificate in X-SSL-Client-Cert (overwriting any the client sent); pixgw listens on
-# loopback with --require-client-cert. Checks: a token and a cash-out through nginx; a
+# loopback with the production profile of docs/deploy.md's unit (--production
+# --require-client-cert, the admin token in an owner-only file), and the account is made
+# with `pixgw account create --cert` for the CA's client certificate. Checks: no Demo
+# account; a token and a cash-out through nginx; no sandbox route for any account; a
 # client-sent X-SSL-Client-Cert is overwritten; no client certificate, no TLS session; and
 # a direct request to pixgw with the token but without the bound certificate is 401.
 #   .ci/nginx-front.sh            # BIN (target/debug/pixgw); installs nginx-light if absent
@@ -37,18 +40,22 @@ openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN
 openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 2 2>/dev/null
 cd - >/dev/null
 
-# pixgw on loopback, the certificate header required.
+# pixgw on loopback in production: the certificate header required, the admin token in a
+# file only its owner reads.
 port=$(free_port)
-"$BIN" serve --data-dir "$dir/run" --listen "127.0.0.1:$port" --require-client-cert >"$dir/pixgw.out" 2>"$dir/pixgw.err" &
+(umask 077 && python3 -c 'import secrets; print(secrets.token_hex(24))' >"$dir/admin-token")
+"$BIN" serve --production --data-dir "$dir/run" --listen "127.0.0.1:$port" --require-client-cert \
+  --admin-token-file "$dir/admin-token" >"$dir/pixgw.out" 2>"$dir/pixgw.err" &
 pid=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
-creds="$dir/run/demo/credentials.json"
+[ ! -e "$dir/run/demo" ] || fail "a production start made the Demo account's files"
+PIXGW_ADMIN_TOKEN=$(cat "$dir/admin-token") "$BIN" account create --url "http://127.0.0.1:$port" \
+  --name "Acme Pagamentos" --document 11222333000181 --cert "$dir/client.pem" --initial-balance 10.00 \
+  --out "$dir/acme" >"$dir/create.out" || fail "pixgw account create: $(cat "$dir/create.out")"
+creds="$dir/acme/credentials.json"
 field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$creds" "$1"; }
-admin=$(field adminToken) account=$(field accountId) client_id=$(field clientId) secret=$(field clientSecret)
-pem_json=$(python3 -c 'import json,sys; print(json.dumps({"pem": open(sys.argv[1]).read()}))' "$dir/client.pem")
-code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$port/admin/accounts/$account/certificates" \
-  -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' -d "$pem_json")
-[ "$code" = 201 ] || fail "registering the client certificate: $code"
+client_id=$(field clientId) secret=$(field clientSecret)
+echo "ok   production start, no Demo; pixgw account create --cert registered the CA's certificate"
 
 # nginx in front, with the configuration of docs/deploy.md.
 nport=$(free_port)
@@ -67,7 +74,8 @@ echo "ok   a token through nginx with curl --cert"
 
 code=$(curl -s "${tls[@]}" -o "$dir/fund.json" -w '%{http_code}' -X POST "$front/sandbox/pix-in" \
   -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d '{"amount": 10}')
-[ "$code" = 201 ] || fail "funding through nginx: $code $(cat "$dir/fund.json")"
+[ "$code" = 403 ] || fail "a sandbox route in production: $code $(cat "$dir/fund.json")"
+echo "ok   production: the sandbox routes answer 403"
 read -r key doc < <(python3 -c 'import json; k=[k for k in json.load(open("data/dict.json"))["keys"] if k["keyType"]=="EMAIL"][0]; print(k["key"], k["document"])')
 cash_out=$(printf '{"value": 1.5, "externalId": "via-nginx", "details": {"key": "%s", "keyType": "EMAIL", "name": "P", "document": "%s"}}' "$key" "$doc")
 code=$(curl -s "${tls[@]}" -o "$dir/out.json" -w '%{http_code}' -X POST "$front/api/pix/cash-out" \

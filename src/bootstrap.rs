@@ -2,6 +2,9 @@
 //! offset, and the Demo sandbox account with its certificate and credentials file
 //! (interface.md "Running the server").
 //!
+//! A production server (`--production`) makes neither the Demo account nor its files, and
+//! never generates an admin token: the operator gives one.
+//!
 //! On first start the Demo account is created (and committed) before its files are
 //! written, and the marker `meta/demo_account` is committed last: a crash in between makes
 //! the next start create a fresh Demo account and overwrite the files, never leave files
@@ -21,8 +24,14 @@ use crate::auth::secrets;
 use crate::domain::account::{AccountName, AccountProfile};
 use crate::domain::document::TaxId;
 use crate::domain::money::Money;
-use crate::store::keys::{ADMIN_TOKEN_HASH, CLOCK_OFFSET, DEMO_ACCOUNT, JWT_KEY};
+use crate::store::keys::{ADMIN_TOKEN_HASH, CLOCK_OFFSET, DATA_VERSION, DEMO_ACCOUNT, JWT_KEY};
 use crate::store::Repo;
+
+/// The data version this release writes: a release that changes what the store holds in a
+/// way an older one would misread (a new index it keeps up to date, a new record format)
+/// raises it. 1: the layout of 2026-11-25 (binary records, the `tlist/`, `rkey/` and
+/// `pixin/` indexes). docs/deploy.md "Upgrading and rolling back".
+pub const DATA_VERSION_CURRENT: u32 = 1;
 
 /// The Demo account's document: a valid CNPJ reserved for examples.
 pub const DEMO_DOCUMENT: &str = "11222333000181";
@@ -47,6 +56,8 @@ pub struct Boot {
     pub demo_dir: PathBuf,
     /// Whether this start created the Demo account.
     pub created_demo: bool,
+    /// The production profile: no Demo account, no credentials file.
+    pub production: bool,
 }
 
 pub fn demo_dir(data_dir: &Path) -> PathBuf {
@@ -59,7 +70,9 @@ pub fn load_or_init(
     data_dir: &Path,
     now: DateTime<Utc>,
     admin_override: Option<&str>,
+    production: bool,
 ) -> anyhow::Result<Boot> {
+    check_data_version(repo)?;
     let jwt_key = match repo.meta(JWT_KEY)? {
         Some(k) => k,
         None => {
@@ -73,7 +86,8 @@ pub fn load_or_init(
     let clock_offset_ms =
         repo.meta(CLOCK_OFFSET)?.and_then(|b| b.try_into().ok().map(i64::from_be_bytes)).unwrap_or(0);
     let dir = demo_dir(data_dir);
-    let created_demo = if repo.meta(DEMO_ACCOUNT)?.is_none() {
+    // A production server makes no Demo account and writes no credentials file.
+    let created_demo = if !production && repo.meta(DEMO_ACCOUNT)?.is_none() {
         create_demo(repo, &dir, now, admin_override)?;
         true
     } else {
@@ -81,7 +95,22 @@ pub fn load_or_init(
     };
     let stored_admin_token_hash =
         repo.meta(ADMIN_TOKEN_HASH)?.map(|b| String::from_utf8_lossy(&b).into_owned());
-    Ok(Boot { jwt_key, stored_admin_token_hash, clock_offset_ms, demo_dir: dir, created_demo })
+    Ok(Boot { jwt_key, stored_admin_token_hash, clock_offset_ms, demo_dir: dir, created_demo, production })
+}
+
+/// Refuses a store a newer release has served from (it may hold what this one would
+/// misread or fail to keep up to date), and records this release's version otherwise.
+fn check_data_version(repo: &Repo) -> anyhow::Result<()> {
+    let stored = repo.meta(DATA_VERSION)?.and_then(|b| b.try_into().ok().map(u32::from_be_bytes));
+    match stored {
+        Some(v) if v > DATA_VERSION_CURRENT => anyhow::bail!(
+            "this store was written by a newer release of pixgw (data version {v}; this release knows \
+             {DATA_VERSION_CURRENT}): run that release, or restore the backup taken before upgrading \
+             (docs/deploy.md \"Upgrading and rolling back\")"
+        ),
+        Some(v) if v == DATA_VERSION_CURRENT => Ok(()),
+        _ => Ok(repo.put_meta(DATA_VERSION, &DATA_VERSION_CURRENT.to_be_bytes())?),
+    }
 }
 
 fn create_demo(
@@ -116,21 +145,35 @@ fn create_demo(
         webhook_secret: created.record.webhook_secret.clone(),
         admin_token: admin_token.clone(),
     };
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    write_private(&dir.join("credentials.json"), &serde_json::to_vec_pretty(&credentials)?)?;
-    let token_request = serde_json::json!({
-        "clientId": credentials.client_id,
-        "clientSecret": credentials.client_secret,
-    });
-    write_private(&dir.join("token-request.json"), &serde_json::to_vec_pretty(&token_request)?)?;
-    write_private(&dir.join("client-key.pem"), generated.key_pem.as_bytes())?;
-    write_private(&dir.join("client-cert.pem"), generated.cert_pem.as_bytes())?;
-    write_private(
-        &dir.join("client-cert.urlencoded"),
-        certs::url_encode_pem(&generated.cert_pem).as_bytes(),
-    )?;
+    write_client_files(dir, &serde_json::to_value(&credentials)?, &generated)?;
     repo.put_meta(ADMIN_TOKEN_HASH, secrets::hash_secret("", &admin_token).as_bytes())?;
     repo.put_meta(DEMO_ACCOUNT, &created.record.id.get().to_be_bytes())?;
+    Ok(())
+}
+
+/// Writes the files a client needs to get a token into `dir` (made if missing), each
+/// readable by its owner only: `credentials.json` (`credentials` as given, which names
+/// `clientId` and `clientSecret`), `token-request.json`, `client-cert.pem`, `client-key.pem`
+/// and `client-cert.urlencoded` (the header value). The Demo account's files and those of
+/// `pixgw account create` are the same set.
+pub fn write_client_files(
+    dir: &Path,
+    credentials: &serde_json::Value,
+    cert: &certs::GeneratedCert,
+) -> anyhow::Result<()> {
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    write_private(&dir.join("credentials.json"), &serde_json::to_vec_pretty(credentials)?)?;
+    let token_request = serde_json::json!({
+        "clientId": credentials["clientId"],
+        "clientSecret": credentials["clientSecret"],
+    });
+    write_private(&dir.join("token-request.json"), &serde_json::to_vec_pretty(&token_request)?)?;
+    // A certificate the operator brought has its key elsewhere.
+    if !cert.key_pem.is_empty() {
+        write_private(&dir.join("client-key.pem"), cert.key_pem.as_bytes())?;
+    }
+    write_private(&dir.join("client-cert.pem"), cert.cert_pem.as_bytes())?;
+    write_private(&dir.join("client-cert.urlencoded"), certs::url_encode_pem(&cert.cert_pem).as_bytes())?;
     Ok(())
 }
 
@@ -152,4 +195,23 @@ fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     }
     fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Storage;
+
+    #[test]
+    fn a_store_of_a_newer_release_is_refused_and_an_older_one_is_marked() {
+        let storage = Storage::memory().unwrap();
+        let repo = Repo::new(&storage);
+        assert!(check_data_version(&repo).is_ok(), "a new store");
+        let stored = repo.meta(DATA_VERSION).unwrap().unwrap();
+        assert_eq!(stored, DATA_VERSION_CURRENT.to_be_bytes().to_vec());
+        assert!(check_data_version(&repo).is_ok(), "the same release again");
+        repo.put_meta(DATA_VERSION, &(DATA_VERSION_CURRENT + 1).to_be_bytes()).unwrap();
+        let e = check_data_version(&repo).unwrap_err().to_string();
+        assert!(e.contains("newer release") && e.contains("data version 2"), "{e}");
+    }
 }

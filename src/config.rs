@@ -48,6 +48,48 @@ pub enum Command {
     Restore(RestoreArgs),
     /// Move a stopped server's embedded store (or a backup) into an empty PostgreSQL database.
     Migrate(MigrateArgs),
+    /// Accounts of a running server, through its admin API.
+    #[command(subcommand)]
+    Account(AccountCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AccountCommand {
+    /// Make an account with a client certificate (its key made here, never sent) and write
+    /// its credentials, certificate and key into a new directory.
+    Create(AccountCreateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AccountCreateArgs {
+    /// The account holder's name (1 to 100 characters).
+    #[arg(long)]
+    pub name: String,
+    /// The holder's CPF or CNPJ.
+    #[arg(long)]
+    pub document: String,
+    /// Make a sandbox account (refused by a production server).
+    #[arg(long)]
+    pub sandbox: bool,
+    /// The directory to write the files into; it must not exist or be empty.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Days the generated client certificate is valid (1 to 3650).
+    #[arg(long, default_value_t = 365)]
+    pub cert_days: u32,
+    /// Register this PEM certificate (issued by your own CA) instead of generating one; no
+    /// key is written.
+    #[arg(long)]
+    pub cert: Option<PathBuf>,
+    /// The opening balance, a decimal string such as 100.00 (moving a client's money in).
+    #[arg(long)]
+    pub initial_balance: Option<String>,
+    /// The running server.
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    pub url: String,
+    /// The server's admin token.
+    #[arg(long, env = "PIXGW_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: String,
 }
 
 #[derive(Debug, Args)]
@@ -154,6 +196,20 @@ pub struct ListenArgs {
     pub status: u16,
 }
 
+/// Which requests get an access line (`pixgw::access`). Payment lines are not affected:
+/// they are the audit trail and are always written at info.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessLog {
+    /// Every request.
+    All,
+    /// Requests answered 4xx or 5xx, and those slower than `ACCESS_LOG_SLOW_MS`.
+    #[default]
+    Errors,
+    /// None.
+    Off,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
@@ -179,12 +235,30 @@ pub struct ServeArgs {
     /// Log format.
     #[arg(long, env = "PIXGW_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
+    /// Which requests get an access line: all, errors (4xx, 5xx and slow ones; the
+    /// default) or off. Payment lines are always written.
+    #[arg(long, env = "PIXGW_ACCESS_LOG", value_enum)]
+    pub access_log: Option<AccessLog>,
     /// Admin token; overrides the one generated on first start.
     #[arg(long, env = "PIXGW_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
     /// Settle delay of the simulated bank, in milliseconds.
     #[arg(long, env = "PIXGW_SIM_SETTLE_MS")]
     pub sim_settle_ms: Option<u64>,
+    /// The production profile: no Demo account and no credentials file, no sandbox routes or
+    /// scenarios for any account, no test clock, the admin token required (from the
+    /// environment or --admin-token-file), and --require-client-cert required unless
+    /// --allow-without-client-cert says otherwise.
+    #[arg(long, env = "PIXGW_PRODUCTION", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub production: bool,
+    /// A file holding the admin token (readable by its owner only: a file that its group or
+    /// others may read is refused).
+    #[arg(long, env = "PIXGW_ADMIN_TOKEN_FILE")]
+    pub admin_token_file: Option<PathBuf>,
+    /// With --production: serve without --require-client-cert (a proxy that checks client
+    /// certificates some other way), said out loud rather than by omission.
+    #[arg(long, env = "PIXGW_ALLOW_WITHOUT_CLIENT_CERT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
+    pub allow_without_client_cert: bool,
     /// Refuse (401) any authenticated request without the client certificate its token is
     /// bound to in X-SSL-Client-Cert: for a TLS-terminating proxy that sets it on every request.
     #[arg(long, env = "PIXGW_REQUIRE_CLIENT_CERT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
@@ -250,10 +324,14 @@ pub enum StoreChoice {
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
+    pub production: Option<bool>,
+    pub admin_token_file: Option<PathBuf>,
+    pub allow_without_client_cert: Option<bool>,
     pub listen: Option<String>,
     pub data_dir: Option<PathBuf>,
     pub test_clock: Option<bool>,
     pub log_format: Option<LogFormat>,
+    pub access_log: Option<AccessLog>,
     pub admin_token: Option<String>,
     pub sim_settle_ms: Option<u64>,
     pub dict_file: Option<PathBuf>,
@@ -275,10 +353,13 @@ pub struct FileConfig {
 /// Resolved, checked settings. Its `Debug` hides the admin token.
 #[derive(Clone)]
 pub struct Settings {
+    /// The production profile (`--production`): see [`ServeArgs::production`].
+    pub production: bool,
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
     pub test_clock: bool,
     pub log_format: LogFormat,
+    pub access_log: AccessLog,
     pub admin_token: Option<String>,
     pub sim_settle_ms: u64,
     pub dict_file: Option<PathBuf>,
@@ -299,10 +380,12 @@ pub struct Settings {
 impl std::fmt::Debug for Settings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Settings")
+            .field("production", &self.production)
             .field("listen", &self.listen)
             .field("data_dir", &self.data_dir)
             .field("test_clock", &self.test_clock)
             .field("log_format", &self.log_format)
+            .field("access_log", &self.access_log)
             .field("admin_token", &self.admin_token.as_ref().map(|_| "(hidden)"))
             .field("sim_settle_ms", &self.sim_settle_ms)
             .field("dict_file", &self.dict_file)
@@ -328,10 +411,12 @@ impl Settings {
     pub fn log_start(&self) {
         let shown = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
         tracing::info!(
+            production = self.production,
             listen = %self.listen,
             data_dir = %self.data_dir.display(),
             test_clock = self.test_clock,
             log_format = ?self.log_format,
+            access_log = ?self.access_log,
             admin_token = if self.admin_token.is_some() { "from settings" } else { "stored" },
             sim_settle_ms = self.sim_settle_ms,
             dict_file = shown(&self.dict_file),
@@ -369,6 +454,10 @@ pub enum ConfigError {
     Invalid(&'static str),
     #[error("--store: {0}")]
     Store(String),
+    #[error("--production: {0}")]
+    Production(&'static str),
+    #[error("the admin token file {0}: {1}")]
+    AdminTokenFile(PathBuf, String),
 }
 
 /// A journal segment's size unless configured, and the largest accepted (MiB).
@@ -386,9 +475,35 @@ impl Settings {
         };
         let listen_text = args.listen.clone().or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
         let listen = listen_text.parse().map_err(|_| ConfigError::Listen(listen_text.clone()))?;
-        let admin_token = args.admin_token.clone().or(file.admin_token);
+        let production = args.production || file.production.unwrap_or(false);
+        let token_file = args.admin_token_file.clone().or(file.admin_token_file);
+        let from_config_file = args.admin_token.is_none() && file.admin_token.is_some();
+        let admin_token = match (args.admin_token.clone().or(file.admin_token), &token_file) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::Invalid(
+                    "the admin token is given twice: give it or an admin token file, not both",
+                ))
+            }
+            (Some(t), None) => Some(t),
+            (None, Some(path)) => Some(read_private_secret(path)?),
+            (None, None) => None,
+        };
         if admin_token.as_ref().is_some_and(|t| t.len() < ADMIN_TOKEN_LEN_MIN) {
             return Err(ConfigError::Invalid("the admin token must have at least 16 characters"));
+        }
+        let test_clock = args.test_clock || file.test_clock.unwrap_or(false);
+        let require_client_cert = args.require_client_cert || file.require_client_cert.unwrap_or(false);
+        if production {
+            let allow_without_cert =
+                args.allow_without_client_cert || file.allow_without_client_cert.unwrap_or(false);
+            check_production(ProductionInputs {
+                admin_token: admin_token.is_some(),
+                token_in_config_file: from_config_file,
+                config_file_private: args.config.as_deref().is_some_and(is_owner_only),
+                test_clock,
+                require_client_cert,
+                allow_without_cert,
+            })?;
         }
         let workers = args
             .workers
@@ -426,6 +541,7 @@ impl Settings {
         )
         .map_err(ConfigError::Invalid)?;
         Ok(Settings {
+            production,
             listen,
             store,
             lease,
@@ -435,12 +551,13 @@ impl Settings {
                 .clone()
                 .or(file.data_dir)
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
-            test_clock: args.test_clock || file.test_clock.unwrap_or(false),
+            test_clock,
             log_format: args.log_format.or(file.log_format).unwrap_or_default(),
+            access_log: args.access_log.or(file.access_log).unwrap_or_default(),
             admin_token,
             sim_settle_ms: args.sim_settle_ms.or(file.sim_settle_ms).unwrap_or(DEFAULT_SIM_SETTLE_MS),
             dict_file: args.dict_file.clone().or(file.dict_file),
-            require_client_cert: args.require_client_cert || file.require_client_cert.unwrap_or(false),
+            require_client_cert,
             webhook_allow_http: args.webhook_allow_http || file.webhook_allow_http.unwrap_or(false),
             webhook_allow_private: args.webhook_allow_private || file.webhook_allow_private.unwrap_or(false),
             webhook_ca_file: args.webhook_ca_file.clone().or(file.webhook_ca_file),
@@ -459,6 +576,70 @@ impl Settings {
     }
 }
 
+/// What the production profile checks, gathered so that the rule is a pure function.
+#[derive(Debug, Clone, Copy)]
+struct ProductionInputs {
+    admin_token: bool,
+    token_in_config_file: bool,
+    config_file_private: bool,
+    test_clock: bool,
+    require_client_cert: bool,
+    allow_without_cert: bool,
+}
+
+/// The production profile's rules (README "Running in production"): every way of starting
+/// that only makes sense in a sandbox is refused with the reason, before anything is opened.
+fn check_production(p: ProductionInputs) -> Result<(), ConfigError> {
+    if !p.admin_token {
+        return Err(ConfigError::Production(
+            "an admin token is required: set PIXGW_ADMIN_TOKEN or --admin-token-file (a production server never generates one)",
+        ));
+    }
+    if p.token_in_config_file && !p.config_file_private {
+        return Err(ConfigError::Production(
+            "the config file holds the admin token and its group or others may read it: chmod 600 it, or use PIXGW_ADMIN_TOKEN_FILE",
+        ));
+    }
+    if p.test_clock {
+        return Err(ConfigError::Production("the test clock is for tests: drop --test-clock"));
+    }
+    if !p.require_client_cert && !p.allow_without_cert {
+        return Err(ConfigError::Production(
+            "set --require-client-cert (behind a proxy that terminates mutual TLS), or say --allow-without-client-cert",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a file's group and others have no access to it (always true off Unix).
+fn is_owner_only(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o077 == 0)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        true
+    }
+}
+
+/// A secret kept in a file of its own: its owner alone may read it, and its text, trimmed,
+/// is the secret.
+fn read_private_secret(path: &Path) -> Result<String, ConfigError> {
+    let fail = |m: String| ConfigError::AdminTokenFile(path.to_path_buf(), m);
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    if !is_owner_only(path) {
+        return Err(fail("its group or others may read it: chmod 600 it".into()));
+    }
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(fail("it is empty".into()));
+    }
+    Ok(token.to_owned())
+}
+
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read(path.into(), e))?;
     toml::from_str(&text).map_err(|e| ConfigError::Parse(path.into(), e.to_string()))
@@ -467,6 +648,55 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn production() -> ProductionInputs {
+        ProductionInputs {
+            admin_token: true,
+            token_in_config_file: false,
+            config_file_private: false,
+            test_clock: false,
+            require_client_cert: true,
+            allow_without_cert: false,
+        }
+    }
+
+    #[test]
+    fn the_production_profile_refuses_every_sandbox_only_way_of_starting() {
+        assert!(check_production(production()).is_ok());
+        let refused = |p: ProductionInputs, says: &str| {
+            let e = check_production(p).unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        };
+        refused(ProductionInputs { admin_token: false, ..production() }, "an admin token is required");
+        refused(ProductionInputs { token_in_config_file: true, ..production() }, "chmod 600");
+        refused(ProductionInputs { test_clock: true, ..production() }, "test clock");
+        refused(ProductionInputs { require_client_cert: false, ..production() }, "--require-client-cert");
+        // Said out loud, serving without client certificates is allowed; so is a token in a
+        // config file that only its owner reads.
+        let p = ProductionInputs { require_client_cert: false, allow_without_cert: true, ..production() };
+        assert!(check_production(p).is_ok());
+        let p = ProductionInputs { token_in_config_file: true, config_file_private: true, ..production() };
+        assert!(check_production(p).is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_admin_token_file_must_be_its_owners_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "  0123456789abcdef0123\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let args = ServeArgs { admin_token_file: Some(path.clone()), ..ServeArgs::default() };
+        let e = Settings::resolve(&args).unwrap_err().to_string();
+        assert!(e.contains("chmod 600"), "{e}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let s = Settings::resolve(&args).unwrap();
+        assert_eq!(s.admin_token.as_deref(), Some("0123456789abcdef0123"), "trimmed");
+        // Given twice is refused rather than one silently winning.
+        let both = ServeArgs { admin_token: Some("x".repeat(20)), ..args };
+        assert!(Settings::resolve(&both).unwrap_err().to_string().contains("given twice"));
+    }
 
     #[test]
     fn defaults_apply_when_nothing_is_given() {

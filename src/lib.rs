@@ -55,6 +55,7 @@ pub mod http;
 pub mod load;
 pub mod maintenance;
 pub mod node;
+pub mod provision;
 pub mod sim;
 pub mod startup;
 pub mod store;

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use pixgw::config::{
-    BackupArgs, Cli, Command, ListenArgs, LoadArgs, MigrateArgs, RestoreArgs, ServeArgs, Settings,
-    WebhooksCommand,
+    AccountCommand, AccountCreateArgs, BackupArgs, Cli, Command, ListenArgs, LoadArgs, MigrateArgs,
+    RestoreArgs, ServeArgs, Settings, WebhooksCommand,
 };
 use pixgw::startup::Application;
 use pixgw::telemetry;
@@ -23,7 +23,42 @@ fn main() -> ExitCode {
         Command::Backup(args) => backup(&args),
         Command::Restore(args) => restore(&args),
         Command::Migrate(args) => migrate(&args),
+        Command::Account(AccountCommand::Create(args)) => create_account(args),
     }
+}
+
+fn create_account(args: AccountCreateArgs) -> ExitCode {
+    let req = pixgw::provision::NewAccount {
+        url: args.url,
+        admin_token: args.admin_token,
+        name: args.name,
+        document: args.document,
+        sandbox: args.sandbox,
+        cert_days: args.cert_days,
+        out: args.out,
+        cert_file: args.cert,
+        initial_balance: args.initial_balance,
+    };
+    actix_web::rt::System::new().block_on(async move {
+        match pixgw::provision::create(&req, chrono::Utc::now()).await {
+            Ok(made) => {
+                let dir = made.out.display();
+                println!("account {} created; client {}", made.account_id, made.client_id);
+                println!("files (owner-only) in {dir}: credentials.json, token-request.json, client-cert.pem, client-cert.urlencoded, and client-key.pem unless --cert brought the certificate");
+                println!("get a token:");
+                println!(
+                    "  curl -s -X POST {}/api/auth/token -H 'Content-Type: application/json' \\\n    \
+                     -H \"X-SSL-Client-Cert: $(cat {dir}/client-cert.urlencoded)\" -d @{dir}/token-request.json",
+                    req.url.trim_end_matches('/')
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("pixgw account create: {e:#}");
+                ExitCode::FAILURE
+            }
+        }
+    })
 }
 
 fn backup(args: &BackupArgs) -> ExitCode {
@@ -193,6 +228,12 @@ fn print_banner(app: &Application, data_dir: &std::path::Path) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "pixgw listening on http://{addr}");
     let _ = writeln!(out, "data dir: {}", data_dir.display());
+    if app.boot.production {
+        // Nothing of the sandbox is printed: there is none, and no credentials file.
+        let _ = writeln!(out, "production profile: no sandbox; create accounts with `pixgw account create`");
+        let _ = out.flush();
+        return;
+    }
     if app.boot.created_demo {
         let _ = writeln!(out, "first start: created the Demo sandbox account");
     }

@@ -145,6 +145,8 @@ pub async fn serve(settings: Settings, url: PgUrl) -> anyhow::Result<()> {
     let leadership = Arc::new(Leadership::new(Instant::now() + times.lease()));
     let renewer = actix_web::rt::spawn(renew(Arc::clone(&pg), times, Arc::clone(&leadership)));
     let opened = Arc::clone(&pg);
+    // The recorder first: recovery sets the storage gauges.
+    crate::telemetry::metrics_handle();
     let storage =
         actix_web::rt::task::spawn_blocking(move || Storage::open_postgres(&opened, Repo::layout()))
             .await
@@ -159,6 +161,7 @@ pub async fn serve(settings: Settings, url: PgUrl) -> anyhow::Result<()> {
         );
     }
     println!("role: leader (epoch {epoch})");
+    metrics::gauge!("pixgw_serving").set(1.0);
 
     let gave_up: Arc<Mutex<Option<String>>> = Arc::default();
     let watcher = {
@@ -200,6 +203,7 @@ pub async fn serve(settings: Settings, url: PgUrl) -> anyhow::Result<()> {
         Some(why) => {
             renewer.abort();
             tracing::warn!(reason = %why, "giving up the leader's role: starting again as a standby");
+            metrics::gauge!("pixgw_serving").set(0.0);
             Err(reexec(&name, address))
         }
         None => {

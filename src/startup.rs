@@ -34,6 +34,8 @@ pub struct Application {
 /// Opens the data dir's storage (sled in `db/`, the journal in `journal/`), replaying the
 /// journal before anything is served.
 pub fn open_storage(settings: &Settings) -> anyhow::Result<Storage> {
+    // The recorder first: recovery sets the storage gauges.
+    crate::telemetry::metrics_handle();
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("creating the data dir {}", settings.data_dir.display()))?;
     let journal =
@@ -67,6 +69,11 @@ impl Application {
         gate: crate::http::gate::SharedGate,
     ) -> anyhow::Result<Application> {
         let gated = gate.is_some();
+        if !gated {
+            // A single node serves from its start; a node on a shared database says so once
+            // it holds the lease (node.rs).
+            metrics::gauge!("pixgw_serving").set(1.0);
+        }
         let repo = Repo::new(&storage);
         let commit = Arc::clone(&storage.commit);
         let start_clock = Clock::system();
@@ -75,6 +82,7 @@ impl Application {
             &settings.data_dir,
             start_clock.now(),
             settings.admin_token.as_deref(),
+            settings.production,
         )?;
         let clock =
             Arc::new(if settings.test_clock { Clock::test(boot.clock_offset_ms) } else { Clock::system() });
@@ -185,6 +193,8 @@ impl Application {
             directory,
             webhook_allow_http,
             require_client_cert: settings.require_client_cert,
+            production: settings.production,
+            access_log: settings.access_log,
             body_timeout: std::time::Duration::from_millis(settings.body_timeout_ms),
             idempotency: Default::default(),
             webhooks,

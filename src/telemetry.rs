@@ -183,6 +183,23 @@ fn describe_and_zero() {
         "Time the committer waited for a checkpoint because too much was waiting to be checkpointed"
     );
     describe_gauge!("pixgw_commit_queue_depth", "Batches submitted and not yet durable");
+    describe_counter!(
+        "pixgw_storage_write_refusals_total",
+        "Writes storage refused, by reason: full (the disk has too little room; they resume by themselves) or failed (a write failed; the process must be restarted)"
+    );
+    describe_gauge!(
+        "pixgw_serving",
+        "1 while this node serves the API (a single node, or the leader on a shared database), 0 on a standby"
+    );
+    metrics::gauge!("pixgw_serving").set(0.0);
+    describe_gauge!(
+        "pixgw_storage_failed",
+        "1 once a write has failed: every later write is refused until the process restarts"
+    );
+    metrics::gauge!("pixgw_storage_failed").set(0.0);
+    for reason in ["full", "failed"] {
+        metrics::counter!("pixgw_storage_write_refusals_total", "reason" => reason).absolute(0);
+    }
     describe_histogram!("pixgw_checkpoint_seconds", Unit::Seconds, "Time to write one checkpoint into sled");
     describe_counter!("pixgw_checkpoints_total", "Checkpoints written");
     describe_counter!("pixgw_checkpoint_bytes_total", Unit::Bytes, "Bytes written into sled by checkpoints");
@@ -236,6 +253,17 @@ fn describe_and_zero() {
     for code in TOKEN_FAILURE_CODES {
         metrics::counter!("pixgw_token_failures_total", "code" => code).absolute(0);
     }
+    // A histogram of something that may never happen (a backpressure wait) is present from
+    // the start too, so that a rule or a dashboard over it reads zero, not "no data".
+    for name in [
+        "pixgw_commit_backpressure_seconds",
+        "pixgw_checkpoint_seconds",
+        "pixgw_commit_seconds",
+        "pixgw_commit_apply_seconds",
+    ] {
+        let _ = metrics::histogram!(name);
+    }
+    metrics::gauge!("pixgw_webhook_backlog").set(0.0);
     metrics::gauge!("pixgw_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
 }
 

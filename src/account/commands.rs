@@ -274,8 +274,12 @@ impl AccountActor {
 
     fn open_med(&mut self, msg: OpenMed, ctx: &mut Context<Self>) -> Result<Med, CommandError> {
         self.view()?;
-        let r = self.deps.repo.transaction_by_e2e(self.account.id, &msg.end_to_end);
-        let found = self.read(r, ctx)?.filter(|t| t.account_id == self.account.id);
+        // The receipt first: an account that paid itself has its payment under the same id.
+        let r = self.deps.repo.transactions_by_e2e(self.account.id, &msg.end_to_end);
+        let mut found = self.read(r, ctx)?;
+        found.retain(|t| t.account_id == self.account.id);
+        found.sort_by_key(|t| !t.is_received());
+        let found = found.into_iter().next();
         // The actor's own view: storage may lag its latest write of it.
         let original = match found {
             Some(t) => self.transaction(t.local_id, ctx)?,

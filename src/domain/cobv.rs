@@ -193,11 +193,15 @@ impl Terms {
                 }
             };
         } else {
+            // Paying on the business day a weekend or holiday due date moves to is paying on
+            // the due date: the discounts of that date apply (decisions.md "Charges with a
+            // due date").
+            let as_of = day.min(self.due);
             discount = match &self.discount {
                 None => Decimal::ZERO,
                 Some(Discount::UntilDates(dates)) => dates
                     .iter()
-                    .find(|(until, _)| day <= *until)
+                    .find(|(until, _)| as_of <= *until)
                     .map_or(Decimal::ZERO, |(_, amount)| cents(of(*amount, base))),
                 Some(Discount::PerDayEarly(amount, days)) => {
                     let early = Decimal::from(count(day, self.due, *days));
@@ -332,6 +336,26 @@ mod tests {
         // Tuesday: late, 4 calendar days after the due date as written.
         assert_eq!(due(&t, d(2026, 11, 24)), m("101.40"));
         assert!(!t.is_late(d(2026, 11, 23)) && t.is_late(d(2026, 11, 24)));
+    }
+
+    #[test]
+    fn paying_on_the_day_a_weekend_due_date_moves_to_earns_the_discount_of_the_due_date() {
+        // Due Saturday 21 November 2026, 5.00 off until that date: paid on Monday 23 (on
+        // time) it is 95.00, as on the Saturday; on Tuesday it is late and earns nothing.
+        let t = Terms {
+            due: d(2026, 11, 21),
+            discount: Some(Discount::UntilDates(vec![(d(2026, 11, 21), Amount::Value(m("5.00")))])),
+            ..terms()
+        };
+        assert_eq!(due(&t, d(2026, 11, 21)), m("95.00"), "Saturday");
+        assert_eq!(due(&t, d(2026, 11, 23)), m("95.00"), "Monday, on time");
+        assert_eq!(due(&t, d(2026, 11, 24)), m("100.00"), "Tuesday, late");
+        // A date before the due date has passed by the Monday all the same.
+        let early = Terms {
+            discount: Some(Discount::UntilDates(vec![(d(2026, 11, 20), Amount::Value(m("5.00")))])),
+            ..t
+        };
+        assert_eq!(due(&early, d(2026, 11, 23)), m("100.00"));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use serde_json::{json, Number, Value};
 
 use super::document::masked_document;
 use super::money::Money;
-use super::transaction::{Family, Transaction, TxKind, TxStatus};
+use super::transaction::{BankInfo, Family, Transaction, TxKind, TxStatus};
 
 /// The configurable webhook event types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -112,14 +112,19 @@ fn masked(doc: Option<&str>) -> Value {
     masked_document(doc).map(Value::String).unwrap_or(Value::Null)
 }
 
+/// A counterpart's bank in the interface's words (`bankISPB`, `bankName`, `bankCode`,
+/// `accountBranch`, `accountNumber`): the one shape of the list, the single read and the
+/// webhooks, so that a client parses a bank one way wherever it meets one.
+pub fn bank_json(b: &BankInfo) -> Value {
+    json!({
+        "bankISPB": b.ispb, "bankName": b.name, "bankCode": b.code,
+        "accountBranch": b.branch, "accountNumber": b.account_number,
+    })
+}
+
 fn counterpart_json(tx: &Transaction) -> Value {
     let c = &tx.counterpart;
-    let bank = c.bank.as_ref().map(|b| {
-        json!({
-            "bankISPB": b.ispb, "bankName": b.name, "bankCode": b.code,
-            "accountBranch": b.branch, "accountNumber": b.account_number,
-        })
-    });
+    let bank = c.bank.as_ref().map(bank_json);
     json!({ "name": c.name, "document": masked(c.document.as_deref()), "bank": bank })
 }
 

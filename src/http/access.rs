@@ -9,6 +9,11 @@
 //! (never the path, which can hold a txid or a key), status, latency in microseconds,
 //! account and response bytes. Nothing from headers or bodies is logged, so no token,
 //! secret, certificate or document can reach the log from here.
+//!
+//! Which requests get that line is the operator's choice (`--access-log`): by default only
+//! those answered 4xx or 5xx or slower than [`ACCESS_LOG_SLOW_MS`], since a line per
+//! request is most of the log at load (README "Operating it" gives the volumes); the
+//! metrics count every request whatever is logged.
 
 use std::time::Instant;
 
@@ -19,9 +24,22 @@ use actix_web::middleware::Next;
 use actix_web::{HttpMessage, HttpRequest};
 use tracing::Instrument;
 
+use crate::config::AccessLog;
 use crate::domain::ids::AccountId;
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// A request slower than this gets its access line under `--access-log errors`.
+pub const ACCESS_LOG_SLOW_MS: u128 = 1000;
+
+/// Whether a request answered `status` after `elapsed_ms` gets an access line.
+pub fn logged(mode: AccessLog, status: u16, elapsed_ms: u128) -> bool {
+    match mode {
+        AccessLog::All => true,
+        AccessLog::Errors => status >= 400 || elapsed_ms > ACCESS_LOG_SLOW_MS,
+        AccessLog::Off => false,
+    }
+}
 
 /// The request id, kept in the request's extensions for handlers, the envelope and logs.
 #[derive(Debug, Clone)]
@@ -73,6 +91,13 @@ pub async fn access(
         .increment(1);
     metrics::histogram!("http_request_duration_seconds", "route" => route.clone())
         .record(elapsed.as_secs_f64());
+    let mode = res
+        .request()
+        .app_data::<actix_web::web::Data<super::AppState>>()
+        .map_or(AccessLog::default(), |s| s.access_log);
+    if !logged(mode, status, elapsed.as_millis()) {
+        return Ok(res);
+    }
     let account = res.request().extensions().get::<CallerAccount>().map(|c| c.0.get());
     let bytes = match res.response().body().size() {
         BodySize::Sized(n) => Some(n),
@@ -91,4 +116,28 @@ pub async fn access(
         "request"
     );
     Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_logs_errors_and_slow_requests_only() {
+        assert_eq!(AccessLog::default(), AccessLog::Errors);
+        let slow = ACCESS_LOG_SLOW_MS;
+        for (status, ms, all, errors) in [
+            (201, 0, true, false),
+            (201, slow, true, false),
+            (201, slow + 1, true, true),
+            (399, 5, true, false),
+            (400, 5, true, true),
+            (422, 0, true, true),
+            (503, 0, true, true),
+        ] {
+            assert_eq!(logged(AccessLog::All, status, ms), all, "{status} {ms}");
+            assert_eq!(logged(AccessLog::Errors, status, ms), errors, "{status} {ms}");
+            assert!(!logged(AccessLog::Off, status, ms));
+        }
+    }
 }

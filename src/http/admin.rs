@@ -93,6 +93,13 @@ pub async fn create_account(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (profile, opening) = read_new_account(&request_object(&req, &bytes)?)?;
+    if profile.sandbox && state.production {
+        // A sandbox account mints money (`/sandbox/pix-in`): a production server has none.
+        return Err(ApiError::Validation(vec![Violation::new(
+            "sandbox",
+            "a production server (--production) makes no sandbox accounts",
+        )]));
+    }
     let created = admin::create_account(&state.repo, profile, opening, None, state.clock.now())?;
     tracing::info!(account = created.record.id.get(), "account created");
     Ok(HttpResponse::Created().json(CreatedAccountResponse {

@@ -69,7 +69,8 @@ pub(super) fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
     Ok(Caller {
         account_id: subject.account_id,
         client_id: subject.client_id,
-        sandbox: account.profile.sandbox,
+        // A production server serves no sandbox, whatever an account was made as.
+        sandbox: account.profile.sandbox && !state.production,
         request_id: super::access::shared_request_id(req),
     })
 }

@@ -32,6 +32,35 @@ pub async fn read_within_deadline(
         .app_data::<actix_web::web::Data<super::AppState>>()
         .map_or(std::time::Duration::from_millis(BODY_TIMEOUT_MS_DEFAULT), |s| s.body_timeout);
     let mut payload = req.take_payload();
+    let refused = match read_body(&mut payload, deadline).await {
+        Ok(Ok(body)) => {
+            // A client POST with an Idempotency-Key goes through its record first.
+            if super::idempotency::wanted(&req) {
+                return super::idempotency::idempotency(req, next, body).await;
+            }
+            req.set_payload(actix_web::dev::Payload::from(body));
+            return Ok(next.call(req).await?.map_into_boxed_body());
+        }
+        Ok(Err(status)) => status,
+        Err(_) => StatusCode::REQUEST_TIMEOUT,
+    };
+    // The rest of the body is never read, so the connection cannot carry another request.
+    // The request's payload goes with the response, unread (and the error envelope moves it
+    // into the final body, `hold_unread`): the HTTP/1 dispatcher closes a connection whose
+    // payload is still wanted and unfinished once the response's last byte is written, but
+    // drains a chunked one whose payload was dropped, for as long as the client trickles
+    // it (a 408 then kept its connection open).
+    let mut res = HttpResponse::build(refused).insert_header((header::CONNECTION, "close")).finish();
+    res.head_mut().set_connection_type(actix_web::http::ConnectionType::Close);
+    res.extensions_mut().insert(UnreadBody { _payload: payload });
+    Ok(req.into_response(res))
+}
+
+/// The whole body, or why not (413, 400), or the deadline's elapsing.
+async fn read_body(
+    payload: &mut actix_web::dev::Payload,
+    deadline: std::time::Duration,
+) -> Result<Result<actix_web::web::Bytes, StatusCode>, tokio::time::error::Elapsed> {
     let read = async {
         // Most bodies arrive in one chunk: kept as it is, without a copy.
         let Some(first) = payload.next().await else { return Ok(actix_web::web::Bytes::new()) };
@@ -53,25 +82,48 @@ pub async fn read_within_deadline(
     // A body that came with the headers is ready at the first poll: no timer is set for it.
     let mut read = std::pin::pin!(read);
     let ready = std::future::poll_fn(|cx| std::task::Poll::Ready(read.as_mut().poll(cx))).await;
-    let outcome = match ready {
+    match ready {
         std::task::Poll::Ready(r) => Ok(r),
         std::task::Poll::Pending => tokio::time::timeout(deadline, read).await,
-    };
-    let refused = match outcome {
-        Ok(Ok(body)) => {
-            // A client POST with an Idempotency-Key goes through its record first.
-            if super::idempotency::wanted(&req) {
-                return super::idempotency::idempotency(req, next, body).await;
-            }
-            req.set_payload(actix_web::dev::Payload::from(body));
-            return Ok(next.call(req).await?.map_into_boxed_body());
-        }
-        Ok(Err(status)) => status,
-        Err(_) => StatusCode::REQUEST_TIMEOUT,
-    };
-    // The rest of the body is never read, so the connection cannot carry another request.
-    let res = HttpResponse::build(refused).insert_header((header::CONNECTION, "close")).finish();
-    Ok(req.into_response(res))
+    }
+}
+
+/// A request body refused before it ended, kept alive until its refusal is written.
+struct UnreadBody {
+    _payload: actix_web::dev::Payload,
+}
+
+/// A response body that holds a refused request's unread body until it has been written.
+struct HoldingBody {
+    inner: BoxBody,
+    _unread: UnreadBody,
+}
+
+impl MessageBody for HoldingBody {
+    type Error = <BoxBody as MessageBody>::Error;
+
+    fn size(&self) -> actix_web::body::BodySize {
+        self.inner.size()
+    }
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<actix_web::web::Bytes, Self::Error>>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_next(cx)
+    }
+}
+
+/// Moves a refused request's unread body, which [`read_within_deadline`] leaves in the
+/// response's extensions, into the response's body: the body is the last thing of a response
+/// the dispatcher lets go of, after its last byte is written, so the connection is closed
+/// rather than drained. Whoever builds the final body of an error response calls this.
+pub fn hold_unread(mut res: HttpResponse) -> HttpResponse {
+    let unread = res.extensions_mut().remove::<UnreadBody>();
+    match unread {
+        None => res,
+        Some(unread) => res.map_body(|_, body| BoxBody::new(HoldingBody { inner: body, _unread: unread })),
+    }
 }
 
 /// Why a body is not a JSON object.
@@ -289,6 +341,7 @@ impl<'a> Fields<'a> {
                 Err(crate::domain::money::MoneyError::Negative) => fail(self, "must be at least 0.01"),
                 Err(e) => fail(self, &e.to_string()),
             },
+            Some(Value::String(_)) => fail(self, "must be a JSON number such as 10.50, not a string"),
             Some(_) => fail(self, "must be a number"),
         }
     }

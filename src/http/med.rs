@@ -51,8 +51,8 @@ pub async fn open(
     sandbox_only(&caller)?;
     let obj = request_object(&req, &bytes)?;
     let mut f = Fields::new(&obj);
-    f.only(&["endToEndId", "cause", "amount", "description"]);
-    let e2e = f.text("endToEndId", true, 32).map(str::to_owned);
+    f.only(&["endToEnd", "endToEndId", "cause", "amount", "description"]);
+    let e2e = med_end_to_end(&obj, &mut f);
     let cause = f.text("cause", false, 64).unwrap_or(DEFAULT_CAUSE).to_owned();
     if !cause_known(&cause) {
         let known: Vec<&str> = FRAUD_CAUSES.iter().chain(OPERATIONAL_CAUSES.iter()).copied().collect();
@@ -65,6 +65,19 @@ pub async fn open(
     };
     let med = ask(&state, &caller, OpenMed { end_to_end, cause, amount, description }).await??;
     Ok(HttpResponse::Created().json(med.to_json()))
+}
+
+/// The disputed PIX's end-to-end id, under the record's name `endToEnd` or the request's
+/// older name `endToEndId` (which earlier releases took): one of the two, not both.
+fn med_end_to_end(obj: &serde_json::Map<String, Value>, f: &mut Fields) -> Option<String> {
+    match (obj.contains_key("endToEnd"), obj.contains_key("endToEndId")) {
+        (true, true) => {
+            f.fail("endToEndId", "is the older name of endToEnd: give one of the two");
+            None
+        }
+        (false, true) => f.text("endToEndId", true, 32).map(str::to_owned),
+        _ => f.text("endToEnd", true, 32).map(str::to_owned),
+    }
 }
 
 fn med_id(path: &str) -> Result<u64, ApiError> {

@@ -78,6 +78,10 @@ pub struct AppState {
     /// Every authenticated request must present its token's certificate
     /// (`--require-client-cert`).
     pub require_client_cert: bool,
+    /// The production profile: no account is a sandbox account here.
+    pub production: bool,
+    /// Which requests get an access line.
+    pub access_log: crate::config::AccessLog,
     /// Requests with an `Idempotency-Key` running now.
     pub idempotency: idempotency::InFlight,
     /// How long a request's body may take to arrive (`--body-timeout-ms`).

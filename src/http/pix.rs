@@ -282,7 +282,7 @@ mod tests {
         assert_eq!(
             texts,
             vec![
-                "value must be a number",
+                "value must be a JSON number such as 10.50, not a string",
                 "externalId must not be empty",
                 "description must have at most 140 characters",
                 "details.keyType must be DOCUMENT, EMAIL, PHONE or RANDOM",

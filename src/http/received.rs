@@ -122,8 +122,8 @@ pub async fn get_pix(
     }
     let tx = state
         .repo
-        .transaction_by_e2e(caller.account_id, &e2eid)?
-        .filter(|t| t.account_id == caller.account_id && is_received(t))
+        .received_by_e2e(caller.account_id, &e2eid)?
+        .filter(|t| t.account_id == caller.account_id)
         .ok_or_else(|| ApiError::NotFound("no PIX received by this account has this end-to-end id".into()))?;
     let refunds = state.repo.refunds_of(caller.account_id, &[&tx])?;
     let key = receiving_key(&state, &caller)?;

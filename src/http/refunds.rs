@@ -80,8 +80,16 @@ pub async fn refund_in(
         return Err(ApiError::Validation(f.violations));
     };
     refuse_if_provider_down(scenario)?;
-    let original = find_own(&state, &caller, &path.into_inner())?
-        .ok_or_else(|| ApiError::NotFound("the original transaction was not found".into()))?;
+    let id = path.into_inner();
+    // An end-to-end id of an account that paid itself names its payment and its receipt:
+    // what is refunded is the receipt.
+    let original = match find_own(&state, &caller, &id)? {
+        Some(t) if !t.is_received() && t.end_to_end_id == id => {
+            Some(state.repo.received_by_e2e(caller.account_id, &id)?.unwrap_or(t))
+        }
+        other => other,
+    }
+    .ok_or_else(|| ApiError::NotFound("the original transaction was not found".into()))?;
     let request = RefundRequest {
         original_local_id: original.local_id,
         value,
@@ -229,9 +237,12 @@ pub async fn devolucao(
         return Err(ApiError::Validation(f.violations));
     };
     refuse_if_provider_down(scenario)?;
-    let original = state
-        .repo
-        .transaction_by_e2e(caller.account_id, &e2eid)?
+    // The receipt, when the account paid itself and its payment carries the same id.
+    let original = match state.repo.received_by_e2e(caller.account_id, &e2eid)? {
+        Some(t) => Some(t),
+        None => state.repo.transaction_by_e2e(caller.account_id, &e2eid)?,
+    };
+    let original = original
         .filter(|t| t.account_id == caller.account_id)
         .ok_or_else(|| ApiError::NotFound("no received PIX with this end-to-end id".into()))?;
     let request = RefundRequest {

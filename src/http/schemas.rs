@@ -709,8 +709,13 @@ pub struct RefundOutRequest {
 #[serde(rename_all = "camelCase")]
 #[serde(deny_unknown_fields)]
 pub struct MedOpenRequest {
+    /// The end-to-end id of the disputed PIX, named as the MED record names it. Required,
+    /// unless given by its older name `endToEndId`.
     #[schema(schema_with = e2e_id)]
-    end_to_end_id: String,
+    end_to_end: Option<String>,
+    /// The older name of `endToEnd`, still taken; give one of the two, not both.
+    #[schema(schema_with = e2e_id)]
+    end_to_end_id: Option<String>,
     /// A fraud or operational cause (default: a fraud).
     #[schema(max_length = 64)]
     cause: Option<String>,
@@ -1074,17 +1079,7 @@ pub struct CounterpartView {
     key: Option<String>,
     /// In the words of the request that made the payment (DOCUMENT, EMAIL, PHONE, RANDOM, ...).
     key_type: Option<String>,
-    bank: Option<CounterpartBank>,
-}
-
-#[derive(ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CounterpartBank {
-    ispb: String,
-    name: String,
-    code: String,
-    branch: Option<String>,
-    account_number: Option<String>,
+    bank: Option<ListedBank>,
 }
 
 /// The other side of a transaction in a list item (document masked).

@@ -16,12 +16,13 @@ use super::body::{int_param, known_params};
 use super::error::{ApiError, ExtendedErrorBody, Violation};
 use super::{iso, AppState};
 use crate::domain::document::masked_document;
-use crate::domain::events::money_number;
+use crate::domain::events::{bank_json, money_number};
 use crate::domain::listing::{
     date_range, local_day, parse_status, status_display, Operation, PageInfo, PAGE_SIZE_DEFAULT,
     PAGE_SIZE_MAX,
 };
-use crate::domain::transaction::{Transaction, TxKind};
+use crate::domain::transaction::{BankInfo, Transaction, TxKind};
+use crate::sim::directory::Directory;
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -54,8 +55,8 @@ pub struct TransactionView {
     scheduled_for: Option<String>,
 }
 
-impl From<&Transaction> for TransactionView {
-    fn from(t: &Transaction) -> Self {
+impl TransactionView {
+    fn of(t: &Transaction, directory: &Directory) -> Self {
         TransactionView {
             transaction_id: t.transaction_id.to_string(),
             id: t.local_id,
@@ -72,7 +73,7 @@ impl From<&Transaction> for TransactionView {
             end_to_end_id: t.end_to_end_id.clone(),
             created_at: iso(t.created_at),
             processed_at: t.processed_at.map(iso),
-            counterpart: counterpart_view(t),
+            counterpart: counterpart_view(t, directory),
             split_of: t.split_of,
             split_transactions: t.charge.as_ref().map(|c| c.split_transactions.clone()).unwrap_or_default(),
             scheduled_for: t.scheduled_for.map(iso),
@@ -83,12 +84,14 @@ impl From<&Transaction> for TransactionView {
 /// The counterpart with its key type in the words of the route that made the transfer: a
 /// family A cash-out says DOCUMENT and RANDOM, a split CPF, CNPJ and RANDOM, `/dict/pix`
 /// the directory's CPF, CNPJ and EVP.
-fn counterpart_view(t: &Transaction) -> Value {
+fn counterpart_view(t: &Transaction, directory: &Directory) -> Value {
     let mut v = serde_json::to_value(&t.counterpart).unwrap_or(Value::Null);
-    // Masked as in the list (docs/interface.md "Documents").
+    // Masked, and the bank named, as in the list (docs/interface.md "Documents").
     if let Some(obj) = v.as_object_mut() {
         let shown = masked_document(t.counterpart.document.as_deref());
         obj.insert("document".into(), shown.map_or(Value::Null, Value::String));
+        let bank = shown_bank(t, directory);
+        obj.insert("bank".into(), bank.as_ref().map_or(Value::Null, bank_json));
     }
     if let (Some(kt), Some(obj)) = (t.counterpart.key_type, v.as_object_mut()) {
         let name = match (t.kind, t.split_of) {
@@ -113,7 +116,7 @@ pub async fn get_transaction(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     match find_own(&state, &caller, &path.into_inner())? {
-        Some(t) => Ok(HttpResponse::Ok().json(TransactionView::from(&t))),
+        Some(t) => Ok(HttpResponse::Ok().json(TransactionView::of(&t, &state.directory))),
         None => Err(ApiError::NotFound("transaction not found".into())),
     }
 }
@@ -168,14 +171,9 @@ pub struct ListedTransaction {
 }
 
 impl ListedTransaction {
-    fn of(t: &Transaction, directory: &crate::sim::directory::Directory) -> ListedTransaction {
+    fn of(t: &Transaction, directory: &Directory) -> ListedTransaction {
         let op = Operation::of(t.kind);
-        // A transfer not yet settled has no bank from the bank's answer: the directory's
-        // entry of its key says where it goes.
-        let bank = t.counterpart.bank.clone().or_else(|| {
-            let key = crate::domain::pix_key::parse_directory_key(t.counterpart.key.as_deref()?).ok()?;
-            directory.bank_of(directory.lookup(&key)?)
-        });
+        let bank = shown_bank(t, directory);
         let document = masked_document(t.counterpart.document.as_deref());
         ListedTransaction {
             transaction_id: t.transaction_id.to_string(),
@@ -193,13 +191,19 @@ impl ListedTransaction {
             counterpart: serde_json::json!({
                 "name": t.counterpart.name,
                 "document": document,
-                "bank": bank.map(|b| serde_json::json!({
-                    "bankISPB": b.ispb, "bankName": b.name, "bankCode": b.code,
-                    "accountBranch": b.branch, "accountNumber": b.account_number,
-                })),
+                "bank": bank.as_ref().map(bank_json),
             }),
         }
     }
+}
+
+/// The bank a transaction's counterpart is shown with. A transfer not yet settled has no
+/// bank from the bank's answer: the directory's entry of its key says where it goes.
+fn shown_bank(t: &Transaction, directory: &Directory) -> Option<BankInfo> {
+    t.counterpart.bank.clone().or_else(|| {
+        let key = crate::domain::pix_key::parse_directory_key(t.counterpart.key.as_deref()?).ok()?;
+        directory.bank_of(directory.lookup(&key)?)
+    })
 }
 
 #[derive(Serialize, ToSchema)]
@@ -289,30 +293,31 @@ pub async fn list_transactions(
     let single = match (q.get("externalId"), q.get("endToEndId")) {
         (None, None) => None,
         (ext, e2e) => {
-            // One transaction at most: look it up, then apply the other filters to it.
-            let by_ext = match ext {
-                Some(x) => state.repo.transaction_by_external_id(caller.account_id, x)?,
-                None => None,
+            // Two transactions at most (an account that paid itself on us has both sides
+            // under one end-to-end id): look them up, then apply the other filters.
+            let mut found = match ext {
+                Some(x) => state.repo.transaction_by_external_id(caller.account_id, x)?.into_iter().collect(),
+                None => state.repo.transactions_by_e2e(caller.account_id, e2e.map_or("", String::as_str))?,
             };
-            let found = match (ext, e2e) {
-                (Some(_), Some(e)) => by_ext.filter(|t| &t.end_to_end_id == e),
-                (Some(_), None) => by_ext,
-                (None, Some(e)) => state.repo.transaction_by_e2e(caller.account_id, e)?,
-                (None, None) => None,
-            };
-            Some(found.filter(|t| {
+            found.retain(|t| {
                 let day = local_day(t.created_at);
                 t.account_id == caller.account_id
+                    // With both filters, the externalId's transaction must carry the id.
+                    && (ext.is_none() || e2e.is_none_or(|e| &t.end_to_end_id == e))
                     && (first..=last).contains(&day)
                     && status.is_none_or(|s| s == t.status)
                     && operation.is_none_or(|o| o == Operation::of(t.kind))
-            }))
+            });
+            // Newest first, as the list is.
+            found.sort_by_key(|t| std::cmp::Reverse((t.created_at, t.local_id)));
+            Some(found)
         }
     };
     let (rows, total) = match single {
         Some(found) => {
-            let total = u64::from(found.is_some());
-            (found.into_iter().filter(|_| page == 1).collect(), total)
+            let total = found.len() as u64;
+            let skip = usize::try_from(info_of(total).offset()).unwrap_or(usize::MAX);
+            (found.into_iter().skip(skip).take(size as usize).collect(), total)
         }
         None => state.repo.transactions_page(
             caller.account_id,

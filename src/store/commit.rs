@@ -406,6 +406,7 @@ impl GroupCommit {
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "storage failed; refusing every write until restart");
+                    metrics::gauge!("pixgw_storage_failed").set(1.0);
                     let first_refused = self.progress.borrow().durable + 1;
                     self.publish(|p| p.failed_from = Some((first_refused, e.clone())));
                 }
@@ -578,12 +579,14 @@ impl GroupCommit {
     /// Queues a batch; it is durable once [`GroupCommit::durable`] for the ticket returns.
     pub fn submit(&self, batch: Batch) -> Result<u64, CommitError> {
         if let Some((_, why)) = &self.progress.borrow().failed_from {
+            metrics::counter!("pixgw_storage_write_refusals_total", "reason" => "failed").increment(1);
             return Err(CommitError::Failed(why.clone()));
         }
         if self.stopped.load(Ordering::Acquire) {
             return Err(CommitError::Failed("shutting down".into()));
         }
         if let Some(why) = self.full() {
+            metrics::counter!("pixgw_storage_write_refusals_total", "reason" => "full").increment(1);
             return Err(CommitError::Full(why));
         }
         let ticket = self.tickets.fetch_add(1, Ordering::AcqRel) + 1;

@@ -86,6 +86,8 @@ pub const SEQ_ACCOUNT: &[u8] = b"seq/account";
 pub const APPLIED_SEQ: &[u8] = b"meta/applied_seq";
 pub const ID_FLOOR: &[u8] = b"meta/id_floor";
 pub const RECORD_FORMAT: &[u8] = b"meta/record_format";
+/// The newest data version of a release that has served from this store (big-endian u32).
+pub const DATA_VERSION: &[u8] = b"meta/data_version";
 
 pub const ACCOUNTS: &[u8] = b"acct/";
 pub const TRANSACTIONS: &[u8] = b"tx/";

@@ -313,6 +313,17 @@ pub enum OpenError {
     Gap { after: u64, next: u64 },
 }
 
+/// The storage gauges as recovery leaves them (every record through `last` replayed into the
+/// snapshot), so that `/metrics` shows them from the first scrape, before the first write or
+/// checkpoint moves them.
+fn started_at(last: u64, journal_disk_bytes: Option<u64>) {
+    metrics::gauge!("pixgw_journal_last_seq").set(last as f64);
+    metrics::gauge!("pixgw_checkpoint_applied_seq").set(last as f64);
+    if let Some(bytes) = journal_disk_bytes {
+        metrics::gauge!("pixgw_journal_disk_bytes").set(bytes as f64);
+    }
+}
+
 /// Replayed writes applied to the snapshot store at a time during recovery.
 const REPLAY_OPS_MAX: usize = 100_000;
 
@@ -376,6 +387,8 @@ impl Storage {
         if !recovered.records.is_empty() {
             tracing::info!(cut_bytes = recovered.cut_bytes, "the journal's end");
         }
+        let last = recovered.records.last().map_or(applied, |(seq, _)| *seq);
+        started_at(last, Some(recovered.journal.handle().disk_bytes()));
         let commit = GroupCommit::start_with(base, Some(recovered.journal), layout.counted)?;
         let view = commit.view();
         Ok(Storage { commit, view })
@@ -398,6 +411,7 @@ impl Storage {
         }
         replay(&*base, applied, &records)?;
         let last = expected - 1;
+        started_at(last, None);
         pg.release_journal_through(last)?;
         let log = postgres::PgLog::open(Arc::clone(pg), last)?;
         let tail = postgres::PgTail(Arc::clone(pg));

@@ -108,6 +108,11 @@ async fn business_rejections_are_422_and_field_errors_400() {
         assert_eq!(s, 400, "{body}: {b}");
         assert_simple(&b, 400);
     }
+    // The interface fixes payment.amount as a number here (docs/interface.md "Money"): a
+    // string is refused, and the answer says what to send instead.
+    let (s, b) = post(transfer(&email, r#""2.00""#)).await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b.to_string().contains("must be a JSON number such as 10.50"), "{b}");
     assert_eq!(app.balance(&token).await.0, "100.00");
     // HIGH with the right creditor document settles at once.
     let body = format!(

@@ -95,11 +95,15 @@ async fn each_filter_alone_and_combined_with_display_values_and_masking() {
     let (_, cnpj, ispb) = directory_key("CNPJ", 0);
     let masked = format!("{}.{}.{}/****-**", &cnpj[0..2], &cnpj[2..5], &cnpj[5..8]);
     assert_eq!(o["counterpart"]["document"], masked.as_str(), "a CNPJ is masked");
-    // The single read shows the same masked documents (it showed them in full).
+    // The single read shows the same masked documents (it showed them in full) and the
+    // same bank, in the same words (it said ispb/name/code/branch).
     for (id, doc) in [(&ok, masked.as_str()), (&fund_id, "***.982.247-**")] {
         let (s, one) = app.get_with(&format!("/api/transactions/{id}"), &token).await;
         assert_eq!((s, one["counterpart"]["document"].as_str()), (200, Some(doc)), "{one}");
+        assert_eq!(one["counterpart"]["bank"], by_id(id)["counterpart"]["bank"], "{one}");
     }
+    let (_, pending) = app.get_with(&format!("/api/transactions/{stuck}"), &token).await;
+    assert_eq!(pending["counterpart"]["bank"], by_id(&stuck)["counterpart"]["bank"], "{pending}");
     assert_eq!(o["counterpart"]["bank"]["bankISPB"], ispb.as_str());
     assert_eq!(o["externalId"], "ok");
     for k in ["feeAmount", "finalAmount", "endToEndId", "createdAt", "processedAt"] {

@@ -26,6 +26,7 @@ async fn a_run_logs_each_request_and_payment_and_never_a_secret() {
         env: vec![
             ("RUST_LOG".into(), "debug".into()),
             ("PIXGW_LOG_FORMAT".into(), "json".into()),
+            ("PIXGW_ACCESS_LOG".into(), "all".into()),
             ("PIXGW_SIM_SETTLE_MS".into(), "20".into()),
             ("PIXGW_WEBHOOK_ALLOW_HTTP".into(), "1".into()),
             ("PIXGW_WEBHOOK_ALLOW_PRIVATE".into(), "1".into()),
@@ -175,4 +176,48 @@ async fn a_run_logs_each_request_and_payment_and_never_a_secret() {
     assert_eq!(created_line.len(), 1);
     assert!(created_line[0]["span"]["request_id"].is_string());
     assert_eq!(lines(&log, |l| message(l) == "client secret rotated").len(), 1);
+}
+
+/// By default (`--access-log errors`) a successful request writes no access line, a refused
+/// one does, and every step of every payment is still logged: the audit trail does not
+/// depend on the access log.
+#[actix_rt::test]
+async fn by_default_only_refused_requests_get_an_access_line_and_payments_are_all_logged() {
+    let logs = tempfile::tempdir().unwrap();
+    let log_path = logs.path().join("server.log");
+    let mut app = spawn_with(Options {
+        env: vec![
+            ("RUST_LOG".into(), "info".into()),
+            ("PIXGW_LOG_FORMAT".into(), "json".into()),
+            ("PIXGW_SIM_SETTLE_MS".into(), "20".into()),
+        ],
+        stderr: Some(log_path.clone()),
+        ..Options::default()
+    })
+    .await;
+    let token = app.demo_token().await;
+    app.fund(&token, "100").await;
+    let mut ids = Vec::new();
+    for n in 0..5 {
+        let (s, b) =
+            app.post_raw("/api/pix/cash-out", &token, &cash_out_body(&format!("d{n}"), "1"), &[]).await;
+        assert_eq!(s, 201, "{b}");
+        ids.push(b["transactionId"].as_str().unwrap().to_owned());
+    }
+    for id in &ids {
+        assert_eq!(app.wait_final(&token, id).await["status"], "CONFIRMED");
+    }
+    let (s, _) = app.token_with(&app.creds.cert_pem, &app.creds.client_id, "wrong").await;
+    assert_eq!(s, 401);
+    assert!(app.stop().success());
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    let log: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let access = lines(&log, |l| l["target"] == "pixgw::access");
+    assert_eq!(access.len(), 1, "only the refused token request: {access:?}");
+    assert_eq!(access[0]["fields"]["status"], 401);
+    for id in &ids {
+        let steps: Vec<&str> =
+            lines(&log, |l| l["fields"]["transaction_id"] == id.as_str()).into_iter().map(message).collect();
+        assert_eq!(steps, ["payment accepted", "payment settled"], "{id}");
+    }
 }

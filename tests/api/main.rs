@@ -22,6 +22,7 @@ mod money_out;
 mod on_us;
 mod pg_cluster;
 mod postgres;
+mod production;
 mod receiver;
 mod recovery;
 mod references;

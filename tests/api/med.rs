@@ -39,7 +39,7 @@ async fn an_approved_med_blocks_then_debits_as_a_refund_in() {
     let (s, m) = open(
         &app,
         &token,
-        json!({"endToEndId": e2e, "amount": 30, "cause": "SOCIAL_ENGINEERING", "description": "scam call"}),
+        json!({"endToEnd": e2e, "amount": 30, "cause": "SOCIAL_ENGINEERING", "description": "scam call"}),
     )
     .await;
     assert_eq!(s, 201, "{m}");
@@ -91,9 +91,9 @@ async fn a_rejected_or_cancelled_med_releases_the_amount() {
     let app = TestApp::spawn_fast().await;
     let token = app.demo_token().await;
     let (_, e2e) = receive(&app, &token, "50").await;
-    let (_, a) = open(&app, &token, json!({"endToEndId": e2e, "amount": 20})).await;
+    let (_, a) = open(&app, &token, json!({"endToEnd": e2e, "amount": 20})).await;
     let (_, b) =
-        open(&app, &token, json!({"endToEndId": e2e, "amount": 10, "cause": "OPERATIONAL_FLAW"})).await;
+        open(&app, &token, json!({"endToEnd": e2e, "amount": 10, "cause": "OPERATIONAL_FLAW"})).await;
     assert_eq!(balance(&app, &token).await, b3("50.00", "30.00", "20.00"));
     let (s, r) = close(&app, &token, &a["id"], "analyze", json!({"result": "REJECTED"})).await;
     assert_eq!(s, 200, "{r}");
@@ -133,7 +133,7 @@ async fn a_med_on_more_than_is_available_blocks_what_there_is() {
         .await;
     assert_eq!(s, 201, "{b}");
     assert_eq!(balance(&app, &token).await, b3("100.00", "80.00", "20.00"));
-    let (s, m) = open(&app, &token, json!({"endToEndId": e2e, "amount": 50})).await;
+    let (s, m) = open(&app, &token, json!({"endToEnd": e2e, "amount": 50})).await;
     assert_eq!(s, 201, "{m}");
     assert_eq!(serde_json::to_string(&m["amount"]).unwrap(), "50.00");
     assert_eq!(serde_json::to_string(&m["blockedAmount"]).unwrap(), "20.00");
@@ -141,7 +141,7 @@ async fn a_med_on_more_than_is_available_blocks_what_there_is() {
     close(&app, &token, &m["id"], "analyze", json!({"result": "APPROVED"})).await;
     assert_eq!(balance(&app, &token).await, b3("80.00", "80.00", "0.00"), "only what was blocked left");
     // Nothing available at all: the MED is recorded with nothing blocked.
-    let (s, m) = open(&app, &token, json!({"endToEndId": e2e, "amount": 10})).await;
+    let (s, m) = open(&app, &token, json!({"endToEnd": e2e, "amount": 10})).await;
     assert_eq!(s, 201, "{m}");
     assert_eq!(serde_json::to_string(&m["blockedAmount"]).unwrap(), "0.00");
     assert_eq!(close(&app, &token, &m["id"], "analyze", json!({"result": "APPROVED"})).await.0, 200);
@@ -155,12 +155,13 @@ async fn opening_rules() {
     let (_, e2e) = receive(&app, &token, "10").await;
     let unknown = "E00000000202601010000ABCDEFGHIJK";
     let cases = [
-        (json!({}), "endToEndId"),
-        (json!({"endToEndId": e2e, "amount": 10.01}), "amount"),
-        (json!({"endToEndId": e2e, "amount": 0}), "amount"),
-        (json!({"endToEndId": e2e, "cause": "BORED"}), "cause"),
-        (json!({"endToEndId": e2e, "other": 1}), "other"),
-        (json!({"endToEndId": unknown}), "amount"),
+        (json!({}), "endToEnd"),
+        (json!({"endToEnd": e2e, "amount": 10.01}), "amount"),
+        (json!({"endToEnd": e2e, "amount": 0}), "amount"),
+        (json!({"endToEnd": e2e, "cause": "BORED"}), "cause"),
+        (json!({"endToEnd": e2e, "other": 1}), "other"),
+        (json!({"endToEnd": unknown}), "amount"),
+        (json!({"endToEnd": e2e, "endToEndId": e2e}), "endToEndId"),
     ];
     for (body, field) in cases {
         let (s, b) = open(&app, &token, body.clone()).await;
@@ -173,15 +174,16 @@ async fn opening_rules() {
     let body = json!({"value": 1, "externalId": "out", "details": {"key": key, "keyType": "EMAIL", "name": "P", "document": doc}});
     let (_, out) = app.post_raw("/api/pix/cash-out", &token, &body.to_string(), &[]).await;
     let t = app.wait_final(&token, out["transactionId"].as_str().unwrap()).await;
-    let (s, b) = open(&app, &token, json!({"endToEndId": t["endToEndId"]})).await;
-    assert_eq!((s, b["details"]["violations"][0]["field"].as_str()), (400, Some("endToEndId")), "{b}");
-    // No local match, with an amount: an unreconciled MED.
+    let (s, b) = open(&app, &token, json!({"endToEnd": t["endToEndId"]})).await;
+    assert_eq!((s, b["details"]["violations"][0]["field"].as_str()), (400, Some("endToEnd")), "{b}");
+    // No local match, with an amount: an unreconciled MED. The request's older name of the
+    // id is still taken, and the record names it as the request now does.
     let (s, m) = open(&app, &token, json!({"endToEndId": unknown, "amount": 2})).await;
-    assert_eq!(s, 201, "{m}");
+    assert_eq!((s, m["endToEnd"].as_str()), (201, Some(unknown)), "{m}");
     assert_eq!((m["isReconciled"].as_bool(), m["originalTransaction"].is_null()), (Some(false), true));
     assert!(m["originalTransactionId"].is_null());
     // The whole original by default.
-    let (_, m) = open(&app, &token, json!({"endToEndId": e2e})).await;
+    let (_, m) = open(&app, &token, json!({"endToEnd": e2e})).await;
     assert_eq!(serde_json::to_string(&m["amount"]).unwrap(), "10.00");
 }
 
@@ -192,7 +194,7 @@ async fn the_med_list_filters_pages_and_refuses_bad_queries() {
     let (_, e2e) = receive(&app, &token, "100").await;
     let mut ids = Vec::new();
     for _ in 0..3 {
-        let (_, m) = open(&app, &token, json!({"endToEndId": e2e, "amount": 1})).await;
+        let (_, m) = open(&app, &token, json!({"endToEnd": e2e, "amount": 1})).await;
         ids.push(m["id"].clone());
     }
     let (_, loose) =
@@ -293,9 +295,9 @@ async fn med_events_are_delivered_in_order() {
         assert_eq!(app.post_raw("/api/webhooks", &token, &body.to_string(), &[]).await.0, 201);
     }
     let (_, e2e) = receive(&app, &token, "40").await;
-    let (_, m) = open(&app, &token, json!({"endToEndId": e2e, "amount": 5})).await;
+    let (_, m) = open(&app, &token, json!({"endToEnd": e2e, "amount": 5})).await;
     close(&app, &token, &m["id"], "analyze", json!({"result": "APPROVED"})).await;
-    let (_, n) = open(&app, &token, json!({"endToEndId": e2e, "amount": 6})).await;
+    let (_, n) = open(&app, &token, json!({"endToEnd": e2e, "amount": 6})).await;
     close(&app, &token, &n["id"], "analyze", json!({"result": "REJECTED"})).await;
     let mut got = Vec::new();
     for _ in 0..4 {
@@ -331,7 +333,7 @@ async fn an_open_med_survives_a_restart_with_its_hold() {
     let mut app = spawn_with(opts.clone()).await;
     let token = app.demo_token().await;
     let (_, e2e) = receive(&app, &token, "60").await;
-    let (_, m) = open(&app, &token, json!({"endToEndId": e2e, "amount": 25})).await;
+    let (_, m) = open(&app, &token, json!({"endToEnd": e2e, "amount": 25})).await;
     app.restart(&opts);
     let token = app.demo_token().await;
     assert_eq!(balance(&app, &token).await, b3("60.00", "25.00", "35.00"), "the hold is still there");

@@ -399,7 +399,7 @@ async fn a_dynamic_qr_code_is_resolved_by_the_simulator() {
     assert_eq!(s, 201, "{b}");
     let t = app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;
     assert_eq!(t["status"], "CONFIRMED", "{t}");
-    assert!(t["counterpart"]["bank"]["ispb"].is_string(), "{t}");
+    assert!(t["counterpart"]["bank"]["bankISPB"].is_string(), "{t}");
 }
 
 #[actix_rt::test]
@@ -516,4 +516,21 @@ async fn a_qr_code_with_accents_counted_in_characters_is_paid() {
     let t = app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;
     assert_eq!(t["status"], "CONFIRMED", "{t}");
     assert_eq!(t["counterpart"]["key"], key.as_str());
+}
+
+/// README's first cash-out, sent as README writes it, settles CONFIRMED: its key is one of
+/// the simulated directory's, in the words a cash-out uses. (It named a phone the directory
+/// does not hold, and ended ORDER_REJECTED.)
+#[actix_rt::test]
+async fn the_readme_cash_out_example_settles_confirmed() {
+    let readme = crate::helpers::readme();
+    let at = readme.find("/api/pix/cash-out -H").expect("README shows a cash-out");
+    let body = readme[at..].split("-d '").nth(1).unwrap().split('\'').next().unwrap();
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    app.fund(&token, "100").await;
+    let (s, b) = app.post_raw("/api/pix/cash-out", &token, body, &[]).await;
+    assert_eq!(s, 201, "{body}: {b}");
+    let t = app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;
+    assert_eq!(t["status"], "CONFIRMED", "{t}");
 }

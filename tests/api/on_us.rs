@@ -70,7 +70,7 @@ async fn an_account_pays_another_accounts_charge_key_and_dict_key_and_each_side_
     assert_eq!(s, 201, "{b}");
     let out = app.wait_final(&payer, b["transactionId"].as_str().unwrap()).await;
     assert_eq!(out["status"], "CONFIRMED");
-    assert_eq!(out["counterpart"]["bank"]["ispb"], "99999999", "settled at this gateway: {out}");
+    assert_eq!(out["counterpart"]["bank"]["bankISPB"], "99999999", "settled at this gateway: {out}");
     let e2e = out["endToEndId"].as_str().unwrap();
     let received = wait_for(&app, &payee_token, e2e, |t| t["status"] == "CONFIRMED").await;
     assert_eq!(
@@ -120,6 +120,50 @@ async fn an_account_pays_another_accounts_charge_key_and_dict_key_and_each_side_
     let req = app.client.put(app.url(&format!("/pix/{e2e}/devolucao/back1"))).bearer_auth(&payee_token);
     let (s, r) = crate::helpers::send(req, Some(json!({"valor": "1.00"}))).await;
     assert_eq!(s, 201, "{r}");
+}
+
+/// "An account may pay itself": then its payment and its receipt carry one end-to-end id,
+/// and every route that looks a received PIX up by that id finds the receipt (they found
+/// the payment, and answered 404).
+#[actix_rt::test]
+async fn an_account_that_pays_itself_reads_refunds_and_disputes_what_it_received() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    app.fund(&token, "100").await;
+    let (_, me) = app.get_with("/api/account", &token).await;
+    let key = me["receivingKey"].as_str().unwrap();
+    let body = json!({"value": 5, "externalId": "to-myself", "details": {"key": key, "keyType": "RANDOM", "name": "Demo", "document": "52998224725"}});
+    let (s, b) = app.post_raw("/api/pix/cash-out", &token, &body.to_string(), &[]).await;
+    assert_eq!(s, 201, "{b}");
+    let out = app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;
+    assert_eq!(out["status"], "CONFIRMED", "{out}");
+    let e2e = out["endToEndId"].as_str().unwrap().to_owned();
+
+    // Both sides are listed under the id.
+    let (s, both) = app.get_with(&format!("/api/transactions?endToEndId={e2e}"), &token).await;
+    assert_eq!(s, 200, "{both}");
+    let mut ops: Vec<&str> =
+        both["data"].as_array().unwrap().iter().map(|t| t["operationType"].as_str().unwrap()).collect();
+    ops.sort();
+    assert_eq!((ops, both["metadata"]["total"].as_u64()), (vec!["Pix in", "Pix out"], Some(2)), "{both}");
+
+    // The API Pix reads the receipt and refunds it.
+    let (s, pix) = app.get_with(&format!("/pix/{e2e}"), &token).await;
+    assert_eq!((s, pix["valor"].as_str()), (200, Some("5.00")), "{pix}");
+    let req = app.client.put(app.url(&format!("/pix/{e2e}/devolucao/self1"))).bearer_auth(&token);
+    let (s, r) = crate::helpers::send(req, Some(json!({"valor": "1.00"}))).await;
+    assert_eq!(s, 201, "{r}");
+    // So does family A's refund-in, by the same id.
+    let (s, r) =
+        app.post_raw(&format!("/api/pix/refund-in/{e2e}"), &token, r#"{"refundValue": 1}"#, &[]).await;
+    assert_eq!(s, 201, "{r}");
+    // And a MED on the id is reconciled with the receipt, not the payment.
+    let (s, med) =
+        app.post_raw("/sandbox/med", &token, &json!({"endToEnd": e2e, "amount": 1}).to_string(), &[]).await;
+    assert_eq!((s, med["isReconciled"].as_bool()), (201, Some(true)), "{med}");
+    let (_, receipt) =
+        app.get_with(&format!("/api/transactions/{}", med["originalTransactionId"]), &token).await;
+    assert_eq!(receipt["operation"], "PIX_IN", "{receipt}");
 }
 
 #[actix_rt::test]

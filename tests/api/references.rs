@@ -183,3 +183,20 @@ fn every_document_rounds_money_the_same_way() {
         }
     }
 }
+
+/// docs/interface.md "Money" says which routes take amounts as numbers and which as strings,
+/// route by route, as the server does (the tests of each route pin the server's side). It
+/// once said "family B takes strings", which `/dict/pix` and the balances never did.
+#[test]
+fn the_money_section_names_the_type_of_every_amount_by_route() {
+    let text = std::fs::read_to_string(document("interface")).unwrap();
+    let money = text.split("### Money").nth(1).unwrap().split("\n### ").next().unwrap();
+    let (numbers, strings) = money.split_once("**Strings").expect("a part for the string amounts");
+    for route in ["`GET /accounts/balances`", "`GET /balance`", "`POST /dict/pix`", "family A", "sandbox"] {
+        assert!(numbers.contains(route), "the numbers part does not name {route}");
+    }
+    for route in ["`/cob`", "`/cobv`", "`/pix`", "devolução"] {
+        assert!(strings.contains(route), "the strings part does not name {route}");
+    }
+    assert!(!money.to_lowercase().contains("family b takes"), "{money}");
+}

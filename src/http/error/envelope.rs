@@ -225,7 +225,7 @@ pub async fn envelope(
             timestamp: crate::http::iso(now),
         };
         let body = render(&parts, family, &ctx);
-        let (req, old) = res.into_parts();
+        let (req, mut old) = res.into_parts();
         let mut fresh =
             HttpResponse::build(parts.status).content_type("application/json").body(body.to_string());
         for (name, value) in old.headers() {
@@ -233,7 +233,14 @@ pub async fn envelope(
                 fresh.headers_mut().append(name.clone(), value.clone());
             }
         }
-        ServiceResponse::new(req, fresh)
+        // What the response carries beyond its headers goes with it: a connection to close,
+        // and the unread body that keeps the dispatcher from draining it (http::body).
+        if old.head().connection_type() == actix_web::http::ConnectionType::Close {
+            fresh.head_mut().set_connection_type(actix_web::http::ConnectionType::Close);
+        }
+        let carried = std::mem::take(&mut *old.extensions_mut());
+        fresh.extensions_mut().extend(carried);
+        ServiceResponse::new(req, crate::http::body::hold_unread(fresh))
     } else {
         res
     };

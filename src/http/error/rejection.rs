@@ -360,7 +360,7 @@ fn med_parts(r: &MedRejection) -> ErrorParts {
     match r {
         MedRejection::NotFound => status(StatusCode::NOT_FOUND, "NOT_FOUND"),
         MedRejection::Final(_) => status(StatusCode::CONFLICT, "CONFLICT"),
-        MedRejection::NotReceived => field("endToEndId"),
+        MedRejection::NotReceived => field("endToEnd"),
         MedRejection::AmountRequired | MedRejection::AboveOriginal(_) => field("amount"),
     }
 }
@@ -500,6 +500,6 @@ mod tests {
         assert_eq!(p.status, StatusCode::BAD_REQUEST);
         assert_eq!(p.details.unwrap()["violations"][0]["field"], "amount");
         let p = Rejection::Med(MedRejection::NotReceived).parts(Family::Extended);
-        assert_eq!(p.details.unwrap()["violations"][0]["field"], "endToEndId");
+        assert_eq!(p.details.unwrap()["violations"][0]["field"], "endToEnd");
     }
 }

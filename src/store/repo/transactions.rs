@@ -423,29 +423,41 @@ impl Repo {
         }
     }
 
-    /// A transaction by one of its end-to-end ids (its own, a `/dict/pix` transfer's
-    /// provisional one, a return's): the local id an own id carries, else the index.
-    /// The account's transaction an end-to-end id names. An on-us payment's two sides carry
-    /// one id: the payer's (found by the local id the id carries) and the payee's (indexed).
+    /// The account's transaction one of its end-to-end ids names (its own, a `/dict/pix`
+    /// transfer's provisional one, a return's): the first of [`Repo::transactions_by_e2e`].
     pub fn transaction_by_e2e(
         &self,
         account: AccountId,
         e2e: &str,
     ) -> Result<Option<Transaction>, RepoError> {
+        Ok(self.transactions_by_e2e(account, e2e)?.into_iter().next())
+    }
+
+    /// The PIX the account received under an end-to-end id. When an account pays itself
+    /// on us, its payment and its receipt share one id: this is the receipt.
+    pub fn received_by_e2e(&self, account: AccountId, e2e: &str) -> Result<Option<Transaction>, RepoError> {
+        Ok(self.transactions_by_e2e(account, e2e)?.into_iter().find(Transaction::is_received))
+    }
+
+    /// Every transaction of the account an end-to-end id names, at most two: an on-us
+    /// payment's two sides carry one id, the payer's (found by the local id the id
+    /// carries) and the payee's (indexed); when the account paid itself, both are its own.
+    pub fn transactions_by_e2e(&self, account: AccountId, e2e: &str) -> Result<Vec<Transaction>, RepoError> {
         let names = |t: &Transaction| {
             t.account_id == account
                 && (t.end_to_end_id == e2e
                     || t.dict.as_ref().is_some_and(|d| d.provisional_end_to_end_id == e2e)
                     || t.refund.as_ref().is_some_and(|r| r.rtr_id == e2e))
         };
+        let mut found = Vec::with_capacity(2);
         if let Some(local) = local_id_in_end_to_end(e2e) {
-            if let Some(t) = self.transaction(local)?.filter(names) {
-                return Ok(Some(t));
+            found.extend(self.transaction(local)?.filter(names));
+        }
+        if let Some(local) = self.local_by(&keys::end_to_end(e2e))? {
+            if !found.iter().any(|t| t.local_id == local) {
+                found.extend(self.transaction(local)?.filter(|t| t.account_id == account));
             }
         }
-        match self.local_by(&keys::end_to_end(e2e))? {
-            Some(local) => Ok(self.transaction(local)?.filter(|t| t.account_id == account)),
-            None => Ok(None),
-        }
+        Ok(found)
     }
 }

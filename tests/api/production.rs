@@ -1,0 +1,162 @@
+//! The production profile (`--production`), on the real binary: it refuses to start without
+//! an admin token or client certificates; it makes no Demo account and no credentials file;
+//! no account has a sandbox there, not even a Demo made by an earlier sandbox start; and
+//! `pixgw account create` makes an account, with its certificate and owner-only files,
+//! through the admin API.
+
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::helpers::{bin, send, spawn_with, Options, TestApp};
+
+const ADMIN_TOKEN: &str = "production-admin-token-0123456789";
+
+fn production(extra: &[(&str, &str)]) -> Options {
+    let mut env: Vec<(String, String)> = vec![("PIXGW_PRODUCTION".into(), "1".into())];
+    env.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+    Options { test_clock: false, env, stderr: None }
+}
+
+/// Runs `pixgw serve --production` on an empty dir with `env`, to its (failed) end.
+fn refused_start(env: &[(&str, &str)]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(bin());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--production", "--data-dir"])
+        .arg(dir.path())
+        .env("RUST_LOG", "off")
+        .env_remove("PIXGW_ADMIN_TOKEN")
+        .env_remove("PIXGW_CONFIG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success(), "it started");
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "it wrote into the data dir");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_production_start_without_its_safeguards_is_refused_with_the_reason() {
+    let e = refused_start(&[("PIXGW_REQUIRE_CLIENT_CERT", "1")]);
+    assert!(e.contains("an admin token is required"), "{e}");
+    let e = refused_start(&[("PIXGW_ADMIN_TOKEN", ADMIN_TOKEN)]);
+    assert!(e.contains("--require-client-cert"), "{e}");
+    let e = refused_start(&[
+        ("PIXGW_ADMIN_TOKEN", ADMIN_TOKEN),
+        ("PIXGW_REQUIRE_CLIENT_CERT", "1"),
+        ("PIXGW_TEST_CLOCK", "1"),
+    ]);
+    assert!(e.contains("test clock"), "{e}");
+}
+
+fn create_account(app: &TestApp, out: &std::path::Path, sandbox: bool) -> std::process::Output {
+    let mut cmd = Command::new(bin());
+    cmd.args(["account", "create", "--name", "Acme Pagamentos", "--document", "52998224725", "--url"])
+        .arg(&app.base)
+        .arg("--out")
+        .arg(out)
+        .env("PIXGW_ADMIN_TOKEN", ADMIN_TOKEN);
+    if sandbox {
+        cmd.arg("--sandbox");
+    }
+    cmd.output().unwrap()
+}
+
+#[actix_rt::test]
+async fn a_production_server_has_no_sandbox_and_makes_accounts_with_pixgw_account_create() {
+    // An earlier sandbox start on the same data dir made the Demo account.
+    let mut app = spawn_with(Options { test_clock: false, ..Default::default() }).await;
+    assert!(app.stop().success());
+    let opts = production(&[("PIXGW_ADMIN_TOKEN", ADMIN_TOKEN), ("PIXGW_REQUIRE_CLIENT_CERT", "1")]);
+    app.start_again(&opts);
+    app.creds.admin_token = ADMIN_TOKEN.into();
+    let (s, health) = app.get_with("/healthz", "").await;
+    assert_eq!(s, 200, "{health}");
+
+    // The Demo account is still there, but it has no sandbox here.
+    let demo = app.demo_token().await;
+    let pem = pixgw::auth::certs::url_encode_pem(&app.creds.cert_pem);
+    let with_cert =
+        |req: awc::ClientRequest| req.bearer_auth(&demo).insert_header(("X-SSL-Client-Cert", pem.clone()));
+    let (s, b) =
+        send(with_cert(app.client.post(app.url("/sandbox/pix-in"))), Some(json!({"amount": 5}))).await;
+    assert_eq!(s, 403, "{b}");
+    let (s, b) = send(
+        with_cert(app.client.post(app.url("/api/pix/cash-out")))
+            .insert_header(("X-Sandbox-Scenario", "CONFIRM")),
+        Some(serde_json::from_str::<Value>(&crate::helpers::cash_out_body("p1", "1")).unwrap()),
+    )
+    .await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b.to_string().contains("only accepted for sandbox accounts"), "{b}");
+    // Nor can one be made.
+    let (s, b) = app
+        .admin(
+            "POST",
+            "/admin/accounts",
+            Some(json!({"name": "S", "document": "52998224725", "sandbox": true})),
+        )
+        .await;
+    assert_eq!(s, 400, "{b}");
+
+    // pixgw account create: an account, its certificate registered, its files owner-only.
+    let out = app.data_dir().join("acme");
+    let made = create_account(&app, &out, false);
+    let printed = String::from_utf8_lossy(&made.stdout);
+    assert!(made.status.success(), "{printed}{}", String::from_utf8_lossy(&made.stderr));
+    assert!(printed.contains("account 2 created"), "{printed}");
+    for file in [
+        "credentials.json",
+        "token-request.json",
+        "client-cert.pem",
+        "client-key.pem",
+        "client-cert.urlencoded",
+    ] {
+        let meta = std::fs::metadata(out.join(file)).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{file}");
+        }
+        assert!(meta.len() > 0, "{file}");
+    }
+    let creds: Value = serde_json::from_slice(&std::fs::read(out.join("credentials.json")).unwrap()).unwrap();
+    assert!(creds.get("adminToken").is_none(), "an account's files never hold the admin token: {creds}");
+    // The files are enough to get a token, exactly as README shows for the Demo.
+    let body = std::fs::read_to_string(out.join("token-request.json")).unwrap();
+    let header = std::fs::read_to_string(out.join("client-cert.urlencoded")).unwrap();
+    let req =
+        app.client.post(app.url("/api/auth/token")).insert_header(("X-SSL-Client-Cert", header.clone()));
+    let (s, t) = send(req, Some(serde_json::from_str(&body).unwrap())).await;
+    assert_eq!(s, 201, "{t}");
+    let token = t["access_token"].as_str().unwrap();
+    let req = app
+        .client
+        .get(app.url("/api/account"))
+        .bearer_auth(token)
+        .insert_header(("X-SSL-Client-Cert", header));
+    let (s, me) = send(req, None).await;
+    assert_eq!((s, me["name"].as_str()), (200, Some("Acme Pagamentos")), "{me}");
+    // Its directory is never overwritten, and a sandbox account is refused.
+    let again = create_account(&app, &out, false);
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("not empty"));
+    let sandbox = create_account(&app, &app.data_dir().join("sandbox"), true);
+    assert!(!sandbox.status.success());
+    assert!(String::from_utf8_lossy(&sandbox.stderr).contains("no sandbox accounts"), "{sandbox:?}");
+}
+
+#[actix_rt::test]
+async fn a_first_production_start_writes_no_demo_account_and_no_credentials() {
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let opts = production(&[("PIXGW_ADMIN_TOKEN", ADMIN_TOKEN), ("PIXGW_ALLOW_WITHOUT_CLIENT_CERT", "1")]);
+    let (child, base) = crate::helpers::start_process(dir.path(), &opts);
+    let mut app = TestApp::adopt(base, dir.clone(), child);
+    app.creds.admin_token = ADMIN_TOKEN.into();
+    assert!(!dir.path().join("demo").exists(), "no Demo files");
+    let (s, b) = app.admin("GET", "/admin/accounts/1", None).await;
+    assert_eq!(s, 404, "no account at all: {b}");
+    assert!(app.stop().success());
+}
