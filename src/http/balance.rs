@@ -56,6 +56,8 @@ pub async fn balances(caller: Caller, state: web::Data<AppState>) -> Result<Http
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(example = json!({"grossBalance": 100.0, "blockedBalance": 10.5, "netBalance": 89.5,
+    "consultedAt": "2026-11-25T12:00:00.000Z"}))]
 pub struct StandardBalance {
     /// available + blocked
     #[schema(value_type = f64)]

@@ -226,6 +226,10 @@ fn read(obj: &serde_json::Map<String, Value>) -> Result<(ChargeRequest, bool), A
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(example = json!({"transactionId": "21f78410-de06-44aa-9f21-f78410de0645", "correlationId": "21f78410-de06-44aa-9f21-f78410de0645",
+    "externalId": "charge-77", "status": "PENDING",
+    "pixCode": "00020101021226580014br.gov.bcb.pix0136123e4567-e89b-12d3-a456-42661417400052040000530398654042500",
+    "generateTime": "2026-11-25T12:00:00.000Z", "expirationDate": "2026-11-26T12:00:00.000Z"}))]
 pub struct ChargeCreated {
     transaction_id: String,
     correlation_id: String,

@@ -12,7 +12,12 @@
 //! replace the current ones (objects member by member, `null` removes), and the result is
 //! read again by the same rules as a new cobv, so a revision can never hold what a creation
 //! could not. It is decided on the revision it was read from (`revisao`), so two revisions
-//! made at once never silently undo each other.
+//! made at once never silently undo each other. A client that read the cobv says which
+//! revision its change is based on with `If-Match` (the `ETag` every answer carries is the
+//! revision): a revision made since is then 412, never overwritten.
+//!
+//! While a cobv is `ATIVA` and payable, its view carries `valorDoDia`: what paying it today
+//! costs, adjustment by adjustment, as the payer's payload of the API Pix shows it.
 
 use std::collections::HashMap;
 
@@ -479,7 +484,7 @@ fn merge_members(target: &mut Map<String, Value>, patch: &Map<String, Value>) {
     params(("txid" = String, Path, pattern = "^[A-Za-z0-9]{26,35}$", description = "26 to 35 letters and digits, unique per account (cob and cobv share them)")),
     request_body(content = super::schemas::CobvRequest),
     responses(
-        (status = 201, description = "The cobv, status ATIVA, revisao 0, location = its BR Code (no amount: it is priced on the day it is paid)", body = super::schemas::CobvView),
+        (status = 201, description = "The cobv, status ATIVA, revisao 0, location = its BR Code (no amount: it is priced on the day it is paid; valorDoDia says today's price)", body = super::schemas::CobvView, headers(("ETag" = String, description = "\"0\""))),
         (status = 400, body = SimpleErrorBody),
         (status = 401, body = SimpleErrorBody),
         (status = 409, description = "txid already exists", body = SimpleErrorBody),
@@ -500,14 +505,59 @@ pub async fn put_cobv(
     let today = payment_day(state.clock.now());
     let request = read_cobv(&request_object(&req, &bytes)?, txid, &receiving_key, today)?;
     let tx = ask(&state, &caller, CreateCharge(request)).await??;
-    Ok(HttpResponse::Created().json(view(&tx)))
+    Ok(HttpResponse::Created().insert_header(etag(&tx)).json(with_price_of_day(view(&tx), &tx, today)))
+}
+
+/// The `ETag` of a cobv: its revision, as a strong entity tag.
+fn etag(t: &Transaction) -> (actix_web::http::header::HeaderName, String) {
+    (actix_web::http::header::ETAG, format!("\"{}\"", t.cobv().map_or(0, |v| v.revisao)))
+}
+
+/// The revision an `If-Match` names: `None` without the header or with `*` (any), else the
+/// revision, or 412 for a tag that is not one of ours (it can never match).
+fn if_match(req: &HttpRequest) -> Result<Option<u32>, ApiError> {
+    let Some(value) = req.headers().get(actix_web::http::header::IF_MATCH) else { return Ok(None) };
+    let text = value.to_str().unwrap_or("").trim();
+    if text == "*" {
+        return Ok(None);
+    }
+    text.strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .and_then(|t| t.parse::<u32>().ok())
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::PreconditionFailed(format!(
+                "If-Match {text} is not a revision of this cobv: send the ETag its last read answered"
+            ))
+        })
+}
+
+/// Adds `valorDoDia` to a cobv's view while it is ATIVA and payable on `today`: the price of
+/// paying it that day (the terms stay in `valor`, as they were sent).
+fn with_price_of_day(mut v: Value, t: &Transaction, today: NaiveDate) -> Value {
+    let Some(terms) = t.cobv().map(|c| &c.terms) else { return v };
+    if t.is_final() {
+        return v;
+    }
+    if let Ok(p) = terms.price(today) {
+        v["valorDoDia"] = json!({
+            "data": today.format("%Y-%m-%d").to_string(),
+            "original": p.original.to_cents_string(),
+            "abatimento": p.abatement.to_cents_string(),
+            "desconto": p.discount.to_cents_string(),
+            "multa": p.fine.to_cents_string(),
+            "juros": p.interest.to_cents_string(),
+            "final": p.due.to_cents_string(),
+        });
+    }
+    v
 }
 
 #[utoipa::path(
     get, path = "/cobv/{txid}", tag = "family B",
     params(("txid" = String, Path, pattern = "^[A-Za-z0-9]{26,35}$", description = "26 to 35 letters and digits")),
     responses(
-        (status = 200, description = "The cobv as it is now, with the PIX that paid it once CONCLUIDA", body = super::schemas::CobvView),
+        (status = 200, description = "The cobv as it is now, with what paying it costs today (valorDoDia) while ATIVA, and the PIX that paid it once CONCLUIDA; ETag: its revision", body = super::schemas::CobvView, headers(("ETag" = String, description = "the revision, quoted: send it back in If-Match"))),
         (status = 400, description = "The txid is not 26 to 35 letters and digits", body = SimpleErrorBody),
         (status = 404, body = SimpleErrorBody),
     ),
@@ -520,18 +570,27 @@ pub async fn get_cobv(
 ) -> Result<HttpResponse, ApiError> {
     let cobv = find(&state, &caller, &path.into_inner(), true)?;
     let refunds = state.repo.refunds_of(caller.account_id, &[&cobv])?;
-    Ok(HttpResponse::Ok().json(view_with_pix(&cobv, &refunds)))
+    let today = payment_day(state.clock.now());
+    Ok(HttpResponse::Ok().insert_header(etag(&cobv)).json(with_price_of_day(
+        view_with_pix(&cobv, &refunds),
+        &cobv,
+        today,
+    )))
 }
 
 #[utoipa::path(
     patch, path = "/cobv/{txid}", tag = "family B",
-    params(("txid" = String, Path, pattern = "^[A-Za-z0-9]{26,35}$", description = "26 to 35 letters and digits")),
+    params(
+        ("txid" = String, Path, pattern = "^[A-Za-z0-9]{26,35}$", description = "26 to 35 letters and digits"),
+        ("If-Match" = Option<String>, Header, description = "the ETag of the read the change is based on (\"3\"): a revision made since is 412 instead of overwritten; without it, the change is based on the revision current when it arrives"),
+    ),
     request_body(content = super::schemas::CobvPatch, description = "A JSON merge patch of the cobv's request (members given replace, objects member by member, null removes), or {status: REMOVIDA_PELO_USUARIO_RECEBEDOR} alone"),
     responses(
-        (status = 200, description = "The revised cobv (revisao one more), or the removed one", body = super::schemas::CobvView),
+        (status = 200, description = "The revised cobv (revisao one more), or the removed one; ETag: its revision", body = super::schemas::CobvView, headers(("ETag" = String, description = "the revision, quoted"))),
         (status = 400, body = SimpleErrorBody),
         (status = 404, body = SimpleErrorBody),
         (status = 409, description = "the cobv is no longer ATIVA, or was revised meanwhile", body = SimpleErrorBody),
+        (status = 412, description = "If-Match names another revision than the current one", body = SimpleErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -544,6 +603,16 @@ pub async fn patch_cobv(
 ) -> Result<HttpResponse, ApiError> {
     let txid = path.into_inner();
     let cobv = find(&state, &caller, &txid, true)?;
+    let current = cobv.cobv().map_or(0, |v| v.revisao);
+    let based_on = match if_match(&req)? {
+        Some(r) if r != current => {
+            return Err(ApiError::PreconditionFailed(format!(
+                "the cobv is at revision {current}, not {r}: read it again and send the change again"
+            )))
+        }
+        Some(r) => r,
+        None => current,
+    };
     let patch = request_object(&req, &bytes)?;
     let mut f = Fields::new(&patch);
     if patch.contains_key("status") {
@@ -555,7 +624,7 @@ pub async fn patch_cobv(
             return Err(ApiError::Validation(f.violations));
         }
         let tx = ask(&state, &caller, CancelCharge { local_id: cobv.local_id }).await??;
-        return Ok(HttpResponse::Ok().json(view(&tx)));
+        return Ok(HttpResponse::Ok().insert_header(etag(&tx)).json(view(&tx)));
     }
     // A cobv no longer ATIVA is a state conflict, whatever the revision says (its terms
     // may not even be payable today any more).
@@ -574,9 +643,8 @@ pub async fn patch_cobv(
     let receiving_key = receiving_key(&state, &caller)?;
     let today = payment_day(state.clock.now());
     let request = read_cobv(&merged, txid, &receiving_key, today)?;
-    let based_on = cobv.cobv().map_or(0, |v| v.revisao);
     let tx = ask(&state, &caller, ReviseCharge { local_id: cobv.local_id, request, based_on }).await??;
-    Ok(HttpResponse::Ok().json(view(&tx)))
+    Ok(HttpResponse::Ok().insert_header(etag(&tx)).json(with_price_of_day(view(&tx), &tx, today)))
 }
 
 #[utoipa::path(

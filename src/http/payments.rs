@@ -85,6 +85,8 @@ pub async fn pay(state: &AppState, caller: &Caller, req: PayRequest) -> Result<P
 /// The 201 body of the family A payments.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(example = json!({"transactionId": "5cc07301-67d0-4d59-ab5c-c0730167d04e", "externalId": "order-1001",
+    "status": "PENDING", "generateTime": "2026-11-25T12:00:00.000Z"}))]
 pub struct PaymentCreated {
     pub transaction_id: String,
     pub external_id: Option<String>,

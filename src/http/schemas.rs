@@ -163,7 +163,7 @@ fn cnpj() -> Object {
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[schema(example = json!({"value": 10.5, "externalId": "order-1001", "description": "Invoice 1001",
-    "details": {"key": "11144477735", "keyType": "DOCUMENT", "name": "Maria Souza", "document": "11144477735"}}))]
+    "details": {"key": "98369006086", "keyType": "DOCUMENT", "name": "Fabio Ferreira", "document": "98369006086"}}))]
 pub struct CashOutRequest {
     #[schema(schema_with = amount)]
     value: String,
@@ -541,6 +541,26 @@ pub struct CobvView {
     info_adicionais: Vec<InfoAdicional>,
     /// Once paid (CONCLUIDA): the PIX that paid it, with the amount paid.
     pix: Option<Vec<PixView>>,
+    /// While ATIVA and payable: what paying it today costs (beyond the API Pix's receiver
+    /// view, as its payer's payload shows it).
+    valor_do_dia: Option<CobvValorDoDia>,
+}
+
+/// The price of paying a cobv on `data`, each adjustment rounded to the cent, as decimal
+/// strings with 2 places.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CobvValorDoDia {
+    /// YYYY-MM-DD, the payment day in Sao Paulo.
+    data: String,
+    original: String,
+    abatimento: String,
+    desconto: String,
+    multa: String,
+    juros: String,
+    /// What the payer pays: original - abatimento - desconto + multa + juros, at least 0.01.
+    #[serde(rename = "final")]
+    final_: String,
 }
 
 #[derive(ToSchema)]

@@ -42,6 +42,8 @@ pub struct TokenRequest {
 }
 
 #[derive(Serialize, ToSchema)]
+#[schema(example = json!({"access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl",
+    "token_type": "Bearer", "expires_in": 1800}))]
 pub struct TokenResponse {
     pub access_token: String,
     /// Always `Bearer`.

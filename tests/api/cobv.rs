@@ -319,3 +319,77 @@ async fn a_cobv_and_its_revision_survive_a_kill_and_are_paid_at_their_terms() {
     let (s, paid) = app.post_raw("/sandbox/pay", &token, &pay(TXID, Some("92.90")), &[]).await;
     assert_eq!(s, 200, "{paid}");
 }
+
+/// What a client needs to integrate: the price of paying today in the cobv's own view
+/// (`valorDoDia`, which `/sandbox/pay` then charges), and the revision a change is based on
+/// (`ETag` on every answer, `If-Match` on a PATCH: a revision made since is 412, nothing
+/// overwritten).
+#[actix_rt::test]
+async fn a_cobv_shows_the_price_of_the_day_and_a_patch_names_the_revision_it_read() {
+    let app = TestApp::spawn_fast().await;
+    let today = noon(&app).await;
+    let token = app.demo_token().await;
+    let due = today + Duration::days(3);
+    let (s, b) = put(&app, &token, TXID, &cobv(due)).await;
+    assert_eq!(s, 201, "{b}");
+    let read = |token: String| {
+        let req = app.client.get(app.url(&format!("/cobv/{TXID}"))).bearer_auth(token);
+        async move {
+            let mut res = req.send().await.unwrap();
+            let etag = res.headers().get("etag").map(|v| v.to_str().unwrap().to_owned());
+            let body: Value = serde_json::from_slice(&res.body().await.unwrap()).unwrap();
+            (etag, body)
+        }
+    };
+    let (etag, got) = read(token.clone()).await;
+    assert_eq!(etag.as_deref(), Some("\"0\""));
+    // Three days early: 5.00 off.
+    assert_eq!(
+        got["valorDoDia"],
+        json!({"data": ymd(today), "original": "100.00", "abatimento": "0.00", "desconto": "5.00",
+               "multa": "0.00", "juros": "0.00", "final": "95.00"}),
+        "{got}"
+    );
+
+    let patch_if = |body: Value, tag: &str| {
+        let req = app
+            .client
+            .patch(app.url(&format!("/cobv/{TXID}")))
+            .bearer_auth(&token)
+            .insert_header(("If-Match", tag.to_owned()));
+        send(req, Some(body))
+    };
+    let (s, b) = patch_if(json!({"solicitacaoPagador": "boleto 8"}), "\"0\"").await;
+    assert_eq!((s, b["revisao"].as_u64()), (200, Some(1)), "{b}");
+    // A change based on revision 0, which is no longer current: refused, nothing changed.
+    let (s, e) = patch_if(json!({"valor": {"original": "50.00"}}), "\"0\"").await;
+    assert_eq!(s, 412, "{e}");
+    assert_simple(&e, 412);
+    let (s, e) = patch_if(json!({"valor": {"original": "50.00"}}), "W/\"x\"").await;
+    assert_eq!(s, 412, "not one of our tags: {e}");
+    let (etag, got) = read(token.clone()).await;
+    assert_eq!((etag.as_deref(), got["revisao"].as_u64()), (Some("\"1\""), Some(1)));
+    assert_eq!(got["valor"]["original"], "100.00", "{got}");
+    assert_eq!(got["solicitacaoPagador"], "boleto 8");
+    // `*`, or no If-Match at all, is based on the revision current when the change arrives.
+    let (s, b) = patch_if(json!({"valor": {"original": "50.00"}}), "*").await;
+    assert_eq!((s, b["revisao"].as_u64()), (200, Some(2)), "{b}");
+    let (_, got) = read(token.clone()).await;
+    assert_eq!(got["valorDoDia"]["final"], "45.00", "5.00 off the new 50.00: {got}");
+
+    // Two days late, the day's price has the fine and interest, and the sandbox charges it.
+    let token = days_later(&app, 5).await;
+    let (_, got) = read(token.clone()).await;
+    let day = &got["valorDoDia"];
+    // 50.00 + the 2.00 fine + 1 % a day for 2 days.
+    assert_eq!(
+        (day["multa"].as_str(), day["juros"].as_str(), day["final"].as_str()),
+        (Some("2.00"), Some("1.00"), Some("53.00")),
+        "{got}"
+    );
+    let (s, paid) = app.post_raw("/sandbox/pay", &token, &pay(TXID, Some("53.00")), &[]).await;
+    assert_eq!(s, 200, "{paid}");
+    let (_, got) = read(token).await;
+    assert_eq!(got["status"], "CONCLUIDA");
+    assert!(got.get("valorDoDia").is_none(), "nothing to pay once paid: {got}");
+}

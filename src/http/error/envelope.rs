@@ -107,6 +107,11 @@ fn parts_from_status(status: StatusCode) -> ErrorParts {
 /// Body of the extended shape (for the OpenAPI document).
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(example = json!({"statusCode": 400, "timestamp": "2026-11-25T12:00:00.000Z", "path": "/api/pix/cash-out",
+    "method": "POST", "code": "HTTP_ERROR", "message": ["value must be at least 0.01"],
+    "userMessage": "Some fields of the request are invalid.", "errorId": "0b7f3a52-9d1e-4c55-8f0e-3f1c2a9d4b61",
+    "error": "Bad Request", "details": {"violations": [{"field": "value", "message": "must be at least 0.01"}]},
+    "errorCode": "PIX_INVALID_AMOUNT"}))]
 pub struct ExtendedErrorBody {
     pub status_code: u16,
     pub timestamp: String,
@@ -137,6 +142,7 @@ fn text_or_texts() -> utoipa::openapi::schema::Schema {
 /// Body of the simple shape (for the OpenAPI document).
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(example = json!({"statusCode": 404, "message": "no cob of this account has this txid", "error": "Not Found"}))]
 pub struct SimpleErrorBody {
     pub status_code: u16,
     pub message: String,

@@ -56,6 +56,9 @@ pub enum ApiError {
     NotFound(String),
     #[error("conflict: {0}")]
     Conflict(String),
+    /// An `If-Match` that names another version than the current one (412).
+    #[error("precondition failed: {0}")]
+    PreconditionFailed(String),
     /// Too many calls; `Retry-After` says in how many seconds one is allowed again.
     #[error("rate limited for {retry_after_seconds}s")]
     RateLimited { retry_after_seconds: u64 },
@@ -170,6 +173,12 @@ impl ApiError {
                 "CONFLICT",
                 m.clone(),
                 "The request conflicts with the current state.",
+            ),
+            ApiError::PreconditionFailed(m) => simple(
+                StatusCode::PRECONDITION_FAILED,
+                "PRECONDITION_FAILED",
+                m.clone(),
+                "The resource changed since it was read; read it again.",
             ),
             ApiError::RateLimited { retry_after_seconds } => ErrorParts {
                 details: Some(json!({ "retryAfterSeconds": retry_after_seconds })),
