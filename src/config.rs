@@ -169,6 +169,15 @@ pub struct LoadArgs {
     /// Requests of the duplicate storm that share one externalId.
     #[arg(long, default_value_t = 8)]
     pub storm_group: u64,
+    /// A latency curve: run the open loop at each of these rates in turn (requests per
+    /// second, comma-separated), --duration each, and print the server's p50, p99, p99.9
+    /// and max per rate.
+    #[arg(long, value_parser = crate::load::parse_rates_arg, conflicts_with = "rate")]
+    pub rates: Option<crate::load::Rates>,
+    /// With --rates: the highest rate whose server p99 stays within this bound without an
+    /// error (5ms, 0.5ms), narrowed by up to three more runs.
+    #[arg(long, value_parser = crate::load::parse_duration, requires = "rates")]
+    pub slo: Option<std::time::Duration>,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,

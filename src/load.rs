@@ -24,6 +24,14 @@
 //! never reached a connection (refused, no route) is not in doubt: nothing was sent.
 //!
 //! A violation makes the exit status non-zero.
+//!
+//! With `--rates R1,R2,...` it runs the open loop at each rate in turn, `--duration` each, on
+//! the same server and account, and prints the latency curve: per rate, the server's share
+//! of the latency (from the actual send) at p50, p99, p99.9 and max, the client's own
+//! lateness apart, and the errors. `--slo 5ms` then finds the highest rate whose server p99
+//! stays within the bound without an error: the best of the rates given, narrowed by up to
+//! [`SLO_SEARCH_STEPS_MAX`] further runs between it and the next rate, which failed. The
+//! consistency check covers every request of every rate.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
@@ -65,6 +73,38 @@ enum Op {
     Healthz,
 }
 
+/// Further runs `--slo` makes between the highest rate that met the bound and the next,
+/// which did not, halving the gap each time.
+pub const SLO_SEARCH_STEPS_MAX: usize = 3;
+
+/// Rates `--rates` takes at most, so that a curve stays a run of minutes.
+pub const RATES_MAX: usize = 20;
+
+/// The rates of `--rates` as the command line holds them (one argument, not a list of
+/// arguments).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rates(pub Vec<f64>);
+
+/// [`parse_rates`] for the command line.
+pub fn parse_rates_arg(text: &str) -> Result<Rates, String> {
+    parse_rates(text).map(Rates)
+}
+
+/// Parses `1000,3000,6000`: positive request rates, at most [`RATES_MAX`].
+pub fn parse_rates(text: &str) -> Result<Vec<f64>, String> {
+    let rates: Vec<f64> = text
+        .split(',')
+        .map(|r| match r.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+            _ => Err(format!("{r:?} is not a positive rate (requests per second)")),
+        })
+        .collect::<Result<_, _>>()?;
+    if rates.is_empty() || rates.len() > RATES_MAX {
+        return Err(format!("give 1 to {RATES_MAX} rates"));
+    }
+    Ok(rates)
+}
+
 /// Settings of one run (from the command line).
 #[derive(Debug, Clone)]
 pub struct LoadSettings {
@@ -85,6 +125,10 @@ pub struct LoadSettings {
     pub mix: [u32; 4],
     pub storm_group: u64,
     pub json: bool,
+    /// The rates of a latency curve (empty: one run at `rate`, or a closed loop).
+    pub rates: Vec<f64>,
+    /// The bound on the server's p99 that `--slo` searches the highest rate for.
+    pub slo: Option<Duration>,
 }
 
 /// Parses `20s`, `500ms`, `2m`, `1h` or a bare number of seconds.
@@ -166,6 +210,69 @@ struct Stats {
     /// With the status each last answered (0: the connection was cut after sending).
     in_doubt: BTreeMap<String, u16>,
     recording: bool,
+    /// The current step of a latency curve (reset before each rate).
+    step: Step,
+}
+
+/// What one rate of a curve saw.
+#[derive(Default)]
+struct Step {
+    service: Option<Histogram<u64>>,
+    late: Option<Histogram<u64>>,
+    done: u64,
+    errors: u64,
+}
+
+impl Step {
+    fn new() -> Step {
+        Step {
+            service: Histogram::new_with_bounds(1, 60_000_000, 3).ok(),
+            late: Histogram::new_with_bounds(1, 60_000_000, 3).ok(),
+            ..Step::default()
+        }
+    }
+
+    /// The row of the curve: the server's share of latency and the client's lateness in
+    /// milliseconds, the requests and errors, at `rate` over `seconds`.
+    fn row(&self, rate: f64, seconds: f64) -> Value {
+        let at = |h: &Option<Histogram<u64>>, q: f64| {
+            h.as_ref().map_or(0.0, |h| h.value_at_quantile(q) as f64 / 1000.0)
+        };
+        let max = |h: &Option<Histogram<u64>>| h.as_ref().map_or(0.0, |h| h.max() as f64 / 1000.0);
+        json!({
+            "rate": rate,
+            "requests": self.done,
+            "achievedPerSecond": self.done as f64 / seconds.max(1e-9),
+            "serverMs": {"p50": at(&self.service, 0.5), "p99": at(&self.service, 0.99), "p999": at(&self.service, 0.999), "max": max(&self.service)},
+            "lateMs": {"p99": at(&self.late, 0.99), "max": max(&self.late)},
+            "errors": self.errors,
+        })
+    }
+}
+
+/// Whether a row of the curve meets the bound: the server's p99 within it, and no error.
+fn meets(row: &Value, bound: Duration) -> bool {
+    let p99 = row["serverMs"]["p99"].as_f64().unwrap_or(f64::INFINITY);
+    p99 <= bound.as_secs_f64() * 1000.0
+        && row["errors"].as_u64() == Some(0)
+        && row["requests"].as_u64() > Some(0)
+}
+
+/// The highest rate of `rows` that meets the bound, and the lowest rate above it that does
+/// not (where a search between them goes on).
+fn slo_bracket(rows: &[Value], bound: Duration) -> (Option<f64>, Option<f64>) {
+    let rate = |r: &Value| r["rate"].as_f64().unwrap_or(0.0);
+    let best = rows
+        .iter()
+        .filter(|r| meets(r, bound))
+        .map(rate)
+        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))));
+    let above = rows
+        .iter()
+        .filter(|r| !meets(r, bound) && best.is_none_or(|b| rate(r) > b))
+        .map(rate)
+        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.min(r))));
+    (best, above)
 }
 
 struct Ctx {
@@ -200,15 +307,23 @@ impl Ctx {
             return;
         }
         s.done += 1;
+        s.step.done += 1;
         *s.by_status.entry(status).or_default() += 1;
         if !(200..300).contains(&status) {
+            s.step.errors += 1;
             let code =
                 body.get("code").and_then(Value::as_str).unwrap_or(if status == 0 { "NETWORK" } else { "-" });
             *s.errors.entry((status, code.to_owned())).or_default() += 1;
         }
         let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1);
         let st = &mut *s;
-        for (h, d) in [(&mut st.latency, elapsed), (&mut st.service, service), (&mut st.late, late)] {
+        for (h, d) in [
+            (&mut st.latency, elapsed),
+            (&mut st.service, service),
+            (&mut st.late, late),
+            (&mut st.step.service, service),
+            (&mut st.step.late, late),
+        ] {
             if let Some(h) = h.as_mut() {
                 let _ = h.record(micros(d).min(h.high()));
             }
@@ -458,7 +573,7 @@ pub async fn run(s: LoadSettings) -> anyhow::Result<bool> {
     });
     let counter = Rc::new(std::cell::Cell::new(0u64));
     if !s.warmup.is_zero() {
-        drive(&ctx, &counter, s.warmup, None).await;
+        drive(&ctx, &counter, s.warmup, None, s.rate.or(s.rates.first().copied())).await;
     }
     ctx.stats.borrow_mut().recording = true;
     let started = Instant::now();
@@ -485,12 +600,20 @@ pub async fn run(s: LoadSettings) -> anyhow::Result<bool> {
             }
         })
     };
-    drive(&ctx, &counter, s.duration, s.requests).await;
+    let curve = if s.rates.is_empty() {
+        drive(&ctx, &counter, s.duration, s.requests, s.rate).await;
+        None
+    } else {
+        Some(latency_curve(&ctx, &counter).await)
+    };
     let elapsed = started.elapsed();
     progress.abort();
     let report = consistency(&ctx, &before_funded, fee).await?;
     let st = ctx.stats.borrow();
-    let summary = summary_json(&s, &st, elapsed, &report);
+    let mut summary = summary_json(&s, &st, elapsed, &report);
+    if let Some(curve) = curve {
+        summary["curve"] = curve;
+    }
     if s.json {
         println!("{}", serde_json::to_string_pretty(&summary).unwrap_or_default());
     } else {
@@ -499,8 +622,58 @@ pub async fn run(s: LoadSettings) -> anyhow::Result<bool> {
     Ok(report["ok"].as_bool().unwrap_or(false))
 }
 
-/// Sends the scenario's requests until `duration` passes or `limit` requests were sent.
-async fn drive(ctx: &Rc<Ctx>, counter: &Rc<std::cell::Cell<u64>>, duration: Duration, limit: Option<u64>) {
+/// Runs the open loop at each rate of `--rates` (then the `--slo` search); answers the
+/// curve: `{rates: [row...], slo: {boundMs, highestRate, search: [row...]}}`.
+async fn latency_curve(ctx: &Rc<Ctx>, counter: &Rc<std::cell::Cell<u64>>) -> Value {
+    let s = &ctx.settings;
+    let step = |rate: f64| {
+        let (ctx, counter) = (Rc::clone(ctx), Rc::clone(counter));
+        async move {
+            ctx.stats.borrow_mut().step = Step::new();
+            let started = Instant::now();
+            drive(&ctx, &counter, ctx.settings.duration, ctx.settings.requests, Some(rate)).await;
+            let row = ctx.stats.borrow().step.row(rate, started.elapsed().as_secs_f64());
+            eprintln!("rate {rate:.0}/s: {row}");
+            row
+        }
+    };
+    let mut rows = Vec::new();
+    for rate in &s.rates {
+        rows.push(step(*rate).await);
+    }
+    let mut curve = json!({"rates": rows});
+    if let Some(bound) = s.slo {
+        let (mut best, mut above) = slo_bracket(&rows, bound);
+        let mut search = Vec::new();
+        for _ in 0..SLO_SEARCH_STEPS_MAX {
+            let (Some(low), Some(high)) = (best, above) else { break };
+            let mid = ((low + high) / 2.0).round();
+            if mid <= low || mid >= high {
+                break;
+            }
+            let row = step(mid).await;
+            if meets(&row, bound) {
+                best = Some(mid);
+            } else {
+                above = Some(mid);
+            }
+            search.push(row);
+        }
+        curve["slo"] =
+            json!({"boundMs": bound.as_secs_f64() * 1000.0, "highestRate": best, "search": search});
+    }
+    curve
+}
+
+/// Sends the scenario's requests until `duration` passes or `limit` requests were sent, in
+/// an open loop at `rate`, or a closed loop without one.
+async fn drive(
+    ctx: &Rc<Ctx>,
+    counter: &Rc<std::cell::Cell<u64>>,
+    duration: Duration,
+    limit: Option<u64>,
+    rate: Option<f64>,
+) {
     let deadline = Instant::now() + duration;
     let take = {
         let counter = Rc::clone(counter);
@@ -515,7 +688,7 @@ async fn drive(ctx: &Rc<Ctx>, counter: &Rc<std::cell::Cell<u64>>, duration: Dura
         }
     };
     let take = Rc::new(take);
-    match ctx.settings.rate {
+    match rate {
         None => {
             let workers: Vec<_> = (0..ctx.settings.connections.max(1))
                 .map(|_| {
@@ -654,7 +827,11 @@ fn summary_json(s: &LoadSettings, st: &Stats, elapsed: Duration, report: &Value)
     };
     json!({
         "scenario": format!("{:?}", s.scenario),
-        "mode": if s.rate.is_some() { "open" } else { "closed" },
+        "mode": match (s.rates.is_empty(), s.rate) {
+            (false, _) => "curve",
+            (true, Some(_)) => "open",
+            (true, None) => "closed",
+        },
         "connections": s.connections,
         "rate": s.rate,
         "seconds": elapsed.as_secs_f64(),
@@ -690,7 +867,7 @@ fn print_summary(v: &Value) {
         l["p999"].as_f64().unwrap_or(0.0),
         l["max"].as_f64().unwrap_or(0.0)
     );
-    if v["mode"] == "open" {
+    if v["mode"] == "open" || v["mode"] == "curve" {
         for (name, key) in [
             ("  of which the server's (from the actual send)", "serviceMs"),
             ("  client's lateness in sending", "lateMs"),
@@ -706,6 +883,9 @@ fn print_summary(v: &Value) {
             );
         }
     }
+    if let Some(rows) = v["curve"]["rates"].as_array() {
+        print_curve(rows, &v["curve"]["slo"]);
+    }
     println!("by status: {}", v["byStatus"]);
     for e in v["errors"].as_array().into_iter().flatten() {
         println!("  {} {}: {}", e["status"], e["code"].as_str().unwrap_or(""), e["count"]);
@@ -720,9 +900,70 @@ fn print_summary(v: &Value) {
     }
 }
 
+/// The latency curve as a table, then what `--slo` found.
+fn print_curve(rows: &[Value], slo: &Value) {
+    println!("server's share of latency (ms, from the actual send) by rate; the client's lateness apart:");
+    println!(
+        "{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>11}",
+        "rate/s", "achieved", "p50", "p99", "p99.9", "max", "errors", "late p99"
+    );
+    let search = slo["search"].as_array().cloned().unwrap_or_default();
+    for r in rows.iter().chain(search.iter()) {
+        let f = |v: &Value| v.as_f64().unwrap_or(0.0);
+        println!(
+            "{:>9.0} {:>9.0} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>8} {:>11.2}",
+            f(&r["rate"]),
+            f(&r["achievedPerSecond"]),
+            f(&r["serverMs"]["p50"]),
+            f(&r["serverMs"]["p99"]),
+            f(&r["serverMs"]["p999"]),
+            f(&r["serverMs"]["max"]),
+            r["errors"],
+            f(&r["lateMs"]["p99"])
+        );
+    }
+    if let Some(bound) = slo["boundMs"].as_f64() {
+        match slo["highestRate"].as_f64() {
+            Some(rate) => {
+                println!("highest rate with the server's p99 within {bound} ms and no error: {rate:.0}/s")
+            }
+            None => println!("no rate kept the server's p99 within {bound} ms without an error"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_parse_within_their_bounds() {
+        assert_eq!(parse_rates("1000,3000"), Ok(vec![1000.0, 3000.0]));
+        assert_eq!(parse_rates(" 500 "), Ok(vec![500.0]));
+        for bad in ["", "0", "-5", "a", "1000,,2000"] {
+            assert!(parse_rates(bad).is_err(), "{bad:?}");
+        }
+        let most = vec!["1"; RATES_MAX].join(",");
+        assert_eq!(parse_rates(&most).map(|r| r.len()), Ok(RATES_MAX));
+        assert!(parse_rates(&format!("{most},1")).is_err(), "one more than the most");
+    }
+
+    fn row(rate: f64, p99: f64, errors: u64) -> Value {
+        json!({"rate": rate, "requests": 100, "serverMs": {"p99": p99}, "errors": errors})
+    }
+
+    #[test]
+    fn the_slo_brackets_the_highest_rate_that_meets_it() {
+        let bound = Duration::from_millis(5);
+        let rows = [row(1000.0, 1.0, 0), row(3000.0, 4.9, 0), row(6000.0, 5.1, 0), row(9000.0, 30.0, 0)];
+        assert_eq!(slo_bracket(&rows, bound), (Some(3000.0), Some(6000.0)));
+        // Exactly at the bound meets it; an error does not, however fast.
+        let rows = [row(1000.0, 5.0, 0), row(2000.0, 0.5, 1)];
+        assert_eq!(slo_bracket(&rows, bound), (Some(1000.0), Some(2000.0)));
+        // Nothing meets it, or everything does: no search.
+        assert_eq!(slo_bracket(&[row(1000.0, 9.0, 0)], bound), (None, Some(1000.0)));
+        assert_eq!(slo_bracket(&[row(1000.0, 1.0, 0), row(2000.0, 2.0, 0)], bound), (Some(2000.0), None));
+    }
 
     #[test]
     fn durations_and_mixes_parse() {

@@ -145,6 +145,8 @@ fn load(args: LoadArgs) -> ExitCode {
             mix: args.mix,
             storm_group: args.storm_group,
             json: args.json,
+            rates: args.rates.map(|r| r.0).unwrap_or_default(),
+            slo: args.slo,
         },
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("pixgw: {e}");

@@ -83,3 +83,35 @@ async fn a_cash_out_whose_answer_was_cut_is_read_back_and_counted() {
     let (_, list) = app.get_with("/api/transactions?type=WITHDRAW&size=1", &token).await;
     assert_eq!(list["metadata"]["total"], 30, "{list}");
 }
+
+/// `--rates` runs the open loop at each rate in turn and reports the curve, one row per
+/// rate with the server's share of latency and the errors; `--slo` names the highest rate
+/// whose server p99 meets the bound (a bound no server meets names none, and a bound every
+/// rate meets names the highest); the books balance over the whole curve.
+#[actix_rt::test]
+async fn a_latency_curve_runs_each_rate_and_finds_the_highest_within_the_bound() {
+    let app = TestApp::spawn_fast().await;
+    // Each rate sends 40 requests (a count, not a time, so the test does not depend on how
+    // busy the machine is).
+    let (ok, s) =
+        load(&app, &["--rates", "100,200", "--requests", "40", "--duration", "60s", "--slo", "60s"]);
+    assert!(ok, "{s:#}");
+    let rows = s["curve"]["rates"].as_array().unwrap();
+    assert_eq!(rows.iter().map(|r| r["rate"].as_f64().unwrap()).collect::<Vec<_>>(), vec![100.0, 200.0]);
+    for r in rows {
+        assert_eq!(r["requests"], 40, "{r}");
+        for q in ["p50", "p99", "p999", "max"] {
+            assert!(r["serverMs"][q].as_f64().unwrap() > 0.0, "{q}: {r}");
+        }
+        assert_eq!(r["errors"], 0, "{r}");
+    }
+    assert_eq!(s["mode"], "curve");
+    assert_eq!(s["curve"]["slo"]["highestRate"].as_f64(), Some(200.0), "{s:#}");
+    assert_eq!(s["curve"]["slo"]["search"], serde_json::json!([]), "nothing above to search");
+    assert_eq!(s["requests"].as_u64(), Some(rows.iter().map(|r| r["requests"].as_u64().unwrap()).sum()));
+    assert_eq!(s["consistency"]["ok"], true, "{s:#}");
+
+    let (ok, s) = load(&app, &["--rates", "100", "--requests", "10", "--slo", "0.001ms"]);
+    assert!(ok, "{s:#}");
+    assert!(s["curve"]["slo"]["highestRate"].is_null(), "no server answers in a microsecond: {s:#}");
+}
