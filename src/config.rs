@@ -178,6 +178,9 @@ pub struct LoadArgs {
     /// error (5ms, 0.5ms), narrowed by up to three more runs.
     #[arg(long, value_parser = crate::load::parse_duration, requires = "rates")]
     pub slo: Option<std::time::Duration>,
+    /// Write a self-contained HTML report of the run (charts and checks) to this file.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,

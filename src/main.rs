@@ -147,6 +147,7 @@ fn load(args: LoadArgs) -> ExitCode {
             json: args.json,
             rates: args.rates.map(|r| r.0).unwrap_or_default(),
             slo: args.slo,
+            report: args.report,
         },
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("pixgw: {e}");

@@ -115,3 +115,63 @@ async fn a_latency_curve_runs_each_rate_and_finds_the_highest_within_the_bound()
     assert!(ok, "{s:#}");
     assert!(s["curve"]["slo"]["highestRate"].is_null(), "no server answers in a microsecond: {s:#}");
 }
+
+/// The browser this machine has for rendering a report headless, if any.
+fn chromium() -> Option<String> {
+    if let Ok(path) = std::env::var("CHROMIUM") {
+        return Some(path);
+    }
+    ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|name| {
+        let found =
+            std::process::Command::new("sh").args(["-c", &format!("command -v {name}")]).output().ok()?;
+        found.status.success().then(|| String::from_utf8_lossy(&found.stdout).trim().to_owned())
+    })
+}
+
+/// `--report` writes one self-contained HTML file that a real browser renders with its
+/// charts: headless Chromium (Debian's package) builds its DOM, which holds the four charts
+/// and their lines, and its screenshot has the lines' colours drawn. Skipped, saying why,
+/// where Chromium is absent; under CI it is required.
+#[actix_rt::test]
+async fn the_report_renders_in_headless_chromium_with_its_charts_and_checks() {
+    let Some(browser) = chromium() else {
+        assert!(std::env::var("CI").map_or(true, |v| v != "true"), "Chromium is required under CI");
+        eprintln!("SKIPPED: no Chromium here (install Debian's chromium, or set CHROMIUM)");
+        return;
+    };
+    let app = TestApp::spawn_fast().await;
+    let out = tempfile::tempdir().unwrap();
+    let report = out.path().join("report.html");
+    let (ok, s) = load(
+        &app,
+        // 150 requests at each rate: over two seconds, so the timeline has its points.
+        &["--rates", "100,200", "--requests", "150", "--slo", "60s", "--report", report.to_str().unwrap()],
+    );
+    assert!(ok, "{s:#}");
+    let url = format!("file://{}", report.display());
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(&browser)
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"])
+            .args(args)
+            .arg(&url)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{browser}: {}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    let dom = String::from_utf8(run(&["--dump-dom"])).unwrap();
+    for chart in ["throughput", "latency", "percentiles", "curve"] {
+        assert!(dom.contains(&format!(r#"data-chart="{chart}""#)), "{chart} is not in the rendered page");
+    }
+    assert!(dom.matches("<polyline").count() >= 8, "a line per series");
+    assert!(dom.contains("every check passed") && dom.contains(r#"<table class="checks">"#));
+    // Drawn, not only parsed: the screenshot holds the series' colours.
+    let shot = out.path().join("report.png");
+    run(&["--window-size=820,2400", &format!("--screenshot={}", shot.display())]);
+    let image = image::open(&shot).unwrap().to_rgb8();
+    let count = |rgb: [u8; 3]| {
+        image.pixels().filter(|p| p.0.iter().zip(rgb).all(|(a, b)| a.abs_diff(b) <= 24)).count()
+    };
+    assert!(count([0x2f, 0x5f, 0xb3]) > 300, "the blue series (throughput, latency) are drawn");
+    assert!(count([0xc2, 0x41, 0x0c]) > 300, "the p99 series are drawn");
+}

@@ -45,6 +45,8 @@ use chrono::Utc;
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
+pub mod report;
+
 use crate::domain::account::AccountSettings;
 use crate::domain::listing::local_day;
 use crate::domain::money::Money;
@@ -129,6 +131,8 @@ pub struct LoadSettings {
     pub rates: Vec<f64>,
     /// The bound on the server's p99 that `--slo` searches the highest rate for.
     pub slo: Option<Duration>,
+    /// Where to write the HTML report of the run.
+    pub report: Option<PathBuf>,
 }
 
 /// Parses `20s`, `500ms`, `2m`, `1h` or a bare number of seconds.
@@ -212,6 +216,10 @@ struct Stats {
     recording: bool,
     /// The current step of a latency curve (reset before each rate).
     step: Step,
+    /// Latencies of the current second, for the timeline (reset every second).
+    second: Option<Histogram<u64>>,
+    /// One point a second: `{t, requests, p50, p99}` (ms), for the report.
+    timeline: Vec<Value>,
 }
 
 /// What one rate of a curve saw.
@@ -323,6 +331,7 @@ impl Ctx {
             (&mut st.late, late),
             (&mut st.step.service, service),
             (&mut st.step.late, late),
+            (&mut st.second, elapsed),
         ] {
             if let Some(h) = h.as_mut() {
                 let _ = h.record(micros(d).min(h.high()));
@@ -568,6 +577,7 @@ pub async fn run(s: LoadSettings) -> anyhow::Result<bool> {
             latency: Histogram::new_with_bounds(1, 60_000_000, 3).ok(),
             service: Histogram::new_with_bounds(1, 60_000_000, 3).ok(),
             late: Histogram::new_with_bounds(1, 60_000_000, 3).ok(),
+            second: Histogram::new_with_bounds(1, 60_000_000, 3).ok(),
             ..Stats::default()
         }),
     });
@@ -585,9 +595,17 @@ pub async fn run(s: LoadSettings) -> anyhow::Result<bool> {
             tick.tick().await;
             loop {
                 tick.tick().await;
-                let st = ctx.stats.borrow();
+                let mut guard = ctx.stats.borrow_mut();
+                let st = &mut *guard;
                 let p99 = st.latency.as_ref().map_or(0.0, |h| h.value_at_quantile(0.99) as f64 / 1000.0);
                 let errs: u64 = st.errors.values().sum();
+                if let Some(h) = st.second.as_mut() {
+                    let at = |q: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1000.0 };
+                    let point = json!({"t": started.elapsed().as_secs_f64().round(), "requests": st.done - last,
+                        "p50": at(0.5), "p99": at(0.99)});
+                    st.timeline.push(point);
+                    h.reset();
+                }
                 eprintln!(
                     "{:>5.0}s  {:>9} requests  {:>7}/s  p99 {:>7.2} ms  non-2xx {}",
                     started.elapsed().as_secs_f64(),
@@ -613,6 +631,11 @@ pub async fn run(s: LoadSettings) -> anyhow::Result<bool> {
     let mut summary = summary_json(&s, &st, elapsed, &report);
     if let Some(curve) = curve {
         summary["curve"] = curve;
+    }
+    if let Some(path) = &s.report {
+        std::fs::write(path, report::render(&summary))
+            .with_context(|| format!("writing the report {}", path.display()))?;
+        eprintln!("report: {}", path.display());
     }
     if s.json {
         println!("{}", serde_json::to_string_pretty(&summary).unwrap_or_default());
@@ -818,6 +841,14 @@ async fn consistency(ctx: &Ctx, before: &Snapshot, fee: Money) -> anyhow::Result
     }))
 }
 
+/// The quantiles of an HDR percentile plot, `[q, ms]`, up to the largest value recorded.
+fn percentile_points(h: &Option<Histogram<u64>>) -> Vec<Value> {
+    const QUANTILES: [f64; 12] =
+        [0.0, 0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999, 0.99999, 1.0];
+    let Some(h) = h.as_ref().filter(|h| !h.is_empty()) else { return Vec::new() };
+    QUANTILES.iter().map(|q| json!([q, h.value_at_quantile(*q) as f64 / 1000.0])).collect()
+}
+
 fn summary_json(s: &LoadSettings, st: &Stats, elapsed: Duration, report: &Value) -> Value {
     let ms = |q: f64| st.latency.as_ref().map_or(0.0, |h| h.value_at_quantile(q) as f64 / 1000.0);
     let quantiles = |h: &Option<Histogram<u64>>| {
@@ -843,6 +874,11 @@ fn summary_json(s: &LoadSettings, st: &Stats, elapsed: Duration, report: &Value)
         },
         "serviceMs": quantiles(&st.service),
         "lateMs": quantiles(&st.late),
+        "timeline": st.timeline,
+        "percentiles": {
+            "latency": percentile_points(&st.latency),
+            "server": percentile_points(&st.service),
+        },
         "byStatus": st.by_status.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "errors": st.errors.iter().map(|((status, code), n)| json!({"status": status, "code": code, "count": n})).collect::<Vec<_>>(),
         "consistency": report,
