@@ -139,9 +139,17 @@ async fn an_account_that_pays_itself_reads_refunds_and_disputes_what_it_received
     assert_eq!(out["status"], "CONFIRMED", "{out}");
     let e2e = out["endToEndId"].as_str().unwrap().to_owned();
 
-    // Both sides are listed under the id.
-    let (s, both) = app.get_with(&format!("/api/transactions?endToEndId={e2e}"), &token).await;
-    assert_eq!(s, 200, "{both}");
+    // Both sides are listed under the id, once the credit (which follows the payer's
+    // confirmation) has landed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let both = loop {
+        let (s, both) = app.get_with(&format!("/api/transactions?endToEndId={e2e}"), &token).await;
+        assert_eq!(s, 200, "{both}");
+        if both["metadata"]["total"] == 2 || std::time::Instant::now() >= deadline {
+            break both;
+        }
+        actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
     let mut ops: Vec<&str> =
         both["data"].as_array().unwrap().iter().map(|t| t["operationType"].as_str().unwrap()).collect();
     ops.sort();
