@@ -939,24 +939,11 @@ fn print_summary(v: &Value) {
 /// The latency curve as a table, then what `--slo` found.
 fn print_curve(rows: &[Value], slo: &Value) {
     println!("server's share of latency (ms, from the actual send) by rate; the client's lateness apart:");
-    println!(
-        "{:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>11}",
-        "rate/s", "achieved", "p50", "p99", "p99.9", "max", "errors", "late p99"
-    );
+    let line = |cells: &[String]| cells.iter().map(|c| format!("{c:>11}")).collect::<Vec<_>>().join(" ");
+    println!("{}", line(&report::CURVE_COLUMNS.map(str::to_owned)));
     let search = slo["search"].as_array().cloned().unwrap_or_default();
     for r in rows.iter().chain(search.iter()) {
-        let f = |v: &Value| v.as_f64().unwrap_or(0.0);
-        println!(
-            "{:>9.0} {:>9.0} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>8} {:>11.2}",
-            f(&r["rate"]),
-            f(&r["achievedPerSecond"]),
-            f(&r["serverMs"]["p50"]),
-            f(&r["serverMs"]["p99"]),
-            f(&r["serverMs"]["p999"]),
-            f(&r["serverMs"]["max"]),
-            r["errors"],
-            f(&r["lateMs"]["p99"])
-        );
+        println!("{}", line(&report::curve_cells(r)));
     }
     if let Some(bound) = slo["boundMs"].as_f64() {
         match slo["highestRate"].as_f64() {

@@ -212,6 +212,24 @@ fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or(0.0)
 }
 
+/// The columns of a row of the latency curve, as the text table and the report print them.
+pub const CURVE_COLUMNS: [&str; 8] =
+    ["rate/s", "achieved/s", "p50", "p99", "p99.9", "max", "errors", "client late p99"];
+
+/// A row of the latency curve formatted for [`CURVE_COLUMNS`].
+pub fn curve_cells(r: &Value) -> [String; 8] {
+    [
+        format!("{:.0}", f(&r["rate"])),
+        format!("{:.0}", f(&r["achievedPerSecond"])),
+        format!("{:.2}", f(&r["serverMs"]["p50"])),
+        format!("{:.2}", f(&r["serverMs"]["p99"])),
+        format!("{:.2}", f(&r["serverMs"]["p999"])),
+        format!("{:.2}", f(&r["serverMs"]["max"])),
+        r["errors"].as_u64().unwrap_or(0).to_string(),
+        format!("{:.2}", f(&r["lateMs"]["p99"])),
+    ]
+}
+
 /// The points `(x, key)` of the timeline.
 fn timeline(summary: &Value, key: &str) -> Vec<(f64, f64)> {
     summary["timeline"].as_array().into_iter().flatten().map(|p| (f(&p["t"]), f(&p[key]))).collect()
@@ -354,22 +372,17 @@ svg .none{font-size:13px;fill:#888}
             None,
             Scale::Log,
         ));
-        html.push_str(
-            r#"<table><tr><th>rate/s</th><th>achieved/s</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>errors</th><th>client late p99</th></tr>"#,
-        );
+        html.push_str("<table><tr>");
+        for c in CURVE_COLUMNS {
+            let _ = write!(html, "<th>{c}</th>");
+        }
+        html.push_str("</tr>");
         for r in &all {
-            let _ = write!(
-                html,
-                "<tr><td>{:.0}</td><td>{:.0}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{:.2}</td></tr>",
-                f(&r["rate"]),
-                f(&r["achievedPerSecond"]),
-                f(&r["serverMs"]["p50"]),
-                f(&r["serverMs"]["p99"]),
-                f(&r["serverMs"]["p999"]),
-                f(&r["serverMs"]["max"]),
-                r["errors"].as_u64().unwrap_or(0),
-                f(&r["lateMs"]["p99"])
-            );
+            html.push_str("<tr>");
+            for cell in curve_cells(r) {
+                let _ = write!(html, "<td>{}</td>", escape(&cell));
+            }
+            html.push_str("</tr>");
         }
         html.push_str("</table>");
         if let Some(bound) = summary["curve"]["slo"]["boundMs"].as_f64() {
