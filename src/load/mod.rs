@@ -46,6 +46,7 @@ use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
 pub mod report;
+pub mod server_clock;
 
 use crate::domain::account::AccountSettings;
 use crate::domain::listing::local_day;
@@ -618,17 +619,23 @@ pub async fn run(s: LoadSettings) -> anyhow::Result<bool> {
             }
         })
     };
+    let clock_before = server_clock(&ctx).await;
     let curve = if s.rates.is_empty() {
         drive(&ctx, &counter, s.duration, s.requests, s.rate).await;
         None
     } else {
         Some(latency_curve(&ctx, &counter).await)
     };
+    let clock = match (clock_before, server_clock(&ctx).await) {
+        (Some(before), Some(after)) => after.since(&before).row(),
+        _ => Value::Null,
+    };
     let elapsed = started.elapsed();
     progress.abort();
     let report = consistency(&ctx, &before_funded, fee).await?;
     let st = ctx.stats.borrow();
     let mut summary = summary_json(&s, &st, elapsed, &report);
+    summary["serverClock"] = clock;
     if let Some(curve) = curve {
         summary["curve"] = curve;
     }
@@ -653,9 +660,14 @@ async fn latency_curve(ctx: &Rc<Ctx>, counter: &Rc<std::cell::Cell<u64>>) -> Val
         let (ctx, counter) = (Rc::clone(ctx), Rc::clone(counter));
         async move {
             ctx.stats.borrow_mut().step = Step::new();
+            let before = server_clock(&ctx).await;
             let started = Instant::now();
             drive(&ctx, &counter, ctx.settings.duration, ctx.settings.requests, Some(rate)).await;
-            let row = ctx.stats.borrow().step.row(rate, started.elapsed().as_secs_f64());
+            let mut row = ctx.stats.borrow().step.row(rate, started.elapsed().as_secs_f64());
+            let after = server_clock(&ctx).await;
+            if let (Some(before), Some(after)) = (before, after) {
+                row["serverClock"] = after.since(&before).row();
+            }
             eprintln!("rate {rate:.0}/s: {row}");
             row
         }
@@ -687,6 +699,23 @@ async fn latency_curve(ctx: &Rc<Ctx>, counter: &Rc<std::cell::Cell<u64>>) -> Val
     }
     curve
 }
+
+/// The server's own request-duration buckets of the cash-out route, from `/metrics` (none
+/// if it cannot be read: a proxy in front may not pass it).
+async fn server_clock(ctx: &Ctx) -> Option<server_clock::Buckets> {
+    let url = format!("{}/metrics", ctx.base);
+    let mut res = ctx.client.get(&url).send().await.ok()?;
+    if !res.status().is_success() {
+        return None;
+    }
+    let bytes = res.body().limit(METRICS_BYTES_MAX).await.ok()?;
+    Some(server_clock::Buckets::parse(&String::from_utf8_lossy(&bytes), CASH_OUT_ROUTE))
+}
+
+/// The route whose server-side latency the curve reads.
+const CASH_OUT_ROUTE: &str = "/api/pix/cash-out";
+/// The most of `/metrics` the tool reads.
+const METRICS_BYTES_MAX: usize = 16 << 20;
 
 /// Sends the scenario's requests until `duration` passes or `limit` requests were sent, in
 /// an open loop at `rate`, or a closed loop without one.
@@ -887,10 +916,13 @@ fn summary_json(s: &LoadSettings, st: &Stats, elapsed: Duration, report: &Value)
 
 fn print_summary(v: &Value) {
     let l = &v["latencyMs"];
+    let mode = match v["mode"].as_str().unwrap_or("") {
+        "curve" => "open loop, a latency curve".to_owned(),
+        other => format!("{other} loop"),
+    };
     println!(
-        "{} ({} loop): {} requests in {:.1} s = {:.0} requests/s",
+        "{} ({mode}): {} requests in {:.1} s = {:.0} requests/s",
         v["scenario"].as_str().unwrap_or(""),
-        v["mode"].as_str().unwrap_or(""),
         v["requests"],
         v["seconds"].as_f64().unwrap_or(0.0),
         v["requestsPerSecond"].as_f64().unwrap_or(0.0)
@@ -918,6 +950,9 @@ fn print_summary(v: &Value) {
                 q["max"].as_f64().unwrap_or(0.0)
             );
         }
+    }
+    if v["serverClock"].is_object() {
+        println!("the server's own clock (cash-out route): {}", server_clock::describe(&v["serverClock"]));
     }
     if let Some(rows) = v["curve"]["rates"].as_array() {
         print_curve(rows, &v["curve"]["slo"]);

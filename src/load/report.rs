@@ -213,11 +213,21 @@ fn f(v: &Value) -> f64 {
 }
 
 /// The columns of a row of the latency curve, as the text table and the report print them.
-pub const CURVE_COLUMNS: [&str; 8] =
-    ["rate/s", "achieved/s", "p50", "p99", "p99.9", "max", "errors", "client late p99"];
+pub const CURVE_COLUMNS: [&str; 10] = [
+    "rate/s",
+    "achieved/s",
+    "p50",
+    "p99",
+    "p99.9",
+    "max",
+    "errors",
+    "client late p99",
+    "server clock p99",
+    "server <= 2 ms",
+];
 
 /// A row of the latency curve formatted for [`CURVE_COLUMNS`].
-pub fn curve_cells(r: &Value) -> [String; 8] {
+pub fn curve_cells(r: &Value) -> [String; 10] {
     [
         format!("{:.0}", f(&r["rate"])),
         format!("{:.0}", f(&r["achievedPerSecond"])),
@@ -227,6 +237,8 @@ pub fn curve_cells(r: &Value) -> [String; 8] {
         format!("{:.2}", f(&r["serverMs"]["max"])),
         r["errors"].as_u64().unwrap_or(0).to_string(),
         format!("{:.2}", f(&r["lateMs"]["p99"])),
+        super::server_clock::at_most_cell(&r["serverClock"], "p99AtMostMs"),
+        super::server_clock::share_cell(&r["serverClock"], "2"),
     ]
 }
 
