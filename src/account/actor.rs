@@ -70,7 +70,7 @@ pub struct AccountActor {
     /// account of a node that serves many holds next to nothing (see [`Work`]).
     work: Option<Box<Work>>,
     /// The newest group-commit ticket of this actor's writes; replies wait for it.
-    last_ticket: u64,
+    pub(super) last_ticket: u64,
     /// The last request (server clock), for the idle stop.
     last_active: DateTime<Utc>,
     /// Replies waiting for durability.
@@ -84,6 +84,9 @@ pub struct AccountActor {
     forgetting: bool,
     /// The request whose message is being handled, if one is (see `Traced`).
     pub(super) request_id: Option<Arc<str>>,
+    /// A `Traced` message is being handled: its reply goes at once, and the request waits
+    /// for durability itself (see `messages::Early`).
+    pub(super) early: bool,
 }
 
 /// What an actor keeps of its account's record: what its commands read (not the secrets,
@@ -108,9 +111,9 @@ struct Work {
     deadlines: BTreeSet<(DateTime<Utc>, u64)>,
     /// Scheduled splits: (when they go to the bank, local id).
     scheduled: BTreeSet<(DateTime<Utc>, u64)>,
-    /// New pending debits (local ids) to send to the bank once the writes that made them
-    /// are durable.
-    ready: Vec<u64>,
+    /// New pending debits to send to the bank once the writes that made them are durable:
+    /// (ticket of that write, local id).
+    ready: Vec<(u64, u64)>,
     /// Transactions this actor wrote that the committer may not have applied yet, with the
     /// ticket of their latest write: the actor reads its own writes here first, because
     /// storage lags its memory by up to one group. Pruned at every commit, so it holds only
@@ -170,6 +173,7 @@ impl AccountActor {
             timer: None,
             forgetting: false,
             request_id: None,
+            early: false,
         };
         if let Err(e) = actor.load_pending() {
             actor.ledger = Err(e);
@@ -446,7 +450,7 @@ impl AccountActor {
                         Some(at) => {
                             self.work().scheduled.insert((at, tx.local_id));
                         }
-                        None => self.work().ready.push(tx.local_id),
+                        None => self.work().ready.push((ticket, tx.local_id)),
                     }
                 }
                 self.track_pending(tx.clone());
@@ -497,10 +501,14 @@ impl AccountActor {
         }
     }
 
-    /// Sends the new pending debits to the bank (their writes are durable by now).
+    /// Sends the new pending debits whose writes are durable to the bank; the others wait
+    /// for a later call.
     fn submit_ready(&mut self, ctx: &mut Context<Self>) {
-        let Some(ready) = self.work.as_mut().map(|w| std::mem::take(&mut w.ready)) else { return };
-        for local_id in ready {
+        let durable = self.deps.commit.durable_now();
+        let Some(w) = self.work.as_mut() else { return };
+        let (ready, later): (Vec<_>, Vec<_>) = w.ready.drain(..).partition(|(ticket, _)| *ticket <= durable);
+        w.ready = later;
+        for (_, local_id) in ready {
             if let Some(tx) = self.pending_tx(local_id) {
                 self.submit(tx, ctx);
             }
@@ -599,11 +607,15 @@ impl AccountActor {
         &mut self,
         reply: Result<T, CommandError>,
     ) -> ResponseActFuture<Self, Result<T, CommandError>> {
+        self.last_active = self.deps.clock.now();
+        if self.early {
+            // The request waits for durability itself; `forget_when_durable` does the rest.
+            return Box::pin(fut::ready(reply));
+        }
         let commit = Arc::clone(&self.deps.commit);
         let ticket = self.last_ticket;
         let wait = async move { commit.durable(ticket).await };
         self.replies_pending += 1;
-        self.last_active = self.deps.clock.now();
         Box::pin(wait.into_actor(self).map(move |durable, act, ctx| {
             act.replies_pending -= 1;
             let reply = match durable {
@@ -713,22 +725,33 @@ impl AccountActor {
         );
     }
 
-    /// Forgets this actor's writes once they are durable, for the writes no reply waits for
-    /// (a settlement, an expiry): the memory of an account whose last write was one must not
-    /// wait for its next command. One wait at a time.
-    fn forget_when_durable(&mut self, ctx: &mut Context<Self>) {
-        if self.forgetting || self.work.as_ref().is_none_or(|w| w.unapplied.is_empty()) {
+    /// Once this actor's writes are durable: sends their new debits to the bank and forgets
+    /// them, for the writes no reply of the actor's waits for (a settlement, an expiry, every
+    /// request's: see `messages::Early`). The memory of an account whose last write was one
+    /// must not wait for its next command. One wait at a time; a write that does not become
+    /// durable halts the actor, as a reply's does.
+    pub(super) fn forget_when_durable(&mut self, ctx: &mut Context<Self>) {
+        let nothing = |w: &Work| w.unapplied.is_empty() && w.ready.is_empty();
+        if self.forgetting || self.halted || self.work.as_deref().is_none_or(nothing) {
             return;
         }
         self.forgetting = true;
         let commit = Arc::clone(&self.deps.commit);
         let ticket = self.last_ticket;
         let landed = async move { commit.durable(ticket).await };
-        ctx.spawn(landed.into_actor(self).map(|_, act, ctx| {
+        ctx.spawn(landed.into_actor(self).map(|landed, act, ctx| {
             act.forgetting = false;
-            act.prune_unapplied();
-            // Writes made meanwhile get their own wait.
-            act.forget_when_durable(ctx);
+            match landed {
+                Ok(()) => {
+                    act.submit_ready(ctx);
+                    act.prune_unapplied();
+                    // Writes made meanwhile get their own wait.
+                    act.forget_when_durable(ctx);
+                }
+                Err(e) => {
+                    act.halt(&format!("write not durable: {e}"), ctx);
+                }
+            }
         }));
     }
 

@@ -17,6 +17,7 @@ mod registry;
 mod tests;
 
 pub use actor::{AccountActor, Deps, ACCOUNT_IDLE_STOP_SECONDS};
+pub use messages::{acknowledged, Early};
 pub use messages::{
     CancelCharge, ChargeRequest, CloseMed, CommandError, CreateCharge, DictRequest, GetBalance, OpenMed, Pay,
     PayCharge, PayOutcome, PayRequest, PixIn, ReceiveOnUs, Refund, RefundRequest, Refusal, ReturnPayment,

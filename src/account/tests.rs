@@ -530,3 +530,48 @@ async fn a_revised_cobv_expires_at_its_new_last_day_not_at_its_old_one() {
     );
     assert!(matches!(late, Refusal::NotPayable(_)), "{late:?}");
 }
+
+#[actix_rt::test]
+async fn a_requests_reply_leaves_the_actor_before_its_sync_and_is_acknowledged_only_after() {
+    use futures_util::FutureExt;
+    let f = fixture("10.00");
+    let addr = f.actor();
+    // The first command reserves a block of ids with a sync of its own.
+    addr.send(cash_out("first", "1.00")).await.unwrap().unwrap();
+    let journal = f.commit.journal().unwrap();
+    journal.faults().sync_gate.close();
+    let early = addr.send(Traced { msg: cash_out("a", "1.00"), request_id: None }).await.unwrap();
+    // The actor answered while its write waits for the sync.
+    assert!(early.ticket > f.commit.durable_now(), "answered before the write was durable");
+    let mut ack = Box::pin(acknowledged(&f.commit, early));
+    assert!((&mut ack).now_or_never().is_none(), "acknowledged before the sync");
+    assert_eq!(f.repo.transaction_by_external_id(f.account, "a").unwrap(), None, "not readable yet");
+    journal.faults().sync_gate.open();
+    let out = ack.await.unwrap();
+    let stored = f.repo.transaction_by_external_id(f.account, "a").unwrap().unwrap();
+    assert_eq!(stored.local_id, out.tx.local_id);
+    // A later command sees both holds.
+    assert_eq!(f.balance(&addr).await, Balance { available: m("8"), blocked: m("2") });
+}
+
+#[actix_rt::test]
+async fn a_requests_write_that_fails_its_sync_is_unavailable_and_halts_the_actor() {
+    let f = fixture("10.00");
+    let addr = f.actor();
+    let first = addr.send(Traced { msg: cash_out("a", "1.00"), request_id: None }).await.unwrap();
+    acknowledged(&f.commit, first).await.unwrap();
+    f.commit.journal().unwrap().faults().fail_sync.store(true, std::sync::atomic::Ordering::SeqCst);
+    let early = addr.send(Traced { msg: cash_out("b", "1.00"), request_id: None }).await.unwrap();
+    assert!(early.reply.is_ok(), "the actor decided before the sync failed");
+    let lost = acknowledged(&f.commit, early).await;
+    assert!(matches!(lost, Err(CommandError::Unavailable(_))), "{lost:?}");
+    assert_eq!(f.repo.transaction_by_external_id(f.account, "b").unwrap(), None, "never readable");
+    // The actor halts on its own wait for that write: it answers nothing more, then stops.
+    loop {
+        match addr.send(GetBalance).await {
+            Ok(reply) => assert!(reply.is_err(), "{reply:?}"),
+            Err(MailboxError::Closed) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+}

@@ -4,15 +4,30 @@
 use super::auth::Caller;
 use super::error::{ApiError, Cause};
 use super::AppState;
-use crate::account::{AccountActor, CommandError, GetBalance, Traced};
+use crate::account::{acknowledged, AccountActor, CommandError, Early, GetBalance, Traced};
 use crate::domain::ledger::Balance;
 
 /// Sends to an account actor at most this many times (see [`ask`]).
 const ASK_ATTEMPTS_MAX: usize = 5;
 
-/// Sends a message to the caller's account actor and answers its reply; an actor that
-/// cannot be reached is a 503. The message carries the request's id for the log.
+/// Sends a message to the caller's account actor and answers its reply once the writes it
+/// rests on are durable (the actor answers before; see `Early`); an actor that cannot be
+/// reached is a 503. The message carries the request's id for the log.
 pub async fn ask<M, T>(state: &AppState, caller: &Caller, msg: M) -> Result<Result<T, CommandError>, ApiError>
+where
+    M: actix::Message<Result = Result<T, CommandError>> + Clone + Send + 'static,
+    T: Send + 'static,
+    AccountActor: actix::Handler<Traced<M>>,
+{
+    let early = send(state, caller, msg).await?;
+    Ok(acknowledged(&state.registry.deps().commit, early).await)
+}
+
+async fn send<M, T>(
+    state: &AppState,
+    caller: &Caller,
+    msg: M,
+) -> Result<Early<Result<T, CommandError>>, ApiError>
 where
     M: actix::Message<Result = Result<T, CommandError>> + Clone + Send + 'static,
     T: Send + 'static,

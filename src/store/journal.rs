@@ -92,6 +92,34 @@ pub struct Faults {
     pub fail_sync: AtomicBool,
     /// Making a segment answers "no space", as a full disk would.
     pub no_room: AtomicBool,
+    /// While closed, `fdatasync` waits: a sync that takes as long as the test wants.
+    pub sync_gate: Gate,
+}
+
+/// A gate a thread waits at while it is closed (a fault for tests; open by default).
+#[derive(Debug, Default)]
+pub struct Gate {
+    closed: std::sync::Mutex<bool>,
+    opened: std::sync::Condvar,
+}
+
+impl Gate {
+    pub fn close(&self) {
+        *self.closed.lock().unwrap_or_else(|p| p.into_inner()) = true;
+    }
+
+    pub fn open(&self) {
+        *self.closed.lock().unwrap_or_else(|p| p.into_inner()) = false;
+        self.opened.notify_all();
+    }
+
+    /// Returns once the gate is open.
+    fn pass(&self) {
+        let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());
+        while *closed {
+            closed = self.opened.wait(closed).unwrap_or_else(|p| p.into_inner());
+        }
+    }
 }
 
 /// How the journal is set up.
@@ -629,6 +657,7 @@ impl Journal {
             return Err(JournalError::Failed(why.clone()));
         }
         let Some(current) = self.current.as_ref() else { return Ok(()) };
+        self.shared.faults.sync_gate.pass();
         let injected = self.shared.faults.fail_sync.swap(false, Ordering::SeqCst);
         let synced = if injected {
             Err(std::io::Error::other("fdatasync failed (injected)"))
