@@ -50,7 +50,8 @@ pub const CHECKPOINT_BYTES: u64 = 32 * 1024 * 1024;
 pub const OVERLAY_BYTES_MAX: u64 = 128 * 1024 * 1024;
 /// Where the snapshot store keeps the last journal record it holds (u64 big-endian).
 pub const KEY_APPLIED_SEQ: &[u8] = super::keys::APPLIED_SEQ;
-/// Writes per sled batch when a checkpoint writes its layer (see `checkpoint_once`).
+/// Writes gathered at a time when a checkpoint writes its layer (see `checkpoint_once`):
+/// the pages it builds are held in memory this many writes at a time.
 pub const CHECKPOINT_CHUNK_OPS: usize = 512;
 /// Every id handed out is below this (u64 big-endian); raised, durably, a block at a time.
 pub const KEY_ID_FLOOR: &[u8] = super::keys::ID_FLOOR;
@@ -493,9 +494,12 @@ impl GroupCommit {
         let Some(frozen) = self.overlay.freeze() else { return Ok(()) };
         let started = Instant::now();
         let base = self.overlay.base();
-        // Written in small parts, not one batch: sled holds a lock that every read waits for
-        // while it applies a batch, and one batch of a second's writes held it for a third of
-        // a second (every authenticated request reads storage). A crash between two parts is
+        // Written one write at a time, never as an atomic batch: sled holds a process-wide
+        // lock that every read waits for while it applies a batch, and the account actor
+        // reads storage for every cash-out. One batch of a second's writes held it for a
+        // third of a second; parts of 512 writes still held each cash-out up for
+        // milliseconds while a checkpoint ran, and the queue behind them made the tail of
+        // the latency curve (docs/benchmarks.md, issue 25). A crash between two writes is
         // safe: `applied_seq` moves only after the last one, so recovery replays the whole
         // window again, and replaying puts and deletes of final values is idempotent.
         let mut missing = None;

@@ -257,10 +257,18 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<(), StoreError>;
     /// Applies the batch atomically (not yet durable).
     fn apply(&self, batch: &Batch) -> Result<(), StoreError>;
+    /// Applies the batch's writes in order, each on its own rather than atomically, where
+    /// the engine does that without holding readers up (sled: an atomic batch takes a lock
+    /// that every read in the process waits for; single writes do not). For a checkpoint,
+    /// which needs no atomicity below its `applied_seq`. By default, [`Store::apply`].
+    fn apply_loose(&self, batch: &Batch) -> Result<(), StoreError> {
+        self.apply(batch)
+    }
     /// Applies `writes`, given in increasing key order, in parts of at most `part_ops`
-    /// writes underneath, each part atomic, in order. For a checkpoint: a long atomic batch
-    /// would hold up every reader, and a crash between parts is safe because the journal
-    /// replays them all. Only a part is held in memory at a time.
+    /// writes underneath, each applied loosely ([`Store::apply_loose`]), in order. For a
+    /// checkpoint: a long atomic batch would hold up every reader, and a crash between
+    /// writes is safe because the journal replays them all. Only a part is held in memory at
+    /// a time.
     fn apply_writes<'a>(
         &self,
         writes: &mut dyn Iterator<Item = Write<'a>>,
@@ -273,11 +281,11 @@ pub trait Store: Send + Sync + 'static {
                 None => part.delete(key),
             }
             if part.len_hint() >= part_ops {
-                self.apply(&std::mem::take(&mut part))?;
+                self.apply_loose(&std::mem::take(&mut part))?;
             }
         }
         if !part.is_empty() {
-            self.apply(&part)?;
+            self.apply_loose(&part)?;
         }
         Ok(())
     }

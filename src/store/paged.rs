@@ -478,14 +478,14 @@ impl Store for PagedStore {
                 },
             }
             if part.len_hint() >= part_ops {
-                self.inner.apply(&std::mem::take(&mut part))?;
+                self.inner.apply_loose(&std::mem::take(&mut part))?;
             }
         }
         if let Some((name, len, slots)) = page.take() {
             self.write_page(&mut part, name, len, &slots)?;
         }
         if !part.is_empty() {
-            self.inner.apply(&part)?;
+            self.inner.apply_loose(&part)?;
         }
         Ok(())
     }

@@ -100,11 +100,63 @@ impl Store for SledStore {
         self.db.apply_batch(b).map_err(engine)
     }
 
+    /// Each write on its own: sled's `apply_batch` takes a process-wide lock that every
+    /// `get` waits for, and a checkpoint's batches held the request path up for tens of
+    /// milliseconds a second (docs/benchmarks.md, issue 25). Single writes take only the
+    /// shared side of that lock.
+    fn apply_loose(&self, batch: &Batch) -> Result<(), StoreError> {
+        for op in batch.ops() {
+            match op {
+                Op::Put(k, v) | Op::Insert(k, v) => {
+                    self.db.insert(k.as_slice(), v.as_slice()).map_err(engine)?;
+                }
+                Op::Delete(k) => {
+                    self.db.remove(k.as_slice()).map_err(engine)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn flush(&self) -> Result<(), StoreError> {
         self.db.flush().map(|_| ()).map_err(engine)
     }
 
     fn generate_id(&self) -> Result<u64, StoreError> {
         self.db.generate_id().map_err(engine)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(ops: &[(&str, Option<&str>)]) -> Batch {
+        let mut b = Batch::default();
+        for (k, v) in ops {
+            match v {
+                Some(v) => b.put(k.as_bytes(), v.as_bytes().to_vec()),
+                None => b.delete(k.as_bytes()),
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn a_loose_apply_leaves_what_an_atomic_one_does() {
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let [atomic, loose] = [&dirs[0], &dirs[1]].map(|d| SledStore::open(d.path()).unwrap());
+        let seed = batch(&[("a", Some("1")), ("b", Some("2"))]);
+        atomic.apply(&seed).unwrap();
+        loose.apply(&seed).unwrap();
+        // A new value, a delete, a new key, a delete of a key never written, and a key
+        // written twice: the last write wins in order.
+        let change =
+            batch(&[("a", Some("10")), ("b", None), ("c", Some("3")), ("d", None), ("c", Some("30"))]);
+        atomic.apply(&change).unwrap();
+        loose.apply_loose(&change).unwrap();
+        let all = |s: &SledStore| s.scan_prefix(b"").unwrap();
+        assert_eq!(all(&loose), vec![(b"a".to_vec(), b"10".to_vec()), (b"c".to_vec(), b"30".to_vec())]);
+        assert_eq!(all(&loose), all(&atomic));
     }
 }
