@@ -87,7 +87,8 @@ async fn a_cash_out_whose_answer_was_cut_is_read_back_and_counted() {
 /// `--rates` runs the open loop at each rate in turn and reports the curve, one row per
 /// rate with the server's share of latency and the errors; `--slo` names the highest rate
 /// whose server p99 meets the bound (a bound no server meets names none, and a bound every
-/// rate meets names the highest); the books balance over the whole curve.
+/// rate meets names the highest); the books balance over the whole curve. Each row also
+/// carries the server's own clock, read from its `/metrics`.
 #[actix_rt::test]
 async fn a_latency_curve_runs_each_rate_and_finds_the_highest_within_the_bound() {
     let app = TestApp::spawn_fast().await;
@@ -104,7 +105,12 @@ async fn a_latency_curve_runs_each_rate_and_finds_the_highest_within_the_bound()
             assert!(r["serverMs"][q].as_f64().unwrap() > 0.0, "{q}: {r}");
         }
         assert_eq!(r["errors"], 0, "{r}");
+        // The server's own clock counted this rate's cash-outs and no other request.
+        assert_eq!(r["serverClock"]["requests"], 40, "{r}");
+        let within = |ms: &str| r["serverClock"]["within"][ms].as_f64().unwrap();
+        assert!(within("1") <= within("2") && within("2") <= within("10") && within("10") <= 1.0, "{r}");
     }
+    assert_eq!(s["serverClock"]["requests"], 80, "the whole run's cash-outs: {s:#}");
     assert_eq!(s["mode"], "curve");
     assert_eq!(s["curve"]["slo"]["highestRate"].as_f64(), Some(200.0), "{s:#}");
     assert_eq!(s["curve"]["slo"]["search"], serde_json::json!([]), "nothing above to search");
