@@ -927,28 +927,13 @@ fn print_summary(v: &Value) {
         v["seconds"].as_f64().unwrap_or(0.0),
         v["requestsPerSecond"].as_f64().unwrap_or(0.0)
     );
-    println!(
-        "latency ms: p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}",
-        l["p50"].as_f64().unwrap_or(0.0),
-        l["p90"].as_f64().unwrap_or(0.0),
-        l["p99"].as_f64().unwrap_or(0.0),
-        l["p999"].as_f64().unwrap_or(0.0),
-        l["max"].as_f64().unwrap_or(0.0)
-    );
+    println!("latency ms: {}", percentiles(l));
     if v["mode"] == "open" || v["mode"] == "curve" {
         for (name, key) in [
             ("  of which the server's (from the actual send)", "serviceMs"),
             ("  client's lateness in sending", "lateMs"),
         ] {
-            let q = &v[key];
-            println!(
-                "{name} ms: p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}",
-                q["p50"].as_f64().unwrap_or(0.0),
-                q["p90"].as_f64().unwrap_or(0.0),
-                q["p99"].as_f64().unwrap_or(0.0),
-                q["p999"].as_f64().unwrap_or(0.0),
-                q["max"].as_f64().unwrap_or(0.0)
-            );
+            println!("{name} ms: {}", percentiles(&v[key]));
         }
     }
     if v["serverClock"].is_object() {
@@ -969,6 +954,19 @@ fn print_summary(v: &Value) {
             c["detail"].as_str().unwrap_or("")
         );
     }
+}
+
+/// "p50 ..  p90 ..  p99 ..  p99.9 ..  max .." of a summary's percentiles (ms).
+fn percentiles(q: &Value) -> String {
+    let at = |k: &str| q[k].as_f64().unwrap_or(0.0);
+    format!(
+        "p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}",
+        at("p50"),
+        at("p90"),
+        at("p99"),
+        at("p999"),
+        at("max")
+    )
 }
 
 /// The latency curve as a table, then what `--slo` found.
