@@ -30,8 +30,10 @@ use crate::store::Repo;
 /// The data version this release writes: a release that changes what the store holds in a
 /// way an older one would misread (a new index it keeps up to date, a new record format)
 /// raises it. 1: the layout of 2026-11-25 (binary records, the `tlist/`, `rkey/` and
-/// `pixin/` indexes). docs/deploy.md "Upgrading and rolling back".
-pub const DATA_VERSION_CURRENT: u32 = 1;
+/// `pixin/` indexes). 2: pages of a smaller shape (`tx/` of 50 ids, `tlist/` of 10 ms; a
+/// release of version 1 would look for them under the names of the old shape).
+/// docs/deploy.md "Upgrading and rolling back".
+pub const DATA_VERSION_CURRENT: u32 = 2;
 
 /// The Demo account's document: a valid CNPJ reserved for examples.
 pub const DEMO_DOCUMENT: &str = "11222333000181";
@@ -212,6 +214,11 @@ mod tests {
         assert!(check_data_version(&repo).is_ok(), "the same release again");
         repo.put_meta(DATA_VERSION, &(DATA_VERSION_CURRENT + 1).to_be_bytes()).unwrap();
         let e = check_data_version(&repo).unwrap_err().to_string();
-        assert!(e.contains("newer release") && e.contains("data version 2"), "{e}");
+        let newer = format!("data version {}", DATA_VERSION_CURRENT + 1);
+        assert!(e.contains("newer release") && e.contains(&newer), "{e}");
+        // A store of the version before is marked with this one.
+        repo.put_meta(DATA_VERSION, &(DATA_VERSION_CURRENT - 1).to_be_bytes()).unwrap();
+        assert!(check_data_version(&repo).is_ok(), "an older store");
+        assert_eq!(repo.meta(DATA_VERSION).unwrap().unwrap(), DATA_VERSION_CURRENT.to_be_bytes().to_vec());
     }
 }

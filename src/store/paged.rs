@@ -9,15 +9,30 @@
 //! get, the two scans and atomic batches behave exactly as on a store without pages. A batch
 //! that writes many keys of one page writes that page once.
 //!
-//! Invariants: every key under a paged prefix is longer than its `page_len` (the key layout
-//! gives them fixed widths); no other key starts with `pg/`; a page holds its slots in
-//! order, and an empty page is deleted.
+//! A page is named by its key's first `page_len` bytes, and, for a [`Paging`] with `halves`,
+//! by one more byte that says which half of the next digit (0 to 4 or 5 to 9) its keys have:
+//! page names sort as the keys they hold. The size of a page matters beyond the key count:
+//! sled writes a tree node of up to 17 values whole every tenth change to it, and a node
+//! larger than a quarter of its 512 KiB segment goes to a file of its own (a "blob"), which
+//! ext4 creates and later deletes, ever more slowly as a busy data dir ages
+//! (docs/benchmarks.md). So no page is meant to pass about 7 KiB at the rates one node
+//! reaches, and the shapes in `keys.rs` are chosen for that.
+//!
+//! The shape of the pages (each paging's `page_len` and `halves`) is recorded in the store
+//! underneath ([`SHAPE_KEY`]); when a release changes it, opening the store moves every page
+//! of the old shape into pages of the new one, a chunk per atomic batch (a crash half-way
+//! leaves each key in one page or the other, and the next open goes on), before anything
+//! reads it. A new shape must change the length of a page's name, since that length is how a
+//! page of the old shape is told from one of the new.
+//!
+//! Invariants: every key under a paged prefix is longer than its `page_len`, and than
+//! `page_len + 1` with `halves` (the key layout gives them fixed widths); no other key starts
+//! with `pg/`; a page holds its slots in order, and an empty page is deleted.
 //!
 //! Page format (version 1): [`codec::FORMAT_BINARY_V1`], the number of slots `n` (u32 LE),
 //! `n` end offsets (u32 LE, where each entry ends in the body), then the body: each slot's
 //! length and bytes and its value's length and bytes (varint lengths), in slot order. The
-//! offsets let a read find one slot by binary search: a busy account's page of one second
-//! holds thousands of entries.
+//! offsets let a read find one slot by binary search.
 
 use std::collections::BTreeMap;
 
@@ -26,14 +41,69 @@ use super::{prefix_end, Batch, Op, Pairs, SharedStore, Store, StoreError, Write}
 
 /// Where pages are kept in the store underneath.
 pub const PAGE_PREFIX: &[u8] = b"pg/";
-/// Keys moved at a time when a data dir without pages is opened.
+/// Where the pages' shape is recorded: under `pg/` (so no scan above sees it), outside every
+/// paging's prefix.
+pub const SHAPE_KEY: &[u8] = b"pg/~shape";
+/// Keys moved at a time when a data dir without pages, or with pages of another shape, is
+/// opened.
 const MIGRATE_KEYS_MAX: usize = 10_000;
+/// Bytes of old pages read at a time when pages of another shape are moved.
+const MIGRATE_BYTES_MAX: usize = 32 << 20;
 
-/// Keys under `prefix` live in pages named by their first `page_len` bytes.
+/// Keys under `prefix` live in pages named by their first `page_len` bytes and, with
+/// `halves`, the half of the digit that follows (`0` for 0 to 4, `5` for 5 to 9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Paging {
     pub prefix: &'static [u8],
     pub page_len: usize,
+    pub halves: bool,
+}
+
+impl Paging {
+    /// How long a page's name is (after `pg/`).
+    fn name_len(&self) -> usize {
+        self.page_len + usize::from(self.halves)
+    }
+
+    /// The store key of the page that holds `key`, or of the lowest page at or above `key`
+    /// when `key` is a bound shorter than a page's name (see `visit_paged_rev`).
+    fn clip(&self, key: &[u8]) -> Vec<u8> {
+        let mut name = [PAGE_PREFIX, &key[..key.len().min(self.page_len)]].concat();
+        if self.halves && key.len() > self.page_len {
+            name.push(if key[self.page_len] < b'5' { b'0' } else { b'5' });
+        }
+        name
+    }
+
+    /// How the shape record writes this paging: `prefix:page_len`, and `h` with halves.
+    fn describe(&self) -> String {
+        let halves = if self.halves { "h" } else { "" };
+        format!("{}:{}{halves}", String::from_utf8_lossy(self.prefix), self.page_len)
+    }
+}
+
+/// The shape record of `pagings`.
+fn describe_shape(pagings: &[Paging]) -> Vec<u8> {
+    pagings.iter().map(Paging::describe).collect::<Vec<_>>().join(",").into_bytes()
+}
+
+/// The `page_len` and `halves` a shape record gives each prefix. A record this release
+/// cannot read is refused, never guessed at.
+fn read_shape(bytes: &[u8]) -> Result<Vec<(Vec<u8>, usize, bool)>, StoreError> {
+    let bad =
+        || engine(format!("the page shape record {:?} is not readable", String::from_utf8_lossy(bytes)));
+    let text = std::str::from_utf8(bytes).map_err(|_| bad())?;
+    text.split(',')
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let (prefix, len) = part.rsplit_once(':').ok_or_else(bad)?;
+            let (len, halves) = match len.strip_suffix('h') {
+                Some(l) => (l, true),
+                None => (len, false),
+            };
+            Ok((prefix.as_bytes().to_vec(), len.parse().map_err(|_| bad())?, halves))
+        })
+        .collect()
 }
 
 pub struct PagedStore {
@@ -222,11 +292,90 @@ impl PagedStore {
                 paged.inner.apply(&b)?;
             }
         }
-        if moved > 0 {
+        let reshaped = paged.reshape()?;
+        if moved > 0 || reshaped > 0 {
             paged.inner.flush()?;
-            tracing::info!(keys = moved, "moved records into pages");
+            tracing::info!(keys = moved, reshaped, "moved records into pages");
         }
         Ok(paged)
+    }
+
+    /// Moves the keys of every page of another shape than this release's into pages of this
+    /// shape, and records the shape. Answers how many keys it moved. A store without a shape
+    /// record has pages of the first shape only (named by a whole prefix of the key, no halves).
+    fn reshape(&self) -> Result<usize, StoreError> {
+        let wanted = describe_shape(self.pagings);
+        let stored = self.inner.get(SHAPE_KEY)?;
+        if stored.as_deref() == Some(wanted.as_slice()) {
+            return Ok(0);
+        }
+        let old = match &stored {
+            Some(bytes) => read_shape(bytes)?,
+            None => Vec::new(),
+        };
+        let mut moved = 0;
+        for p in self.pagings {
+            // The old shape of this prefix: its page_len and halves (none recorded: a page's
+            // whole name is its keys' prefix).
+            let was =
+                old.iter().find(|(prefix, _, _)| prefix == p.prefix).map(|(_, len, halves)| (*len, *halves));
+            if was == Some((p.page_len, p.halves)) {
+                continue;
+            }
+            if was.is_some_and(|(len, halves)| len + usize::from(halves) == p.name_len()) {
+                return Err(engine(format!(
+                    "the pages of {} change shape without changing their name's length",
+                    String::from_utf8_lossy(p.prefix)
+                )));
+            }
+            moved += self.reshape_paging(p, was.map(|(len, _)| len))?;
+        }
+        let mut mark = Batch::default();
+        mark.put(SHAPE_KEY, wanted);
+        self.inner.apply(&mark)?;
+        Ok(moved)
+    }
+
+    /// Moves the keys of `p`'s pages whose name is not of this shape's length, highest page
+    /// first, a chunk per atomic batch. `old_len` is how much of an old page's name its keys
+    /// start with (`None`: all of it).
+    fn reshape_paging(&self, p: &Paging, old_len: Option<usize>) -> Result<usize, StoreError> {
+        let lo = [PAGE_PREFIX, p.prefix].concat();
+        let mut hi = prefix_end(&lo).unwrap_or_else(|| vec![u8::MAX]);
+        let mut moved = 0;
+        loop {
+            // Pages of the new shape made from an old page sort above it (or are skipped by
+            // their length), so each pass starts below the lowest old page of the last.
+            let mut chunk: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            let (mut keys, mut bytes) = (0, 0);
+            self.inner.scan_rev(&lo, &hi, &mut |name, page| {
+                if name.len() - PAGE_PREFIX.len() != p.name_len() {
+                    keys += page_parts(page).map_or(0, |(ends, _)| ends.len() / 4);
+                    bytes += page.len();
+                    chunk.push((name.to_vec(), page.to_vec()));
+                }
+                keys < MIGRATE_KEYS_MAX && bytes < MIGRATE_BYTES_MAX
+            })?;
+            let Some((lowest, _)) = chunk.last() else { break };
+            hi = lowest.clone();
+            let mut logical = Batch::default();
+            let mut removed = Batch::default();
+            for (name, page) in chunk {
+                let keep = old_len.unwrap_or(name.len() - PAGE_PREFIX.len()) + PAGE_PREFIX.len();
+                let start = name
+                    .get(PAGE_PREFIX.len()..keep)
+                    .ok_or_else(|| engine("an old page's name is too short"))?;
+                for (slot, value) in decode_page(&page)? {
+                    moved += 1;
+                    logical.put([start, &slot].concat(), value);
+                }
+                removed.delete(name);
+            }
+            let mut b = self.physical(&logical)?;
+            b.extend(removed);
+            self.inner.apply(&b)?;
+        }
+        Ok(moved)
     }
 
     fn paging(&self, key: &[u8]) -> Option<&Paging> {
@@ -237,7 +386,7 @@ impl PagedStore {
         if key.len() <= p.page_len {
             return Err(engine(format!("key {} is too short for its page", String::from_utf8_lossy(key))));
         }
-        Ok([PAGE_PREFIX, &key[..p.page_len]].concat())
+        Ok(p.clip(key))
     }
 
     /// The writes to the store underneath that carry out `batch`: each touched page read,
@@ -355,13 +504,16 @@ impl PagedStore {
     ) -> Result<bool, StoreError> {
         // Pages whose keys can fall in the range: from the page of `from` to the page of the
         // last key below `to`.
-        let clip = |k: &[u8]| [PAGE_PREFIX, &k[..k.len().min(p.page_len)]].concat();
-        let lo = clip(from);
-        let hi = prefix_end(&clip(to)).unwrap_or_else(|| vec![u8::MAX]);
+        let lo = p.clip(from);
+        let hi = prefix_end(&p.clip(to)).unwrap_or_else(|| vec![u8::MAX]);
         let mut go_on = true;
         let mut failed = None;
         self.inner.scan_rev(&lo, &hi, &mut |page_key, bytes| {
-            let name = &page_key[PAGE_PREFIX.len()..];
+            // A key is its page's name without the half, then its slot.
+            let Some(name) = page_key.get(PAGE_PREFIX.len()..PAGE_PREFIX.len() + p.page_len) else {
+                failed = Some(engine("a page's name is too short for its prefix"));
+                return false;
+            };
             let (ends, body) = match page_parts(bytes) {
                 Ok(parts) => parts,
                 Err(e) => {
@@ -505,13 +657,36 @@ mod tests {
     use crate::store::MemoryStore;
     use std::sync::Arc;
 
-    static PAGINGS: &[Paging] =
-        &[Paging { prefix: b"tx/", page_len: 4 }, Paging { prefix: b"tl/", page_len: 6 }];
+    static PAGINGS: &[Paging] = &[
+        Paging { prefix: b"tx/", page_len: 4, halves: false },
+        Paging { prefix: b"tl/", page_len: 6, halves: false },
+    ];
+
+    /// The same prefixes, `tx/` pages split in halves: `tx/0` + `0` holds `tx/000` to `tx/049`.
+    static HALVED: &[Paging] = &[
+        Paging { prefix: b"tx/", page_len: 4, halves: true },
+        Paging { prefix: b"tl/", page_len: 6, halves: false },
+    ];
 
     fn paged() -> (Arc<MemoryStore>, PagedStore) {
+        paged_as(PAGINGS)
+    }
+
+    fn paged_as(pagings: &'static [Paging]) -> (Arc<MemoryStore>, PagedStore) {
         let inner = Arc::new(MemoryStore::new());
-        let store = PagedStore::open(inner.clone(), PAGINGS).unwrap();
+        let store = PagedStore::open(inner.clone(), pagings).unwrap();
         (inner, store)
+    }
+
+    /// The names of the pages `inner` holds, without `pg/`.
+    fn page_names(inner: &MemoryStore) -> Vec<String> {
+        inner
+            .scan_prefix(PAGE_PREFIX)
+            .unwrap()
+            .into_iter()
+            .filter(|(k, _)| k.as_slice() != SHAPE_KEY)
+            .map(|(k, _)| String::from_utf8_lossy(&k[PAGE_PREFIX.len()..]).into_owned())
+            .collect()
     }
 
     fn text(pairs: Pairs) -> Vec<String> {
@@ -531,7 +706,8 @@ mod tests {
         b.put("other", "o");
         store.apply(&b).unwrap();
         // tx/000..tx/099 share page "tx/0", and so on: 3 pages and one plain key.
-        assert_eq!(inner.scan_prefix(b"").unwrap().len(), 4);
+        assert_eq!(page_names(&inner), ["tx/0", "tx/1", "tx/2"]);
+        assert_eq!(inner.scan_prefix(b"").unwrap().len(), 5, "the pages, the plain key, the shape");
         assert_eq!(store.get(b"tx/042").unwrap(), Some(b"v42".to_vec()));
         assert_eq!(store.get(b"tx/250").unwrap(), None);
         assert_eq!(store.get(b"other").unwrap(), Some(b"o".to_vec()));
@@ -541,7 +717,7 @@ mod tests {
             b.delete(format!("tx/{i:03}"));
         }
         store.apply(&b).unwrap();
-        assert_eq!(inner.scan_prefix(PAGE_PREFIX).unwrap().len(), 2, "an emptied page is deleted");
+        assert_eq!(page_names(&inner), ["tx/0", "tx/2"], "an emptied page is deleted");
         assert!(store.get(b"tx/150").unwrap().is_none());
         assert!(store.get(b"tx/042").unwrap().is_some());
         assert!(matches!(store.get(b"tx/"), Err(StoreError::Engine(_))), "a key too short for its page");
@@ -551,14 +727,17 @@ mod tests {
     fn scans_agree_with_a_plain_map_across_paged_and_plain_keys() {
         use proptest::prelude::*;
         let keys = prop::sample::select(vec![
-            "a", "tl/10/1", "tl/10/2", "tl/11/1", "tl/2/99", "tx/0001", "tx/0002", "tx/0101", "tx/999", "ty",
-            "pz", "z",
+            "a", "tl/10/1", "tl/10/2", "tl/11/1", "tl/2/99", "tl/2/990", "tx/0001", "tx/0002", "tx/0101",
+            "tx/0499", "tx/0500", "tx/0599", "tx/999", "tx/95", "ty", "pz", "z",
         ]);
         let op = (keys, prop::option::of(prop::sample::select(vec!["x", "y"])));
-        let bounds =
-            prop::sample::select(vec!["", "a", "tl/", "tl/10/", "tl/11", "tx/0", "tx/01", "tz", "zz"]);
-        proptest!(ProptestConfig::with_cases(200), |(ops in proptest::collection::vec(op, 0..30), from in bounds.clone(), to in bounds, limit in 1usize..20)| {
-            let (_, store) = paged();
+        let bounds = prop::sample::select(vec![
+            "", "a", "tl/", "tl/10/", "tl/11", "tx/0", "tx/01", "tx/05", "tx/0500", "tx/06", "tx/9", "tz",
+            "zz",
+        ]);
+        let shapes = prop::sample::select(vec![PAGINGS, HALVED]);
+        proptest!(ProptestConfig::with_cases(300), |(pagings in shapes, ops in proptest::collection::vec(op, 0..30), from in bounds.clone(), to in bounds, limit in 1usize..20)| {
+            let (_, store) = paged_as(pagings);
             let mut model: BTreeMap<String, String> = BTreeMap::new();
             for (k, v) in ops {
                 let mut b = Batch::default();
@@ -608,7 +787,7 @@ mod tests {
         for (k, v) in &writes {
             assert_eq!(store.get(k).unwrap(), *v, "{}", String::from_utf8_lossy(k));
         }
-        assert_eq!(inner.scan_prefix(PAGE_PREFIX).unwrap().len(), 3, "one value per page");
+        assert_eq!(page_names(&inner).len(), 3, "one value per page");
         let mut backwards = [(b"tx/002".as_slice(), None), (b"tx/001".as_slice(), None)].into_iter();
         assert!(store.apply_writes(&mut backwards, 7).is_err(), "out of order is refused");
     }
@@ -627,6 +806,122 @@ mod tests {
         assert_eq!(store.scan_prefix(b"tx/").unwrap().len(), 120);
         assert_eq!(store.get(b"tx/119").unwrap(), Some(b"v119".to_vec()));
         assert_eq!(store.get(b"keep").unwrap(), Some(b"k".to_vec()));
+    }
+
+    #[test]
+    fn pages_of_another_shape_are_moved_into_this_shape_on_open() {
+        let (inner, store) = paged();
+        let mut b = Batch::default();
+        for i in 0..250u32 {
+            b.put(format!("tx/{i:03}"), format!("v{i}"));
+        }
+        b.put("tl/10/1", "t");
+        store.apply(&b).unwrap();
+        drop(store);
+        // The first release kept no shape record: its pages are named by a whole prefix.
+        let mut unmark = Batch::default();
+        unmark.delete(SHAPE_KEY);
+        inner.apply(&unmark).unwrap();
+        let logical = |s: &PagedStore| text(s.scan_prefix(b"").unwrap());
+        let want: Vec<String> = {
+            let mut all: Vec<String> = (0..250u32).map(|i| format!("tx/{i:03}=v{i}")).collect();
+            all.insert(0, "tl/10/1=t".into());
+            all
+        };
+
+        let halved = PagedStore::open(inner.clone(), HALVED).unwrap();
+        assert_eq!(page_names(&inner), ["tl/10/", "tx/00", "tx/05", "tx/10", "tx/15", "tx/20"]);
+        assert_eq!(logical(&halved), want);
+        assert_eq!(inner.get(SHAPE_KEY).unwrap(), Some(b"tx/:4h,tl/:6".to_vec()));
+        drop(halved);
+
+        // And back: a recorded shape with halves says how its names end.
+        let whole = PagedStore::open(inner.clone(), PAGINGS).unwrap();
+        assert_eq!(page_names(&inner), ["tl/10/", "tx/0", "tx/1", "tx/2"]);
+        assert_eq!(logical(&whole), want);
+        assert_eq!(whole.get(b"tx/249").unwrap(), Some(b"v249".to_vec()));
+    }
+
+    /// A store whose atomic batches fail once `applies` of them have succeeded.
+    struct FailingAfter {
+        inner: Arc<MemoryStore>,
+        applies: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Store for FailingAfter {
+        fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+            self.inner.get(key)
+        }
+        fn scan_prefix(&self, prefix: &[u8]) -> Result<Pairs, StoreError> {
+            self.inner.scan_prefix(prefix)
+        }
+        fn scan_rev(
+            &self,
+            from: &[u8],
+            to: &[u8],
+            visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+        ) -> Result<(), StoreError> {
+            self.inner.scan_rev(from, to, visit)
+        }
+        fn apply(&self, batch: &Batch) -> Result<(), StoreError> {
+            use std::sync::atomic::Ordering;
+            if self.applies.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_err() {
+                return Err(StoreError::Engine("the disk went away".into()));
+            }
+            self.inner.apply(batch)
+        }
+        fn flush(&self) -> Result<(), StoreError> {
+            self.inner.flush()
+        }
+        fn generate_id(&self) -> Result<u64, StoreError> {
+            self.inner.generate_id()
+        }
+    }
+
+    #[test]
+    fn a_change_of_shape_cut_off_half_way_goes_on_at_the_next_open() {
+        // Three old pages of 10,000 keys: one chunk each.
+        let (inner, store) = paged();
+        let mut b = Batch::default();
+        for i in 0..30_000u32 {
+            b.put(format!("tx/{i:05}"), format!("v{i}"));
+        }
+        store.apply(&b).unwrap();
+        drop(store);
+        let failing = Arc::new(FailingAfter { inner: inner.clone(), applies: 1.into() });
+        assert!(PagedStore::open(failing, HALVED).is_err(), "the second chunk fails");
+        let names = page_names(&inner);
+        assert!(
+            names.contains(&"tx/0".to_owned()) && names.contains(&"tx/25".to_owned()),
+            "half-way: {names:?}"
+        );
+        assert_eq!(inner.get(SHAPE_KEY).unwrap(), Some(b"tx/:4,tl/:6".to_vec()), "still the old shape");
+
+        let store = PagedStore::open(inner.clone(), HALVED).unwrap();
+        assert_eq!(page_names(&inner), ["tx/00", "tx/05", "tx/10", "tx/15", "tx/20", "tx/25"]);
+        let all = store.scan_prefix(b"tx/").unwrap();
+        assert_eq!(all.len(), 30_000);
+        assert!(
+            all.iter()
+                .enumerate()
+                .all(|(i, (k, v))| *k == format!("tx/{i:05}").into_bytes()
+                    && *v == format!("v{i}").into_bytes())
+        );
+    }
+
+    #[test]
+    fn a_shape_that_keeps_its_names_length_or_cannot_be_read_is_refused() {
+        let (inner, store) = paged();
+        drop(store);
+        static SAME_LENGTH: &[Paging] = &[
+            Paging { prefix: b"tx/", page_len: 3, halves: true },
+            Paging { prefix: b"tl/", page_len: 6, halves: false },
+        ];
+        assert!(matches!(PagedStore::open(inner.clone(), SAME_LENGTH), Err(StoreError::Engine(_))));
+        let mut b = Batch::default();
+        b.put(SHAPE_KEY, "tx/:four");
+        inner.apply(&b).unwrap();
+        assert!(matches!(PagedStore::open(inner, PAGINGS), Err(StoreError::Engine(_))));
     }
 
     #[test]

@@ -1,14 +1,16 @@
 //! The journal through the real binary: a damaged journal refuses to start and says where,
 //! a torn tail is cut and the server starts, a data dir of the release before the journal
-//! (sled only) is read as it is, and one of the release before the binary records is
-//! migrated once at start.
+//! (sled only) is read as it is, and one of the release before the binary records, or of the
+//! pages' older shape, is migrated once at start.
 
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 
-use pixgw::store::{codec, Batch, JournalOptions, PagedStore, SledStore, Store, KEY_APPLIED_SEQ};
+use pixgw::store::{
+    codec, keys, paged, Batch, JournalOptions, PagedStore, Paging, SledStore, Store, KEY_APPLIED_SEQ,
+};
 
 use crate::helpers::{cash_out_body, serve_to_completion, Options, TestApp};
 
@@ -220,6 +222,72 @@ async fn a_data_dir_of_the_json_release_is_migrated_once_and_its_old_ids_still_w
     assert!(records.len() >= 4, "{} records", records.len());
     assert!(records.iter().all(|(_, v)| v[0] == codec::FORMAT_BINARY_V1));
     assert_eq!(sled.get(pixgw::store::migrate::KEY_RECORD_FORMAT).unwrap(), Some(vec![1]));
+}
+
+/// The pages of data version 1: `tx/` pages of 100 ids and `tlist/` pages of one second.
+static VERSION_1_PAGES: &[Paging] = &[
+    Paging { prefix: b"tx/", page_len: 21, halves: false },
+    Paging { prefix: b"tlist/", page_len: 37, halves: false },
+    Paging { prefix: b"whlog/", page_len: 45, halves: false },
+];
+
+/// The lengths of the names of the pages under `prefix` in a raw store.
+fn page_name_lengths(raw: &dyn Store, prefix: &str) -> std::collections::BTreeSet<usize> {
+    let under = [paged::PAGE_PREFIX, prefix.as_bytes()].concat();
+    raw.scan_prefix(&under).unwrap().iter().map(|(k, _)| k.len() - paged::PAGE_PREFIX.len()).collect()
+}
+
+#[actix_rt::test]
+async fn a_data_dir_of_the_older_page_shape_is_moved_into_the_new_one_at_start() {
+    let mut app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    app.fund(&token, "100").await;
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let body = cash_out_body(&format!("shape{i}"), "1");
+        let (s, out) = app.post_raw("/api/pix/cash-out", &token, &body, &[]).await;
+        assert_eq!(s, 201, "{out}");
+        let id = out["transactionId"].as_str().unwrap().to_owned();
+        app.wait_final(&token, &id).await;
+        ids.push(id);
+    }
+    let (s, before) = app.get_with("/api/transactions", &token).await;
+    assert_eq!((s, before["metadata"]["total"].as_u64()), (200, Some(4)), "{before}");
+    assert!(app.stop().success());
+    // As a release of data version 1 left it: pages of its shape, no shape record.
+    {
+        let raw: Arc<dyn Store> = Arc::new(SledStore::open(&app.data_dir().join("db")).unwrap());
+        drop(PagedStore::open(raw.clone(), VERSION_1_PAGES).unwrap());
+        let mut b = Batch::default();
+        b.delete(paged::SHAPE_KEY);
+        b.put(keys::DATA_VERSION, 1u32.to_be_bytes().to_vec());
+        raw.apply(&b).unwrap();
+        raw.flush().unwrap();
+        assert_eq!(page_name_lengths(&*raw, "tx/"), [21].into());
+        assert_eq!(page_name_lengths(&*raw, "tlist/"), [37].into());
+    }
+
+    app.start_again(&fast());
+    let token = app.demo_token().await;
+    assert_eq!(app.balance(&token).await, ("97.00".into(), "0.00".into(), "97.00".into()));
+    let (s, after) = app.get_with("/api/transactions", &token).await;
+    assert_eq!((s, &after), (200, &before));
+    for (i, id) in ids.iter().enumerate() {
+        let (s, t) = app.get_with(&format!("/api/transactions/{id}"), &token).await;
+        assert_eq!((s, t["externalId"].as_str()), (200, Some(format!("shape{i}").as_str())), "{t}");
+    }
+    let (s, b) = app.post_raw("/api/pix/cash-out", &token, &cash_out_body("shape0", "1"), &[]).await;
+    assert_eq!((s, b["code"].as_str()), (400, Some("PIX_DUPLICATE_EXTERNAL_ID")));
+    let (s, b) = app.post_raw("/api/pix/cash-out", &token, &cash_out_body("shape3", "1"), &[]).await;
+    assert_eq!(s, 201, "{b}");
+    app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;
+    assert!(app.stop().success());
+
+    let raw: Arc<dyn Store> = Arc::new(SledStore::open(&app.data_dir().join("db")).unwrap());
+    assert_eq!(page_name_lengths(&*raw, "tx/"), [22].into(), "every transaction page is of the new shape");
+    assert_eq!(page_name_lengths(&*raw, "tlist/"), [39].into(), "every list page is of the new shape");
+    assert!(raw.get(paged::SHAPE_KEY).unwrap().is_some(), "the shape is recorded");
+    assert_eq!(raw.get(keys::DATA_VERSION).unwrap(), Some(2u32.to_be_bytes().to_vec()));
 }
 
 #[actix_rt::test]
