@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The checkpoint's time per cash-out (pixgw_checkpoint_seconds_sum over the cash-outs of an
-# open-loop run), on a fresh server or after HISTORY of closed loop (64 connections), for
+# The checkpoint's time per cash-out (pixgw_checkpoint_seconds_sum, less its pauses, over the
+# cash-outs of an open-loop run), on a fresh server or after HISTORY of closed loop (64 connections), for
 # each of the given builds in turn, PAIRS times (issue 25).
 #   BINS="/tmp/pixgw-before target/release/pixgw" HISTORY=60s benches/checkpoint_cost.sh
 # Settings: BINS (the builds, in the order of each round), RATE (6000), DURATION (20s),
@@ -14,8 +14,11 @@ HISTORY=${HISTORY:-}
 PAIRS=${PAIRS:-2}
 PORT=${PORT:-18310}
 echo "== machine: $(nproc) cores; $(date -u +%FT%TZ); $RATE/s for $DURATION${HISTORY:+ after $HISTORY of closed loop}; $PAIRS rounds" >&2
+# The checkpoints' time less their pauses (builds before the pauses have no such metric).
 checkpoint_sum() {
-  curl -sf "http://127.0.0.1:$PORT/metrics" | awk '$1 == "pixgw_checkpoint_seconds_sum" { print $2 }'
+  curl -sf "http://127.0.0.1:$PORT/metrics" |
+    awk '$1 == "pixgw_checkpoint_seconds_sum" { t = $2 } $1 == "pixgw_checkpoint_paused_seconds_sum" { p = $2 }
+         END { print t - p }'
 }
 for _ in $(seq "$PAIRS"); do
   for bin in $BINS; do

@@ -107,6 +107,7 @@ pub fn metrics_handle() -> &'static PrometheusHandle {
             ("pixgw_commit_seconds", LATENCY_BUCKETS_SECONDS),
             ("pixgw_commit_apply_seconds", LATENCY_BUCKETS_SECONDS),
             ("pixgw_checkpoint_seconds", CHECKPOINT_BUCKETS_SECONDS),
+            ("pixgw_checkpoint_paused_seconds", CHECKPOINT_BUCKETS_SECONDS),
             ("pixgw_commit_backpressure_seconds", CHECKPOINT_BUCKETS_SECONDS),
         ];
         let recorder = buckets
@@ -201,6 +202,11 @@ fn describe_and_zero() {
         metrics::counter!("pixgw_storage_write_refusals_total", "reason" => reason).absolute(0);
     }
     describe_histogram!("pixgw_checkpoint_seconds", Unit::Seconds, "Time to write one checkpoint into sled");
+    describe_histogram!(
+        "pixgw_checkpoint_paused_seconds",
+        Unit::Seconds,
+        "Of a checkpoint's time, its pauses between slices of work"
+    );
     describe_counter!("pixgw_checkpoints_total", "Checkpoints written");
     describe_counter!("pixgw_checkpoint_bytes_total", Unit::Bytes, "Bytes written into sled by checkpoints");
     describe_gauge!("pixgw_checkpoint_applied_seq", "The last journal record sled holds");
@@ -258,6 +264,7 @@ fn describe_and_zero() {
     for name in [
         "pixgw_commit_backpressure_seconds",
         "pixgw_checkpoint_seconds",
+        "pixgw_checkpoint_paused_seconds",
         "pixgw_commit_seconds",
         "pixgw_commit_apply_seconds",
     ] {

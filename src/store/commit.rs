@@ -10,8 +10,9 @@
 //!
 //! The snapshot store (sled) is not on that path. A checkpointer thread, about every
 //! second or every [`CHECKPOINT_BYTES`] of writes, freezes the overlay, writes it to the
-//! snapshot in one batch together with `meta/applied_seq` (the last journal record it
-//! holds), flushes, and then deletes the journal segments below it. sled is written and
+//! snapshot key by key (pausing after each [`CHECKPOINT_SLICE`] of work while it is on
+//! time, so it never holds a core long), then `meta/applied_seq` (the last journal record
+//! it holds), flushes, and then deletes the journal segments below it. sled is written and
 //! flushed by that one thread only: it stalls writers for seconds when a flush runs beside
 //! them (docs/benchmarks.md). If checkpoints fall behind, the committer waits before it
 //! takes the next group (backpressure), so neither memory nor the journal grows without
@@ -53,6 +54,17 @@ pub const KEY_APPLIED_SEQ: &[u8] = super::keys::APPLIED_SEQ;
 /// Writes gathered at a time when a checkpoint writes its layer (see `checkpoint_once`):
 /// the pages it builds are held in memory this many writes at a time.
 pub const CHECKPOINT_CHUNK_OPS: usize = 512;
+/// The longest the checkpointer works without a pause while it is on time. It shares the
+/// machine's cores with the request path, and a checkpoint that held a core for tens of
+/// milliseconds at a stretch queued the cash-outs behind it (docs/benchmarks.md, issue 25).
+pub const CHECKPOINT_SLICE: Duration = Duration::from_millis(1);
+/// The checkpointer's pause after each slice: a sleep, so the request path has the cores for
+/// that long (a yield gives them up only to a thread waiting at that instant).
+pub const CHECKPOINT_PAUSE: Duration = Duration::from_millis(1);
+/// A checkpoint pauses only while it has run less than this: past it, or with the next
+/// checkpoint's writes already past [`CHECKPOINT_BYTES`], it runs flat out, so pausing can
+/// never make checkpoints fall behind the writes for good.
+pub const CHECKPOINT_PACED_MAX: Duration = Duration::from_millis(500);
 /// Every id handed out is below this (u64 big-endian); raised, durably, a block at a time.
 pub const KEY_ID_FLOOR: &[u8] = super::keys::ID_FLOOR;
 /// Ids reserved by one durable write: a crash skips at most this many.
@@ -502,19 +514,26 @@ impl GroupCommit {
         // the latency curve (docs/benchmarks.md, issue 25). A crash between two writes is
         // safe: `applied_seq` moves only after the last one, so recovery replays the whole
         // window again, and replaying puts and deletes of final values is idempotent.
+        // The writes are paced ([`Pace`]): worked through at once, a checkpoint held a core
+        // for 100 ms and more of every second at 6,000 cash-outs/s, and the requests that
+        // arrived meanwhile queued for the other.
         let mut missing = None;
-        let mut writes = frozen.layer.iter().filter_map(|(key, entry)| match &entry.value {
-            Some(v) => Some((key.as_slice(), Some(v.as_slice()))),
-            // Put and deleted within the window: the snapshot never had it.
-            None => match base.get(key) {
-                Ok(None) => None,
-                Ok(Some(_)) => Some((key.as_slice(), None)),
-                Err(e) => {
-                    missing = Some(e);
-                    None
-                }
+        let mut pace = Pace::new(started);
+        let overlay = &self.overlay;
+        let mut writes = frozen.layer.iter().inspect(|_| pace.write(|| overlay.active_bytes())).filter_map(
+            |(key, entry)| match &entry.value {
+                Some(v) => Some((key.as_slice(), Some(v.as_slice()))),
+                // Put and deleted within the window: the snapshot never had it.
+                None => match base.get(key) {
+                    Ok(None) => None,
+                    Ok(Some(_)) => Some((key.as_slice(), None)),
+                    Err(e) => {
+                        missing = Some(e);
+                        None
+                    }
+                },
             },
-        });
+        );
         base.apply_writes(&mut writes, CHECKPOINT_CHUNK_OPS)?;
         if let Some(e) = missing {
             return Err(e);
@@ -529,6 +548,7 @@ impl GroupCommit {
                 .map_err(|e| StoreError::Engine(format!("releasing the journal: {e}")))?;
         }
         metrics::histogram!("pixgw_checkpoint_seconds").record(started.elapsed().as_secs_f64());
+        metrics::histogram!("pixgw_checkpoint_paused_seconds").record(pace.paused.as_secs_f64());
         metrics::counter!("pixgw_checkpoint_bytes_total").increment(frozen.bytes);
         metrics::counter!("pixgw_checkpoints_total").increment(1);
         metrics::gauge!("pixgw_checkpoint_applied_seq").set(frozen.seq as f64);
@@ -733,6 +753,45 @@ impl From<StoreError> for CommitError {
     }
 }
 
+/// Whether a checkpoint that has run for `ran`, `slice` of it since its last pause, with
+/// `next_bytes` of writes already gathered for the next checkpoint, pauses now.
+fn pause_now(ran: Duration, slice: Duration, next_bytes: u64) -> bool {
+    slice >= CHECKPOINT_SLICE && ran < CHECKPOINT_PACED_MAX && next_bytes < CHECKPOINT_BYTES
+}
+
+/// Paces a checkpoint's writes: a pause of [`CHECKPOINT_PAUSE`] after each
+/// [`CHECKPOINT_SLICE`] of work, while [`pause_now`] says so.
+struct Pace {
+    started: Instant,
+    slice_from: Instant,
+    writes: u32,
+    /// The time spent in pauses so far.
+    paused: Duration,
+}
+
+impl Pace {
+    /// The clock is read every this many writes (a write takes sled about 15 µs).
+    const CLOCK_EVERY: u32 = 16;
+
+    fn new(started: Instant) -> Pace {
+        Pace { started, slice_from: started, writes: 0, paused: Duration::ZERO }
+    }
+
+    /// Counts one write, and pauses when a slice is over.
+    fn write(&mut self, next_bytes: impl FnOnce() -> u64) {
+        self.writes = self.writes.wrapping_add(1);
+        if self.writes % Self::CLOCK_EVERY != 0 {
+            return;
+        }
+        let now = Instant::now();
+        if pause_now(now - self.started, now - self.slice_from, next_bytes()) {
+            std::thread::sleep(CHECKPOINT_PAUSE);
+            self.slice_from = Instant::now();
+            self.paused += self.slice_from - now;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -741,6 +800,17 @@ mod tests {
 
     fn read(store: &dyn Store, k: &str) -> i64 {
         store.get(k.as_bytes()).unwrap().map(|v| i64::from_be_bytes(v.try_into().unwrap())).unwrap_or(0)
+    }
+
+    #[test]
+    fn a_checkpoint_pauses_after_each_slice_only_while_it_is_on_time() {
+        let ms = Duration::from_millis;
+        let just_under = |d: Duration| d - Duration::from_nanos(1);
+        assert!(!pause_now(ms(10), just_under(CHECKPOINT_SLICE), 0), "within its slice");
+        assert!(pause_now(ms(10), CHECKPOINT_SLICE, 0), "a slice is over");
+        assert!(pause_now(just_under(CHECKPOINT_PACED_MAX), ms(3), CHECKPOINT_BYTES - 1), "on time");
+        assert!(!pause_now(CHECKPOINT_PACED_MAX, ms(3), 0), "it has run long: flat out");
+        assert!(!pause_now(ms(10), ms(3), CHECKPOINT_BYTES), "the next one is due already: flat out");
     }
 
     fn journaled(dir: &std::path::Path, base: SharedStore) -> Arc<GroupCommit> {
