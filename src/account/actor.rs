@@ -31,6 +31,7 @@ use crate::domain::ids::AccountId;
 use crate::domain::ledger::{Ledger, StoredKeys};
 use crate::domain::med::{Med, MedStatus};
 use crate::domain::pix_key::parse_directory_key;
+use crate::domain::rec::Recurrence;
 use crate::domain::transaction::{BankInfo, ErrorCode, Transaction, TxKind, TxStatus};
 use crate::sim::bank::{SimulatedBank, Submit};
 use crate::sim::directory::Directory;
@@ -122,6 +123,11 @@ struct Work {
     unapplied_order: VecDeque<(u64, u64)>,
     /// MEDs of this account that are not closed: their latest state, ahead of storage.
     meds: HashMap<u64, Med>,
+    /// Recurrences this actor wrote that may not be applied yet, and those whose
+    /// solicitation awaits an answer (their expiry is among `deadlines`): the ticket of
+    /// their latest write and their latest state, ahead of storage.
+    recs: HashMap<u64, (u64, Box<Recurrence>)>,
+    recs_order: VecDeque<(u64, u64)>,
 }
 
 impl Work {
@@ -133,6 +139,8 @@ impl Work {
             && self.ready.is_empty()
             && self.unapplied.is_empty()
             && self.meds.is_empty()
+            && self.recs.is_empty()
+            && self.recs_order.is_empty()
     }
 
     fn give_back(&mut self) {
@@ -140,6 +148,10 @@ impl Work {
         give_back(&mut self.open_charges);
         give_back(&mut self.unapplied);
         give_back(&mut self.meds);
+        give_back(&mut self.recs);
+        if self.recs_order.is_empty() {
+            self.recs_order.shrink_to_fit();
+        }
         if self.unapplied_order.is_empty() {
             self.unapplied_order.shrink_to_fit();
         }
@@ -195,6 +207,9 @@ impl AccountActor {
         for charge in self.deps.repo.open_charges(self.account.id).map_err(|e| e.to_string())? {
             self.track_charge(charge);
         }
+        for rec in self.deps.repo.open_recs(self.account.id).map_err(|e| e.to_string())? {
+            self.track_rec(0, rec);
+        }
         Ok(())
     }
 
@@ -235,6 +250,20 @@ impl AccountActor {
 
     pub(super) fn unclosed_med(&self, id: u64) -> Option<&Med> {
         self.work.as_ref()?.meds.get(&id)
+    }
+
+    /// A recurrence this actor holds (written lately, or awaiting an answer).
+    pub(super) fn held_rec(&self, local_id: u64) -> Option<&Recurrence> {
+        self.work.as_ref()?.recs.get(&local_id).map(|(_, r)| &**r)
+    }
+
+    /// The held recurrence that has the solicitation with this local id, if one does.
+    pub(super) fn held_rec_of_solicitation(&self, solicitation: u64) -> Option<&Recurrence> {
+        let w = self.work.as_ref()?;
+        w.recs
+            .values()
+            .map(|(_, r)| &**r)
+            .find(|r| r.solicitations.iter().any(|s| s.local_id == solicitation))
     }
 
     // ---- gather ------------------------------------------------------------------------
@@ -440,6 +469,10 @@ impl AccountActor {
             }
             // Storage holds a credit until its payee carries it out; the payer keeps nothing.
             Record::OnUsCredit(_) | Record::OnUsCredited(_) => return,
+            Record::Recurrence(rec) => {
+                self.track_rec(ticket, rec);
+                return;
+            }
         };
         match (tx.kind, tx.status) {
             (TxKind::CashIn, TxStatus::Pending) => self.track_charge(tx.clone()),
@@ -461,6 +494,21 @@ impl AccountActor {
         let w = self.work();
         w.unapplied_order.push_back((ticket, tx.local_id));
         w.unapplied.insert(tx.local_id, (ticket, Box::new(tx)));
+    }
+
+    /// Holds a recurrence's latest state, and keeps its solicitation's expiry among the
+    /// deadlines while one awaits an answer.
+    fn track_rec(&mut self, ticket: u64, rec: Recurrence) {
+        let w = self.work();
+        let id = rec.local_id;
+        if let Some(old) = w.recs.get(&id).and_then(|(_, r)| r.deadline()) {
+            w.deadlines.remove(&(old, id));
+        }
+        if let Some(at) = rec.deadline() {
+            w.deadlines.insert((at, id));
+        }
+        w.recs_order.push_back((ticket, id));
+        w.recs.insert(id, (ticket, Box::new(rec)));
     }
 
     fn track_charge(&mut self, tx: Transaction) {
@@ -545,6 +593,18 @@ impl AccountActor {
                 // A later write of the same transaction keeps its entry.
                 if w.unapplied.get(&id).is_some_and(|(latest, _)| *latest == ticket) {
                     w.unapplied.remove(&id);
+                }
+            }
+            // A recurrence storage now has is storage's to answer for, unless its expiry
+            // is still to come.
+            while let Some(&(ticket, id)) = w.recs_order.front() {
+                if ticket > durable {
+                    break;
+                }
+                w.recs_order.pop_front();
+                let done = |(latest, r): &(u64, Box<Recurrence>)| *latest == ticket && r.deadline().is_none();
+                if w.recs.get(&id).is_some_and(done) {
+                    w.recs.remove(&id);
                 }
             }
         }
@@ -806,6 +866,8 @@ impl AccountActor {
         for id in expired {
             if self.open_charge(id).is_some() {
                 self.expire_charge(id, ctx);
+            } else if self.held_rec(id).is_some() {
+                self.expire_rec(id, ctx);
             } else {
                 self.settle(id, Err(ErrorCode::Expired), None, ctx);
             }

@@ -214,5 +214,7 @@ traced!(
     Refund,
     ReturnPayment,
     OpenMed,
-    CloseMed
+    CloseMed,
+    super::recs::CreateRec,
+    super::recs::ChangeRec,
 );

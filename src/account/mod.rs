@@ -12,6 +12,7 @@ mod actor;
 mod commands;
 mod messages;
 mod on_us;
+mod recs;
 mod registry;
 #[cfg(test)]
 mod tests;
@@ -24,4 +25,5 @@ pub use messages::{
     ReviseCharge, SettingsChanged, Tick, Traced,
 };
 pub use on_us::{DeliverOnUs, OnUsCourier, ON_US_RETRY_AFTER};
+pub use recs::{ChangeRec, CreateRec, RecRef};
 pub use registry::{Registry, RegistryError, IDLE_SWEEP_EVERY};

@@ -575,3 +575,57 @@ async fn a_requests_write_that_fails_its_sync_is_unavailable_and_halts_the_actor
         }
     }
 }
+
+#[actix_rt::test]
+async fn an_answered_solicitation_does_not_expire_and_an_unanswered_one_expires_only_at_its_time() {
+    use crate::domain::decide::RecChange;
+    use crate::domain::rec::{Answer, Debtor, Link, RecStatus, Recipient};
+    use crate::domain::recurrence::{AmountRule, Periodicity, RetryPolicy, Schedule};
+    let f = fixture("0.00");
+    let addr = f.actor();
+    let today = crate::domain::listing::local_day(f.clock.now());
+    let create = || CreateRec {
+        link: Link {
+            object: None,
+            contract: "c".into(),
+            debtor: Debtor { name: "Ana".into(), document: "52998224725".into() },
+        },
+        schedule: Schedule::new(today, Periodicity::Weekly, None).unwrap(),
+        amount: AmountRule::Fixed(m("5")),
+        retry: RetryPolicy::NotAllowed,
+    };
+    let expires_at = f.clock.now() + chrono::Duration::seconds(600);
+    let solicit = |id: &str| ChangeRec {
+        rec: RecRef::Rec(id.to_owned()),
+        change: RecChange::Solicit {
+            recipient: Recipient {
+                document: "11144477735".into(),
+                account: "1".into(),
+                branch: None,
+                ispb: "00000000".into(),
+            },
+            expires_at,
+        },
+    };
+    let answered = addr.send(create()).await.unwrap().unwrap();
+    let answered = addr.send(solicit(&answered.id)).await.unwrap().unwrap();
+    let sid = answered.solicitations[0].id.clone();
+    let approve = RecChange::Answer { solicitation: sid.clone(), answer: Answer::Approve { maximum: None } };
+    addr.send(ChangeRec { rec: RecRef::Solicitation(sid), change: approve }).await.unwrap().unwrap();
+    let waiting = addr.send(create()).await.unwrap().unwrap();
+    addr.send(solicit(&waiting.id)).await.unwrap().unwrap();
+    let status = |local: u64| f.repo.rec(f.account, local).unwrap().unwrap().status;
+
+    f.clock.advance(599).unwrap();
+    addr.send(Tick).await.unwrap().unwrap();
+    assert_eq!(
+        (status(answered.local_id), status(waiting.local_id)),
+        (RecStatus::Aprovada, RecStatus::Criada)
+    );
+    f.clock.advance(1).unwrap();
+    addr.send(Tick).await.unwrap().unwrap();
+    assert_eq!(status(answered.local_id), RecStatus::Aprovada, "an answered solicitation has no deadline");
+    assert_eq!(status(waiting.local_id), RecStatus::Expirada);
+    let late = addr.send(solicit(&waiting.id)).await.unwrap();
+    assert!(matches!(refused(late), Refusal::Rec(crate::domain::rec::RecError::NotAwaitingAuthorisation(_))));
+}

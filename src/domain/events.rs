@@ -27,6 +27,8 @@ pub enum EventType {
     MedCreated,
     MedAccepted,
     MedRejected,
+    /// A Pix Automático recurrence changed status.
+    Rec,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -23,6 +23,7 @@ pub mod money;
 pub mod pix_key;
 pub mod qr_image;
 pub mod rate;
+pub mod rec;
 pub mod recurrence;
 pub mod refunds;
 pub mod scenario;

@@ -24,6 +24,7 @@
 //! docs/decisions.md "Pix Automático: the rules of cycles" says why each rule is so.
 
 use chrono::{Datelike, Duration, Months, NaiveDate};
+use serde::{Deserialize, Serialize};
 
 use super::calendar::next_business_day;
 use super::money::Money;
@@ -70,8 +71,9 @@ pub enum RecurrenceRejection {
     RetrySameDate,
 }
 
-/// How often a recurrence charges (`periodicidade`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How often a recurrence charges (`periodicidade`). Stored and shown by its API Pix name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "&'static str")]
 pub enum Periodicity {
     Weekly,
     Monthly,
@@ -115,8 +117,10 @@ impl Periodicity {
     }
 }
 
-/// Whether a failed charge is tried again (`politicaRetentativa`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Whether a failed charge is tried again (`politicaRetentativa`). Stored and shown by its
+/// API Pix name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "&'static str")]
 pub enum RetryPolicy {
     NotAllowed,
     ThreeWithinSevenDays,
@@ -139,9 +143,55 @@ impl RetryPolicy {
     }
 }
 
+impl TryFrom<String> for Periodicity {
+    type Error = RecurrenceRejection;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        Periodicity::parse(&text)
+    }
+}
+
+impl From<Periodicity> for &'static str {
+    fn from(p: Periodicity) -> Self {
+        p.as_str()
+    }
+}
+
+impl TryFrom<String> for RetryPolicy {
+    type Error = RecurrenceRejection;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        RetryPolicy::parse(&text)
+    }
+}
+
+impl From<RetryPolicy> for &'static str {
+    fn from(p: RetryPolicy) -> Self {
+        p.as_str()
+    }
+}
+
+/// A stored schedule's fields, read back through [`Schedule::new`].
+#[derive(Deserialize)]
+struct ScheduleRecord {
+    start: NaiveDate,
+    every: Periodicity,
+    end: Option<NaiveDate>,
+}
+
+impl TryFrom<ScheduleRecord> for Schedule {
+    type Error = RecurrenceRejection;
+
+    fn try_from(r: ScheduleRecord) -> Result<Self, Self::Error> {
+        Schedule::new(r.start, r.every, r.end)
+    }
+}
+
 /// A recurrence's calendar: its first date, its period and its optional last date. Built
-/// only through [`Schedule::new`], so the last date is never before the first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// only through [`Schedule::new`] (a stored one too: it is read back through it), so the
+/// last date is never before the first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "ScheduleRecord")]
 pub struct Schedule {
     start: NaiveDate,
     every: Periodicity,
@@ -239,7 +289,7 @@ pub fn check_send_window(today: NaiveDate, due: NaiveDate) -> Result<(), Recurre
 }
 
 /// What a recurrence says of each charge's value (`valor`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AmountRule {
     /// `valorRec`: every charge is this.
     Fixed(Money),

@@ -42,6 +42,7 @@ impl EventType {
             "med_created" => EventType::MedCreated,
             "med_accepted" => EventType::MedAccepted,
             "med_rejected" => EventType::MedRejected,
+            "rec" => EventType::Rec,
             _ => return None,
         })
     }
@@ -55,6 +56,7 @@ impl EventType {
             EventType::MedCreated => "med_created",
             EventType::MedAccepted => "med_accepted",
             EventType::MedRejected => "med_rejected",
+            EventType::Rec => "rec",
         }
     }
 }

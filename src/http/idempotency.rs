@@ -66,7 +66,11 @@ fn applies(method: &Method, path: &str) -> bool {
 
 /// Whether a POST on this path takes a key (also used to document it).
 pub fn applies_to_path(path: &str) -> bool {
-    (path.starts_with("/api/") || path.starts_with("/sandbox/")) && path != "/api/auth/token"
+    // `POST /rec` and `POST /solicrec` make a record with an id the server chooses and have
+    // no `PUT` twin (as `POST /cob` has), so a retry needs the key to be safe.
+    let pix_automatico = path == "/rec" || path == "/solicrec";
+    (path.starts_with("/api/") || path.starts_with("/sandbox/") || pix_automatico)
+        && path != "/api/auth/token"
 }
 
 /// Whether a key is well formed: 1 to 255 visible ASCII characters.
@@ -271,6 +275,8 @@ mod tests {
         assert!(!applies(&Method::POST, "/api/auth/token"));
         assert!(!applies(&Method::POST, "/dict/pix"));
         assert!(!applies(&Method::POST, "/admin/accounts"));
+        assert!(applies(&Method::POST, "/rec") && applies(&Method::POST, "/solicrec"));
+        assert!(!applies(&Method::POST, "/cob"), "a cob is made safely with PUT");
         assert!(!applies(&Method::GET, "/api/transactions"));
         assert!(!applies(&Method::PUT, "/cob/abc"));
     }

@@ -24,6 +24,8 @@ pub mod openapi;
 pub mod ops;
 pub mod payments;
 pub mod pix;
+pub mod rec;
+pub mod rec_schemas;
 pub mod received;
 pub mod refunds;
 pub mod sandbox;
@@ -175,6 +177,13 @@ fn table() -> RouteTable {
     t.add(b, Method::PUT, "/cobv/{txid}", cobv::put_cobv);
     t.add(b, Method::GET, "/cobv/{txid}", cobv::get_cobv);
     t.add(b, Method::PATCH, "/cobv/{txid}", cobv::patch_cobv);
+    t.add(b, Method::POST, "/rec", rec::post_rec);
+    t.add(b, Method::GET, "/rec", rec::list_recs);
+    t.add(b, Method::GET, "/rec/{idRec}", rec::get_rec);
+    t.add(b, Method::PATCH, "/rec/{idRec}", rec::patch_rec);
+    t.add(b, Method::POST, "/solicrec", rec::post_solicrec);
+    t.add(b, Method::GET, "/solicrec/{idSolicRec}", rec::get_solicrec);
+    t.add(b, Method::PATCH, "/solicrec/{idSolicRec}", rec::patch_solicrec);
     t.add(a, Method::GET, "/api/balance", balance::api_balance);
     t.add(a, Method::GET, "/api/transactions", transactions::list_transactions);
     t.add(a, Method::GET, "/api/med", med::list);
@@ -193,6 +202,8 @@ fn table() -> RouteTable {
     t.add(a, Method::POST, "/sandbox/pix-in", sandbox::pix_in);
     t.add(a, Method::POST, "/sandbox/pay", sandbox::pay);
     t.add(a, Method::POST, "/sandbox/refund-out", sandbox::refund_out);
+    t.add(a, Method::POST, "/sandbox/solicrec/{idSolicRec}/answer", rec::sandbox_answer);
+    t.add(a, Method::POST, "/sandbox/rec/{idRec}/cancel", rec::sandbox_cancel);
 
     t.add(a, Method::POST, "/admin/accounts", admin::create_account);
     t.add(a, Method::GET, "/admin/accounts/{id}", admin::get_account);

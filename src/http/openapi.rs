@@ -5,8 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    admin, balance, charges, cob, cobv, dict, error, me, med, ops, pix, received, refunds, sandbox, schemas,
-    token, transactions, webhooks,
+    admin, balance, charges, cob, cobv, dict, error, me, med, ops, pix, rec, received, refunds, sandbox,
+    schemas, token, transactions, webhooks,
 };
 
 struct Security;
@@ -153,6 +153,13 @@ const SUMMARIES: &[(&str, &str)] = &[
     ("GET /cobv/{txid}", "One cobv, with what paying it costs today"),
     ("PATCH /cobv/{txid}", "Revise an active cobv (JSON merge patch, If-Match) or remove it"),
     ("GET /cobv", "The account's cobvs created in a time window"),
+    ("POST /rec", "Pix Automático: create a recurrence (CRIADA) for the payer to authorise"),
+    ("GET /rec/{idRec}", "Pix Automático: one recurrence, with its history"),
+    ("PATCH /rec/{idRec}", "Pix Automático: cancel a recurrence"),
+    ("GET /rec", "Pix Automático: the account's recurrences created in a time window"),
+    ("POST /solicrec", "Pix Automático: ask the payer's institution to authorise a recurrence"),
+    ("GET /solicrec/{idSolicRec}", "Pix Automático: one request for authorisation"),
+    ("PATCH /solicrec/{idSolicRec}", "Pix Automático: withdraw a request before the payer answers"),
     ("GET /pix", "The PIX the account received in a time window"),
     ("GET /pix/{e2eid}", "One received PIX, with its refunds"),
     ("PUT /pix/{e2eid}/devolucao/{id}", "Refund a received PIX (devolucao) under the client's id"),
@@ -163,6 +170,11 @@ const SUMMARIES: &[(&str, &str)] = &[
     ("POST /sandbox/med", "Sandbox: a payer's bank opens a MED against a received PIX"),
     ("POST /sandbox/med/{id}/analyze", "Sandbox: decide a MED (approve debits, reject releases)"),
     ("POST /sandbox/med/{id}/cancel", "Sandbox: the requesting bank withdraws a MED"),
+    (
+        "POST /sandbox/solicrec/{idSolicRec}/answer",
+        "Sandbox: the payer's institution approves or rejects a recurrence",
+    ),
+    ("POST /sandbox/rec/{idRec}/cancel", "Sandbox: the payer cancels an authorised recurrence"),
     ("POST /admin/accounts", "Admin: create an account and its client credentials"),
     ("GET /admin/accounts/{id}", "Admin: an account, its settings and certificates"),
     ("PATCH /admin/accounts/{id}", "Admin: change an account's limits, fees and settings"),
@@ -281,6 +293,15 @@ fn default_description(status: &str) -> &'static str {
         cobv::get_cobv,
         cobv::patch_cobv,
         cobv::list_cobvs,
+        rec::post_rec,
+        rec::get_rec,
+        rec::patch_rec,
+        rec::list_recs,
+        rec::post_solicrec,
+        rec::get_solicrec,
+        rec::patch_solicrec,
+        rec::sandbox_answer,
+        rec::sandbox_cancel,
         balance::api_balance,
         transactions::list_transactions,
         med::list,
@@ -458,8 +479,13 @@ mod tests {
         assert_eq!(key_types.len(), 4);
         let events = values("WebhookEventType");
         assert!(events.iter().all(|v| EventType::parse(v).is_some()), "{events:?}");
-        assert_eq!(events.len(), 7);
+        assert_eq!(events.len(), 8);
         assert_eq!(values("MedResult"), ["APPROVED", "REJECTED"]);
+        use crate::domain::recurrence::{Periodicity, RetryPolicy};
+        let every = values("PeriodicityName");
+        assert!(every.iter().all(|v| Periodicity::parse(v).is_ok()) && every.len() == 5, "{every:?}");
+        let retry = values("RetryPolicyName");
+        assert!(retry.iter().all(|v| RetryPolicy::parse(v).is_ok()) && retry.len() == 2, "{retry:?}");
     }
 
     #[test]

@@ -658,6 +658,7 @@ pub enum WebhookEventType {
     MedCreated,
     MedAccepted,
     MedRejected,
+    Rec,
 }
 
 /// A header sent with every delivery (not one the server sets itself).

@@ -47,6 +47,12 @@
 //!                           (the SHA-256 of the key), started or with its response
 //! onus/{endToEndId}         OnUsCredit (JSON): a credit owed to an account of this gateway,
 //!                           written with the payer's settlement, deleted with the credit
+//! rec/{id:020}/{local:020}  Recurrence (JSON): a Pix Automático recurrence with its
+//!                           solicitations; its idRec carries the local id
+//! solrec/{id:020}/{local:020}  u64: the recurrence a solicitation (by its own local id,
+//!                           which its idSolicRec carries) belongs to
+//! recopen/{id:020}/{local:020}  empty: a recurrence whose solicitation awaits an answer
+//!                           (its actor keeps a timer for the expiry; resumed at start)
 //! ```
 //!
 //! A key is built by a function named after its family; a family scanned by prefix also
@@ -98,6 +104,7 @@ pub const LEDGERS: &[u8] = b"ledger/";
 pub const TRANSACTION_LIST: &[u8] = b"tlist/";
 pub const PENDING: &[u8] = b"pend/";
 pub const OPEN_CHARGES: &[u8] = b"copen/";
+pub const OPEN_RECS: &[u8] = b"recopen/";
 pub const OUTBOX: &[u8] = b"outbox/";
 pub const ON_US: &[u8] = b"onus/";
 
@@ -263,10 +270,13 @@ pub fn open_charges_prefix(id: AccountId) -> Vec<u8> {
     Key::new("copen/").id(id).text("/").done()
 }
 
-/// The account of a `pend/` or `copen/` key.
+/// The account of a `pend/`, `copen/` or `recopen/` key.
 pub fn account_of_hold(key: &[u8]) -> Option<AccountId> {
     let text = std::str::from_utf8(key).ok()?;
-    let rest = text.strip_prefix("pend/").or_else(|| text.strip_prefix("copen/"))?;
+    let rest = text
+        .strip_prefix("pend/")
+        .or_else(|| text.strip_prefix("copen/"))
+        .or_else(|| text.strip_prefix("recopen/"))?;
     rest.split('/').next()?.parse().ok().and_then(AccountId::new)
 }
 
@@ -321,6 +331,26 @@ pub fn med(account: u64, med: u64) -> Vec<u8> {
 /// The range of `id`'s MED cases: `[from, to)`.
 pub fn meds_range(id: AccountId) -> (Vec<u8>, Vec<u8>) {
     (Key::new("med/").id(id).text("/").done(), Key::new("med/").id(id).text("0").done())
+}
+
+pub fn rec(account: u64, local: u64) -> Vec<u8> {
+    Key::new("rec/").num(account, 20).text("/").num(local, 20).done()
+}
+
+pub fn recs_prefix(id: AccountId) -> Vec<u8> {
+    Key::new("rec/").id(id).text("/").done()
+}
+
+pub fn solicitation(account: u64, local: u64) -> Vec<u8> {
+    Key::new("solrec/").num(account, 20).text("/").num(local, 20).done()
+}
+
+pub fn open_rec(account: u64, local: u64) -> Vec<u8> {
+    Key::new("recopen/").num(account, 20).text("/").num(local, 20).done()
+}
+
+pub fn open_recs_prefix(id: AccountId) -> Vec<u8> {
+    Key::new("recopen/").id(id).text("/").done()
 }
 
 /// A request made with an `Idempotency-Key`: by the SHA-256 of the key, so a key of any

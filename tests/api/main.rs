@@ -23,6 +23,7 @@ mod on_us;
 mod pg_cluster;
 mod postgres;
 mod production;
+mod rec;
 mod receiver;
 mod recovery;
 mod references;

@@ -15,6 +15,7 @@ mod charges;
 mod med;
 mod on_us;
 mod pay;
+mod recurrences;
 mod refunds;
 
 pub use charges::{
@@ -24,6 +25,7 @@ pub use charges::{
 pub use med::{close_med, open_med, CloseMedRequest, OpenMedRequest};
 pub use on_us::{credit_of, names_charge, receive as receive_on_us, OnUsCredit, OnUsPayer};
 pub use pay::{pay, pix_in, settle, DictRequest, PayDecision, PayRequest, PixInRequest};
+pub use recurrences::{change_rec, create_rec, expire_rec, RecChange, RecRequest};
 pub use refunds::{refund, take_back, RefundDecision, RefundRequest};
 
 use uuid::Uuid;
@@ -35,6 +37,7 @@ use super::events::OutboxEvent;
 use super::ids::AccountId;
 use super::ledger::{InvariantViolation, Ledger, LedgerChange, Rejection};
 use super::med::{Med, MedRejection};
+use super::rec::{RecError, Recurrence};
 use super::refunds::RefundRejection;
 use super::transaction::{own_or_random_end_to_end_id, E2eVariant, Transaction, TxKind};
 
@@ -146,6 +149,8 @@ pub enum Record {
     OnUsCredit(OnUsCredit),
     /// The payee carried the credit of this end-to-end id out: it is deleted.
     OnUsCredited(String),
+    /// A recurrence as it now is (Pix Automático).
+    Recurrence(Recurrence),
 }
 
 /// Everything one command does (see the module doc).
@@ -172,7 +177,7 @@ impl<R> Plan<R> {
     fn write(&mut self, record: Record, now: chrono::DateTime<chrono::Utc>) {
         let tx = match &record {
             Record::NewTransaction(t) | Record::Transaction(t) => Some(t),
-            Record::Med(_) | Record::OnUsCredit(_) | Record::OnUsCredited(_) => None,
+            Record::Med(_) | Record::OnUsCredit(_) | Record::OnUsCredited(_) | Record::Recurrence(_) => None,
         };
         if let Some(event) = tx.and_then(|t| super::events::event_for(t, now)) {
             self.events.push(event);
@@ -217,6 +222,8 @@ pub enum Refusal {
     Refund(RefundRejection),
     #[error("MED refused: {0}")]
     Med(MedRejection),
+    #[error("recurrence refused: {0}")]
+    Rec(RecError),
     /// The plan would break a rule no client input can break: a bug. Nothing is written and
     /// the actor stops.
     #[error("{0}")]
@@ -384,7 +391,9 @@ pub(crate) mod testing {
             .iter()
             .filter_map(|r| match r {
                 Record::NewTransaction(t) | Record::Transaction(t) => Some(t),
-                Record::Med(_) | Record::OnUsCredit(_) | Record::OnUsCredited(_) => None,
+                Record::Med(_) | Record::OnUsCredit(_) | Record::OnUsCredited(_) | Record::Recurrence(_) => {
+                    None
+                }
             })
             .collect()
     }

@@ -21,6 +21,7 @@ use crate::domain::decide::Refusal;
 use crate::domain::ledger::Rejection as LedgerRejection;
 use crate::domain::med::MedRejection;
 use crate::domain::money::Money;
+use crate::domain::rec::RecError;
 use crate::domain::refunds::RefundRejection;
 
 /// A business rejection (see the module doc).
@@ -84,6 +85,8 @@ pub enum Rejection {
     /// `/dict/pix`: `creditorDocument` is not the key holder's.
     CreditorDocumentMismatch,
     Med(MedRejection),
+    /// A Pix Automático recurrence's command refused.
+    Rec(RecError),
 }
 
 impl Rejection {
@@ -118,6 +121,7 @@ impl Rejection {
                 }
             },
             Refusal::Med(r) => Rejection::Med(r),
+            Refusal::Rec(r) => Rejection::Rec(r),
             Refusal::Bug(_) => return None,
         })
     }
@@ -331,6 +335,7 @@ impl Rejection {
                 None,
             ),
             Rejection::Med(r) => return med_parts(r),
+            Rejection::Rec(r) => return rec_parts(r, family),
         };
         ErrorParts {
             status: if b { b_status } else { a_status },
@@ -343,13 +348,16 @@ impl Rejection {
     }
 }
 
-/// A refused MED: unknown 404, already ended 409, anything else about the request is a
-/// 400 naming its field.
-fn med_parts(r: &MedRejection) -> ErrorParts {
-    let text = r.to_string();
+/// The two shapes of a refusal told in one text: a 400 naming the field it is about, or a
+/// status and code of its own.
+fn field_or_status(
+    text: String,
+    family: Family,
+) -> (impl Fn(&str) -> ErrorParts, impl Fn(StatusCode, &'static str) -> ErrorParts) {
+    let for_field = text.clone();
     let field =
-        |f: &str| super::ApiError::Validation(vec![Violation::new(f, text.clone())]).parts(Family::Extended);
-    let status = |status, code| ErrorParts {
+        move |f: &str| super::ApiError::Validation(vec![Violation::new(f, for_field.clone())]).parts(family);
+    let status = move |status, code| ErrorParts {
         status,
         code,
         message: Value::String(text.clone()),
@@ -357,11 +365,35 @@ fn med_parts(r: &MedRejection) -> ErrorParts {
         details: None,
         error_code: None,
     };
+    (field, status)
+}
+
+/// A refused MED: unknown 404, already ended 409, anything else about the request is a
+/// 400 naming its field.
+fn med_parts(r: &MedRejection) -> ErrorParts {
+    let (field, status) = field_or_status(r.to_string(), Family::Extended);
     match r {
         MedRejection::NotFound => status(StatusCode::NOT_FOUND, "NOT_FOUND"),
         MedRejection::Final(_) => status(StatusCode::CONFLICT, "CONFLICT"),
         MedRejection::NotReceived => field("endToEnd"),
         MedRejection::AmountRequired | MedRejection::AboveOriginal(_) => field("amount"),
+    }
+}
+
+/// A refused recurrence command: unknown 404, a state that does not allow it 409, anything
+/// about the request a 400 naming its field.
+fn rec_parts(r: &RecError, family: Family) -> ErrorParts {
+    let (field, status) = field_or_status(r.to_string(), family);
+    match r {
+        RecError::NotFound | RecError::SolicitationNotFound => status(StatusCode::NOT_FOUND, "NOT_FOUND"),
+        RecError::Final(_)
+        | RecError::NotAwaitingAuthorisation(_)
+        | RecError::SolicitationAwaiting
+        | RecError::SolicitationClosed(_)
+        | RecError::TooManySolicitations => status(StatusCode::CONFLICT, "CONFLICT"),
+        RecError::ExpiryInThePast | RecError::ExpiryTooFar => field("calendario.dataExpiracaoSolicitacao"),
+        RecError::MaximumOnFixedValue | RecError::MaximumBelowMinimum(_) => field("valorMaximo"),
+        RecError::StartsBeforeToday => field("calendario.dataInicial"),
     }
 }
 
@@ -400,6 +432,18 @@ mod tests {
             Rejection::Med(MedRejection::NotReceived),
             Rejection::Med(MedRejection::AmountRequired),
             Rejection::Med(MedRejection::AboveOriginal(Money::parse("1").unwrap())),
+            Rejection::Rec(RecError::NotFound),
+            Rejection::Rec(RecError::SolicitationNotFound),
+            Rejection::Rec(RecError::Final("CANCELADA")),
+            Rejection::Rec(RecError::NotAwaitingAuthorisation("APROVADA")),
+            Rejection::Rec(RecError::SolicitationAwaiting),
+            Rejection::Rec(RecError::SolicitationClosed("ACEITA")),
+            Rejection::Rec(RecError::TooManySolicitations),
+            Rejection::Rec(RecError::ExpiryInThePast),
+            Rejection::Rec(RecError::ExpiryTooFar),
+            Rejection::Rec(RecError::MaximumOnFixedValue),
+            Rejection::Rec(RecError::MaximumBelowMinimum(Money::parse("1").unwrap())),
+            Rejection::Rec(RecError::StartsBeforeToday),
         ]
     }
 
@@ -486,12 +530,23 @@ mod tests {
             Refusal::Refund(RefundRejection::DeadlineExceeded),
             Refusal::Refund(RefundRejection::ExceedsRefundable { refundable: Money::ZERO }),
             Refusal::Med(MedRejection::NotFound),
+            Refusal::Rec(RecError::NotFound),
         ];
         for r in refusals {
             let rejection = Rejection::of(r.clone());
             assert!(rejection.is_some(), "{r:?}");
         }
         assert_eq!(Rejection::of(Refusal::Bug("x".into())), None);
+    }
+
+    #[test]
+    fn a_recurrence_rejection_is_404_409_or_a_400_naming_its_field() {
+        let status = |r: RecError| Rejection::Rec(r).parts(Family::Simple).status.as_u16();
+        assert_eq!(status(RecError::SolicitationNotFound), 404);
+        assert_eq!(status(RecError::SolicitationAwaiting), 409);
+        let p = Rejection::Rec(RecError::ExpiryTooFar).parts(Family::Simple);
+        assert_eq!(p.status.as_u16(), 400);
+        assert!(p.details.unwrap().to_string().contains("calendario.dataExpiracaoSolicitacao"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use crate::domain::ids::AccountId;
 use crate::domain::med::Med;
 
-use super::{parse_json, to_json, Repo, RepoError};
+use super::{to_json, Repo, RepoError};
 
 use crate::store::{keys, Batch};
 
@@ -28,23 +28,6 @@ impl Repo {
         size: usize,
     ) -> Result<(Vec<Med>, usize), RepoError> {
         let (from, to) = keys::meds_range(id);
-        let (mut page, mut total, mut bad) = (Vec::new(), 0usize, None);
-        self.store.scan_rev(&from, &to, &mut |k, v| {
-            match parse_json::<Med>(k, v) {
-                Ok(med) if keep(&med) => {
-                    if total >= skip && page.len() < size {
-                        page.push(med);
-                    }
-                    total += 1;
-                }
-                Ok(_) => {}
-                Err(e) => bad = Some(e),
-            }
-            bad.is_none()
-        })?;
-        match bad {
-            Some(e) => Err(e),
-            None => Ok((page, total)),
-        }
+        self.json_page((&from, &to), keep, skip, size)
     }
 }

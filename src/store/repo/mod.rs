@@ -7,7 +7,8 @@
 //! - [`ledger`]: ledgers and holds;
 //! - [`charges`]: open charges and charges by txid or code;
 //! - [`webhooks`]: endpoints, the outbox, delivery state and log;
-//! - [`med`], [`on_us`], [`requests`]: MED cases, on-us credits, `Idempotency-Key` records.
+//! - [`med`], [`on_us`], [`requests`]: MED cases, on-us credits, `Idempotency-Key` records;
+//! - [`recs`]: Pix Automático recurrences and their solicitations.
 //!
 //! Every write goes through group commit: the payment paths' batches from the account
 //! actors, and the admin writes here, which wait on the calling thread until they are
@@ -18,6 +19,7 @@ mod charges;
 mod ledger;
 mod med;
 mod on_us;
+mod recs;
 mod requests;
 mod transactions;
 mod webhooks;
@@ -188,6 +190,38 @@ impl Repo {
     /// kept in pages ([`keys::PAGES`](super::keys::PAGES)).
     pub fn layout() -> Layout {
         Layout { counted: Some(keys::list_index()), pages: keys::PAGES }
+    }
+}
+
+impl Repo {
+    /// One page of the JSON records with `from <= key < to` that `keep` keeps, highest key
+    /// first, after `skip` of them, and how many it keeps in all. Only the page is held: the
+    /// rest are read one at a time and counted.
+    fn json_page<T: DeserializeOwned>(
+        &self,
+        (from, to): (&[u8], &[u8]),
+        keep: impl Fn(&T) -> bool,
+        skip: usize,
+        size: usize,
+    ) -> Result<(Vec<T>, usize), RepoError> {
+        let (mut page, mut total, mut bad) = (Vec::new(), 0usize, None);
+        self.store.scan_rev(from, to, &mut |k, v| {
+            match parse_json::<T>(k, v) {
+                Ok(item) if keep(&item) => {
+                    if total >= skip && page.len() < size {
+                        page.push(item);
+                    }
+                    total += 1;
+                }
+                Ok(_) => {}
+                Err(e) => bad = Some(e),
+            }
+            bad.is_none()
+        })?;
+        match bad {
+            Some(e) => Err(e),
+            None => Ok((page, total)),
+        }
     }
 }
 

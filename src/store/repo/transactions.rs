@@ -227,6 +227,7 @@ impl Repo {
                 Record::Med(med) => self.put_med(&mut b, med)?,
                 Record::OnUsCredit(c) => b.put(keys::on_us(&c.end_to_end_id), to_json(c)?),
                 Record::OnUsCredited(e2e) => b.delete(keys::on_us(e2e)),
+                Record::Recurrence(rec) => self.put_rec(&mut b, rec)?,
             }
         }
         if let Some(change) = ledger {

@@ -1,0 +1,803 @@
+//! A recurrence of Pix Automático (`/rec`) and the requests that ask the payer's institution
+//! to authorise it (`/solicrec`): the record, its life cycle, its ids and its API Pix view.
+//!
+//! Life cycle of a recurrence (docs/interface.md "Life cycles", docs/decisions.md "Pix
+//! Automático: recurrences and their authorisation"):
+//! - `CRIADA` when the receiver makes it. It moves money only once the payer authorised it.
+//! - `APROVADA` when the payer's institution answers a request for authorisation with the
+//!   payer's yes (journey 1: `/solicrec`). The approval may carry the payer's maximum per
+//!   charge, for a recurrence without a fixed value.
+//! - `REJEITADA` when the payer says no; `EXPIRADA` when the request was not answered by its
+//!   expiry; `CANCELADA` when either side ends it (who, and why, is kept).
+//!
+//! The last three are final. A request for authorisation (a solicitation) is `RECEBIDA` as
+//! soon as it is made: the sandbox's payer's institution is reached at once, so its `CRIADA`
+//! and `ENVIADA` steps share that instant in its history. It ends `ACEITA`, `REJEITADA`,
+//! `EXPIRADA` or `CANCELADA` (by the receiver, before an answer); a recurrence holds at most
+//! one solicitation awaiting an answer, and a new one may follow only a cancelled one.
+//!
+//! Ids carry the local id of the record they name (as transaction ids do), so a lookup needs
+//! no index: `idRec` is `R`, then `R` when the recurrence allows retries or `N` when not, the
+//! gateway's ISPB, the São Paulo date it was made and 11 base-36 digits of its local id (29
+//! characters, the API Pix's pattern); `idSolicRec` is `SC`, the ISPB, the date and 11
+//! base-36 digits of the solicitation's own local id.
+//!
+//! Pure: time and ids come in as arguments.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::events::iso;
+use super::listing::local_day;
+use super::money::Money;
+use super::recurrence::{AmountRule, RetryPolicy, Schedule};
+use super::transaction::GATEWAY_ISPB;
+
+/// Characters of `vinculo.objeto` and of `vinculo.contrato`.
+pub const OBJETO_LEN_MAX: usize = 35;
+pub const CONTRATO_LEN_MAX: usize = 35;
+/// Characters of a solicitation's `destinatario.conta` and `destinatario.agencia`.
+pub const CONTA_LEN_MAX: usize = 20;
+pub const AGENCIA_LEN_MAX: usize = 4;
+/// Solicitations one recurrence may have had (each new one follows a cancelled one).
+pub const SOLICITATIONS_PER_REC_MAX: usize = 10;
+/// How far ahead a solicitation's expiry may be, in days from when it is made.
+pub const SOLICITATION_DAYS_MAX: i64 = 30;
+/// Characters of an `idRec` and of an `idSolicRec`.
+pub const REC_ID_LEN: usize = 29;
+/// Base-36 digits of the local id at the end of an id.
+const ID_DIGITS: usize = 11;
+
+/// Why a recurrence's command is refused. Each is one variant; the HTTP layer maps them to
+/// status and code in one place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecError {
+    #[error("no recurrence with this idRec")]
+    NotFound,
+    #[error("no solicitation with this idSolicRec")]
+    SolicitationNotFound,
+    #[error("the recurrence is {0}, so it can no longer change")]
+    Final(&'static str),
+    #[error("the recurrence is {0}: only a recurrence in CRIADA is sent for authorisation")]
+    NotAwaitingAuthorisation(&'static str),
+    #[error("a solicitation of this recurrence awaits the payer's answer")]
+    SolicitationAwaiting,
+    #[error("the solicitation is {0}, no longer awaiting an answer")]
+    SolicitationClosed(&'static str),
+    #[error("the recurrence had {SOLICITATIONS_PER_REC_MAX} solicitations already")]
+    TooManySolicitations,
+    #[error("dataExpiracaoSolicitacao must be in the future")]
+    ExpiryInThePast,
+    #[error("dataExpiracaoSolicitacao is at most {SOLICITATION_DAYS_MAX} days ahead")]
+    ExpiryTooFar,
+    #[error("a payer's maximum is only for a recurrence without a fixed value (valorRec)")]
+    MaximumOnFixedValue,
+    #[error("the payer's maximum is below the recurrence's minimum, {0}")]
+    MaximumBelowMinimum(Money),
+    #[error("dataInicial is before today")]
+    StartsBeforeToday,
+}
+
+/// A recurrence's status (`status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RecStatus {
+    Criada,
+    Aprovada,
+    Rejeitada,
+    Expirada,
+    Cancelada,
+}
+
+impl RecStatus {
+    pub const ALL: [RecStatus; 5] = [
+        RecStatus::Criada,
+        RecStatus::Aprovada,
+        RecStatus::Rejeitada,
+        RecStatus::Expirada,
+        RecStatus::Cancelada,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecStatus::Criada => "CRIADA",
+            RecStatus::Aprovada => "APROVADA",
+            RecStatus::Rejeitada => "REJEITADA",
+            RecStatus::Expirada => "EXPIRADA",
+            RecStatus::Cancelada => "CANCELADA",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<RecStatus> {
+        RecStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    pub fn is_final(self) -> bool {
+        matches!(self, RecStatus::Rejeitada | RecStatus::Expirada | RecStatus::Cancelada)
+    }
+}
+
+/// A solicitation's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum SolicStatus {
+    Criada,
+    Enviada,
+    Recebida,
+    Aceita,
+    Rejeitada,
+    Expirada,
+    Cancelada,
+}
+
+impl SolicStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SolicStatus::Criada => "CRIADA",
+            SolicStatus::Enviada => "ENVIADA",
+            SolicStatus::Recebida => "RECEBIDA",
+            SolicStatus::Aceita => "ACEITA",
+            SolicStatus::Rejeitada => "REJEITADA",
+            SolicStatus::Expirada => "EXPIRADA",
+            SolicStatus::Cancelada => "CANCELADA",
+        }
+    }
+}
+
+/// Who ended a recurrence (`encerramento.cancelamento.solicitante`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Party {
+    UsuarioRecebedor,
+    UsuarioPagador,
+}
+
+impl Party {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Party::UsuarioRecebedor => "USUARIO_RECEBEDOR",
+            Party::UsuarioPagador => "USUARIO_PAGADOR",
+        }
+    }
+
+    /// The code of a cancellation this party asked for.
+    pub fn cancel_code(self) -> &'static str {
+        match self {
+            Party::UsuarioRecebedor => "SLCR",
+            Party::UsuarioPagador => "SLDB",
+        }
+    }
+}
+
+/// How the payer authorised it (`ativacao.tipoJornada`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Journey {
+    /// A request sent to the payer's institution (`/solicrec`).
+    #[serde(rename = "JORNADA_1")]
+    One,
+}
+
+impl Journey {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Journey::One => "JORNADA_1",
+        }
+    }
+}
+
+/// The debtor of the contract: a name and a CPF or CNPJ (checked by whoever parsed it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Debtor {
+    pub name: String,
+    pub document: String,
+}
+
+/// What the recurrence pays for (`vinculo`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Link {
+    pub object: Option<String>,
+    pub contract: String,
+    pub debtor: Debtor,
+}
+
+/// The account of the payer that a solicitation goes to (`destinatario`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recipient {
+    pub document: String,
+    pub account: String,
+    pub branch: Option<String>,
+    pub ispb: String,
+}
+
+/// What the payer's institution said on approving.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PayerAuthorisation {
+    pub document: String,
+    pub ispb: String,
+    /// The most the payer allows a charge to be, for a recurrence without a fixed value.
+    pub maximum: Option<Money>,
+}
+
+/// Why a recurrence ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Closing {
+    /// The payer said no (`encerramento.rejeicao`).
+    Rejected { code: String, description: String },
+    /// The solicitation expired unanswered (`encerramento.expiracao`).
+    Expired { description: String },
+    /// One side cancelled it (`encerramento.cancelamento`).
+    Cancelled { by: Party, code: String, description: String },
+}
+
+/// The payer's institution's answer to a solicitation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Approve { maximum: Option<Money> },
+    Reject,
+}
+
+/// A request to the payer's institution to authorise the recurrence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Solicitation {
+    pub local_id: u64,
+    pub id: String,
+    pub recipient: Recipient,
+    pub expires_at: DateTime<Utc>,
+    pub status: SolicStatus,
+    pub history: Vec<(SolicStatus, DateTime<Utc>)>,
+}
+
+impl Solicitation {
+    fn step(&mut self, status: SolicStatus, now: DateTime<Utc>) {
+        self.status = status;
+        self.history.push((status, now));
+    }
+
+    /// The API Pix view of the solicitation, with the recurrence it asks for.
+    pub fn to_json(&self, rec: &Recurrence) -> Value {
+        let mut destinatario = Map::new();
+        destinatario.insert(document_field(&self.recipient.document).into(), json!(self.recipient.document));
+        destinatario.insert("conta".into(), json!(self.recipient.account));
+        if let Some(b) = &self.recipient.branch {
+            destinatario.insert("agencia".into(), json!(b));
+        }
+        destinatario.insert("ispbParticipante".into(), json!(self.recipient.ispb));
+        json!({
+            "idSolicRec": self.id,
+            "idRec": rec.id,
+            "calendario": {"dataExpiracaoSolicitacao": iso(self.expires_at)},
+            "destinatario": destinatario,
+            "status": self.status.as_str(),
+            "atualizacao": self.history.iter().map(|(s, at)| json!({"status": s.as_str(), "data": iso(*at)})).collect::<Vec<_>>(),
+            "recPayload": rec.to_json(),
+        })
+    }
+}
+
+/// The receiver as its recurrences name it (`recebedor`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Receiver {
+    pub name: String,
+    pub document: String,
+}
+
+/// A recurrence: the contract, its calendar and value rule, and how far its authorisation
+/// went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recurrence {
+    pub account_id: u64,
+    pub local_id: u64,
+    pub id: String,
+    pub link: Link,
+    pub schedule: Schedule,
+    pub amount: AmountRule,
+    pub retry: RetryPolicy,
+    pub receiver: Receiver,
+    pub status: RecStatus,
+    pub history: Vec<(RecStatus, DateTime<Utc>)>,
+    pub journey: Option<Journey>,
+    pub payer: Option<PayerAuthorisation>,
+    pub closing: Option<Closing>,
+    pub solicitations: Vec<Solicitation>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// `cpf` for an 11-character document, `cnpj` for a 14-character one.
+pub fn document_field(document: &str) -> &'static str {
+    if document.len() == 11 {
+        "cpf"
+    } else {
+        "cnpj"
+    }
+}
+
+/// `n` in `digits` base-36 digits (0-9, a-z), or `None` when it does not fit.
+fn base36(mut n: u64, digits: usize) -> Option<String> {
+    let mut out = vec![b'0'; digits];
+    for slot in out.iter_mut().rev() {
+        *slot = b"0123456789abcdefghijklmnopqrstuvwxyz"[(n % 36) as usize];
+        n /= 36;
+    }
+    (n == 0).then(|| String::from_utf8_lossy(&out).into_owned())
+}
+
+fn id_of(prefix: &str, local_id: u64, made: NaiveDate) -> Option<String> {
+    Some(format!("{prefix}{GATEWAY_ISPB}{}{}", made.format("%Y%m%d"), base36(local_id, ID_DIGITS)?))
+}
+
+/// The local id an id made by [`rec_id`] or [`solicitation_id`] carries, if `id` is one of
+/// this gateway's of that kind.
+fn local_of(id: &str, prefixes: &[&str]) -> Option<u64> {
+    let b = id.as_bytes();
+    let well_formed = b.len() == REC_ID_LEN
+        && prefixes.iter().any(|p| id.starts_with(p))
+        && &id[2..10] == GATEWAY_ISPB
+        && b[10..18].iter().all(u8::is_ascii_digit)
+        && b[18..].iter().all(|c| c.is_ascii_digit() || c.is_ascii_lowercase());
+    if !well_formed {
+        return None;
+    }
+    u64::from_str_radix(&id[18..], 36).ok()
+}
+
+/// The `idRec` of the recurrence with this local id, made on `made` (São Paulo date).
+pub fn rec_id(local_id: u64, retry: RetryPolicy, made: NaiveDate) -> Option<String> {
+    let prefix = if retry == RetryPolicy::NotAllowed { "RN" } else { "RR" };
+    id_of(prefix, local_id, made)
+}
+
+/// The local id an `idRec` carries.
+pub fn rec_local(id: &str) -> Option<u64> {
+    local_of(id, &["RN", "RR"])
+}
+
+/// The `idSolicRec` of the solicitation with this local id, made on `made`.
+pub fn solicitation_id(local_id: u64, made: NaiveDate) -> Option<String> {
+    id_of("SC", local_id, made)
+}
+
+/// The local id an `idSolicRec` carries.
+pub fn solicitation_local(id: &str) -> Option<u64> {
+    local_of(id, &["SC"])
+}
+
+/// Whether `text` has the shape of an `idRec` or `idSolicRec` (the API Pix's pattern: two
+/// capitals, 16 digits, 11 letters or digits).
+pub fn is_id_shaped(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.len() == REC_ID_LEN
+        && b[..2].iter().all(u8::is_ascii_uppercase)
+        && b[2..18].iter().all(u8::is_ascii_digit)
+        && b[18..].iter().all(u8::is_ascii_alphanumeric)
+}
+
+impl Recurrence {
+    /// A new recurrence in `CRIADA`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        account_id: u64,
+        local_id: u64,
+        link: Link,
+        schedule: Schedule,
+        amount: AmountRule,
+        retry: RetryPolicy,
+        receiver: Receiver,
+        now: DateTime<Utc>,
+    ) -> Option<Recurrence> {
+        Some(Recurrence {
+            account_id,
+            local_id,
+            id: rec_id(local_id, retry, local_day(now))?,
+            link,
+            schedule,
+            amount,
+            retry,
+            receiver,
+            status: RecStatus::Criada,
+            history: vec![(RecStatus::Criada, now)],
+            journey: None,
+            payer: None,
+            closing: None,
+            solicitations: Vec::new(),
+            created_at: now,
+            updated_at: now,
+        })
+    }
+
+    fn step(&mut self, status: RecStatus, now: DateTime<Utc>) {
+        self.status = status;
+        self.history.push((status, now));
+        self.updated_at = now;
+    }
+
+    /// The solicitation awaiting the payer's answer, if one is.
+    pub fn awaiting(&self) -> Option<&Solicitation> {
+        self.solicitations.last().filter(|s| s.status == SolicStatus::Recebida)
+    }
+
+    /// When the solicitation awaiting an answer expires, if one awaits.
+    pub fn deadline(&self) -> Option<DateTime<Utc>> {
+        self.awaiting().map(|s| s.expires_at)
+    }
+
+    pub fn solicitation(&self, id: &str) -> Option<&Solicitation> {
+        self.solicitations.iter().find(|s| s.id == id)
+    }
+
+    /// Sends a solicitation to the payer's institution, which receives it at once.
+    pub fn solicit(
+        &mut self,
+        local_id: u64,
+        recipient: Recipient,
+        expires_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<&Solicitation, RecError> {
+        if self.status != RecStatus::Criada {
+            return Err(RecError::NotAwaitingAuthorisation(self.status.as_str()));
+        }
+        if self.awaiting().is_some() {
+            return Err(RecError::SolicitationAwaiting);
+        }
+        if self.solicitations.len() >= SOLICITATIONS_PER_REC_MAX {
+            return Err(RecError::TooManySolicitations);
+        }
+        if expires_at <= now {
+            return Err(RecError::ExpiryInThePast);
+        }
+        if expires_at - now > chrono::Duration::days(SOLICITATION_DAYS_MAX) {
+            return Err(RecError::ExpiryTooFar);
+        }
+        let id = solicitation_id(local_id, local_day(now)).ok_or(RecError::TooManySolicitations)?;
+        let history = [SolicStatus::Criada, SolicStatus::Enviada, SolicStatus::Recebida]
+            .into_iter()
+            .map(|s| (s, now))
+            .collect();
+        self.solicitations.push(Solicitation {
+            local_id,
+            id,
+            recipient,
+            expires_at,
+            status: SolicStatus::Recebida,
+            history,
+        });
+        self.updated_at = now;
+        Ok(&self.solicitations[self.solicitations.len() - 1])
+    }
+
+    /// The open solicitation `id`, for a change.
+    fn open_solicitation(&mut self, id: &str) -> Result<&mut Solicitation, RecError> {
+        let s = self.solicitations.iter_mut().find(|s| s.id == id).ok_or(RecError::SolicitationNotFound)?;
+        if s.status != SolicStatus::Recebida {
+            return Err(RecError::SolicitationClosed(s.status.as_str()));
+        }
+        Ok(s)
+    }
+
+    /// The payer's institution answers the solicitation `id`.
+    pub fn answer(&mut self, id: &str, answer: Answer, now: DateTime<Utc>) -> Result<(), RecError> {
+        if let Answer::Approve { maximum: Some(max) } = answer {
+            match self.amount {
+                AmountRule::Fixed(_) => return Err(RecError::MaximumOnFixedValue),
+                AmountRule::Variable { minimum: Some(min) } if max < min => {
+                    return Err(RecError::MaximumBelowMinimum(min))
+                }
+                AmountRule::Variable { .. } => {}
+            }
+        }
+        let s = self.open_solicitation(id)?;
+        match answer {
+            Answer::Approve { maximum } => {
+                s.step(SolicStatus::Aceita, now);
+                let payer = PayerAuthorisation {
+                    document: s.recipient.document.clone(),
+                    ispb: s.recipient.ispb.clone(),
+                    maximum,
+                };
+                self.payer = Some(payer);
+                self.journey = Some(Journey::One);
+                self.step(RecStatus::Aprovada, now);
+            }
+            Answer::Reject => {
+                s.step(SolicStatus::Rejeitada, now);
+                self.closing = Some(Closing::Rejected {
+                    code: "RECUSADA_PELO_PAGADOR".into(),
+                    description: "the payer refused the authorisation".into(),
+                });
+                self.step(RecStatus::Rejeitada, now);
+            }
+        }
+        Ok(())
+    }
+
+    /// The receiver withdraws the solicitation `id` before it is answered; the recurrence
+    /// stays `CRIADA`, and may be sent again.
+    pub fn withdraw(&mut self, id: &str, now: DateTime<Utc>) -> Result<(), RecError> {
+        self.open_solicitation(id)?.step(SolicStatus::Cancelada, now);
+        self.updated_at = now;
+        Ok(())
+    }
+
+    /// Expires the solicitation awaiting an answer, if its time has come: the recurrence
+    /// expires with it. Answers whether anything changed.
+    pub fn expire(&mut self, now: DateTime<Utc>) -> bool {
+        let Some(s) = self.solicitations.last_mut().filter(|s| s.status == SolicStatus::Recebida) else {
+            return false;
+        };
+        if s.expires_at > now {
+            return false;
+        }
+        s.step(SolicStatus::Expirada, now);
+        self.closing = Some(Closing::Expired {
+            description: "the payer's institution did not answer the solicitation in time".into(),
+        });
+        self.step(RecStatus::Expirada, now);
+        true
+    }
+
+    /// One side cancels the recurrence; a solicitation awaiting an answer is cancelled with it.
+    pub fn cancel(&mut self, by: Party, now: DateTime<Utc>) -> Result<(), RecError> {
+        if self.status.is_final() {
+            return Err(RecError::Final(self.status.as_str()));
+        }
+        if let Some(s) = self.solicitations.last_mut().filter(|s| s.status == SolicStatus::Recebida) {
+            s.step(SolicStatus::Cancelada, now);
+        }
+        let description = match by {
+            Party::UsuarioRecebedor => "cancelled by the receiver",
+            Party::UsuarioPagador => "cancelled by the payer",
+        };
+        self.closing =
+            Some(Closing::Cancelled { by, code: by.cancel_code().into(), description: description.into() });
+        self.step(RecStatus::Cancelada, now);
+        Ok(())
+    }
+
+    /// The API Pix view of the recurrence.
+    pub fn to_json(&self) -> Value {
+        let devedor = json!({
+            document_field(&self.link.debtor.document): self.link.debtor.document,
+            "nome": self.link.debtor.name,
+        });
+        let mut vinculo = json!({"contrato": self.link.contract, "devedor": devedor});
+        if let Some(o) = &self.link.object {
+            vinculo["objeto"] = json!(o);
+        }
+        let mut calendario = json!({
+            "dataInicial": self.schedule.start().to_string(),
+            "periodicidade": self.schedule.every().as_str(),
+        });
+        if let Some(end) = self.schedule.end() {
+            calendario["dataFinal"] = json!(end.to_string());
+        }
+        let valor = match self.amount {
+            AmountRule::Fixed(v) => json!({"valorRec": v.to_cents_string()}),
+            AmountRule::Variable { minimum: Some(m) } => json!({"valorMinimoRecebedor": m.to_cents_string()}),
+            AmountRule::Variable { minimum: None } => json!({}),
+        };
+        let mut out = json!({
+            "idRec": self.id,
+            "vinculo": vinculo,
+            "calendario": calendario,
+            "valor": valor,
+            "politicaRetentativa": self.retry.as_str(),
+            "recebedor": {
+                document_field(&self.receiver.document): self.receiver.document,
+                "nome": self.receiver.name,
+                "ispbParticipante": GATEWAY_ISPB,
+            },
+            "status": self.status.as_str(),
+            "atualizacao": self.history.iter().map(|(s, at)| json!({"status": s.as_str(), "data": iso(*at)})).collect::<Vec<_>>(),
+        });
+        if let Some(p) = &self.payer {
+            let mut pagador = json!({document_field(&p.document): p.document, "ispbParticipante": p.ispb});
+            if let Some(max) = p.maximum {
+                pagador["valorMaximo"] = json!(max.to_cents_string());
+            }
+            out["pagador"] = pagador;
+        }
+        if let Some(j) = self.journey {
+            out["ativacao"] = json!({"tipoJornada": j.as_str()});
+        }
+        if let Some(c) = &self.closing {
+            out["encerramento"] = match c {
+                Closing::Rejected { code, description } => {
+                    json!({"rejeicao": {"codigo": code, "descricao": description}})
+                }
+                Closing::Expired { description } => {
+                    json!({"expiracao": {"descricao": description}})
+                }
+                Closing::Cancelled { by, code, description } => json!({"cancelamento": {
+                    "solicitante": by.as_str(), "codigo": code, "descricao": description,
+                }}),
+            };
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::recurrence::Periodicity;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    fn m(s: &str) -> Money {
+        Money::parse(s).unwrap()
+    }
+
+    fn rec(amount: AmountRule) -> Recurrence {
+        let start = NaiveDate::from_ymd_opt(2026, 12, 1).unwrap();
+        Recurrence::new(
+            7,
+            1234,
+            Link {
+                object: Some("gym".into()),
+                contract: "c-1".into(),
+                debtor: Debtor { name: "Ana".into(), document: "52998224725".into() },
+            },
+            Schedule::new(start, Periodicity::Monthly, None).unwrap(),
+            amount,
+            RetryPolicy::ThreeWithinSevenDays,
+            Receiver { name: "Shop".into(), document: "11222333000181".into() },
+            at("2026-11-26T12:00:00Z"),
+        )
+        .unwrap()
+    }
+
+    fn recipient() -> Recipient {
+        Recipient {
+            document: "52998224725".into(),
+            account: "12345".into(),
+            branch: None,
+            ispb: "00000000".into(),
+        }
+    }
+
+    #[test]
+    fn ids_carry_the_local_id_and_keep_the_api_pix_pattern() {
+        let day = NaiveDate::from_ymd_opt(2026, 11, 26).unwrap();
+        let id = rec_id(1234, RetryPolicy::ThreeWithinSevenDays, day).unwrap();
+        assert_eq!(id, format!("RR{GATEWAY_ISPB}20261126000000000ya"));
+        assert!(is_id_shaped(&id));
+        assert_eq!(rec_local(&id), Some(1234));
+        let n = rec_id(u64::from(u32::MAX), RetryPolicy::NotAllowed, day).unwrap();
+        assert!(n.starts_with("RN") && rec_local(&n) == Some(u64::from(u32::MAX)));
+        let s = solicitation_id(99, day).unwrap();
+        assert_eq!(
+            (solicitation_local(&s), rec_local(&s)),
+            (Some(99), None),
+            "a solicitation's id is not a rec's"
+        );
+        assert_eq!(rec_local(&s.replace("SC", "RR").replace(GATEWAY_ISPB, "12345678")), None);
+        assert_eq!(base36(36u64.pow(11), ID_DIGITS), None, "beyond 11 digits there is no id");
+        assert_eq!(base36(36u64.pow(11) - 1, ID_DIGITS).as_deref(), Some("zzzzzzzzzzz"));
+        assert!(!is_id_shaped("RR1234"));
+    }
+
+    #[test]
+    fn an_approval_makes_it_aprovada_with_the_payer_and_its_journey() {
+        let now = at("2026-11-26T12:00:00Z");
+        let mut r = rec(AmountRule::Variable { minimum: Some(m("10")) });
+        let sid = r.solicit(55, recipient(), at("2026-11-27T12:00:00Z"), now).unwrap().id.clone();
+        assert_eq!(r.deadline(), Some(at("2026-11-27T12:00:00Z")));
+        assert_eq!(
+            r.solicit(56, recipient(), at("2026-11-27T12:00:00Z"), now),
+            Err(RecError::SolicitationAwaiting)
+        );
+        assert_eq!(
+            r.answer(&sid, Answer::Approve { maximum: Some(m("9.99")) }, now),
+            Err(RecError::MaximumBelowMinimum(m("10")))
+        );
+        r.answer(&sid, Answer::Approve { maximum: Some(m("50")) }, now).unwrap();
+        assert_eq!((r.status, r.journey, r.deadline()), (RecStatus::Aprovada, Some(Journey::One), None));
+        assert_eq!(r.payer.as_ref().and_then(|p| p.maximum), Some(m("50")));
+        let v = r.to_json();
+        assert_eq!(
+            (v["status"].as_str(), v["ativacao"]["tipoJornada"].as_str()),
+            (Some("APROVADA"), Some("JORNADA_1"))
+        );
+        assert_eq!(v["pagador"]["valorMaximo"], "50.00");
+        let sv = r.solicitation(&sid).unwrap().to_json(&r);
+        let steps: Vec<&str> =
+            sv["atualizacao"].as_array().unwrap().iter().map(|u| u["status"].as_str().unwrap()).collect();
+        assert_eq!(steps, ["CRIADA", "ENVIADA", "RECEBIDA", "ACEITA"]);
+        assert_eq!(r.answer(&sid, Answer::Reject, now), Err(RecError::SolicitationClosed("ACEITA")));
+    }
+
+    #[test]
+    fn a_fixed_value_takes_no_maximum_and_a_refusal_is_final() {
+        let now = at("2026-11-26T12:00:00Z");
+        let mut r = rec(AmountRule::Fixed(m("30")));
+        let sid = r.solicit(55, recipient(), at("2026-11-27T12:00:00Z"), now).unwrap().id.clone();
+        assert_eq!(
+            r.answer(&sid, Answer::Approve { maximum: Some(m("50")) }, now),
+            Err(RecError::MaximumOnFixedValue)
+        );
+        r.answer(&sid, Answer::Reject, now).unwrap();
+        assert_eq!(r.status, RecStatus::Rejeitada);
+        assert_eq!(r.to_json()["encerramento"]["rejeicao"]["codigo"], "RECUSADA_PELO_PAGADOR");
+        assert_eq!(r.cancel(Party::UsuarioRecebedor, now), Err(RecError::Final("REJEITADA")));
+        assert_eq!(
+            r.solicit(57, recipient(), at("2026-11-27T12:00:00Z"), now).map(|_| ()),
+            Err(RecError::NotAwaitingAuthorisation("REJEITADA"))
+        );
+    }
+
+    #[test]
+    fn a_solicitation_expires_at_its_time_not_before_and_takes_the_recurrence_with_it() {
+        let now = at("2026-11-26T12:00:00Z");
+        let expiry = at("2026-11-27T12:00:00Z");
+        let mut r = rec(AmountRule::Fixed(m("30")));
+        r.solicit(55, recipient(), expiry, now).unwrap();
+        assert!(!r.expire(expiry - chrono::Duration::milliseconds(1)));
+        assert_eq!(r.status, RecStatus::Criada);
+        assert!(r.expire(expiry));
+        assert_eq!((r.status, r.solicitations[0].status), (RecStatus::Expirada, SolicStatus::Expirada));
+        assert!(!r.expire(expiry), "an expired one expires once");
+    }
+
+    #[test]
+    fn the_expiry_is_in_the_future_and_at_most_thirty_days_ahead() {
+        let now = at("2026-11-26T12:00:00Z");
+        let mut r = rec(AmountRule::Fixed(m("30")));
+        assert_eq!(r.solicit(55, recipient(), now, now).map(|_| ()), Err(RecError::ExpiryInThePast));
+        let far = now + chrono::Duration::days(SOLICITATION_DAYS_MAX);
+        assert_eq!(
+            r.solicit(55, recipient(), far + chrono::Duration::seconds(1), now).map(|_| ()),
+            Err(RecError::ExpiryTooFar)
+        );
+        assert!(r.solicit(55, recipient(), far, now).is_ok());
+    }
+
+    #[test]
+    fn a_withdrawn_solicitation_leaves_the_recurrence_to_be_sent_again_up_to_the_limit() {
+        let now = at("2026-11-26T12:00:00Z");
+        let expiry = at("2026-11-27T12:00:00Z");
+        let mut r = rec(AmountRule::Fixed(m("30")));
+        for i in 0..SOLICITATIONS_PER_REC_MAX as u64 {
+            let sid = r.solicit(100 + i, recipient(), expiry, now).unwrap().id.clone();
+            r.withdraw(&sid, now).unwrap();
+            assert_eq!(r.withdraw(&sid, now), Err(RecError::SolicitationClosed("CANCELADA")));
+        }
+        assert_eq!(r.status, RecStatus::Criada);
+        assert_eq!(r.solicit(200, recipient(), expiry, now).map(|_| ()), Err(RecError::TooManySolicitations));
+    }
+
+    #[test]
+    fn a_cancellation_names_its_side_and_ends_an_awaiting_solicitation() {
+        let now = at("2026-11-26T12:00:00Z");
+        let mut r = rec(AmountRule::Fixed(m("30")));
+        r.solicit(55, recipient(), at("2026-11-27T12:00:00Z"), now).unwrap();
+        r.cancel(Party::UsuarioPagador, now).unwrap();
+        assert_eq!((r.status, r.solicitations[0].status), (RecStatus::Cancelada, SolicStatus::Cancelada));
+        let c = &r.to_json()["encerramento"]["cancelamento"];
+        assert_eq!(
+            (c["solicitante"].as_str(), c["codigo"].as_str()),
+            (Some("USUARIO_PAGADOR"), Some("SLDB"))
+        );
+        assert_eq!(r.deadline(), None);
+        assert_eq!(r.cancel(Party::UsuarioRecebedor, now), Err(RecError::Final("CANCELADA")));
+    }
+
+    #[test]
+    fn a_record_reads_back_as_it_was_written() {
+        let now = at("2026-11-26T12:00:00Z");
+        let mut r = rec(AmountRule::Variable { minimum: None });
+        let sid = r.solicit(55, recipient(), at("2026-11-27T12:00:00Z"), now).unwrap().id.clone();
+        r.answer(&sid, Answer::Approve { maximum: None }, now).unwrap();
+        let text = serde_json::to_string(&r).unwrap();
+        assert_eq!(serde_json::from_str::<Recurrence>(&text).unwrap(), r);
+        let bad = text
+            .replace("\"2026-12-01\"", "\"2020-01-01\"")
+            .replace("\"end\":null", "\"end\":\"2019-01-01\"");
+        assert!(
+            serde_json::from_str::<Recurrence>(&bad).is_err(),
+            "a schedule that ends before it starts is refused"
+        );
+    }
+}

@@ -1,0 +1,598 @@
+//! Pix Automático, the receiver's side as the API Pix has it: recurrences (`POST /rec`,
+//! `GET /rec/{idRec}`, `GET /rec`, `PATCH /rec/{idRec}` to cancel), requests for the payer's
+//! authorisation (`POST /solicrec`, `GET /solicrec/{idSolicRec}`, `PATCH
+//! /solicrec/{idSolicRec}` to withdraw), and the sandbox's payer's institution, which
+//! answers a request and may cancel an authorised recurrence (`/sandbox/solicrec/...`,
+//! `/sandbox/rec/...`).
+//!
+//! Reads go to storage; every change goes to the account's actor (`account::recs`), which
+//! decides it with `domain::rec`'s life cycle.
+
+use std::collections::HashMap;
+
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use chrono::NaiveDate;
+use serde_json::{json, Value};
+
+use super::api_pix::read_list_window;
+use super::ask::ask;
+use super::auth::Caller;
+use super::body::{request_object, Fields};
+use super::cob::devedor;
+use super::error::{ApiError, ExtendedErrorBody, SimpleErrorBody, Violation, ViolationKind};
+use super::rec_schemas as s;
+use super::sandbox::sandbox_only;
+use super::AppState;
+use crate::account::{ChangeRec, CreateRec, RecRef};
+use crate::domain::decide::RecChange;
+use crate::domain::money::Money;
+use crate::domain::rec::{
+    is_id_shaped, rec_local, solicitation_local, Answer, Debtor, Link, Party, RecStatus, Recipient,
+    Recurrence, AGENCIA_LEN_MAX, CONTA_LEN_MAX, CONTRATO_LEN_MAX, OBJETO_LEN_MAX,
+};
+use crate::domain::recurrence::{AmountRule, Periodicity, RetryPolicy, Schedule};
+
+/// The members of a recurrence's request.
+const REC_MEMBERS: [&str; 4] = ["vinculo", "calendario", "valor", "politicaRetentativa"];
+
+/// A `YYYY-MM-DD` date member.
+fn date(f: &mut Fields<'_>, field: &str, required: bool) -> Option<NaiveDate> {
+    let text = f.string(field, required)?;
+    let parsed = NaiveDate::parse_from_str(text, "%Y-%m-%d").ok().filter(|_| text.len() == 10);
+    if parsed.is_none() {
+        f.fail(field, "must be a date, YYYY-MM-DD");
+    }
+    parsed
+}
+
+/// A family B amount: a decimal string with two places, at least 0.01.
+fn valor(f: &mut Fields<'_>, field: &str, required: bool) -> Option<Money> {
+    let text = f.string(field, required)?;
+    let m = Money::parse_two_places(text);
+    if m.is_none() {
+        f.fail_as(field, "must be a decimal string with 2 places, at least 0.01", ViolationKind::Amount);
+    }
+    m
+}
+
+/// A new recurrence, read from `POST /rec`'s body.
+fn read_rec(obj: &serde_json::Map<String, Value>) -> Result<CreateRec, ApiError> {
+    let mut f = Fields::new(obj);
+    f.only(&REC_MEMBERS);
+    let link = f.object("vinculo", |v| {
+        v.only(&["objeto", "contrato", "devedor"]);
+        let object = v.text("objeto", false, OBJETO_LEN_MAX).map(str::to_owned);
+        let contract = v.text("contrato", true, CONTRATO_LEN_MAX).map(str::to_owned);
+        let debtor = devedor(v, false);
+        if v.raw("devedor").is_none() {
+            v.fail("devedor", "is required");
+        }
+        match (contract, debtor) {
+            (Some(contract), Some((name, document, _))) => {
+                Some(Link { object, contract, debtor: Debtor { name, document } })
+            }
+            _ => None,
+        }
+    });
+    if obj.get("vinculo").is_none() {
+        f.fail("vinculo", "is required");
+    }
+    let schedule = f.object("calendario", |c| {
+        c.only(&["dataInicial", "dataFinal", "periodicidade"]);
+        let start = date(c, "dataInicial", true);
+        let end = date(c, "dataFinal", false);
+        let every = c.string("periodicidade", true).and_then(|p| match Periodicity::parse(p) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                c.fail("periodicidade", e.to_string());
+                None
+            }
+        });
+        let (start, every) = (start?, every?);
+        match Schedule::new(start, every, end) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                c.fail("dataFinal", e.to_string());
+                None
+            }
+        }
+    });
+    if obj.get("calendario").is_none() {
+        f.fail("calendario", "is required");
+    }
+    let amount = f
+        .object("valor", |v| {
+            v.only(&["valorRec", "valorMinimoRecebedor"]);
+            let fixed = valor(v, "valorRec", false);
+            let minimum = valor(v, "valorMinimoRecebedor", false);
+            if v.raw("valorRec").is_some() && v.raw("valorMinimoRecebedor").is_some() {
+                v.fail(
+                    "valorMinimoRecebedor",
+                    "give valorRec (a fixed value) or valorMinimoRecebedor, not both",
+                );
+            }
+            match fixed {
+                Some(value) => AmountRule::Fixed(value),
+                None => AmountRule::Variable { minimum },
+            }
+        })
+        .unwrap_or(AmountRule::Variable { minimum: None });
+    let retry = f.string("politicaRetentativa", true).and_then(|p| match RetryPolicy::parse(p) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            f.fail("politicaRetentativa", e.to_string());
+            None
+        }
+    });
+    match (link.flatten(), schedule.flatten(), retry, f.violations.is_empty()) {
+        (Some(link), Some(schedule), Some(retry), true) => Ok(CreateRec { link, schedule, amount, retry }),
+        _ => Err(ApiError::Validation(f.violations)),
+    }
+}
+
+/// An `idRec` path parameter: 400 when it does not have the API Pix's shape.
+fn check_id(id: &str, what: &str) -> Result<(), ApiError> {
+    if is_id_shaped(id) {
+        Ok(())
+    } else {
+        Err(ApiError::Validation(vec![Violation::new(
+            what,
+            "must be 2 capital letters, 16 digits and 11 letters or digits",
+        )]))
+    }
+}
+
+/// The body of a receiver's `PATCH`: `{status: "CANCELADA"}`, the one change it makes.
+fn read_cancel(req: &HttpRequest, bytes: &[u8]) -> Result<(), ApiError> {
+    let obj = request_object(req, bytes)?;
+    let mut f = Fields::new(&obj);
+    f.only(&["status"]);
+    if f.string("status", true).is_some_and(|s| s != "CANCELADA") {
+        f.fail("status", "must be CANCELADA");
+    }
+    if f.violations.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Validation(f.violations))
+    }
+}
+
+/// The caller's recurrence with this `idRec`.
+fn find_rec(state: &AppState, caller: &Caller, id: &str) -> Result<Recurrence, ApiError> {
+    check_id(id, "idRec")?;
+    let found = match rec_local(id) {
+        Some(local) => state.repo.rec(caller.account_id, local)?.filter(|r| r.id == id),
+        None => None,
+    };
+    found.ok_or_else(|| ApiError::NotFound("no recurrence with this idRec".into()))
+}
+
+/// The caller's recurrence that has the solicitation with this `idSolicRec`.
+fn find_solicitation(state: &AppState, caller: &Caller, id: &str) -> Result<Recurrence, ApiError> {
+    check_id(id, "idSolicRec")?;
+    let rec = match solicitation_local(id) {
+        Some(s) => match state.repo.rec_of_solicitation(caller.account_id, s)? {
+            Some(local) => state.repo.rec(caller.account_id, local)?,
+            None => None,
+        },
+        None => None,
+    };
+    rec.filter(|r| r.solicitation(id).is_some())
+        .ok_or_else(|| ApiError::NotFound("no solicitation with this idSolicRec".into()))
+}
+
+fn solicitation_view(rec: &Recurrence, id: &str) -> Value {
+    rec.solicitation(id).map(|s| s.to_json(rec)).unwrap_or(Value::Null)
+}
+
+#[utoipa::path(
+    post, path = "/rec", tag = "Pix Automático",
+    request_body(content = s::RecRequest),
+    responses(
+        (status = 201, description = "The recurrence, status CRIADA", body = s::RecView),
+        (status = 400, body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn post_rec(
+    caller: Caller,
+    req: HttpRequest,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let obj = request_object(&req, &bytes)?;
+    let msg = read_rec(&obj)?;
+    let rec = ask(&state, &caller, msg).await??;
+    Ok(HttpResponse::Created().json(rec.to_json()))
+}
+
+#[utoipa::path(
+    get, path = "/rec/{idRec}", tag = "Pix Automático",
+    params(("idRec" = String, Path, pattern = "^R[RN][0-9]{16}[a-zA-Z0-9]{11}$", description = "The recurrence's id")),
+    responses(
+        (status = 200, description = "The recurrence as it is now", body = s::RecView),
+        (status = 400, body = SimpleErrorBody),
+        (status = 404, body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_rec(
+    caller: Caller,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let rec = find_rec(&state, &caller, &path.into_inner())?;
+    Ok(HttpResponse::Ok().json(rec.to_json()))
+}
+
+#[utoipa::path(
+    patch, path = "/rec/{idRec}", tag = "Pix Automático",
+    params(("idRec" = String, Path, pattern = "^R[RN][0-9]{16}[a-zA-Z0-9]{11}$", description = "The recurrence's id")),
+    request_body(content = s::RecPatch),
+    responses(
+        (status = 200, description = "The cancelled recurrence", body = s::RecView),
+        (status = 400, body = SimpleErrorBody),
+        (status = 404, body = SimpleErrorBody),
+        (status = 409, description = "The recurrence already ended", body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn patch_rec(
+    caller: Caller,
+    req: HttpRequest,
+    path: web::Path<String>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = path.into_inner();
+    check_id(&id, "idRec")?;
+    read_cancel(&req, &bytes)?;
+    let msg = ChangeRec { rec: RecRef::Rec(id), change: RecChange::Cancel(Party::UsuarioRecebedor) };
+    let rec = ask(&state, &caller, msg).await??;
+    Ok(HttpResponse::Ok().json(rec.to_json()))
+}
+
+#[utoipa::path(
+    get, path = "/rec", tag = "Pix Automático",
+    params(
+        ("inicio" = String, Query, description = "RFC 3339: recurrences made at or after it"),
+        ("fim" = String, Query, description = "RFC 3339: and at or before it (at most 31 days after inicio)"),
+        ("cpf" = Option<String>, Query, description = "The debtor's CPF"),
+        ("cnpj" = Option<String>, Query, description = "The debtor's CNPJ"),
+        ("status" = Option<String>, Query, description = "CRIADA, APROVADA, REJEITADA, EXPIRADA or CANCELADA"),
+        ("paginacao.paginaAtual" = Option<u32>, Query, description = "The page, from 0"),
+        ("paginacao.itensPorPagina" = Option<u32>, Query, description = "1 to 1000, default 100"),
+    ),
+    responses(
+        (status = 200, description = "Newest first, with the filters echoed", body = s::RecList),
+        (status = 400, body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_recs(
+    caller: Caller,
+    query: web::Query<HashMap<String, String>>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let q = query.into_inner();
+    let mut v = Vec::new();
+    super::body::known_params(
+        &q,
+        &["inicio", "fim", "cpf", "cnpj", "status", "paginacao.paginaAtual", "paginacao.itensPorPagina"],
+        &mut v,
+    );
+    let window = read_list_window(&q, &mut v);
+    let status = match q.get("status") {
+        None => None,
+        Some(t) => match RecStatus::parse(t) {
+            Some(s) => Some(s),
+            None => {
+                v.push(Violation::new(
+                    "status",
+                    "must be CRIADA, APROVADA, REJEITADA, EXPIRADA or CANCELADA",
+                ));
+                None
+            }
+        },
+    };
+    let (Some(w), true) = (window, v.is_empty()) else { return Err(ApiError::Validation(v)) };
+    let keep = |r: &Recurrence| {
+        (w.inicio..=w.fim).contains(&r.created_at)
+            && status.is_none_or(|s| r.status == s)
+            && w.document.as_ref().is_none_or(|(_, d)| &r.link.debtor.document == d)
+    };
+    let (skip, size) = w.skip_take();
+    let (page, total) = state.repo.recs_page(caller.account_id, keep, skip, size)?;
+    let mut parametros = w.parametros(total);
+    if let Some(s) = status {
+        parametros["status"] = json!(s.as_str());
+    }
+    let recs: Vec<Value> = page.iter().map(Recurrence::to_json).collect();
+    Ok(HttpResponse::Ok().json(json!({"parametros": parametros, "recs": recs})))
+}
+
+#[utoipa::path(
+    post, path = "/solicrec", tag = "Pix Automático",
+    request_body(content = s::SolicRecRequest),
+    responses(
+        (status = 201, description = "The solicitation, RECEBIDA by the payer's institution", body = s::SolicRecView),
+        (status = 400, body = SimpleErrorBody),
+        (status = 404, description = "No recurrence with this idRec", body = SimpleErrorBody),
+        (status = 409, description = "The recurrence is not CRIADA, or a solicitation of it awaits an answer", body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn post_solicrec(
+    caller: Caller,
+    req: HttpRequest,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let obj = request_object(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    f.only(&["idRec", "destinatario", "calendario"]);
+    let id = f.string("idRec", true).map(str::to_owned);
+    if id.as_deref().is_some_and(|id| !is_id_shaped(id)) {
+        f.fail("idRec", "must be 2 capital letters, 16 digits and 11 letters or digits");
+    }
+    let recipient = f
+        .object("destinatario", |d| {
+            d.only(&["cpf", "cnpj", "conta", "agencia", "ispbParticipante"]);
+            let document = match (d.raw("cpf").is_some(), d.raw("cnpj").is_some()) {
+                (true, true) => {
+                    d.fail("cnpj", "give cpf or cnpj, not both");
+                    None
+                }
+                (false, false) => {
+                    d.fail("cpf", "exactly one of cpf and cnpj is required");
+                    None
+                }
+                (cpf, _) => {
+                    let (field, len) = if cpf { ("cpf", 11) } else { ("cnpj", 14) };
+                    let doc = d.document(field, true);
+                    if doc.as_ref().is_some_and(|t| t.as_str().len() != len) {
+                        d.fail(field, format!("must be {len} characters"));
+                        None
+                    } else {
+                        doc
+                    }
+                }
+            };
+            let account = d.text("conta", true, CONTA_LEN_MAX).map(str::to_owned);
+            let branch = d.text("agencia", false, AGENCIA_LEN_MAX).map(str::to_owned);
+            let ispb = d.string("ispbParticipante", true).map(str::to_owned);
+            if ispb.as_deref().is_some_and(|i| i.len() != 8 || !i.bytes().all(|b| b.is_ascii_digit())) {
+                d.fail("ispbParticipante", "must be 8 digits");
+            }
+            if account.as_deref().is_some_and(|a| !a.bytes().all(|b| b.is_ascii_digit())) {
+                d.fail("conta", "must be digits");
+            }
+            match (document, account, ispb) {
+                (Some(doc), Some(account), Some(ispb)) => {
+                    Some(Recipient { document: doc.to_string(), account, branch, ispb })
+                }
+                _ => None,
+            }
+        })
+        .flatten();
+    if obj.get("destinatario").is_none() {
+        f.fail("destinatario", "is required");
+    }
+    let expires_at = f
+        .object("calendario", |c| {
+            c.only(&["dataExpiracaoSolicitacao"]);
+            let text = c.string("dataExpiracaoSolicitacao", true)?;
+            match chrono::DateTime::parse_from_rfc3339(text) {
+                Ok(t) => Some(t.with_timezone(&chrono::Utc)),
+                Err(_) => {
+                    c.fail("dataExpiracaoSolicitacao", "must be an RFC 3339 date-time");
+                    None
+                }
+            }
+        })
+        .flatten();
+    if obj.get("calendario").is_none() {
+        f.fail("calendario", "is required");
+    }
+    let (Some(id), Some(recipient), Some(expires_at), true) =
+        (id, recipient, expires_at, f.violations.is_empty())
+    else {
+        return Err(ApiError::Validation(f.violations));
+    };
+    let msg = ChangeRec { rec: RecRef::Rec(id), change: RecChange::Solicit { recipient, expires_at } };
+    let rec = ask(&state, &caller, msg).await??;
+    let made = rec.solicitations.last().map(|s| s.to_json(&rec)).unwrap_or(Value::Null);
+    Ok(HttpResponse::Created().json(made))
+}
+
+#[utoipa::path(
+    get, path = "/solicrec/{idSolicRec}", tag = "Pix Automático",
+    params(("idSolicRec" = String, Path, pattern = "^SC[0-9]{16}[a-zA-Z0-9]{11}$", description = "The solicitation's id")),
+    responses(
+        (status = 200, description = "The solicitation as it is now, with its recurrence", body = s::SolicRecView),
+        (status = 400, body = SimpleErrorBody),
+        (status = 404, body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_solicrec(
+    caller: Caller,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = path.into_inner();
+    let rec = find_solicitation(&state, &caller, &id)?;
+    Ok(HttpResponse::Ok().json(solicitation_view(&rec, &id)))
+}
+
+#[utoipa::path(
+    patch, path = "/solicrec/{idSolicRec}", tag = "Pix Automático",
+    params(("idSolicRec" = String, Path, pattern = "^SC[0-9]{16}[a-zA-Z0-9]{11}$", description = "The solicitation's id")),
+    request_body(content = s::RecPatch),
+    responses(
+        (status = 200, description = "The withdrawn solicitation (CANCELADA); its recurrence stays CRIADA", body = s::SolicRecView),
+        (status = 400, body = SimpleErrorBody),
+        (status = 404, body = SimpleErrorBody),
+        (status = 409, description = "The solicitation was already answered, expired or withdrawn", body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn patch_solicrec(
+    caller: Caller,
+    req: HttpRequest,
+    path: web::Path<String>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = path.into_inner();
+    check_id(&id, "idSolicRec")?;
+    read_cancel(&req, &bytes)?;
+    let msg = ChangeRec {
+        rec: RecRef::Solicitation(id.clone()),
+        change: RecChange::Withdraw { solicitation: id.clone() },
+    };
+    let rec = ask(&state, &caller, msg).await??;
+    Ok(HttpResponse::Ok().json(solicitation_view(&rec, &id)))
+}
+
+#[utoipa::path(
+    post, path = "/sandbox/solicrec/{idSolicRec}/answer", tag = "sandbox",
+    params(("idSolicRec" = String, Path, description = "The solicitation's id")),
+    request_body(content = s::SolicRecAnswer),
+    responses(
+        (status = 200, description = "The recurrence: APROVADA (with the payer and its maximum) or REJEITADA", body = s::RecView),
+        (status = 400, body = ExtendedErrorBody),
+        (status = 403, body = ExtendedErrorBody),
+        (status = 404, body = ExtendedErrorBody),
+        (status = 409, description = "The solicitation no longer awaits an answer", body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn sandbox_answer(
+    caller: Caller,
+    req: HttpRequest,
+    path: web::Path<String>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    sandbox_only(&caller)?;
+    let id = path.into_inner();
+    let obj = request_object(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    f.only(&["decision", "valorMaximo"]);
+    let maximum = valor(&mut f, "valorMaximo", false);
+    let answer = match f.string("decision", true) {
+        Some("APPROVE") => Some(Answer::Approve { maximum }),
+        Some("REJECT") => {
+            if obj.get("valorMaximo").is_some() {
+                f.fail("valorMaximo", "only an approval carries a maximum");
+            }
+            Some(Answer::Reject)
+        }
+        Some(_) => {
+            f.fail("decision", "must be APPROVE or REJECT");
+            None
+        }
+        None => None,
+    };
+    let (Some(answer), true) = (answer, f.violations.is_empty()) else {
+        return Err(ApiError::Validation(f.violations));
+    };
+    if !is_id_shaped(&id) {
+        return Err(ApiError::NotFound("no solicitation with this idSolicRec".into()));
+    }
+    let msg = ChangeRec {
+        rec: RecRef::Solicitation(id.clone()),
+        change: RecChange::Answer { solicitation: id, answer },
+    };
+    let rec = ask(&state, &caller, msg).await??;
+    Ok(HttpResponse::Ok().json(rec.to_json()))
+}
+
+#[utoipa::path(
+    post, path = "/sandbox/rec/{idRec}/cancel", tag = "sandbox",
+    params(("idRec" = String, Path, description = "The recurrence's id")),
+    responses(
+        (status = 200, description = "The recurrence, CANCELADA by the payer (SLDB)", body = s::RecView),
+        (status = 403, body = ExtendedErrorBody),
+        (status = 404, body = ExtendedErrorBody),
+        (status = 409, description = "The recurrence already ended", body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn sandbox_cancel(
+    caller: Caller,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    sandbox_only(&caller)?;
+    let id = path.into_inner();
+    if !is_id_shaped(&id) {
+        return Err(ApiError::NotFound("no recurrence with this idRec".into()));
+    }
+    let msg = ChangeRec { rec: RecRef::Rec(id), change: RecChange::Cancel(Party::UsuarioPagador) };
+    let rec = ask(&state, &caller, msg).await??;
+    Ok(HttpResponse::Ok().json(rec.to_json()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::body::testing::{object, violations};
+
+    fn body() -> Value {
+        json!({
+            "vinculo": {"objeto": "gym", "contrato": "c-1", "devedor": {"cpf": "52998224725", "nome": "Ana"}},
+            "calendario": {"dataInicial": "2026-12-01", "periodicidade": "MENSAL"},
+            "valor": {"valorRec": "30.00"},
+            "politicaRetentativa": "NAO_PERMITE",
+        })
+    }
+
+    fn read(v: Value) -> Result<CreateRec, ApiError> {
+        read_rec(&object(&v.to_string()))
+    }
+
+    #[test]
+    fn a_recurrence_is_read_with_its_fixed_or_variable_value() {
+        let r = read(body()).ok().unwrap();
+        assert_eq!(r.amount, AmountRule::Fixed(Money::parse("30").unwrap()));
+        assert_eq!(r.link.debtor.document, "52998224725");
+        let mut v = body();
+        v["valor"] = json!({"valorMinimoRecebedor": "10.00"});
+        let r = read(v).ok().unwrap();
+        assert_eq!(r.amount, AmountRule::Variable { minimum: Some(Money::parse("10").unwrap()) });
+        let mut v = body();
+        v.as_object_mut().unwrap().remove("valor");
+        assert_eq!(read(v).ok().unwrap().amount, AmountRule::Variable { minimum: None });
+    }
+
+    #[test]
+    fn each_fault_of_a_recurrence_is_named_by_its_field() {
+        let mut v = body();
+        v["valor"] = json!({"valorRec": "30.00", "valorMinimoRecebedor": "10.00"});
+        v["calendario"] =
+            json!({"dataInicial": "2026-12-01", "dataFinal": "2026-11-01", "periodicidade": "DIARIA"});
+        v["politicaRetentativa"] = json!("SEMPRE");
+        v["vinculo"]["contrato"] = json!("x".repeat(CONTRATO_LEN_MAX + 1));
+        v["extra"] = json!(1);
+        let fields: Vec<String> = violations(read(v).err().unwrap()).into_iter().map(|(f, _)| f).collect();
+        for f in [
+            "valor.valorMinimoRecebedor",
+            "calendario.periodicidade",
+            "politicaRetentativa",
+            "vinculo.contrato",
+            "extra",
+        ] {
+            assert!(fields.iter().any(|x| x == f), "{f} in {fields:?}");
+        }
+        let mut v = body();
+        v["calendario"]["dataFinal"] = json!("2026-11-30");
+        let fields = violations(read(v).err().unwrap());
+        assert_eq!(fields[0].0, "calendario.dataFinal");
+        let fields = violations(read(json!({})).err().unwrap());
+        let names: Vec<&str> = fields.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(names, ["vinculo", "calendario", "politicaRetentativa"]);
+    }
+}

@@ -1,0 +1,309 @@
+//! Pix Automático's bodies as the OpenAPI document describes them (see `schemas.rs` for why
+//! these types are never built): the requests of `/rec`, `/solicrec` and the sandbox's
+//! payer's institution, and the views they answer.
+#![allow(dead_code)]
+
+use utoipa::ToSchema;
+
+use super::schemas::{amount_text, Paginacao};
+use crate::domain::rec::{AGENCIA_LEN_MAX, CONTA_LEN_MAX, CONTRATO_LEN_MAX, OBJETO_LEN_MAX};
+
+/// `POST /rec`
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({
+    "vinculo": {"objeto": "Gym membership", "contrato": "63100862", "devedor": {"cpf": "11144477735", "nome": "Joao Silva"}},
+    "calendario": {"dataInicial": "2026-12-01", "periodicidade": "MENSAL"},
+    "valor": {"valorRec": "89.90"},
+    "politicaRetentativa": "PERMITE_3R_7D"}))]
+pub struct RecRequest {
+    vinculo: Vinculo,
+    calendario: RecCalendario,
+    /// Absent: a variable value with no minimum.
+    valor: Option<RecValor>,
+    politica_retentativa: RetryPolicyName,
+}
+
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Vinculo {
+    /// What is paid for.
+    #[schema(min_length = 1, max_length = 35)]
+    objeto: Option<String>,
+    /// The contract's reference.
+    #[schema(min_length = 1, max_length = 35)]
+    contrato: String,
+    devedor: super::schemas::CobDevedor,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RecCalendario {
+    /// YYYY-MM-DD, today or later (São Paulo): the first cycle's date.
+    #[schema(format = Date)]
+    data_inicial: String,
+    /// YYYY-MM-DD, not before dataInicial: no cycle starts after it.
+    #[schema(format = Date)]
+    data_final: Option<String>,
+    periodicidade: PeriodicityName,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PeriodicityName {
+    Semanal,
+    Mensal,
+    Trimestral,
+    Semestral,
+    Anual,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RetryPolicyName {
+    NaoPermite,
+    #[serde(rename = "PERMITE_3R_7D")]
+    Permite3r7d,
+}
+
+/// `valorRec` (every charge is this) or `valorMinimoRecebedor` (a variable value of at
+/// least this), not both; empty: a variable value.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RecValor {
+    #[schema(schema_with = amount_text)]
+    valor_rec: Option<String>,
+    #[schema(schema_with = amount_text)]
+    valor_minimo_recebedor: Option<String>,
+}
+
+/// `PATCH /rec/{idRec}` and `PATCH /solicrec/{idSolicRec}`: the one change a receiver makes.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecPatch {
+    status: CanceladaName,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum CanceladaName {
+    Cancelada,
+}
+
+/// `POST /solicrec`
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({"idRec": "RR999999992026112600000000001",
+    "destinatario": {"cpf": "11144477735", "conta": "12345678", "agencia": "0001", "ispbParticipante": "00000000"},
+    "calendario": {"dataExpiracaoSolicitacao": "2026-11-30T12:00:00Z"}}))]
+pub struct SolicRecRequest {
+    #[schema(pattern = "^R[RN][0-9]{16}[a-zA-Z0-9]{11}$")]
+    id_rec: String,
+    destinatario: Destinatario,
+    calendario: SolicCalendario,
+}
+
+/// The payer's account: exactly one of `cpf` and `cnpj`.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Destinatario {
+    #[schema(pattern = "^[0-9]{11}$")]
+    cpf: Option<String>,
+    #[schema(pattern = "^[0-9A-Z]{12}[0-9]{2}$")]
+    cnpj: Option<String>,
+    #[schema(pattern = "^[0-9]{1,20}$")]
+    conta: String,
+    #[schema(min_length = 1, max_length = 4)]
+    agencia: Option<String>,
+    #[schema(pattern = "^[0-9]{8}$")]
+    ispb_participante: String,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SolicCalendario {
+    /// RFC 3339: in the future, at most 30 days ahead.
+    data_expiracao_solicitacao: String,
+}
+
+/// `POST /sandbox/solicrec/{idSolicRec}/answer`: the payer's institution's answer.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SolicRecAnswer {
+    decision: DecisionName,
+    /// With APPROVE, for a recurrence without valorRec: the most a charge may be.
+    #[schema(schema_with = amount_text)]
+    valor_maximo: Option<String>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum DecisionName {
+    Approve,
+    Reject,
+}
+
+/// A recurrence (`POST`, `GET`, `PATCH /rec/{idRec}`, each item of `GET /rec`, the
+/// `recPayload` of a solicitation, and each item of a `rec` webhook's `recs`).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecView {
+    /// R, then R (retries allowed) or N, the ISPB, the date it was made, 11 letters or digits.
+    #[schema(pattern = "^R[RN][0-9]{16}[a-zA-Z0-9]{11}$")]
+    id_rec: String,
+    vinculo: VinculoView,
+    calendario: RecCalendarioView,
+    valor: RecValorView,
+    politica_retentativa: RetryPolicyName,
+    recebedor: PartyView,
+    /// Once APROVADA: the payer's document and institution, and the payer's maximum.
+    pagador: Option<PagadorView>,
+    status: RecStatusName,
+    /// Each status, with when it was reached.
+    atualizacao: Vec<Step>,
+    ativacao: Option<Ativacao>,
+    encerramento: Option<Encerramento>,
+}
+
+#[derive(ToSchema)]
+pub struct VinculoView {
+    objeto: Option<String>,
+    contrato: String,
+    devedor: PartyView,
+}
+
+/// A person's or company's name and CPF or CNPJ (and, for the receiver, its institution).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PartyView {
+    cpf: Option<String>,
+    cnpj: Option<String>,
+    nome: String,
+    ispb_participante: Option<String>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecCalendarioView {
+    #[schema(format = Date)]
+    data_inicial: String,
+    #[schema(format = Date)]
+    data_final: Option<String>,
+    periodicidade: PeriodicityName,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecValorView {
+    #[schema(schema_with = amount_text)]
+    valor_rec: Option<String>,
+    #[schema(schema_with = amount_text)]
+    valor_minimo_recebedor: Option<String>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PagadorView {
+    cpf: Option<String>,
+    cnpj: Option<String>,
+    ispb_participante: String,
+    #[schema(schema_with = amount_text)]
+    valor_maximo: Option<String>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RecStatusName {
+    Criada,
+    Aprovada,
+    Rejeitada,
+    Expirada,
+    Cancelada,
+}
+
+#[derive(ToSchema)]
+pub struct Step {
+    /// The status reached.
+    status: String,
+    /// RFC 3339, UTC.
+    data: String,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Ativacao {
+    /// JORNADA_1: authorised through a solicitation to the payer's institution.
+    tipo_jornada: String,
+}
+
+/// Why it ended: one of the three.
+#[derive(ToSchema)]
+pub struct Encerramento {
+    rejeicao: Option<Motivo>,
+    expiracao: Option<Motivo>,
+    cancelamento: Option<Cancelamento>,
+}
+
+#[derive(ToSchema)]
+pub struct Motivo {
+    codigo: Option<String>,
+    descricao: String,
+}
+
+#[derive(ToSchema)]
+pub struct Cancelamento {
+    /// USUARIO_RECEBEDOR or USUARIO_PAGADOR.
+    solicitante: String,
+    /// SLCR (asked by the receiver) or SLDB (asked by the payer).
+    codigo: String,
+    descricao: String,
+}
+
+/// `GET /rec`
+#[derive(ToSchema)]
+pub struct RecList {
+    parametros: RecListParams,
+    recs: Vec<RecView>,
+}
+
+#[derive(ToSchema)]
+pub struct RecListParams {
+    inicio: String,
+    fim: String,
+    cpf: Option<String>,
+    cnpj: Option<String>,
+    status: Option<RecStatusName>,
+    paginacao: Paginacao,
+}
+
+/// A solicitation (`POST /solicrec`, `GET` and `PATCH /solicrec/{idSolicRec}`).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SolicRecView {
+    #[schema(pattern = "^SC[0-9]{16}[a-zA-Z0-9]{11}$")]
+    id_solic_rec: String,
+    id_rec: String,
+    calendario: SolicCalendario,
+    destinatario: DestinatarioView,
+    /// RECEBIDA (awaiting an answer), ACEITA, REJEITADA, EXPIRADA or CANCELADA.
+    status: String,
+    atualizacao: Vec<Step>,
+    /// The recurrence as it is now.
+    rec_payload: RecView,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DestinatarioView {
+    cpf: Option<String>,
+    cnpj: Option<String>,
+    conta: String,
+    agencia: Option<String>,
+    ispb_participante: String,
+}
+
+/// Limits the schemas state as numbers, tied to the readers' constants.
+const _: () = {
+    assert!(OBJETO_LEN_MAX == 35 && CONTRATO_LEN_MAX == 35);
+    assert!(CONTA_LEN_MAX == 20 && AGENCIA_LEN_MAX == 4);
+};

@@ -1,0 +1,299 @@
+//! Pix Automático recurrences through the real server: journey 1 from creation to each
+//! ending (approved with the payer's maximum, rejected, expired by the clock, cancelled by
+//! either side), the `rec` webhooks in order, a withdrawn solicitation sent again, the list
+//! and its filters, bad input, another account's ids, and a solicitation that expires after
+//! a kill -9.
+
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_extended, assert_simple, send, spawn_with, Options, TestApp};
+use crate::receiver::{signature_verifies, Receiver};
+
+/// Tomorrow in São Paulo (the server's clock is the system's in a fresh app).
+fn tomorrow() -> String {
+    let sp = chrono::Utc::now() - chrono::Duration::hours(3);
+    (sp.date_naive() + chrono::Duration::days(1)).to_string()
+}
+
+fn rec_body(valor: Value) -> Value {
+    json!({
+        "vinculo": {"objeto": "Gym", "contrato": "c-77", "devedor": {"cpf": "52998224725", "nome": "Ana"}},
+        "calendario": {"dataInicial": tomorrow(), "periodicidade": "MENSAL"},
+        "valor": valor,
+        "politicaRetentativa": "PERMITE_3R_7D",
+    })
+}
+
+fn in_hours(h: i64) -> String {
+    (chrono::Utc::now() + chrono::Duration::hours(h)).to_rfc3339()
+}
+
+fn solic_body(id_rec: &str, expires: &str) -> Value {
+    json!({
+        "idRec": id_rec,
+        "destinatario": {"cpf": "11144477735", "conta": "123456", "agencia": "0001", "ispbParticipante": "00000000"},
+        "calendario": {"dataExpiracaoSolicitacao": expires},
+    })
+}
+
+async fn post(app: &TestApp, path: &str, token: &str, body: Value) -> (u16, Value) {
+    app.post_raw(path, token, &body.to_string(), &[]).await
+}
+
+async fn patch(app: &TestApp, path: &str, token: &str, body: Value) -> (u16, Value) {
+    send(awc::Client::new().patch(app.url(path)).bearer_auth(token), Some(body)).await
+}
+
+/// A recurrence made and sent for authorisation: (idRec, idSolicRec).
+async fn sent(app: &TestApp, token: &str, valor: Value, expires: &str) -> (String, String) {
+    let (s, r) = post(app, "/rec", token, rec_body(valor)).await;
+    assert_eq!(s, 201, "{r}");
+    let id = r["idRec"].as_str().unwrap().to_owned();
+    let (s, sol) = post(app, "/solicrec", token, solic_body(&id, expires)).await;
+    assert_eq!(s, 201, "{sol}");
+    (id, sol["idSolicRec"].as_str().unwrap().to_owned())
+}
+
+fn statuses(v: &Value) -> Vec<String> {
+    v["atualizacao"].as_array().unwrap().iter().map(|u| u["status"].as_str().unwrap().to_owned()).collect()
+}
+
+#[actix_rt::test]
+async fn journey_one_approved_with_a_maximum_is_told_by_webhooks_in_order() {
+    let app = spawn_with(Options {
+        env: vec![
+            ("PIXGW_WEBHOOK_ALLOW_HTTP".into(), "1".into()),
+            ("PIXGW_WEBHOOK_ALLOW_PRIVATE".into(), "1".into()),
+        ],
+        ..Default::default()
+    })
+    .await;
+    let token = app.demo_token().await;
+    let mut hooks = Receiver::ok();
+    let hook = json!({"eventType": "rec", "url": hooks.url});
+    assert_eq!(post(&app, "/api/webhooks", &token, hook).await.0, 201);
+
+    let body = rec_body(json!({"valorMinimoRecebedor": "10.00"})).to_string();
+    let key = [("Idempotency-Key", "rec-1")];
+    let (s, r) = app.post_raw("/rec", &token, &body, &key).await;
+    assert_eq!(s, 201, "{r}");
+    let id = r["idRec"].as_str().unwrap().to_owned();
+    let (s, again) = app.post_raw("/rec", &token, &body, &key).await;
+    assert_eq!((s, &again), (201, &r), "a retry with its key answers the first recurrence");
+    assert!(id.starts_with("RR99999999") && id.len() == 29, "{id}");
+    assert_eq!(
+        (r["status"].as_str(), r["valor"]["valorMinimoRecebedor"].as_str()),
+        (Some("CRIADA"), Some("10.00"))
+    );
+    assert_eq!(r["recebedor"]["ispbParticipante"], "99999999");
+    assert_eq!(r["vinculo"]["devedor"]["cpf"], "52998224725");
+    assert!(r.get("pagador").is_none() && r.get("ativacao").is_none());
+
+    let (s, sol) = post(&app, "/solicrec", &token, solic_body(&id, &in_hours(24))).await;
+    assert_eq!(s, 201, "{sol}");
+    assert_eq!((sol["status"].as_str(), sol["idRec"].as_str()), (Some("RECEBIDA"), Some(id.as_str())));
+    assert_eq!(statuses(&sol), ["CRIADA", "ENVIADA", "RECEBIDA"]);
+    assert_eq!(sol["recPayload"]["status"], "CRIADA");
+    let sid = sol["idSolicRec"].as_str().unwrap().to_owned();
+    let (s, again) = post(&app, "/solicrec", &token, solic_body(&id, &in_hours(24))).await;
+    assert_eq!(s, 409, "one solicitation awaits at a time: {again}");
+    assert_simple(&again, 409);
+
+    let answer = json!({"decision": "APPROVE", "valorMaximo": "9.99"});
+    let (s, low) = post(&app, &format!("/sandbox/solicrec/{sid}/answer"), &token, answer).await;
+    assert_eq!(s, 400, "a maximum below the minimum: {low}");
+    let answer = json!({"decision": "APPROVE", "valorMaximo": "50.00"});
+    let (s, ok) = post(&app, &format!("/sandbox/solicrec/{sid}/answer"), &token, answer).await;
+    assert_eq!(s, 200, "{ok}");
+    let (s, r) = app.get_with(&format!("/rec/{id}"), &token).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(
+        (r["status"].as_str(), r["ativacao"]["tipoJornada"].as_str()),
+        (Some("APROVADA"), Some("JORNADA_1"))
+    );
+    assert_eq!(
+        (r["pagador"]["cpf"].as_str(), r["pagador"]["valorMaximo"].as_str()),
+        (Some("11144477735"), Some("50.00"))
+    );
+    assert_eq!(statuses(&r), ["CRIADA", "APROVADA"]);
+    let (s, sol) = app.get_with(&format!("/solicrec/{sid}"), &token).await;
+    assert_eq!((s, sol["status"].as_str()), (200, Some("ACEITA")), "{sol}");
+    let (s, late) =
+        post(&app, &format!("/sandbox/solicrec/{sid}/answer"), &token, json!({"decision": "REJECT"})).await;
+    assert_eq!(s, 409, "an answered solicitation takes no second answer: {late}");
+
+    // Each status change once, in order, signed.
+    for expected in ["CRIADA", "APROVADA"] {
+        let got = hooks.next().await;
+        let body = got.json();
+        assert_eq!(body["recs"][0]["idRec"], id.as_str(), "{body}");
+        assert_eq!(body["recs"][0]["status"], expected, "{body}");
+        assert!(signature_verifies(&app.creds.webhook_secret, &got));
+    }
+    assert!(hooks.drain().is_empty(), "no other event");
+}
+
+#[actix_rt::test]
+async fn a_refusal_an_expiry_and_a_cancellation_by_either_side_each_end_it_for_good() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let fixed = || json!({"valorRec": "30.00"});
+
+    let (refused, sid) = sent(&app, &token, fixed(), &in_hours(24)).await;
+    let with_max = json!({"decision": "APPROVE", "valorMaximo": "50.00"});
+    let (s, b) = post(&app, &format!("/sandbox/solicrec/{sid}/answer"), &token, with_max).await;
+    assert_eq!(s, 400, "a fixed value takes no maximum: {b}");
+    let (s, r) =
+        post(&app, &format!("/sandbox/solicrec/{sid}/answer"), &token, json!({"decision": "REJECT"})).await;
+    assert_eq!((s, r["status"].as_str()), (200, Some("REJEITADA")), "{r}");
+    assert_eq!(r["encerramento"]["rejeicao"]["codigo"], "RECUSADA_PELO_PAGADOR");
+    let (s, b) = patch(&app, &format!("/rec/{refused}"), &token, json!({"status": "CANCELADA"})).await;
+    assert_eq!(s, 409, "{b}");
+
+    let (expiring, sid) = sent(&app, &token, fixed(), &in_hours(1)).await;
+    app.advance(3600 - 60).await;
+    // Access tokens live 1,800 s of the server's clock.
+    let token = app.demo_token().await;
+    let (_, r) = app.get_with(&format!("/rec/{expiring}"), &token).await;
+    assert_eq!(r["status"], "CRIADA", "not before its time: {r}");
+    app.advance(120).await;
+    let token = app.demo_token().await;
+    let (_, r) = app.get_with(&format!("/rec/{expiring}"), &token).await;
+    assert_eq!(r["status"], "EXPIRADA", "{r}");
+    assert!(r["encerramento"]["expiracao"]["descricao"].is_string(), "{r}");
+    let (_, sol) = app.get_with(&format!("/solicrec/{sid}"), &token).await;
+    assert_eq!(statuses(&sol).last().map(String::as_str), Some("EXPIRADA"));
+
+    let (by_receiver, sid) = sent(&app, &token, fixed(), &in_hours(24)).await;
+    let approve = json!({"decision": "APPROVE"});
+    assert_eq!(post(&app, &format!("/sandbox/solicrec/{sid}/answer"), &token, approve.clone()).await.0, 200);
+    let (s, r) = patch(&app, &format!("/rec/{by_receiver}"), &token, json!({"status": "CANCELADA"})).await;
+    assert_eq!((s, r["status"].as_str()), (200, Some("CANCELADA")), "{r}");
+    let c = &r["encerramento"]["cancelamento"];
+    assert_eq!((c["solicitante"].as_str(), c["codigo"].as_str()), (Some("USUARIO_RECEBEDOR"), Some("SLCR")));
+
+    let (by_payer, sid) = sent(&app, &token, fixed(), &in_hours(24)).await;
+    assert_eq!(post(&app, &format!("/sandbox/solicrec/{sid}/answer"), &token, approve).await.0, 200);
+    let (s, r) = post(&app, &format!("/sandbox/rec/{by_payer}/cancel"), &token, json!({})).await;
+    assert_eq!((s, r["status"].as_str()), (200, Some("CANCELADA")), "{r}");
+    assert_eq!(r["encerramento"]["cancelamento"]["codigo"], "SLDB");
+    let (s, b) = post(&app, &format!("/sandbox/rec/{by_payer}/cancel"), &token, json!({})).await;
+    assert_eq!(s, 409, "{b}");
+    assert_extended(&b, 409, "CONFLICT");
+
+    // The list, its filters and its counts.
+    let window = format!(
+        "inicio={}&fim={}",
+        (chrono::Utc::now() - chrono::Duration::days(1)).format("%Y-%m-%dT%H:%M:%SZ"),
+        (chrono::Utc::now() + chrono::Duration::days(2)).format("%Y-%m-%dT%H:%M:%SZ"),
+    );
+    let (s, all) = app.get_with(&format!("/rec?{window}"), &token).await;
+    assert_eq!(s, 200, "{all}");
+    let ids: Vec<&str> =
+        all["recs"].as_array().unwrap().iter().map(|r| r["idRec"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        [by_payer.as_str(), by_receiver.as_str(), expiring.as_str(), refused.as_str()],
+        "newest first"
+    );
+    let (_, cancelled) =
+        app.get_with(&format!("/rec?{window}&status=CANCELADA&paginacao.itensPorPagina=1"), &token).await;
+    assert_eq!(cancelled["parametros"]["paginacao"]["quantidadeTotalDeItens"], 2, "{cancelled}");
+    assert_eq!(cancelled["parametros"]["status"], "CANCELADA");
+    assert_eq!(cancelled["recs"].as_array().unwrap().len(), 1);
+    let (_, none) = app.get_with(&format!("/rec?{window}&cpf=11144477735"), &token).await;
+    assert_eq!(none["recs"].as_array().unwrap().len(), 0, "another debtor's: {none}");
+    let (s, b) = app.get_with(&format!("/rec?{window}&status=ATIVA"), &token).await;
+    assert_eq!(s, 400, "{b}");
+}
+
+#[actix_rt::test]
+async fn a_withdrawn_solicitation_leaves_the_recurrence_to_be_sent_again() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let (id, first) = sent(&app, &token, json!({}), &in_hours(2)).await;
+    let (s, sol) = patch(&app, &format!("/solicrec/{first}"), &token, json!({"status": "CANCELADA"})).await;
+    assert_eq!((s, sol["status"].as_str()), (200, Some("CANCELADA")), "{sol}");
+    assert_eq!(sol["recPayload"]["status"], "CRIADA");
+    let (s, b) = patch(&app, &format!("/solicrec/{first}"), &token, json!({"status": "CANCELADA"})).await;
+    assert_eq!(s, 409, "{b}");
+    let (s, second) = post(&app, "/solicrec", &token, solic_body(&id, &in_hours(2))).await;
+    assert_eq!(s, 201, "{second}");
+    assert_ne!(second["idSolicRec"], first.as_str());
+    // The first one's expiry is no longer a deadline: only the second's counts.
+    app.advance(7300).await;
+    let token = app.demo_token().await;
+    let (_, r) = app.get_with(&format!("/rec/{id}"), &token).await;
+    assert_eq!(r["status"], "EXPIRADA", "{r}");
+    let (_, old) = app.get_with(&format!("/solicrec/{first}"), &token).await;
+    assert_eq!(old["status"], "CANCELADA", "a withdrawn one stays withdrawn: {old}");
+}
+
+#[actix_rt::test]
+async fn bad_input_is_named_by_its_field_and_another_accounts_recurrence_is_not_found() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let mut bad = rec_body(json!({"valorRec": "30.00", "valorMinimoRecebedor": "1.00"}));
+    bad["calendario"]["dataInicial"] = json!("2020-01-01");
+    bad["politicaRetentativa"] = json!("TALVEZ");
+    let (s, b) = post(&app, "/rec", &token, bad).await;
+    assert_eq!(s, 400, "{b}");
+    assert_simple(&b, 400);
+    let text = b["message"].as_str().unwrap();
+    assert!(text.contains("valorMinimoRecebedor") && text.contains("politicaRetentativa"), "{text}");
+    let mut past = rec_body(json!({}));
+    past["calendario"]["dataInicial"] = json!("2020-01-01");
+    let (s, b) = post(&app, "/rec", &token, past).await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b["message"].as_str().unwrap().contains("dataInicial"), "{b}");
+
+    let (id, _) = sent(&app, &token, json!({}), &in_hours(2)).await;
+    let (s, b) = post(&app, "/solicrec", &token, solic_body(&id, &in_hours(24 * 31))).await;
+    assert_eq!(s, 409, "the first one still awaits: {b}");
+    let (other_id, _) = {
+        let (s, r) = post(&app, "/rec", &token, rec_body(json!({}))).await;
+        assert_eq!(s, 201);
+        (r["idRec"].as_str().unwrap().to_owned(), ())
+    };
+    let (s, b) = post(&app, "/solicrec", &token, solic_body(&other_id, &in_hours(24 * 31))).await;
+    assert_eq!(s, 400, "more than 30 days ahead: {b}");
+    let (s, b) = post(&app, "/solicrec", &token, solic_body(&other_id, &in_hours(-1))).await;
+    assert_eq!(s, 400, "in the past: {b}");
+    let (s, b) = app.get_with("/rec/not-an-id", &token).await;
+    assert_eq!(s, 400, "{b}");
+    let (s, b) = patch(&app, &format!("/rec/{id}"), &token, json!({"status": "APROVADA"})).await;
+    assert_eq!(s, 400, "{b}");
+
+    let (account, client, secret, pem) = app.new_account_with("Other", true).await;
+    let (_, t) = app.token_with(&pem, &client, &secret).await;
+    let other = t["access_token"].as_str().unwrap().to_owned();
+    assert!(account > 0);
+    let (s, b) = app.get_with(&format!("/rec/{id}"), &other).await;
+    assert_eq!(s, 404, "{b}");
+    let (s, b) = patch(&app, &format!("/rec/{id}"), &other, json!({"status": "CANCELADA"})).await;
+    assert_eq!(s, 404, "{b}");
+    let (s, b) = post(&app, "/solicrec", &other, solic_body(&other_id, &in_hours(2))).await;
+    assert_eq!(s, 404, "{b}");
+    let (s, _) = app.get_with(&format!("/rec/{id}"), &token).await;
+    assert_eq!(s, 200, "still the owner's");
+}
+
+#[actix_rt::test]
+async fn a_solicitation_awaiting_an_answer_expires_after_a_kill_9() {
+    let mut app = spawn_with(Options::default()).await;
+    let token = app.demo_token().await;
+    let (id, sid) = sent(&app, &token, json!({"valorRec": "12.00"}), &in_hours(1)).await;
+    let mut child = app.take_child().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    app.start_again(&Options::default());
+    let token = app.demo_token().await;
+    let (_, r) = app.get_with(&format!("/rec/{id}"), &token).await;
+    assert_eq!(r["status"], "CRIADA", "{r}");
+    // No request touches the account: the start resumed it, and its timer expires it.
+    app.advance(3700).await;
+    let token = app.demo_token().await;
+    let (_, sol) = app.get_with(&format!("/solicrec/{sid}"), &token).await;
+    assert_eq!(sol["status"], "EXPIRADA", "{sol}");
+    assert_eq!(sol["recPayload"]["status"], "EXPIRADA");
+}
