@@ -9,7 +9,7 @@
 //!   limits, the ledger, transactions and their events, charges' splits, refunds, webhook
 //!   signing and delivery rules, rate windows, the transactions list, MED cases, Brazil's
 //!   banking calendar, the price of a charge with a due date, and Pix Automático's
-//!   recurrences with their rules of cycles), and
+//!   recurrences and recurring charges with their rules of cycles), and
 //!   `decide`: every account command as a pure function into a plan (or a `Refusal`). No
 //!   I/O, no clock, no randomness.
 //! - [`account`]: the account actors (gather, decide, execute, reply), their messages and
@@ -28,7 +28,7 @@
 //!   (`codec`), the start-up migrations; `keys` (the key layout, the only place a key is
 //!   spelled), `records` and the typed repository (`Repo`, one module per entity).
 //! - [`http`]: DTOs and handlers (family B's API Pix routes among them: `cob`, `received`,
-//!   `cobv`, `refunds`, `rec` (Pix Automático), and `api_pix`, what their lists share), authentication extractors, `ask` (a
+//!   `cobv`, `refunds`, `rec` and `cobr` (Pix Automático), and `api_pix`, what their lists share), authentication extractors, `ask` (a
 //!   message to the caller's account actor), the route table (each route with its error family), the
 //!   access middleware (request id, span, access line), the OpenAPI document with its
 //!   request schemas, `gate` (503 from a node that may not serve now, and a standby's

@@ -26,6 +26,7 @@ use super::messages::*;
 use crate::cause::Cause;
 use crate::clock::Clock;
 use crate::domain::account::AccountSettings;
+use crate::domain::cobr::Cobr;
 use crate::domain::decide::{self, Account, Fresh, Ids, Plan, Record, Refusal, FRESH_RANDOM_BYTES};
 use crate::domain::ids::AccountId;
 use crate::domain::ledger::{Ledger, StoredKeys};
@@ -124,10 +125,84 @@ struct Work {
     /// MEDs of this account that are not closed: their latest state, ahead of storage.
     meds: HashMap<u64, Med>,
     /// Recurrences this actor wrote that may not be applied yet, and those whose
-    /// solicitation awaits an answer (their expiry is among `deadlines`): the ticket of
-    /// their latest write and their latest state, ahead of storage.
-    recs: HashMap<u64, (u64, Box<Recurrence>)>,
-    recs_order: VecDeque<(u64, u64)>,
+    /// solicitation awaits an answer (their expiry is among `deadlines`).
+    recs: Held<Recurrence>,
+    /// Recurring charges likewise: those written lately, and those still `ATIVA` (their next
+    /// attempt, or the end of their retry window, is among `deadlines`).
+    cobrs: Held<Cobr>,
+}
+
+/// A record with a time at which its actor must act on it.
+pub(super) trait Timed {
+    fn deadline(&self) -> Option<DateTime<Utc>>;
+}
+
+impl Timed for Recurrence {
+    fn deadline(&self) -> Option<DateTime<Utc>> {
+        Recurrence::deadline(self)
+    }
+}
+
+impl Timed for Cobr {
+    fn deadline(&self) -> Option<DateTime<Utc>> {
+        Cobr::deadline(self)
+    }
+}
+
+/// Records of one kind an actor holds ahead of storage: each with the ticket of its latest
+/// write. One is dropped once storage has that write, unless it still has a deadline.
+struct Held<T> {
+    map: HashMap<u64, (u64, Box<T>)>,
+    order: VecDeque<(u64, u64)>,
+}
+
+impl<T> Default for Held<T> {
+    fn default() -> Self {
+        Held { map: HashMap::new(), order: VecDeque::new() }
+    }
+}
+
+impl<T: Timed> Held<T> {
+    fn is_empty(&self) -> bool {
+        self.map.is_empty() && self.order.is_empty()
+    }
+
+    fn get(&self, id: u64) -> Option<&T> {
+        self.map.get(&id).map(|(_, r)| &**r)
+    }
+
+    /// Holds `record`'s latest state, and moves its deadline in `deadlines`.
+    fn hold(&mut self, ticket: u64, id: u64, record: T, deadlines: &mut BTreeSet<(DateTime<Utc>, u64)>) {
+        if let Some(old) = self.get(id).and_then(Timed::deadline) {
+            deadlines.remove(&(old, id));
+        }
+        if let Some(at) = record.deadline() {
+            deadlines.insert((at, id));
+        }
+        self.order.push_back((ticket, id));
+        self.map.insert(id, (ticket, Box::new(record)));
+    }
+
+    /// Drops what storage now has (writes up to `durable`) and no deadline keeps.
+    fn prune(&mut self, durable: u64) {
+        while let Some(&(ticket, id)) = self.order.front() {
+            if ticket > durable {
+                break;
+            }
+            self.order.pop_front();
+            let done = |(latest, r): &(u64, Box<T>)| *latest == ticket && r.deadline().is_none();
+            if self.map.get(&id).is_some_and(done) {
+                self.map.remove(&id);
+            }
+        }
+    }
+
+    fn give_back(&mut self) {
+        give_back(&mut self.map);
+        if self.order.is_empty() {
+            self.order.shrink_to_fit();
+        }
+    }
 }
 
 impl Work {
@@ -140,7 +215,7 @@ impl Work {
             && self.unapplied.is_empty()
             && self.meds.is_empty()
             && self.recs.is_empty()
-            && self.recs_order.is_empty()
+            && self.cobrs.is_empty()
     }
 
     fn give_back(&mut self) {
@@ -148,10 +223,8 @@ impl Work {
         give_back(&mut self.open_charges);
         give_back(&mut self.unapplied);
         give_back(&mut self.meds);
-        give_back(&mut self.recs);
-        if self.recs_order.is_empty() {
-            self.recs_order.shrink_to_fit();
-        }
+        self.recs.give_back();
+        self.cobrs.give_back();
         if self.unapplied_order.is_empty() {
             self.unapplied_order.shrink_to_fit();
         }
@@ -208,7 +281,12 @@ impl AccountActor {
             self.track_charge(charge);
         }
         for rec in self.deps.repo.open_recs(self.account.id).map_err(|e| e.to_string())? {
-            self.track_rec(0, rec);
+            let w = self.work.get_or_insert_with(Box::default);
+            w.recs.hold(0, rec.local_id, rec, &mut w.deadlines);
+        }
+        for cobr in self.deps.repo.open_cobrs(self.account.id).map_err(|e| e.to_string())? {
+            let w = self.work.get_or_insert_with(Box::default);
+            w.cobrs.hold(0, cobr.local_id, cobr, &mut w.deadlines);
         }
         Ok(())
     }
@@ -254,13 +332,41 @@ impl AccountActor {
 
     /// A recurrence this actor holds (written lately, or awaiting an answer).
     pub(super) fn held_rec(&self, local_id: u64) -> Option<&Recurrence> {
-        self.work.as_ref()?.recs.get(&local_id).map(|(_, r)| &**r)
+        self.work.as_ref()?.recs.get(local_id)
+    }
+
+    /// A recurring charge this actor holds (written lately, or still `ATIVA`).
+    pub(super) fn held_cobr(&self, local_id: u64) -> Option<&Cobr> {
+        self.work.as_ref()?.cobrs.get(local_id)
+    }
+
+    /// The held recurring charge with this txid, if one is.
+    pub(super) fn held_cobr_by_txid(&self, txid: &str) -> Option<&Cobr> {
+        self.work.as_ref()?.cobrs.map.values().map(|(_, c)| &**c).find(|c| c.txid == txid)
+    }
+
+    /// Whether the actor halted (it answers nothing more).
+    pub(super) fn halted(&self) -> bool {
+        self.halted
+    }
+
+    /// The held recurring charges of a recurrence that are not final.
+    pub(super) fn open_cobrs_of(&self, rec_local: u64) -> Vec<Cobr> {
+        let Some(w) = self.work.as_ref() else { return Vec::new() };
+        w.cobrs
+            .map
+            .values()
+            .map(|(_, c)| &**c)
+            .filter(|c| c.rec_local == rec_local && !c.status.is_final())
+            .cloned()
+            .collect()
     }
 
     /// The held recurrence that has the solicitation with this local id, if one does.
     pub(super) fn held_rec_of_solicitation(&self, solicitation: u64) -> Option<&Recurrence> {
         let w = self.work.as_ref()?;
         w.recs
+            .map
             .values()
             .map(|(_, r)| &**r)
             .find(|r| r.solicitations.iter().any(|s| s.local_id == solicitation))
@@ -470,7 +576,13 @@ impl AccountActor {
             // Storage holds a credit until its payee carries it out; the payer keeps nothing.
             Record::OnUsCredit(_) | Record::OnUsCredited(_) => return,
             Record::Recurrence(rec) => {
-                self.track_rec(ticket, rec);
+                let w = self.work();
+                w.recs.hold(ticket, rec.local_id, rec, &mut w.deadlines);
+                return;
+            }
+            Record::Cobr(c) => {
+                let w = self.work();
+                w.cobrs.hold(ticket, c.local_id, c, &mut w.deadlines);
                 return;
             }
         };
@@ -494,21 +606,6 @@ impl AccountActor {
         let w = self.work();
         w.unapplied_order.push_back((ticket, tx.local_id));
         w.unapplied.insert(tx.local_id, (ticket, Box::new(tx)));
-    }
-
-    /// Holds a recurrence's latest state, and keeps its solicitation's expiry among the
-    /// deadlines while one awaits an answer.
-    fn track_rec(&mut self, ticket: u64, rec: Recurrence) {
-        let w = self.work();
-        let id = rec.local_id;
-        if let Some(old) = w.recs.get(&id).and_then(|(_, r)| r.deadline()) {
-            w.deadlines.remove(&(old, id));
-        }
-        if let Some(at) = rec.deadline() {
-            w.deadlines.insert((at, id));
-        }
-        w.recs_order.push_back((ticket, id));
-        w.recs.insert(id, (ticket, Box::new(rec)));
     }
 
     fn track_charge(&mut self, tx: Transaction) {
@@ -595,18 +692,10 @@ impl AccountActor {
                     w.unapplied.remove(&id);
                 }
             }
-            // A recurrence storage now has is storage's to answer for, unless its expiry
-            // is still to come.
-            while let Some(&(ticket, id)) = w.recs_order.front() {
-                if ticket > durable {
-                    break;
-                }
-                w.recs_order.pop_front();
-                let done = |(latest, r): &(u64, Box<Recurrence>)| *latest == ticket && r.deadline().is_none();
-                if w.recs.get(&id).is_some_and(done) {
-                    w.recs.remove(&id);
-                }
-            }
+            // Recurrences and their charges that storage now has are storage's to answer
+            // for, unless a deadline is still to come.
+            w.recs.prune(durable);
+            w.cobrs.prune(durable);
         }
         // The keys of durable writes are storage's to answer for (a command asks it anyway),
         // so the ledger keeps only those in flight.
@@ -868,6 +957,8 @@ impl AccountActor {
                 self.expire_charge(id, ctx);
             } else if self.held_rec(id).is_some() {
                 self.expire_rec(id, ctx);
+            } else if self.held_cobr(id).is_some() {
+                self.attempt_cobr(id, ctx);
             } else {
                 self.settle(id, Err(ErrorCode::Expired), None, ctx);
             }

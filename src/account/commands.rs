@@ -50,6 +50,7 @@ impl AccountActor {
             payer_document: msg.payer_document,
             payer_bank: self.institution(PAYER_ISPB),
             end_to_end_id: None,
+            paid_txid: None,
         };
         let now = self.now();
         let decided = decide::pix_in(&self.view()?, req, now, &mut ids);

@@ -217,4 +217,6 @@ traced!(
     CloseMed,
     super::recs::CreateRec,
     super::recs::ChangeRec,
+    super::recs::CreateCobr,
+    super::recs::ChangeCobr,
 );

@@ -1,13 +1,15 @@
 //! The account actor's Pix Automático commands: making a recurrence, changing it (a
-//! solicitation, the payer's answer, a withdrawal, a cancellation) and expiring its
-//! solicitation when the timer for it fires. Gather, decide with
-//! [`crate::domain::decide`]'s recurrence rules, execute, reply once durable.
+//! solicitation, the payer's answer, a withdrawal, a cancellation), expiring its
+//! solicitation when the timer for it fires; making a recurring charge, changing it (a
+//! retry, a cancellation), and attempting it when its day comes. Gather, decide with
+//! [`crate::domain::decide`]'s Pix Automático rules, execute, reply once durable.
 
 use actix::prelude::*;
 
 use super::actor::AccountActor;
 use super::messages::{CommandError, Refusal};
-use crate::domain::decide::{self, RecChange, RecRequest};
+use crate::domain::cobr::{Cobr, CobrError};
+use crate::domain::decide::{self, CobrChange, CobrPayer, CobrRequest, RecChange, RecRequest};
 use crate::domain::rec::{rec_local, solicitation_local, Link, RecError, Receiver, Recurrence};
 use crate::domain::recurrence::{AmountRule, RetryPolicy, Schedule};
 
@@ -103,8 +105,9 @@ impl AccountActor {
         let rec = self.find_rec(&msg.rec, ctx)?;
         let n = usize::from(matches!(msg.change, RecChange::Solicit { .. }));
         let mut ids = self.draw_ids(n, ctx)?;
+        let open = self.open_cobrs_of(rec.local_id);
         let now = self.now();
-        match decide::change_rec(rec, msg.change, now, &mut ids) {
+        match decide::change_rec(rec, msg.change, open, now, &mut ids) {
             Ok(plan) => self.execute(plan, ctx),
             Err(r) => Err(self.refused(r, ctx)),
         }
@@ -120,6 +123,124 @@ impl AccountActor {
                 tracing::error!(account = %self.account.id, local_id, error = %e, "recurrence expiry not recorded")
             }
         }
+    }
+}
+
+/// Makes a recurring charge for a cycle of the recurrence `id_rec` (`PUT`/`POST /cobr`).
+#[derive(Message, Clone)]
+#[rtype(result = "Result<Cobr, CommandError>")]
+pub struct CreateCobr {
+    pub id_rec: String,
+    pub request: CobrRequest,
+}
+
+/// Changes the recurring charge with this txid.
+#[derive(Message, Clone)]
+#[rtype(result = "Result<Cobr, CommandError>")]
+pub struct ChangeCobr {
+    pub txid: String,
+    pub change: CobrChange,
+}
+
+fn cobr_refused(e: CobrError) -> CommandError {
+    CommandError::Refused(Refusal::Cobr(e))
+}
+
+impl AccountActor {
+    /// The account's recurring charge with this txid, as this actor last wrote it.
+    fn find_cobr(&mut self, txid: &str, ctx: &mut Context<Self>) -> Result<Option<Cobr>, CommandError> {
+        if let Some(c) = self.held_cobr_by_txid(txid) {
+            return Ok(Some(c.clone()));
+        }
+        let found = self.deps.repo.cobr_by_txid(self.account.id, txid);
+        let found = self.read(found, ctx)?;
+        // Storage may lag a later write this actor holds.
+        Ok(found.map(|c| self.held_cobr(c.local_id).cloned().unwrap_or(c)))
+    }
+
+    fn create_cobr(&mut self, msg: CreateCobr, ctx: &mut Context<Self>) -> Result<Cobr, CommandError> {
+        self.view()?;
+        if self.find_cobr(&msg.request.txid, ctx)?.is_some() {
+            return Err(cobr_refused(CobrError::TxidTaken));
+        }
+        let rec = self.find_rec(&RecRef::Rec(msg.id_rec), ctx)?;
+        let mut ids = self.draw_ids(1, ctx)?;
+        let now = self.now();
+        match decide::create_cobr(&self.view()?, rec, msg.request, now, &mut ids) {
+            Ok(plan) => self.execute(plan, ctx),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
+    fn change_cobr(&mut self, msg: ChangeCobr, ctx: &mut Context<Self>) -> Result<Cobr, CommandError> {
+        self.view()?;
+        let Some(cobr) = self.find_cobr(&msg.txid, ctx)? else {
+            return Err(cobr_refused(CobrError::NotFound));
+        };
+        match decide::change_cobr(cobr, msg.change, self.now()) {
+            Ok(plan) => self.execute(plan, ctx),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
+    /// Makes the attempt (or ends the retry window) of a recurring charge whose time came.
+    pub(super) fn attempt_cobr(&mut self, local_id: u64, ctx: &mut Context<Self>) {
+        let Some(cobr) = self.held_cobr(local_id).cloned() else { return };
+        let rec = match self.find_rec(&RecRef::Rec(cobr.id_rec.clone()), ctx) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(account = %self.account.id, local_id, error = %e, "the recurrence of a charge is missing");
+                return;
+            }
+        };
+        let payer = CobrPayer {
+            name: rec.link.debtor.name.clone(),
+            document: rec
+                .payer
+                .as_ref()
+                .map_or_else(|| rec.link.debtor.document.clone(), |p| p.document.clone()),
+            bank: rec.payer.as_ref().and_then(|p| self.institution(&p.ispb)),
+        };
+        let Ok(mut ids) = self.draw_ids(1, ctx) else { return };
+        let decided = match self.view() {
+            Ok(view) => decide::attempt_cobr(&view, cobr, payer, self.now(), &mut ids),
+            Err(_) => return,
+        };
+        match decided {
+            Ok(None) => {}
+            Ok(Some(plan)) => match self.execute(plan, ctx) {
+                Ok(_) => self.forget_when_durable(ctx),
+                // A full disk: the attempt is made again once room returns (nothing of it
+                // was written, so it is made once).
+                Err(_) if !self.halted() => {
+                    ctx.run_later(super::actor::SETTLE_RETRY_AFTER, move |act, ctx| {
+                        act.attempt_cobr(local_id, ctx)
+                    });
+                }
+                Err(_) => {}
+            },
+            Err(r) => {
+                self.refused(r, ctx);
+            }
+        }
+    }
+}
+
+impl Handler<CreateCobr> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Cobr, CommandError>>;
+
+    fn handle(&mut self, msg: CreateCobr, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.create_cobr(msg, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<ChangeCobr> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Cobr, CommandError>>;
+
+    fn handle(&mut self, msg: ChangeCobr, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.change_cobr(msg, ctx);
+        self.reply_when_durable(reply)
     }
 }
 

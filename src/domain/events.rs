@@ -29,6 +29,8 @@ pub enum EventType {
     MedRejected,
     /// A Pix Automático recurrence changed status.
     Rec,
+    /// A recurring charge changed status, or an attempt to settle it failed.
+    Cobr,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -300,6 +300,10 @@ pub struct Recurrence {
     pub payer: Option<PayerAuthorisation>,
     pub closing: Option<Closing>,
     pub solicitations: Vec<Solicitation>,
+    /// The cycles charged so far: (cycle, the local id of its recurring charge). One charge
+    /// per cycle.
+    #[serde(default)]
+    pub charges: Vec<(u32, u64)>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -401,6 +405,7 @@ impl Recurrence {
             payer: None,
             closing: None,
             solicitations: Vec::new(),
+            charges: Vec::new(),
             created_at: now,
             updated_at: now,
         })

@@ -347,7 +347,8 @@ pub struct Transaction {
     pub processed_at: Option<DateTime<Utc>>,
     pub scenario: Option<PayoutScenario>,
     pub dict: Option<DictDetails>,
-    /// The txid of the BR Code a QR cash-out paid.
+    /// The txid of the BR Code a QR cash-out paid, or of the recurring charge (`cobr`) a
+    /// received PIX settled.
     pub qr_txid: Option<String>,
     #[serde(default)]
     pub charge: Option<ChargeDetails>,

@@ -43,6 +43,7 @@ impl EventType {
             "med_accepted" => EventType::MedAccepted,
             "med_rejected" => EventType::MedRejected,
             "rec" => EventType::Rec,
+            "cobr" => EventType::Cobr,
             _ => return None,
         })
     }
@@ -57,6 +58,7 @@ impl EventType {
             EventType::MedAccepted => "med_accepted",
             EventType::MedRejected => "med_rejected",
             EventType::Rec => "rec",
+            EventType::Cobr => "cobr",
         }
     }
 }

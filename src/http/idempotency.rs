@@ -67,8 +67,9 @@ fn applies(method: &Method, path: &str) -> bool {
 /// Whether a POST on this path takes a key (also used to document it).
 pub fn applies_to_path(path: &str) -> bool {
     // `POST /rec` and `POST /solicrec` make a record with an id the server chooses and have
-    // no `PUT` twin (as `POST /cob` has), so a retry needs the key to be safe.
-    let pix_automatico = path == "/rec" || path == "/solicrec";
+    // no `PUT` twin, so a retry needs the key to be safe; `POST /cobr` takes it too, as its
+    // siblings do (a cob is made safely with `PUT /cob/{txid}`).
+    let pix_automatico = path == "/rec" || path == "/solicrec" || path == "/cobr";
     (path.starts_with("/api/") || path.starts_with("/sandbox/") || pix_automatico)
         && path != "/api/auth/token"
 }

@@ -5,8 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    admin, balance, charges, cob, cobv, dict, error, me, med, ops, pix, rec, received, refunds, sandbox,
-    schemas, token, transactions, webhooks,
+    admin, balance, charges, cob, cobr, cobv, dict, error, me, med, ops, pix, rec, received, refunds,
+    sandbox, schemas, token, transactions, webhooks,
 };
 
 struct Security;
@@ -160,6 +160,12 @@ const SUMMARIES: &[(&str, &str)] = &[
     ("POST /solicrec", "Pix Automático: ask the payer's institution to authorise a recurrence"),
     ("GET /solicrec/{idSolicRec}", "Pix Automático: one request for authorisation"),
     ("PATCH /solicrec/{idSolicRec}", "Pix Automático: withdraw a request before the payer answers"),
+    ("PUT /cobr/{txid}", "Pix Automático: charge one cycle of an approved recurrence"),
+    ("POST /cobr", "Pix Automático: charge one cycle, with a txid the server chooses"),
+    ("GET /cobr/{txid}", "Pix Automático: one recurring charge, with its attempts"),
+    ("PATCH /cobr/{txid}", "Pix Automático: cancel a recurring charge before it settles"),
+    ("GET /cobr", "Pix Automático: the account's recurring charges created in a time window"),
+    ("POST /cobr/{txid}/retentativa/{data}", "Pix Automático: retry a failed recurring charge on a date"),
     ("GET /pix", "The PIX the account received in a time window"),
     ("GET /pix/{e2eid}", "One received PIX, with its refunds"),
     ("PUT /pix/{e2eid}/devolucao/{id}", "Refund a received PIX (devolucao) under the client's id"),
@@ -302,6 +308,12 @@ fn default_description(status: &str) -> &'static str {
         rec::patch_solicrec,
         rec::sandbox_answer,
         rec::sandbox_cancel,
+        cobr::put_cobr,
+        cobr::post_cobr,
+        cobr::get_cobr,
+        cobr::patch_cobr,
+        cobr::list_cobrs,
+        cobr::retry,
         balance::api_balance,
         transactions::list_transactions,
         med::list,
@@ -479,7 +491,7 @@ mod tests {
         assert_eq!(key_types.len(), 4);
         let events = values("WebhookEventType");
         assert!(events.iter().all(|v| EventType::parse(v).is_some()), "{events:?}");
-        assert_eq!(events.len(), 8);
+        assert_eq!(events.len(), 9);
         assert_eq!(values("MedResult"), ["APPROVED", "REJECTED"]);
         use crate::domain::recurrence::{Periodicity, RetryPolicy};
         let every = values("PeriodicityName");

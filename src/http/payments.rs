@@ -21,13 +21,15 @@ pub const SCENARIO_HEADER: &str = "x-sandbox-scenario";
 /// The routes that read `X-Sandbox-Scenario` (method, path pattern). Every other route
 /// refuses the header with 400 rather than ignore it: a client testing an outcome must not
 /// believe it was played when it was not.
-pub const SCENARIO_ROUTES: [(&str, &str); 6] = [
+pub const SCENARIO_ROUTES: [(&str, &str); 8] = [
     ("POST", "/api/pix/cash-out"),
     ("POST", "/api/pix/cash-out-qrcode"),
     ("POST", "/api/pix/cash-in"),
     ("POST", "/api/pix/refund-in/{id}"),
     ("PUT", "/pix/{e2eid}/devolucao/{id}"),
     ("POST", "/dict/pix"),
+    ("PUT", "/cobr/{txid}"),
+    ("POST", "/cobr"),
 ];
 
 /// Middleware: a request that sends `X-Sandbox-Scenario` to a route that takes none gets

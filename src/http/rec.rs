@@ -37,7 +37,7 @@ use crate::domain::recurrence::{AmountRule, Periodicity, RetryPolicy, Schedule};
 const REC_MEMBERS: [&str; 4] = ["vinculo", "calendario", "valor", "politicaRetentativa"];
 
 /// A `YYYY-MM-DD` date member.
-fn date(f: &mut Fields<'_>, field: &str, required: bool) -> Option<NaiveDate> {
+pub(super) fn date(f: &mut Fields<'_>, field: &str, required: bool) -> Option<NaiveDate> {
     let text = f.string(field, required)?;
     let parsed = NaiveDate::parse_from_str(text, "%Y-%m-%d").ok().filter(|_| text.len() == 10);
     if parsed.is_none() {
@@ -47,7 +47,7 @@ fn date(f: &mut Fields<'_>, field: &str, required: bool) -> Option<NaiveDate> {
 }
 
 /// A family B amount: a decimal string with two places, at least 0.01.
-fn valor(f: &mut Fields<'_>, field: &str, required: bool) -> Option<Money> {
+pub(super) fn valor(f: &mut Fields<'_>, field: &str, required: bool) -> Option<Money> {
     let text = f.string(field, required)?;
     let m = Money::parse_two_places(text);
     if m.is_none() {
@@ -132,7 +132,7 @@ fn read_rec(obj: &serde_json::Map<String, Value>) -> Result<CreateRec, ApiError>
 }
 
 /// An `idRec` path parameter: 400 when it does not have the API Pix's shape.
-fn check_id(id: &str, what: &str) -> Result<(), ApiError> {
+pub(super) fn check_id(id: &str, what: &str) -> Result<(), ApiError> {
     if is_id_shaped(id) {
         Ok(())
     } else {
@@ -143,8 +143,23 @@ fn check_id(id: &str, what: &str) -> Result<(), ApiError> {
     }
 }
 
+/// A list's `status` parameter, read by `parse`; a value it refuses is named with `allowed`.
+pub(super) fn status_param<T>(
+    q: &HashMap<String, String>,
+    parse: fn(&str) -> Option<T>,
+    allowed: &str,
+    v: &mut Vec<Violation>,
+) -> Option<T> {
+    let text = q.get("status")?;
+    let parsed = parse(text);
+    if parsed.is_none() {
+        v.push(Violation::new("status", format!("must be {allowed}")));
+    }
+    parsed
+}
+
 /// The body of a receiver's `PATCH`: `{status: "CANCELADA"}`, the one change it makes.
-fn read_cancel(req: &HttpRequest, bytes: &[u8]) -> Result<(), ApiError> {
+pub(super) fn read_cancel(req: &HttpRequest, bytes: &[u8]) -> Result<(), ApiError> {
     let obj = request_object(req, bytes)?;
     let mut f = Fields::new(&obj);
     f.only(&["status"]);
@@ -283,19 +298,8 @@ pub async fn list_recs(
         &mut v,
     );
     let window = read_list_window(&q, &mut v);
-    let status = match q.get("status") {
-        None => None,
-        Some(t) => match RecStatus::parse(t) {
-            Some(s) => Some(s),
-            None => {
-                v.push(Violation::new(
-                    "status",
-                    "must be CRIADA, APROVADA, REJEITADA, EXPIRADA or CANCELADA",
-                ));
-                None
-            }
-        },
-    };
+    let status =
+        status_param(&q, RecStatus::parse, "CRIADA, APROVADA, REJEITADA, EXPIRADA or CANCELADA", &mut v);
     let (Some(w), true) = (window, v.is_empty()) else { return Err(ApiError::Validation(v)) };
     let keep = |r: &Recurrence| {
         (w.inicio..=w.fim).contains(&r.created_at)

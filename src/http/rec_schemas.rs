@@ -307,3 +307,104 @@ const _: () = {
     assert!(OBJETO_LEN_MAX == 35 && CONTRATO_LEN_MAX == 35);
     assert!(CONTA_LEN_MAX == 20 && AGENCIA_LEN_MAX == 4);
 };
+
+/// `PUT /cobr/{txid}` and `POST /cobr`
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({"idRec": "RR999999992026112600000000001",
+    "calendario": {"dataDeVencimento": "2027-01-05"}, "valor": {"original": "89.90"}, "ajusteDiaUtil": true,
+    "infoAdicional": "January"}))]
+pub struct CobrRequest {
+    #[schema(pattern = "^R[RN][0-9]{16}[a-zA-Z0-9]{11}$")]
+    id_rec: String,
+    calendario: CobrCalendario,
+    valor: CobrValor,
+    /// Move a due date that is not a business day to the next one.
+    ajuste_dia_util: bool,
+    #[schema(min_length = 1, max_length = 140)]
+    info_adicional: Option<String>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CobrCalendario {
+    /// YYYY-MM-DD, 2 to 10 days from today, in a cycle of the recurrence with no charge yet.
+    #[schema(format = Date)]
+    data_de_vencimento: String,
+}
+
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CobrValor {
+    /// The recurrence's valorRec, or at least its valorMinimoRecebedor.
+    #[schema(schema_with = amount_text)]
+    original: String,
+}
+
+/// A recurring charge (`PUT`, `POST`, `GET`, `PATCH /cobr/{txid}`, a retry, each item of
+/// `GET /cobr` and of a `cobr` webhook's `cobsr`).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CobrView {
+    txid: String,
+    id_rec: String,
+    calendario: CobrCalendarioView,
+    valor: CobrValor,
+    ajuste_dia_util: bool,
+    politica_retentativa: RetryPolicyName,
+    info_adicional: Option<String>,
+    /// CRIADA, ATIVA, CONCLUIDA, EXPIRADA, REJEITADA or CANCELADA.
+    status: String,
+    atualizacao: Vec<Step>,
+    tentativas: Vec<Tentativa>,
+    /// Why it ended without settling.
+    encerramento: Option<Motivo>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CobrCalendarioView {
+    /// RFC 3339, UTC.
+    criacao: String,
+    #[schema(format = Date)]
+    data_de_vencimento: String,
+    /// The day the payer's institution settles it: the due date, moved to a business day
+    /// with ajusteDiaUtil.
+    #[schema(format = Date)]
+    data_liquidacao: String,
+}
+
+/// One attempt of the payer's institution to settle the charge.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Tentativa {
+    #[schema(format = Date)]
+    data_liquidacao: String,
+    /// AGENDADA (the settlement day's own) or RETENTATIVA.
+    tipo: String,
+    /// AGENDADA (still to come), LIQUIDADA or FALHOU.
+    status: String,
+    /// Once LIQUIDADA: the received PIX's end-to-end id.
+    end_to_end_id: Option<String>,
+    /// Once FALHOU: SALDO_INSUFICIENTE or CONTA_ENCERRADA.
+    motivo: Option<Motivo>,
+    /// RFC 3339: when it was made.
+    data: Option<String>,
+}
+
+/// `GET /cobr`
+#[derive(ToSchema)]
+pub struct CobrList {
+    parametros: CobrListParams,
+    cobrs: Vec<CobrView>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CobrListParams {
+    inicio: String,
+    fim: String,
+    id_rec: Option<String>,
+    status: Option<String>,
+    paginacao: Paginacao,
+}

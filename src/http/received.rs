@@ -52,10 +52,19 @@ pub fn pix_view(t: &Transaction, receiving_key: &str, refunds: &[Transaction]) -
         "pagador": pagador,
         "devolucoes": refunds.iter().map(|r| serde_json::to_value(Devolucao::of(r)).unwrap_or(Value::Null)).collect::<Vec<_>>(),
     });
-    if let Some(c) = &t.charge {
-        v["txid"] = json!(c.txid);
+    if let Some(txid) = paid_txid(t) {
+        v["txid"] = json!(txid);
     }
     v
+}
+
+/// The txid a received PIX paid: its charge's, or the recurring charge's it settled.
+fn paid_txid(t: &Transaction) -> Option<&str> {
+    match &t.charge {
+        Some(c) => Some(&c.txid),
+        None if t.kind == crate::domain::transaction::TxKind::PixIn => t.qr_txid.as_deref(),
+        None => None,
+    }
 }
 
 /// The filters of `GET /pix` beyond the window.
@@ -159,7 +168,7 @@ pub async fn list_pix(
 ) -> Result<HttpResponse, ApiError> {
     let q = read_pix_query(&query.into_inner())?;
     let keep = |t: &Transaction| {
-        let txid = t.charge.as_ref().map(|c| c.txid.as_str());
+        let txid = paid_txid(t);
         is_received(t)
             && q.txid.as_deref().is_none_or(|want| txid == Some(want))
             && q.txid_present.is_none_or(|present| txid.is_some() == present)

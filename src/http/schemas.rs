@@ -659,6 +659,7 @@ pub enum WebhookEventType {
     MedAccepted,
     MedRejected,
     Rec,
+    Cobr,
 }
 
 /// A header sent with every delivery (not one the server sets itself).

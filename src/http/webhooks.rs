@@ -25,7 +25,7 @@ pub const WEBHOOK_LOGS_LIMIT_MAX: usize = 100;
 const WEBHOOK_LOGS_LIMIT_DEFAULT: usize = 50;
 
 const EVENT_TYPES_MESSAGE: &str =
-    "must be one of cash_in, cash_out, refund_in, refund_out, med_created, med_accepted, med_rejected, rec";
+    "must be one of cash_in, cash_out, refund_in, refund_out, med_created, med_accepted, med_rejected, rec, cobr";
 
 /// An http(s) URL with a host; plain http only when allowed.
 fn check_url(url: &str, allow_http: bool) -> Result<(), &'static str> {
@@ -150,7 +150,7 @@ pub async fn configure(
 
 #[utoipa::path(
     delete, operation_id = "remove_webhook", path = "/api/webhooks/{eventType}", tag = "webhooks",
-    params(("eventType" = String, Path, description = "cash_in, cash_out, refund_in, refund_out, med_created, med_accepted, med_rejected or rec")),
+    params(("eventType" = String, Path, description = "cash_in, cash_out, refund_in, refund_out, med_created, med_accepted, med_rejected, rec or cobr")),
     responses(
         (status = 204, description = "Removed: events of this type are no longer delivered, pending retries included"),
         (status = 400, description = "not an event type", body = ExtendedErrorBody),

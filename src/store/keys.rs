@@ -53,6 +53,10 @@
 //!                           which its idSolicRec carries) belongs to
 //! recopen/{id:020}/{local:020}  empty: a recurrence whose solicitation awaits an answer
 //!                           (its actor keeps a timer for the expiry; resumed at start)
+//! cobr/{id:020}/{local:020} Cobr (JSON): a recurring charge with its attempts
+//! cobrtx/{id:020}/{txid}    u64: a recurring charge by its txid
+//! cobropen/{id:020}/{local:020}  empty: a recurring charge still ATIVA (its actor keeps a
+//!                           timer for its next attempt or the end of its retry window)
 //! ```
 //!
 //! A key is built by a function named after its family; a family scanned by prefix also
@@ -105,6 +109,7 @@ pub const TRANSACTION_LIST: &[u8] = b"tlist/";
 pub const PENDING: &[u8] = b"pend/";
 pub const OPEN_CHARGES: &[u8] = b"copen/";
 pub const OPEN_RECS: &[u8] = b"recopen/";
+pub const OPEN_COBRS: &[u8] = b"cobropen/";
 pub const OUTBOX: &[u8] = b"outbox/";
 pub const ON_US: &[u8] = b"onus/";
 
@@ -270,13 +275,14 @@ pub fn open_charges_prefix(id: AccountId) -> Vec<u8> {
     Key::new("copen/").id(id).text("/").done()
 }
 
-/// The account of a `pend/`, `copen/` or `recopen/` key.
+/// The account of a `pend/`, `copen/`, `recopen/` or `cobropen/` key.
 pub fn account_of_hold(key: &[u8]) -> Option<AccountId> {
     let text = std::str::from_utf8(key).ok()?;
     let rest = text
         .strip_prefix("pend/")
         .or_else(|| text.strip_prefix("copen/"))
-        .or_else(|| text.strip_prefix("recopen/"))?;
+        .or_else(|| text.strip_prefix("recopen/"))
+        .or_else(|| text.strip_prefix("cobropen/"))?;
     rest.split('/').next()?.parse().ok().and_then(AccountId::new)
 }
 
@@ -351,6 +357,26 @@ pub fn open_rec(account: u64, local: u64) -> Vec<u8> {
 
 pub fn open_recs_prefix(id: AccountId) -> Vec<u8> {
     Key::new("recopen/").id(id).text("/").done()
+}
+
+pub fn cobr(account: u64, local: u64) -> Vec<u8> {
+    Key::new("cobr/").num(account, 20).text("/").num(local, 20).done()
+}
+
+pub fn cobrs_prefix(id: AccountId) -> Vec<u8> {
+    Key::new("cobr/").id(id).text("/").done()
+}
+
+pub fn cobr_txid(account: u64, txid: &str) -> Vec<u8> {
+    Key::new("cobrtx/").num(account, 20).text("/").text(txid).done()
+}
+
+pub fn open_cobr(account: u64, local: u64) -> Vec<u8> {
+    Key::new("cobropen/").num(account, 20).text("/").num(local, 20).done()
+}
+
+pub fn open_cobrs_prefix(id: AccountId) -> Vec<u8> {
+    Key::new("cobropen/").id(id).text("/").done()
 }
 
 /// A request made with an `Idempotency-Key`: by the SHA-256 of the key, so a key of any

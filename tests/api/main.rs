@@ -4,6 +4,7 @@
 mod admin;
 mod backup;
 mod cob;
+mod cobr;
 mod cobv;
 mod contract;
 mod deliveries;

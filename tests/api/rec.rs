@@ -10,12 +10,12 @@ use crate::helpers::{assert_extended, assert_simple, send, spawn_with, Options, 
 use crate::receiver::{signature_verifies, Receiver};
 
 /// Tomorrow in São Paulo (the server's clock is the system's in a fresh app).
-fn tomorrow() -> String {
+pub fn tomorrow() -> String {
     let sp = chrono::Utc::now() - chrono::Duration::hours(3);
     (sp.date_naive() + chrono::Duration::days(1)).to_string()
 }
 
-fn rec_body(valor: Value) -> Value {
+pub fn rec_body(valor: Value) -> Value {
     json!({
         "vinculo": {"objeto": "Gym", "contrato": "c-77", "devedor": {"cpf": "52998224725", "nome": "Ana"}},
         "calendario": {"dataInicial": tomorrow(), "periodicidade": "MENSAL"},
@@ -24,11 +24,11 @@ fn rec_body(valor: Value) -> Value {
     })
 }
 
-fn in_hours(h: i64) -> String {
+pub fn in_hours(h: i64) -> String {
     (chrono::Utc::now() + chrono::Duration::hours(h)).to_rfc3339()
 }
 
-fn solic_body(id_rec: &str, expires: &str) -> Value {
+pub fn solic_body(id_rec: &str, expires: &str) -> Value {
     json!({
         "idRec": id_rec,
         "destinatario": {"cpf": "11144477735", "conta": "123456", "agencia": "0001", "ispbParticipante": "00000000"},
@@ -36,16 +36,16 @@ fn solic_body(id_rec: &str, expires: &str) -> Value {
     })
 }
 
-async fn post(app: &TestApp, path: &str, token: &str, body: Value) -> (u16, Value) {
+pub async fn post(app: &TestApp, path: &str, token: &str, body: Value) -> (u16, Value) {
     app.post_raw(path, token, &body.to_string(), &[]).await
 }
 
-async fn patch(app: &TestApp, path: &str, token: &str, body: Value) -> (u16, Value) {
+pub async fn patch(app: &TestApp, path: &str, token: &str, body: Value) -> (u16, Value) {
     send(awc::Client::new().patch(app.url(path)).bearer_auth(token), Some(body)).await
 }
 
 /// A recurrence made and sent for authorisation: (idRec, idSolicRec).
-async fn sent(app: &TestApp, token: &str, valor: Value, expires: &str) -> (String, String) {
+pub async fn sent(app: &TestApp, token: &str, valor: Value, expires: &str) -> (String, String) {
     let (s, r) = post(app, "/rec", token, rec_body(valor)).await;
     assert_eq!(s, 201, "{r}");
     let id = r["idRec"].as_str().unwrap().to_owned();
@@ -54,7 +54,7 @@ async fn sent(app: &TestApp, token: &str, valor: Value, expires: &str) -> (Strin
     (id, sol["idSolicRec"].as_str().unwrap().to_owned())
 }
 
-fn statuses(v: &Value) -> Vec<String> {
+pub fn statuses(v: &Value) -> Vec<String> {
     v["atualizacao"].as_array().unwrap().iter().map(|u| u["status"].as_str().unwrap().to_owned()).collect()
 }
 

@@ -25,7 +25,10 @@ pub use charges::{
 pub use med::{close_med, open_med, CloseMedRequest, OpenMedRequest};
 pub use on_us::{credit_of, names_charge, receive as receive_on_us, OnUsCredit, OnUsPayer};
 pub use pay::{pay, pix_in, settle, DictRequest, PayDecision, PayRequest, PixInRequest};
-pub use recurrences::{change_rec, create_rec, expire_rec, RecChange, RecRequest};
+pub use recurrences::{
+    attempt_cobr, change_cobr, change_rec, create_cobr, create_rec, expire_rec, CobrChange, CobrPayer,
+    CobrRequest, RecChange, RecRequest,
+};
 pub use refunds::{refund, take_back, RefundDecision, RefundRequest};
 
 use uuid::Uuid;
@@ -33,6 +36,7 @@ use uuid::Uuid;
 use super::money::Money;
 
 use super::account::{AccountSettings, FeeRule};
+use super::cobr::{Cobr, CobrError};
 use super::events::OutboxEvent;
 use super::ids::AccountId;
 use super::ledger::{InvariantViolation, Ledger, LedgerChange, Rejection};
@@ -151,6 +155,8 @@ pub enum Record {
     OnUsCredited(String),
     /// A recurrence as it now is (Pix Automático).
     Recurrence(Recurrence),
+    /// A recurring charge as it now is.
+    Cobr(Cobr),
 }
 
 /// Everything one command does (see the module doc).
@@ -177,7 +183,11 @@ impl<R> Plan<R> {
     fn write(&mut self, record: Record, now: chrono::DateTime<chrono::Utc>) {
         let tx = match &record {
             Record::NewTransaction(t) | Record::Transaction(t) => Some(t),
-            Record::Med(_) | Record::OnUsCredit(_) | Record::OnUsCredited(_) | Record::Recurrence(_) => None,
+            Record::Med(_)
+            | Record::OnUsCredit(_)
+            | Record::OnUsCredited(_)
+            | Record::Recurrence(_)
+            | Record::Cobr(_) => None,
         };
         if let Some(event) = tx.and_then(|t| super::events::event_for(t, now)) {
             self.events.push(event);
@@ -224,6 +234,8 @@ pub enum Refusal {
     Med(MedRejection),
     #[error("recurrence refused: {0}")]
     Rec(RecError),
+    #[error("recurring charge refused: {0}")]
+    Cobr(CobrError),
     /// The plan would break a rule no client input can break: a bug. Nothing is written and
     /// the actor stops.
     #[error("{0}")]
@@ -391,9 +403,11 @@ pub(crate) mod testing {
             .iter()
             .filter_map(|r| match r {
                 Record::NewTransaction(t) | Record::Transaction(t) => Some(t),
-                Record::Med(_) | Record::OnUsCredit(_) | Record::OnUsCredited(_) | Record::Recurrence(_) => {
-                    None
-                }
+                Record::Med(_)
+                | Record::OnUsCredit(_)
+                | Record::OnUsCredited(_)
+                | Record::Recurrence(_)
+                | Record::Cobr(_) => None,
             })
             .collect()
     }

@@ -115,6 +115,7 @@ pub fn receive(
                 payer_document: Some(credit.payer_document),
                 payer_bank,
                 end_to_end_id: Some(e2e.clone()),
+                paid_txid: None,
             },
             now,
             ids,

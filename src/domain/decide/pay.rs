@@ -162,6 +162,8 @@ pub struct PixInRequest {
     /// The payer's end-to-end id when known (an on-us payment); else the simulated payer's
     /// bank makes one.
     pub end_to_end_id: Option<String>,
+    /// The txid of the recurring charge (`cobr`) this PIX settles, if it settles one.
+    pub paid_txid: Option<String>,
 }
 
 /// A received PIX: credits value minus the cash-in fee, recorded CONFIRMED. A payer sent
@@ -191,6 +193,7 @@ pub fn pix_in(
             bank: req.payer_bank,
         },
         processed_at: Some(now),
+        qr_txid: req.paid_txid,
         ..Transaction::new(fresh.local_id, fresh.transaction_id(), account.id, TxKind::PixIn, req.value, now)
     };
     let mut plan = Plan::new(tx.clone());
@@ -399,6 +402,7 @@ mod tests {
             payer_document: None,
             payer_bank: None,
             end_to_end_id: None,
+            paid_txid: None,
         };
         let plan = pix_in(&f.account(), req, noon(), &mut ids(&[3])).unwrap();
         assert_eq!(plan.reply.status, TxStatus::Confirmed);

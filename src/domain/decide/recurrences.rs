@@ -1,14 +1,22 @@
-//! Pix Automático's recurrences as commands (`domain::rec` holds the record and its life
-//! cycle): each change is one plan that writes the recurrence as it now is and, when its
-//! status moved, the event its webhook (`rec`) carries.
+//! Pix Automático as commands (`domain::rec` and `domain::cobr` hold the records and their
+//! life cycles): each change is one plan that writes the records as they now are and, when
+//! a status moved (or an attempt to settle failed), the event its webhook (`rec`, `cobr`)
+//! carries. A recurring charge that settles is a received PIX of the account, credited in
+//! the same plan that records it, so it is paid once or not at all.
 
 use chrono::{DateTime, Utc};
 
-use super::{Account, Ids, Plan, Record, Refusal};
+use chrono::NaiveDate;
+
+use super::{pix_in, Account, Ids, PixInRequest, Plan, Record, Refusal};
+use crate::domain::cobr::{Attempted, Cobr, CobrError, CobrStatus, SettleScenario};
+use crate::domain::cobv::payment_day;
 use crate::domain::events::{EventBody, EventType, OutboxEvent};
 use crate::domain::listing::local_day;
-use crate::domain::rec::{Answer, Link, Party, RecError, Receiver, Recipient, Recurrence};
-use crate::domain::recurrence::{AmountRule, RetryPolicy, Schedule};
+use crate::domain::money::Money;
+use crate::domain::rec::{Answer, Link, Party, RecError, RecStatus, Receiver, Recipient, Recurrence};
+use crate::domain::recurrence::{check_amount, check_send_window, AmountRule, RetryPolicy, Schedule};
+use crate::domain::transaction::BankInfo;
 
 /// A new recurrence, as the receiver asks for it (`POST /rec`).
 #[derive(Debug, Clone)]
@@ -80,10 +88,12 @@ pub fn create_rec(
     Ok(written(rec, true))
 }
 
-/// Changes a recurrence. Ids: one for a solicitation, none otherwise.
+/// Changes a recurrence. `open` are its recurring charges not yet final: a cancellation
+/// cancels them with it. Ids: one for a solicitation, none otherwise.
 pub fn change_rec(
     mut rec: Recurrence,
     change: RecChange,
+    open: Vec<Cobr>,
     now: DateTime<Utc>,
     ids: &mut Ids,
 ) -> Result<Plan<Recurrence>, Refusal> {
@@ -99,12 +109,154 @@ pub fn change_rec(
     }
     .map_err(Refusal::Rec)?;
     let moved = rec.status != before;
-    Ok(written(rec, moved))
+    let mut plan = written(rec, moved);
+    if plan.reply.status == RecStatus::Cancelada {
+        for mut c in open.into_iter().filter(|c| c.rec_local == plan.reply.local_id) {
+            if c.cancel("the recurrence was cancelled", now).is_ok() {
+                plan.events.push(cobr_event(&c));
+                plan.records.push(Record::Cobr(c));
+            }
+        }
+    }
+    Ok(plan)
 }
 
 /// Expires the recurrence's solicitation if its time has come (`None`: nothing is due).
 pub fn expire_rec(mut rec: Recurrence, now: DateTime<Utc>) -> Option<Plan<Recurrence>> {
     rec.expire(now).then(|| written(rec, true))
+}
+
+/// The event of a recurring charge's status change or failed attempt.
+fn cobr_event(c: &Cobr) -> OutboxEvent {
+    OutboxEvent {
+        account_id: c.account_id,
+        local_id: c.local_id,
+        event_type: EventType::Cobr,
+        created_at: c.updated_at,
+        body: EventBody::Json(serde_json::json!({ "cobsr": [c.to_json()] })),
+    }
+}
+
+/// A recurring charge, as the receiver asks for it (`PUT`/`POST /cobr`).
+#[derive(Debug, Clone)]
+pub struct CobrRequest {
+    pub txid: String,
+    pub due: NaiveDate,
+    pub adjust: bool,
+    pub value: Money,
+    pub info: Option<String>,
+    pub scenario: SettleScenario,
+}
+
+/// Makes a recurring charge for one cycle of `rec`, `ATIVA` with its attempt scheduled.
+/// Ids: one, the charge's.
+pub fn create_cobr(
+    account: &Account,
+    mut rec: Recurrence,
+    req: CobrRequest,
+    now: DateTime<Utc>,
+    ids: &mut Ids,
+) -> Result<Plan<Cobr>, Refusal> {
+    let refuse = |e: CobrError| Refusal::Cobr(e);
+    if rec.status != RecStatus::Aprovada {
+        return Err(refuse(CobrError::RecurrenceNotApproved(rec.status.as_str())));
+    }
+    let cycle = rec.schedule.cycle_of(req.due).map_err(|e| refuse(e.into()))?;
+    if rec.charges.iter().any(|(c, _)| *c == cycle) {
+        return Err(refuse(CobrError::CycleCharged(cycle)));
+    }
+    check_send_window(payment_day(now), req.due).map_err(|e| refuse(e.into()))?;
+    check_amount(rec.amount, req.value).map_err(|e| refuse(e.into()))?;
+    let local_id = ids.take()?.local_id;
+    let mut cobr = Cobr {
+        account_id: account.id.get(),
+        local_id,
+        txid: req.txid,
+        rec_local: rec.local_id,
+        id_rec: rec.id.clone(),
+        cycle,
+        due: req.due,
+        adjust: req.adjust,
+        value: req.value,
+        info: req.info,
+        retry: rec.retry,
+        payer_maximum: rec.payer.as_ref().and_then(|p| p.maximum),
+        scenario: req.scenario,
+        status: CobrStatus::Criada,
+        history: Vec::new(),
+        attempts: Vec::new(),
+        closing: None,
+        created_at: now,
+        updated_at: now,
+    };
+    cobr.activate(now);
+    rec.charges.push((cycle, local_id));
+    let mut plan = Plan::new(cobr.clone());
+    plan.events.push(cobr_event(&cobr));
+    plan.records.push(Record::Cobr(cobr));
+    plan.records.push(Record::Recurrence(rec));
+    Ok(plan)
+}
+
+/// A change the receiver makes to a recurring charge.
+#[derive(Debug, Clone)]
+pub enum CobrChange {
+    /// `POST /cobr/{txid}/retentativa/{data}`.
+    Retry(NaiveDate),
+    /// `PATCH /cobr/{txid}` with `CANCELADA`.
+    Cancel,
+}
+
+pub fn change_cobr(mut cobr: Cobr, change: CobrChange, now: DateTime<Utc>) -> Result<Plan<Cobr>, Refusal> {
+    match change {
+        CobrChange::Retry(date) => cobr.ask_retry(date, now),
+        CobrChange::Cancel => cobr.cancel("cancelled by the receiver", now),
+    }
+    .map_err(Refusal::Cobr)?;
+    let mut plan = Plan::new(cobr.clone());
+    plan.events.push(cobr_event(&cobr));
+    plan.records.push(Record::Cobr(cobr));
+    Ok(plan)
+}
+
+/// Who pays a recurring charge: the payer its recurrence was authorised by.
+#[derive(Debug, Clone)]
+pub struct CobrPayer {
+    pub name: String,
+    pub document: String,
+    pub bank: Option<BankInfo>,
+}
+
+/// What is due of a recurring charge at `now` (`None`: nothing). A settled attempt credits
+/// the account with a received PIX of the charge's value in the same plan. Ids: one, for
+/// that PIX.
+pub fn attempt_cobr(
+    account: &Account,
+    mut cobr: Cobr,
+    payer: CobrPayer,
+    now: DateTime<Utc>,
+    ids: &mut Ids,
+) -> Result<Option<Plan<Cobr>>, Refusal> {
+    let Some(attempted) = cobr.attempt(now) else { return Ok(None) };
+    let mut plan = match attempted {
+        Attempted::Failed | Attempted::Refused => Plan::new(cobr.clone()),
+        Attempted::Settles => {
+            let req = PixInRequest {
+                value: cobr.value,
+                payer_name: payer.name,
+                payer_document: Some(payer.document),
+                payer_bank: payer.bank,
+                end_to_end_id: None,
+                paid_txid: Some(cobr.txid.clone()),
+            };
+            let received = pix_in(account, req, now, ids)?;
+            cobr.settled(received.reply.end_to_end_id.clone(), now);
+            received.with_reply(cobr.clone())
+        }
+    };
+    plan.events.push(cobr_event(&cobr));
+    plan.records.push(Record::Cobr(cobr));
+    Ok(Some(plan))
 }
 
 #[cfg(test)]
@@ -165,9 +317,14 @@ mod tests {
         let today = local_day(now);
         let rec = create_rec(&f.account(), request(today), now, &mut ids(&[9])).unwrap().reply;
         let expires_at = now + chrono::Duration::hours(1);
-        let sent =
-            change_rec(rec, RecChange::Solicit { recipient: recipient(), expires_at }, now, &mut ids(&[10]))
-                .unwrap();
+        let sent = change_rec(
+            rec,
+            RecChange::Solicit { recipient: recipient(), expires_at },
+            vec![],
+            now,
+            &mut ids(&[10]),
+        )
+        .unwrap();
         assert!(sent.events.is_empty(), "a solicitation leaves the recurrence CRIADA");
         let rec = sent.reply;
         let sid = rec.solicitations[0].id.clone();
@@ -175,6 +332,7 @@ mod tests {
             change_rec(
                 rec.clone(),
                 RecChange::Answer { solicitation: "SC0".into(), answer: Answer::Reject },
+                vec![],
                 now,
                 &mut ids(&[])
             )
@@ -187,11 +345,105 @@ mod tests {
         let approved = change_rec(
             rec,
             RecChange::Answer { solicitation: sid, answer: Answer::Approve { maximum: None } },
+            vec![],
             now,
             &mut ids(&[]),
         )
         .unwrap();
         assert_eq!(approved.events.len(), 1);
         assert_eq!(approved.events[0].payload()["recs"][0]["status"], "APROVADA");
+    }
+
+    /// An approved monthly recurrence of 30.00 from `start`, made at `now`.
+    fn approved(f: &Fixture, start: NaiveDate, now: DateTime<Utc>) -> Recurrence {
+        let rec = create_rec(&f.account(), request(start), now, &mut ids(&[9])).unwrap().reply;
+        let solicit =
+            RecChange::Solicit { recipient: recipient(), expires_at: now + chrono::Duration::hours(1) };
+        let rec = change_rec(rec, solicit, vec![], now, &mut ids(&[10])).unwrap().reply;
+        let sid = rec.solicitations[0].id.clone();
+        let approve = RecChange::Answer { solicitation: sid, answer: Answer::Approve { maximum: None } };
+        change_rec(rec, approve, vec![], now, &mut ids(&[])).unwrap().reply
+    }
+
+    fn charge(due: NaiveDate, value: &str) -> CobrRequest {
+        CobrRequest {
+            txid: "a".repeat(26),
+            due,
+            adjust: false,
+            value: m(value),
+            info: None,
+            scenario: SettleScenario::Pay,
+        }
+    }
+
+    #[test]
+    fn a_cycle_is_charged_once_inside_the_window_at_the_recurrences_value() {
+        let f = Fixture::with_balance("0");
+        let now: DateTime<Utc> = "2026-11-26T12:00:00Z".parse().unwrap();
+        let start = NaiveDate::from_ymd_opt(2026, 12, 1).unwrap();
+        let rec = create_rec(&f.account(), request(start), now, &mut ids(&[9])).unwrap().reply;
+        let refused = |r: Result<Plan<Cobr>, Refusal>| r.map(|p| p.reply).unwrap_err();
+        assert_eq!(
+            refused(create_cobr(&f.account(), rec, charge(start, "30"), now, &mut ids(&[20]))),
+            Refusal::Cobr(CobrError::RecurrenceNotApproved("CRIADA"))
+        );
+        let rec = approved(&f, start, now);
+        assert_eq!(
+            refused(create_cobr(&f.account(), rec.clone(), charge(start, "31"), now, &mut ids(&[20]))),
+            Refusal::Cobr(CobrError::Rule(crate::domain::recurrence::RecurrenceRejection::NotTheFixedValue(
+                m("30")
+            )))
+        );
+        let too_soon = NaiveDate::from_ymd_opt(2026, 11, 27).unwrap();
+        assert!(matches!(
+            refused(create_cobr(&f.account(), rec.clone(), charge(too_soon, "30"), now, &mut ids(&[20]))),
+            Refusal::Cobr(CobrError::Rule(_))
+        ));
+        let plan = create_cobr(&f.account(), rec, charge(start, "30"), now, &mut ids(&[20])).unwrap();
+        assert_eq!((plan.reply.status, plan.reply.cycle), (CobrStatus::Ativa, 0));
+        assert_eq!(plan.events.len(), 1);
+        let Some(Record::Recurrence(rec)) = plan.records.get(1).cloned() else {
+            panic!("{:?}", plan.records)
+        };
+        assert_eq!(rec.charges, vec![(0, 20)]);
+        let same_cycle = NaiveDate::from_ymd_opt(2026, 12, 5).unwrap();
+        assert_eq!(
+            refused(create_cobr(&f.account(), rec, charge(same_cycle, "30"), now, &mut ids(&[21]))),
+            Refusal::Cobr(CobrError::CycleCharged(0))
+        );
+    }
+
+    #[test]
+    fn a_settled_charge_credits_a_received_pix_that_names_it_and_a_cancelled_recurrence_cancels_its_charges()
+    {
+        let mut f = Fixture::with_balance("0");
+        let now: DateTime<Utc> = "2026-11-26T12:00:00Z".parse().unwrap();
+        let start = NaiveDate::from_ymd_opt(2026, 12, 1).unwrap();
+        let rec = approved(&f, start, now);
+        let cobr =
+            create_cobr(&f.account(), rec.clone(), charge(start, "30"), now, &mut ids(&[20])).unwrap().reply;
+        let payer = CobrPayer { name: "Ana".into(), document: "11144477735".into(), bank: None };
+        let early = crate::domain::cobv::start_of_day(start) - chrono::Duration::seconds(1);
+        assert_eq!(attempt_cobr(&f.account(), cobr.clone(), payer.clone(), early, &mut ids(&[30])), Ok(None));
+        let due = crate::domain::cobv::start_of_day(start);
+        let plan = attempt_cobr(&f.account(), cobr.clone(), payer, due, &mut ids(&[30])).unwrap().unwrap();
+        f.apply(&plan);
+        assert_eq!(f.ledger.balance().available, m("30"));
+        let Some(Record::NewTransaction(pix)) = plan.records.first() else { panic!("{:?}", plan.records) };
+        assert_eq!(
+            (pix.qr_txid.as_deref(), pix.counterpart.name.as_str()),
+            (Some(cobr.txid.as_str()), "Ana")
+        );
+        assert_eq!(plan.reply.status, CobrStatus::Concluida);
+        assert_eq!(plan.reply.to_json()["tentativas"][0]["endToEndId"], pix.end_to_end_id.as_str());
+        let kinds: Vec<EventType> = plan.events.iter().map(|e| e.event_type).collect();
+        assert_eq!(kinds, [EventType::CashIn, EventType::Cobr]);
+
+        let cancelled =
+            change_rec(rec, RecChange::Cancel(Party::UsuarioPagador), vec![cobr], now, &mut ids(&[]))
+                .unwrap();
+        let Some(Record::Cobr(c)) = cancelled.records.get(1) else { panic!("{:?}", cancelled.records) };
+        assert_eq!((c.status, c.deadline()), (CobrStatus::Cancelada, None));
+        assert_eq!(cancelled.events.len(), 2, "the recurrence's event and its charge's");
     }
 }

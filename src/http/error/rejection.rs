@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 
 use super::validation::Violation;
 use super::{ErrorParts, Family, GENERIC_USER_MESSAGE};
+use crate::domain::cobr::CobrError;
 use crate::domain::decide::Refusal;
 use crate::domain::ledger::Rejection as LedgerRejection;
 use crate::domain::med::MedRejection;
@@ -87,6 +88,8 @@ pub enum Rejection {
     Med(MedRejection),
     /// A Pix Automático recurrence's command refused.
     Rec(RecError),
+    /// A recurring charge's command refused.
+    Cobr(CobrError),
 }
 
 impl Rejection {
@@ -122,6 +125,7 @@ impl Rejection {
             },
             Refusal::Med(r) => Rejection::Med(r),
             Refusal::Rec(r) => Rejection::Rec(r),
+            Refusal::Cobr(r) => Rejection::Cobr(r),
             Refusal::Bug(_) => return None,
         })
     }
@@ -336,6 +340,7 @@ impl Rejection {
             ),
             Rejection::Med(r) => return med_parts(r),
             Rejection::Rec(r) => return rec_parts(r, family),
+            Rejection::Cobr(r) => return cobr_parts(r, family),
         };
         ErrorParts {
             status: if b { b_status } else { a_status },
@@ -397,6 +402,35 @@ fn rec_parts(r: &RecError, family: Family) -> ErrorParts {
     }
 }
 
+/// A refused recurring charge: unknown 404, a state or cycle that does not allow it 409, a
+/// rule of the arrangement a 400 naming its field.
+fn cobr_parts(r: &CobrError, family: Family) -> ErrorParts {
+    use crate::domain::recurrence::RecurrenceRejection as R;
+    let (field, status) = field_or_status(r.to_string(), family);
+    match r {
+        CobrError::NotFound => status(StatusCode::NOT_FOUND, "NOT_FOUND"),
+        CobrError::TxidTaken
+        | CobrError::RecurrenceNotApproved(_)
+        | CobrError::CycleCharged(_)
+        | CobrError::Final(_)
+        | CobrError::NothingToRetry => status(StatusCode::CONFLICT, "CONFLICT"),
+        CobrError::Rule(rule) => match rule {
+            R::BeforeFirstCycle | R::AfterLastDate | R::OutsideSendWindow(_) => {
+                field("calendario.dataDeVencimento")
+            }
+            R::NotTheFixedValue(_) | R::BelowMinimum(_) => field("valor.original"),
+            R::RetriesNotAllowed
+            | R::TooManyRetries
+            | R::RetryOutsideWindow
+            | R::RetryInThePast
+            | R::RetrySameDate => field("data"),
+            R::UnknownPeriodicity => field("periodicidade"),
+            R::UnknownRetryPolicy => field("politicaRetentativa"),
+            R::EndsBeforeStart => field("dataFinal"),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -444,6 +478,14 @@ mod tests {
             Rejection::Rec(RecError::MaximumOnFixedValue),
             Rejection::Rec(RecError::MaximumBelowMinimum(Money::parse("1").unwrap())),
             Rejection::Rec(RecError::StartsBeforeToday),
+            Rejection::Cobr(CobrError::NotFound),
+            Rejection::Cobr(CobrError::TxidTaken),
+            Rejection::Cobr(CobrError::CycleCharged(2)),
+            Rejection::Cobr(CobrError::NothingToRetry),
+            Rejection::Cobr(CobrError::Rule(
+                crate::domain::recurrence::RecurrenceRejection::OutsideSendWindow(1),
+            )),
+            Rejection::Cobr(CobrError::Rule(crate::domain::recurrence::RecurrenceRejection::RetrySameDate)),
         ]
     }
 
@@ -531,6 +573,7 @@ mod tests {
             Refusal::Refund(RefundRejection::ExceedsRefundable { refundable: Money::ZERO }),
             Refusal::Med(MedRejection::NotFound),
             Refusal::Rec(RecError::NotFound),
+            Refusal::Cobr(CobrError::NotFound),
         ];
         for r in refusals {
             let rejection = Rejection::of(r.clone());

@@ -28,13 +28,14 @@ impl Repo {
         b.delete(keys::pending(id, local));
     }
 
-    /// The accounts that have pending debits, open charges or recurrences awaiting an answer
-    /// (to resume them at start).
+    /// The accounts that have pending debits, open charges, recurrences awaiting an answer or
+    /// recurring charges still `ATIVA` (to resume them at start).
     pub fn accounts_with_pending(&self) -> Result<Vec<AccountId>, RepoError> {
         let mut out: Vec<AccountId> = Vec::new();
         let mut holds = self.store.scan_prefix(keys::PENDING)?;
         holds.extend(self.store.scan_prefix(keys::OPEN_CHARGES)?);
         holds.extend(self.store.scan_prefix(keys::OPEN_RECS)?);
+        holds.extend(self.store.scan_prefix(keys::OPEN_COBRS)?);
         for (k, _) in holds {
             let id = keys::account_of_hold(&k).ok_or_else(|| RepoError::Corrupt {
                 key: String::from_utf8_lossy(&k).into_owned(),

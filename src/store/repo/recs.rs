@@ -1,7 +1,9 @@
-//! Pix Automático recurrences, per account: the record (with its solicitations), the index
-//! from a solicitation to its recurrence, and the index of recurrences whose solicitation
-//! awaits an answer (their actors keep its expiry's timer).
+//! Pix Automático, per account: recurrences (with their solicitations), the index from a
+//! solicitation to its recurrence, the index of recurrences whose solicitation awaits an
+//! answer; recurring charges, their txid index and the index of those still `ATIVA` (their
+//! actors keep a timer for each).
 
+use crate::domain::cobr::Cobr;
 use crate::domain::ids::AccountId;
 use crate::domain::rec::Recurrence;
 
@@ -38,13 +40,22 @@ impl Repo {
 
     /// The account's recurrences whose solicitation awaits an answer.
     pub fn open_recs(&self, id: AccountId) -> Result<Vec<Recurrence>, RepoError> {
+        self.listed(&keys::open_recs_prefix(id), |local| self.rec(id, local))
+    }
+
+    /// The records an index under `prefix` names by the local id its keys end with.
+    fn listed<T>(
+        &self,
+        prefix: &[u8],
+        get: impl Fn(u64) -> Result<Option<T>, RepoError>,
+    ) -> Result<Vec<T>, RepoError> {
         let mut out = Vec::new();
-        for (k, _) in self.store.scan_prefix(&keys::open_recs_prefix(id))? {
+        for (k, _) in self.store.scan_prefix(prefix)? {
             let local = keys::local_at_end(&k).ok_or_else(|| RepoError::Corrupt {
                 key: String::from_utf8_lossy(&k).into_owned(),
                 reason: "bad id".into(),
             })?;
-            if let Some(r) = self.rec(id, local)? {
+            if let Some(r) = get(local)? {
                 out.push(r);
             }
         }
@@ -61,6 +72,52 @@ impl Repo {
         size: usize,
     ) -> Result<(Vec<Recurrence>, usize), RepoError> {
         let from = keys::recs_prefix(id);
+        let mut to = from.clone();
+        if let Some(last) = to.last_mut() {
+            *last += 1;
+        }
+        self.json_page((&from, &to), keep, skip, size)
+    }
+
+    /// Writes a recurring charge as it now is, with its indexes.
+    pub fn put_cobr(&self, b: &mut Batch, c: &Cobr) -> Result<(), RepoError> {
+        b.put(keys::cobr(c.account_id, c.local_id), to_json(c)?);
+        b.put(keys::cobr_txid(c.account_id, &c.txid), c.local_id.to_be_bytes().to_vec());
+        let open = keys::open_cobr(c.account_id, c.local_id);
+        if c.status.is_final() {
+            b.delete(open);
+        } else {
+            b.put(open, Vec::new());
+        }
+        Ok(())
+    }
+
+    pub fn cobr(&self, id: AccountId, local: u64) -> Result<Option<Cobr>, RepoError> {
+        self.get_json(&keys::cobr(id.get(), local))
+    }
+
+    /// The account's recurring charge with this txid.
+    pub fn cobr_by_txid(&self, id: AccountId, txid: &str) -> Result<Option<Cobr>, RepoError> {
+        match self.local_by(&keys::cobr_txid(id.get(), txid))? {
+            Some(local) => self.cobr(id, local),
+            None => Ok(None),
+        }
+    }
+
+    /// The account's recurring charges still `ATIVA`.
+    pub fn open_cobrs(&self, id: AccountId) -> Result<Vec<Cobr>, RepoError> {
+        self.listed(&keys::open_cobrs_prefix(id), |local| self.cobr(id, local))
+    }
+
+    /// One page of the account's recurring charges that `keep` keeps, newest first.
+    pub fn cobrs_page(
+        &self,
+        id: AccountId,
+        keep: impl Fn(&Cobr) -> bool,
+        skip: usize,
+        size: usize,
+    ) -> Result<(Vec<Cobr>, usize), RepoError> {
+        let from = keys::cobrs_prefix(id);
         let mut to = from.clone();
         if let Some(last) = to.last_mut() {
             *last += 1;

@@ -228,6 +228,7 @@ impl Repo {
                 Record::OnUsCredit(c) => b.put(keys::on_us(&c.end_to_end_id), to_json(c)?),
                 Record::OnUsCredited(e2e) => b.delete(keys::on_us(e2e)),
                 Record::Recurrence(rec) => self.put_rec(&mut b, rec)?,
+                Record::Cobr(c) => self.put_cobr(&mut b, c)?,
             }
         }
         if let Some(change) = ledger {

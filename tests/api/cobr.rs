@@ -1,0 +1,289 @@
+//! Recurring charges through the real server, on the test clock: a cycle settled on its day
+//! as a received PIX (balance, `GET /pix` with its txid, a refund), a failed cycle retried to
+//! success, a cycle failed past its last retry, a cycle per charge, cancellation by the
+//! receiver and with the recurrence, the `cobr` webhooks, and a kill -9 before and after
+//! the settlement day that pays the cycle once.
+
+use chrono::{Duration, NaiveDate, Utc};
+use serde_json::{json, Value};
+
+use crate::helpers::{spawn_with, Options, TestApp};
+use crate::rec::{in_hours, patch, post, rec_body, solic_body};
+use crate::receiver::{signature_verifies, Receiver};
+
+/// Today in São Paulo, by the system's clock (a fresh app's clock is the system's).
+fn today() -> NaiveDate {
+    (Utc::now() - Duration::hours(3)).date_naive()
+}
+
+/// Seconds to move a fresh clock (already moved by `moved`) to 00:00:05 of `day` in São
+/// Paulo.
+fn seconds_to(day: NaiveDate, moved: i64) -> i64 {
+    let start = day.and_hms_opt(3, 0, 5).unwrap().and_utc();
+    (start - Utc::now()).num_seconds() - moved
+}
+
+/// An approved recurrence (monthly from tomorrow, 30.00 fixed) under `policy`: its idRec.
+async fn approved(app: &TestApp, token: &str, policy: &str) -> String {
+    let mut body = rec_body(json!({"valorRec": "30.00"}));
+    body["politicaRetentativa"] = json!(policy);
+    let (s, r) = post(app, "/rec", token, body).await;
+    assert_eq!(s, 201, "{r}");
+    let id = r["idRec"].as_str().unwrap().to_owned();
+    let (s, sol) = post(app, "/solicrec", token, solic_body(&id, &in_hours(24))).await;
+    assert_eq!(s, 201, "{sol}");
+    let path = format!("/sandbox/solicrec/{}/answer", sol["idSolicRec"].as_str().unwrap());
+    let (s, a) = post(app, &path, token, json!({"decision": "APPROVE"})).await;
+    assert_eq!(s, 200, "{a}");
+    id
+}
+
+fn cobr_body(id_rec: &str, due: NaiveDate) -> Value {
+    json!({"idRec": id_rec, "calendario": {"dataDeVencimento": due.to_string()}, "valor": {"original": "30.00"},
+        "ajusteDiaUtil": false, "infoAdicional": "cycle 1"})
+}
+
+/// A charge made with a scenario: its view.
+async fn charge(app: &TestApp, token: &str, txid: &str, body: Value, scenario: &str) -> Value {
+    let req = awc::Client::new()
+        .put(app.url(&format!("/cobr/{txid}")))
+        .bearer_auth(token)
+        .insert_header(("X-Sandbox-Scenario", scenario));
+    let (s, c) = crate::helpers::send(req, Some(body)).await;
+    assert_eq!(s, 201, "{c}");
+    c
+}
+
+async fn cobr(app: &TestApp, txid: &str) -> Value {
+    let token = app.demo_token().await;
+    let (s, c) = app.get_with(&format!("/cobr/{txid}"), &token).await;
+    assert_eq!(s, 200, "{c}");
+    c
+}
+
+fn attempts(c: &Value) -> Vec<(String, String)> {
+    c["tentativas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["tipo"].as_str().unwrap().to_owned(), t["status"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+/// The account's net balance.
+async fn net(app: &TestApp) -> pixgw::domain::money::Money {
+    let token = app.demo_token().await;
+    let (_, _, net) = app.balance(&token).await;
+    pixgw::domain::money::Money::parse(&net).unwrap()
+}
+
+fn plus(m: pixgw::domain::money::Money, text: &str) -> pixgw::domain::money::Money {
+    m.checked_add(pixgw::domain::money::Money::parse(text).unwrap()).unwrap()
+}
+
+fn hooked() -> Options {
+    Options {
+        env: vec![
+            ("PIXGW_WEBHOOK_ALLOW_HTTP".into(), "1".into()),
+            ("PIXGW_WEBHOOK_ALLOW_PRIVATE".into(), "1".into()),
+            ("PIXGW_SIM_SETTLE_MS".into(), "20".into()),
+        ],
+        ..Default::default()
+    }
+}
+
+#[actix_rt::test]
+async fn a_cycle_settles_on_its_day_as_a_received_pix_that_can_be_refunded() {
+    let app = spawn_with(hooked()).await;
+    let token = app.demo_token().await;
+    let mut hooks = Receiver::ok();
+    for t in ["cobr", "cash_in"] {
+        assert_eq!(
+            post(&app, "/api/webhooks", &token, json!({"eventType": t, "url": hooks.url})).await.0,
+            201
+        );
+    }
+    let id = approved(&app, &token, "NAO_PERMITE").await;
+    let due = today() + Duration::days(3);
+    let txid = "cycleone0000000000000000000001";
+    let c = charge(&app, &token, txid, cobr_body(&id, due), "PAY").await;
+    assert_eq!((c["status"].as_str(), c["idRec"].as_str()), (Some("ATIVA"), Some(id.as_str())));
+    assert_eq!(c["calendario"]["dataLiquidacao"], due.to_string());
+    assert_eq!(attempts(&c), [("AGENDADA".to_owned(), "AGENDADA".to_owned())]);
+    let (s, b) = post(&app, "/cobr", &token, cobr_body(&id, due + Duration::days(1))).await;
+    assert_eq!(s, 409, "one charge per cycle: {b}");
+    let before = net(&app).await;
+
+    let seconds = seconds_to(due, 0);
+    app.advance(seconds - 60).await;
+    assert_eq!(cobr(&app, txid).await["status"], "ATIVA", "not before its day");
+    app.advance(60).await;
+    let c = cobr(&app, txid).await;
+    assert_eq!(c["status"], "CONCLUIDA", "{c}");
+    let e2e = c["tentativas"][0]["endToEndId"].as_str().unwrap().to_owned();
+    assert_eq!(net(&app).await, plus(before, "30"), "credited");
+    let token = app.demo_token().await;
+    let (s, pix) = app.get_with(&format!("/pix/{e2e}"), &token).await;
+    assert_eq!((s, pix["txid"].as_str(), pix["valor"].as_str()), (200, Some(txid), Some("30.00")), "{pix}");
+    let (s, r) = crate::helpers::send(
+        awc::Client::new().put(app.url(&format!("/pix/{e2e}/devolucao/d1"))).bearer_auth(&token),
+        Some(json!({"valor": "10.00"})),
+    )
+    .await;
+    assert_eq!(s, 201, "a settled cycle is refunded like any received PIX: {r}");
+
+    // Its webhooks: made (ATIVA), the received PIX, settled (CONCLUIDA).
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let r = hooks.next().await;
+        assert!(signature_verifies(&app.creds.webhook_secret, &r));
+        let v = r.json();
+        got.push(match v["cobsr"][0]["status"].as_str() {
+            Some(s) => s.to_owned(),
+            None => "cash_in".to_owned(),
+        });
+    }
+    assert_eq!(got, ["ATIVA", "cash_in", "CONCLUIDA"]);
+}
+
+#[actix_rt::test]
+async fn a_failed_cycle_is_retried_to_success_and_one_failed_past_its_last_retry_expires() {
+    let app = spawn_with(hooked()).await;
+    let token = app.demo_token().await;
+    let id = approved(&app, &token, "PERMITE_3R_7D").await;
+    let due = today() + Duration::days(3);
+    let once = "retriedonce000000000000000001";
+    charge(&app, &token, once, cobr_body(&id, due), "NO_FUNDS_1").await;
+    let other = approved(&app, &token, "PERMITE_3R_7D").await;
+    let never = "neverpays0000000000000000001";
+    charge(&app, &token, never, cobr_body(&other, due), "NO_FUNDS").await;
+    let fixed = approved(&app, &token, "NAO_PERMITE").await;
+    let closed = "closedaccount00000000000001";
+    charge(&app, &token, closed, cobr_body(&fixed, due), "ACCOUNT_CLOSED").await;
+
+    let retry = |txid: &'static str, day: NaiveDate| {
+        let app = &app;
+        async move {
+            let token = app.demo_token().await;
+            post(app, &format!("/cobr/{txid}/retentativa/{day}"), &token, json!({})).await
+        }
+    };
+    let (s, b) = retry(once, due + Duration::days(1)).await;
+    assert_eq!(s, 409, "nothing failed yet: {b}");
+    let mut moved = seconds_to(due, 0);
+    app.advance(moved).await;
+    let c = cobr(&app, once).await;
+    assert_eq!((c["status"].as_str(), attempts(&c).len()), (Some("ATIVA"), 1), "{c}");
+    assert_eq!(c["tentativas"][0]["motivo"]["codigo"], "SALDO_INSUFICIENTE");
+    let c = cobr(&app, closed).await;
+    assert_eq!(c["status"], "EXPIRADA", "no retries under NAO_PERMITE: {c}");
+    let (s, b) = retry(closed, due + Duration::days(1)).await;
+    assert_eq!(s, 409, "{b}");
+
+    let (s, b) = retry(once, due + Duration::days(8)).await;
+    assert_eq!(s, 400, "past the window: {b}");
+    let (s, c) = retry(once, due + Duration::days(1)).await;
+    assert_eq!((s, attempts(&c).len()), (200, 2), "{c}");
+    let (s, _) = retry(once, due + Duration::days(2)).await;
+    assert_eq!(s, 409, "one retry scheduled at a time");
+    let (s, _) = retry(never, due + Duration::days(1)).await;
+    assert_eq!(s, 200);
+    let step = seconds_to(due + Duration::days(1), moved);
+    app.advance(step).await;
+    moved += step;
+    let c = cobr(&app, once).await;
+    assert_eq!(c["status"], "CONCLUIDA", "{c}");
+    assert_eq!(
+        attempts(&c),
+        [("AGENDADA".to_owned(), "FALHOU".to_owned()), ("RETENTATIVA".to_owned(), "LIQUIDADA".to_owned())]
+    );
+
+    for n in [2, 3] {
+        let day = due + Duration::days(n);
+        let (s, b) = retry(never, day).await;
+        assert_eq!(s, 200, "{b}");
+        let step = seconds_to(day, moved);
+        app.advance(step).await;
+        moved += step;
+    }
+    let c = cobr(&app, never).await;
+    assert_eq!((c["status"].as_str(), attempts(&c).len()), (Some("EXPIRADA"), 4), "{c}");
+    let (s, b) = retry(never, due + Duration::days(5)).await;
+    assert_eq!(s, 409, "nothing after the third retry: {b}");
+    let token = app.demo_token().await;
+    let window = format!(
+        "inicio={}&fim={}",
+        (Utc::now() - Duration::days(1)).format("%Y-%m-%dT%H:%M:%SZ"),
+        (Utc::now() + Duration::days(20)).format("%Y-%m-%dT%H:%M:%SZ")
+    );
+    let (_, pix) = app.get_with(&format!("/pix?{window}&txid={once}"), &token).await;
+    assert_eq!(pix["pix"].as_array().map(Vec::len), Some(1), "the retry's money: {pix}");
+    let (_, pix) = app.get_with(&format!("/pix?{window}&txid={never}"), &token).await;
+    assert_eq!(pix["pix"].as_array().map(Vec::len), Some(0), "no money from it: {pix}");
+}
+
+#[actix_rt::test]
+async fn a_cancelled_charge_or_recurrence_is_never_settled() {
+    let app = spawn_with(hooked()).await;
+    let token = app.demo_token().await;
+    let due = today() + Duration::days(4);
+    let id = approved(&app, &token, "NAO_PERMITE").await;
+    let mine = "cancelledbyme0000000000000001";
+    charge(&app, &token, mine, cobr_body(&id, due), "PAY").await;
+    let (s, c) = patch(&app, &format!("/cobr/{mine}"), &token, json!({"status": "CANCELADA"})).await;
+    assert_eq!((s, c["status"].as_str()), (200, Some("CANCELADA")), "{c}");
+    assert!(attempts(&c).is_empty(), "its scheduled attempt is dropped: {c}");
+    let (s, b) = patch(&app, &format!("/cobr/{mine}"), &token, json!({"status": "CANCELADA"})).await;
+    assert_eq!(s, 409, "{b}");
+
+    let other = approved(&app, &token, "NAO_PERMITE").await;
+    let theirs = "cancelledwithrec000000000001";
+    charge(&app, &token, theirs, cobr_body(&other, due), "PAY").await;
+    let (s, r) = post(&app, &format!("/sandbox/rec/{other}/cancel"), &token, json!({})).await;
+    assert_eq!((s, r["status"].as_str()), (200, Some("CANCELADA")), "{r}");
+    assert_eq!(cobr(&app, theirs).await["status"], "CANCELADA", "the payer's cancellation ends its charges");
+    let (s, b) = post(&app, "/cobr", &token, cobr_body(&other, due)).await;
+    assert_eq!(s, 409, "no charge for a cancelled recurrence: {b}");
+
+    let before = net(&app).await;
+    app.advance(seconds_to(due + Duration::days(1), 0)).await;
+    assert_eq!(net(&app).await, before, "nothing settled");
+    let token = app.demo_token().await;
+    assert_eq!(cobr(&app, mine).await["status"], "CANCELADA");
+    let window = format!(
+        "inicio={}&fim={}",
+        (Utc::now() - Duration::days(1)).format("%Y-%m-%dT%H:%M:%SZ"),
+        (Utc::now() + Duration::days(1)).format("%Y-%m-%dT%H:%M:%SZ")
+    );
+    let (s, list) = app.get_with(&format!("/cobr?{window}&status=CANCELADA&idRec={other}"), &token).await;
+    assert_eq!(s, 200, "{list}");
+    let txids: Vec<&str> =
+        list["cobrs"].as_array().unwrap().iter().map(|c| c["txid"].as_str().unwrap()).collect();
+    assert_eq!(txids, [theirs]);
+}
+
+#[actix_rt::test]
+async fn a_kill_9_before_and_after_the_settlement_day_pays_the_cycle_once() {
+    let mut app = spawn_with(Options::default()).await;
+    let token = app.demo_token().await;
+    let id = approved(&app, &token, "NAO_PERMITE").await;
+    let due = today() + Duration::days(2);
+    let txid = "killnine00000000000000000001";
+    charge(&app, &token, txid, cobr_body(&id, due), "PAY").await;
+    let before = net(&app).await;
+    let kill = |app: &mut TestApp| {
+        let mut child = app.take_child().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        app.start_again(&Options::default());
+    };
+    kill(&mut app);
+    // No request reaches the account: the start resumes it, and its timer makes the attempt.
+    app.advance(seconds_to(due, 0)).await;
+    assert_eq!(cobr(&app, txid).await["status"], "CONCLUIDA");
+    kill(&mut app);
+    app.advance(3600).await;
+    let c = cobr(&app, txid).await;
+    assert_eq!((c["status"].as_str(), attempts(&c).len()), (Some("CONCLUIDA"), 1));
+    assert_eq!(net(&app).await, plus(before, "30"), "paid once");
+}
