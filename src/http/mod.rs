@@ -191,6 +191,12 @@ fn table() -> RouteTable {
     t.add(b, Method::GET, "/cobr/{txid}", cobr::get_cobr);
     t.add(b, Method::PATCH, "/cobr/{txid}", cobr::patch_cobr);
     t.add(b, Method::POST, "/cobr/{txid}/retentativa/{data}", cobr::retry);
+    t.add(b, Method::PUT, "/webhookrec", webhooks::api_pix::put_rec);
+    t.add(b, Method::GET, "/webhookrec", webhooks::api_pix::get_rec);
+    t.add(b, Method::DELETE, "/webhookrec", webhooks::api_pix::delete_rec);
+    t.add(b, Method::PUT, "/webhookcobr", webhooks::api_pix::put_cobr);
+    t.add(b, Method::GET, "/webhookcobr", webhooks::api_pix::get_cobr);
+    t.add(b, Method::DELETE, "/webhookcobr", webhooks::api_pix::delete_cobr);
     t.add(a, Method::GET, "/api/balance", balance::api_balance);
     t.add(a, Method::GET, "/api/transactions", transactions::list_transactions);
     t.add(a, Method::GET, "/api/med", med::list);

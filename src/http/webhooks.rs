@@ -106,6 +106,157 @@ fn read_config(obj: &serde_json::Map<String, Value>, allow_http: bool) -> Result
     }
 }
 
+/// Sets the account's endpoint for `event_type`; answers the configuration it replaced.
+fn upsert(
+    state: &AppState,
+    caller: &Caller,
+    event_type: EventType,
+    url: String,
+    headers: Vec<(String, String)>,
+) -> Result<Option<WebhookConfig>, ApiError> {
+    let now = state.clock.now();
+    let existing =
+        state.repo.webhook_configs(caller.account_id)?.into_iter().find(|c| c.event_type == event_type);
+    let config = WebhookConfig {
+        id: match &existing {
+            Some(c) => c.id,
+            None => state.repo.store().generate_id().map_err(crate::store::RepoError::from)?,
+        },
+        account_id: caller.account_id.get(),
+        event_type,
+        url,
+        headers,
+        is_active: true,
+        created_at: existing.as_ref().map_or(now, |c| c.created_at),
+        updated_at: now,
+    };
+    state.repo.put_webhook_config(&config)?;
+    Ok(existing)
+}
+
+/// The API Pix's webhook of a Pix Automático event type (`/webhookrec`, `/webhookcobr`):
+/// the same configuration `POST /api/webhooks` sets for `rec` and `cobr`, in the API Pix's
+/// words (`webhookUrl`, `criacao`).
+pub mod api_pix {
+    use super::*;
+    use crate::http::error::SimpleErrorBody;
+
+    #[derive(Serialize, ToSchema)]
+    #[serde(rename_all = "camelCase")]
+    pub struct PixWebhook {
+        webhook_url: String,
+        /// RFC 3339, UTC: when it was first set.
+        criacao: String,
+    }
+
+    /// `PUT /webhookrec` and `PUT /webhookcobr`.
+    #[derive(ToSchema)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub struct PixWebhookRequest {
+        /// An https URL (http only when the server allows it), not to a private address.
+        #[schema(min_length = 1, max_length = 2048)]
+        webhook_url: String,
+    }
+
+    fn view(c: &WebhookConfig) -> PixWebhook {
+        PixWebhook { webhook_url: c.url.clone(), criacao: iso(c.created_at) }
+    }
+
+    async fn put(
+        caller: Caller,
+        req: HttpRequest,
+        bytes: Bytes,
+        state: &AppState,
+        t: EventType,
+    ) -> Result<HttpResponse, ApiError> {
+        let obj = request_object(&req, &bytes)?;
+        let mut f = Fields::new(&obj);
+        f.only(&["webhookUrl"]);
+        let url =
+            f.text("webhookUrl", true, WEBHOOK_URL_LEN_MAX).map(str::to_owned).and_then(|u| match check_url(
+                &u,
+                state.webhook_allow_http,
+            ) {
+                Ok(()) => Some(u),
+                Err(e) => {
+                    f.fail("webhookUrl", e);
+                    None
+                }
+            });
+        let (Some(url), true) = (url, f.violations.is_empty()) else {
+            return Err(ApiError::Validation(f.violations));
+        };
+        // Custom headers set through `POST /api/webhooks` are kept.
+        let headers = state.repo.webhook_config(caller.account_id, t)?.map(|c| c.headers).unwrap_or_default();
+        upsert(state, &caller, t, url, headers)?;
+        get(caller, state, t)
+    }
+
+    fn get(caller: Caller, state: &AppState, t: EventType) -> Result<HttpResponse, ApiError> {
+        match state.repo.webhook_config(caller.account_id, t)? {
+            Some(c) => Ok(HttpResponse::Ok().json(view(&c))),
+            None => Err(ApiError::NotFound("no webhook is set for this event".into())),
+        }
+    }
+
+    fn delete(caller: Caller, state: &AppState, t: EventType) -> Result<HttpResponse, ApiError> {
+        if state.repo.delete_webhook_config(caller.account_id, t)? {
+            Ok(HttpResponse::NoContent().finish())
+        } else {
+            Err(ApiError::NotFound("no webhook is set for this event".into()))
+        }
+    }
+
+    #[utoipa::path(put, operation_id = "put_webhookrec", path = "/webhookrec", tag = "Pix Automático", request_body(content = PixWebhookRequest),
+        responses((status = 200, description = "Set: each recurrence's status change is sent there", body = PixWebhook), (status = 400, body = SimpleErrorBody)),
+        security(("bearer" = [])))]
+    pub async fn put_rec(
+        caller: Caller,
+        req: HttpRequest,
+        bytes: Bytes,
+        state: web::Data<AppState>,
+    ) -> Result<HttpResponse, ApiError> {
+        put(caller, req, bytes, &state, EventType::Rec).await
+    }
+
+    #[utoipa::path(get, operation_id = "get_webhookrec", path = "/webhookrec", tag = "Pix Automático",
+        responses((status = 200, body = PixWebhook), (status = 404, body = SimpleErrorBody)), security(("bearer" = [])))]
+    pub async fn get_rec(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+        get(caller, &state, EventType::Rec)
+    }
+
+    #[utoipa::path(delete, operation_id = "delete_webhookrec", path = "/webhookrec", tag = "Pix Automático",
+        responses((status = 204, description = "Removed"), (status = 404, body = SimpleErrorBody)), security(("bearer" = [])))]
+    pub async fn delete_rec(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+        delete(caller, &state, EventType::Rec)
+    }
+
+    #[utoipa::path(put, operation_id = "put_webhookcobr", path = "/webhookcobr", tag = "Pix Automático", request_body(content = PixWebhookRequest),
+        responses((status = 200, description = "Set: each recurring charge's status change and failed attempt is sent there", body = PixWebhook), (status = 400, body = SimpleErrorBody)),
+        security(("bearer" = [])))]
+    pub async fn put_cobr(
+        caller: Caller,
+        req: HttpRequest,
+        bytes: Bytes,
+        state: web::Data<AppState>,
+    ) -> Result<HttpResponse, ApiError> {
+        put(caller, req, bytes, &state, EventType::Cobr).await
+    }
+
+    #[utoipa::path(get, operation_id = "get_webhookcobr", path = "/webhookcobr", tag = "Pix Automático",
+        responses((status = 200, body = PixWebhook), (status = 404, body = SimpleErrorBody)), security(("bearer" = [])))]
+    pub async fn get_cobr(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+        get(caller, &state, EventType::Cobr)
+    }
+
+    #[utoipa::path(delete, operation_id = "delete_webhookcobr", path = "/webhookcobr", tag = "Pix Automático",
+        responses((status = 204, description = "Removed"), (status = 404, body = SimpleErrorBody)), security(("bearer" = [])))]
+    pub async fn delete_cobr(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+        delete(caller, &state, EventType::Cobr)
+    }
+}
+
 #[utoipa::path(
     post, operation_id = "configure_webhook", path = "/api/webhooks", tag = "webhooks",
     request_body(content = super::schemas::WebhookRequest),
@@ -124,24 +275,7 @@ pub async fn configure(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (url, event_type, headers) = read_config(&request_object(&req, &bytes)?, state.webhook_allow_http)?;
-    let now = state.clock.now();
-    let existing =
-        state.repo.webhook_configs(caller.account_id)?.into_iter().find(|c| c.event_type == event_type);
-    let created = existing.is_none();
-    let config = WebhookConfig {
-        id: match &existing {
-            Some(c) => c.id,
-            None => state.repo.store().generate_id().map_err(crate::store::RepoError::from)?,
-        },
-        account_id: caller.account_id.get(),
-        event_type,
-        url,
-        headers,
-        is_active: true,
-        created_at: existing.as_ref().map_or(now, |c| c.created_at),
-        updated_at: now,
-    };
-    state.repo.put_webhook_config(&config)?;
+    let created = upsert(&state, &caller, event_type, url, headers)?.is_none();
     let message =
         format!("webhook for {} {}", event_type.as_str(), if created { "created" } else { "updated" });
     let body = Configured { success: true, message };

@@ -70,8 +70,12 @@ async fn journey_one_approved_with_a_maximum_is_told_by_webhooks_in_order() {
     .await;
     let token = app.demo_token().await;
     let mut hooks = Receiver::ok();
-    let hook = json!({"eventType": "rec", "url": hooks.url});
-    assert_eq!(post(&app, "/api/webhooks", &token, hook).await.0, 201);
+    // The API Pix's own route sets the `rec` endpoint.
+    let put = awc::Client::new().put(app.url("/webhookrec")).bearer_auth(&token);
+    let (s, w) = send(put, Some(json!({"webhookUrl": hooks.url}))).await;
+    assert_eq!((s, w["webhookUrl"].as_str()), (200, Some(hooks.url.as_str())), "{w}");
+    let (_, listed) = app.get_with("/api/webhooks", &token).await;
+    assert!(listed.to_string().contains("\"rec\""), "the same configuration: {listed}");
 
     let body = rec_body(json!({"valorMinimoRecebedor": "10.00"})).to_string();
     let key = [("Idempotency-Key", "rec-1")];
@@ -131,6 +135,12 @@ async fn journey_one_approved_with_a_maximum_is_told_by_webhooks_in_order() {
         assert!(signature_verifies(&app.creds.webhook_secret, &got));
     }
     assert!(hooks.drain().is_empty(), "no other event");
+    let delete = awc::Client::new().delete(app.url("/webhookrec")).bearer_auth(&token);
+    assert_eq!(send(delete, None).await.0, 204);
+    assert_eq!(app.get_with("/webhookrec", &token).await.0, 404);
+    let bad = awc::Client::new().put(app.url("/webhookcobr")).bearer_auth(&token);
+    let (s, b) = send(bad, Some(json!({"webhookUrl": "ftp://x"}))).await;
+    assert_eq!(s, 400, "{b}");
 }
 
 #[actix_rt::test]
