@@ -203,6 +203,16 @@ impl<T: Timed> Held<T> {
             self.order.shrink_to_fit();
         }
     }
+
+    /// The held records whose latest write storage may not have yet: what a lookup through
+    /// storage's indexes would miss. Few (one group commit's worth), unlike all the records
+    /// held for their deadlines.
+    fn in_flight(&self) -> impl Iterator<Item = &T> {
+        self.order.iter().filter_map(|(ticket, id)| match self.map.get(id) {
+            Some((latest, r)) if latest == ticket => Some(&**r),
+            _ => None,
+        })
+    }
 }
 
 impl Work {
@@ -340,9 +350,30 @@ impl AccountActor {
         self.work.as_ref()?.cobrs.get(local_id)
     }
 
-    /// The held recurring charge with this txid, if one is.
-    pub(super) fn held_cobr_by_txid(&self, txid: &str) -> Option<&Cobr> {
-        self.work.as_ref()?.cobrs.map.values().map(|(_, c)| &**c).find(|c| c.txid == txid)
+    /// The recurring charge with this txid among those whose write storage may not have
+    /// yet (storage's txid index answers for the others).
+    pub(super) fn in_flight_cobr_by_txid(&self, txid: &str) -> Option<&Cobr> {
+        self.work.as_ref()?.cobrs.in_flight().find(|c| c.txid == txid)
+    }
+
+    /// Takes a record's deadline off the timer and tries it again later: what was due could
+    /// not be done now (a full disk, a failed read), and a deadline left in the past would
+    /// fire the timer again at once, without end.
+    pub(super) fn postpone(
+        &mut self,
+        local_id: u64,
+        again: fn(&mut Self, u64, &mut Context<Self>),
+        ctx: &mut Context<Self>,
+    ) {
+        let now = self.now();
+        if let Some(w) = self.work.as_mut() {
+            let due: Vec<_> =
+                w.deadlines.iter().filter(|(at, id)| *id == local_id && *at <= now).copied().collect();
+            for d in due {
+                w.deadlines.remove(&d);
+            }
+        }
+        ctx.run_later(SETTLE_RETRY_AFTER, move |act, ctx| again(act, local_id, ctx));
     }
 
     /// Whether the actor halted (it answers nothing more).
@@ -365,11 +396,7 @@ impl AccountActor {
     /// The held recurrence that has the solicitation with this local id, if one does.
     pub(super) fn held_rec_of_solicitation(&self, solicitation: u64) -> Option<&Recurrence> {
         let w = self.work.as_ref()?;
-        w.recs
-            .map
-            .values()
-            .map(|(_, r)| &**r)
-            .find(|r| r.solicitations.iter().any(|s| s.local_id == solicitation))
+        w.recs.in_flight().find(|r| r.solicitations.iter().any(|s| s.local_id == solicitation))
     }
 
     // ---- gather ------------------------------------------------------------------------

@@ -120,7 +120,10 @@ impl AccountActor {
         match self.execute(plan, ctx) {
             Ok(_) => self.forget_when_durable(ctx),
             Err(e) => {
-                tracing::error!(account = %self.account.id, local_id, error = %e, "recurrence expiry not recorded")
+                tracing::error!(account = %self.account.id, local_id, error = %e, "recurrence expiry not recorded");
+                if !self.halted() {
+                    self.postpone(local_id, Self::expire_rec, ctx);
+                }
             }
         }
     }
@@ -149,7 +152,7 @@ fn cobr_refused(e: CobrError) -> CommandError {
 impl AccountActor {
     /// The account's recurring charge with this txid, as this actor last wrote it.
     fn find_cobr(&mut self, txid: &str, ctx: &mut Context<Self>) -> Result<Option<Cobr>, CommandError> {
-        if let Some(c) = self.held_cobr_by_txid(txid) {
+        if let Some(c) = self.in_flight_cobr_by_txid(txid) {
             return Ok(Some(c.clone()));
         }
         let found = self.deps.repo.cobr_by_txid(self.account.id, txid);
@@ -189,8 +192,8 @@ impl AccountActor {
         let rec = match self.find_rec(&RecRef::Rec(cobr.id_rec.clone()), ctx) {
             Ok(r) => r,
             Err(e) => {
-                tracing::error!(account = %self.account.id, local_id, error = %e, "the recurrence of a charge is missing");
-                return;
+                tracing::error!(account = %self.account.id, local_id, error = %e, "the recurrence of a charge could not be read");
+                return self.postpone(local_id, Self::attempt_cobr, ctx);
             }
         };
         let payer = CobrPayer {
@@ -201,7 +204,9 @@ impl AccountActor {
                 .map_or_else(|| rec.link.debtor.document.clone(), |p| p.document.clone()),
             bank: rec.payer.as_ref().and_then(|p| self.institution(&p.ispb)),
         };
-        let Ok(mut ids) = self.draw_ids(1, ctx) else { return };
+        let Ok(mut ids) = self.draw_ids(1, ctx) else {
+            return self.postpone(local_id, Self::attempt_cobr, ctx);
+        };
         let decided = match self.view() {
             Ok(view) => decide::attempt_cobr(&view, cobr, payer, self.now(), &mut ids),
             Err(_) => return,
@@ -212,11 +217,7 @@ impl AccountActor {
                 Ok(_) => self.forget_when_durable(ctx),
                 // A full disk: the attempt is made again once room returns (nothing of it
                 // was written, so it is made once).
-                Err(_) if !self.halted() => {
-                    ctx.run_later(super::actor::SETTLE_RETRY_AFTER, move |act, ctx| {
-                        act.attempt_cobr(local_id, ctx)
-                    });
-                }
+                Err(_) if !self.halted() => self.postpone(local_id, Self::attempt_cobr, ctx),
                 Err(_) => {}
             },
             Err(r) => {

@@ -629,3 +629,67 @@ async fn an_answered_solicitation_does_not_expire_and_an_unanswered_one_expires_
     let late = addr.send(solicit(&waiting.id)).await.unwrap();
     assert!(matches!(refused(late), Refusal::Rec(crate::domain::rec::RecError::NotAwaitingAuthorisation(_))));
 }
+
+#[actix_rt::test]
+async fn a_recurring_charge_due_while_the_disk_is_full_settles_once_room_returns() {
+    use crate::domain::cobr::{CobrStatus, SettleScenario};
+    use crate::domain::decide::{CobrRequest, RecChange};
+    use crate::domain::rec::{Answer, Debtor, Link, Recipient};
+    use crate::domain::recurrence::{AmountRule, Periodicity, RetryPolicy, Schedule};
+    let f = fixture("0.00");
+    let addr = f.actor();
+    let today = crate::domain::listing::local_day(f.clock.now());
+    let rec = CreateRec {
+        link: Link {
+            object: None,
+            contract: "c".into(),
+            debtor: Debtor { name: "Ana".into(), document: "52998224725".into() },
+        },
+        schedule: Schedule::new(today, Periodicity::Monthly, None).unwrap(),
+        amount: AmountRule::Fixed(m("30")),
+        retry: RetryPolicy::NotAllowed,
+    };
+    let rec = addr.send(rec).await.unwrap().unwrap();
+    let recipient = Recipient {
+        document: "11144477735".into(),
+        account: "1".into(),
+        branch: None,
+        ispb: "00000000".into(),
+    };
+    let solicit = RecChange::Solicit { recipient, expires_at: f.clock.now() + chrono::Duration::hours(1) };
+    let rec = addr.send(ChangeRec { rec: RecRef::Rec(rec.id), change: solicit }).await.unwrap().unwrap();
+    let sid = rec.solicitations[0].id.clone();
+    let approve = RecChange::Answer { solicitation: sid.clone(), answer: Answer::Approve { maximum: None } };
+    addr.send(ChangeRec { rec: RecRef::Solicitation(sid), change: approve }).await.unwrap().unwrap();
+    let due = today + chrono::Duration::days(3);
+    let request = CobrRequest {
+        txid: "t".repeat(26),
+        due,
+        adjust: false,
+        value: m("30"),
+        info: None,
+        scenario: SettleScenario::Pay,
+    };
+    let cobr = addr.send(CreateCobr { id_rec: rec.id.clone(), request }).await.unwrap().unwrap();
+    let status = || f.repo.cobr(f.account, cobr.local_id).unwrap().unwrap().status;
+
+    let journal = f.commit.journal().unwrap();
+    journal.faults().no_room.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(!journal.try_make_room());
+    let seconds = (crate::domain::cobv::start_of_day(due) - f.clock.now()).num_seconds() + 1;
+    f.clock.advance(seconds).unwrap();
+    addr.send(Tick).await.unwrap().unwrap();
+    assert_eq!(status(), CobrStatus::Ativa, "nothing could be written");
+    assert_eq!(f.balance(&addr).await.available, m("0"));
+    journal.faults().no_room.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert!(journal.try_make_room());
+    // The attempt comes back on its own after SETTLE_RETRY_AFTER (real time): wait for it,
+    // bounded.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while status() != CobrStatus::Concluida {
+        assert!(std::time::Instant::now() < deadline, "the postponed attempt never came");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    addr.send(Tick).await.unwrap().unwrap();
+    assert_eq!(f.balance(&addr).await.available, m("30"), "credited once");
+}
