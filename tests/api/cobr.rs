@@ -12,19 +12,19 @@ use crate::rec::{in_hours, patch, post, rec_body, solic_body};
 use crate::receiver::{signature_verifies, Receiver};
 
 /// Today in São Paulo, by the system's clock (a fresh app's clock is the system's).
-fn today() -> NaiveDate {
+pub fn today() -> NaiveDate {
     (Utc::now() - Duration::hours(3)).date_naive()
 }
 
 /// Seconds to move a fresh clock (already moved by `moved`) to 00:00:05 of `day` in São
 /// Paulo.
-fn seconds_to(day: NaiveDate, moved: i64) -> i64 {
+pub fn seconds_to(day: NaiveDate, moved: i64) -> i64 {
     let start = day.and_hms_opt(3, 0, 5).unwrap().and_utc();
     (start - Utc::now()).num_seconds() - moved
 }
 
 /// An approved recurrence (monthly from tomorrow, 30.00 fixed) under `policy`: its idRec.
-async fn approved(app: &TestApp, token: &str, policy: &str) -> String {
+pub async fn approved(app: &TestApp, token: &str, policy: &str) -> String {
     let mut body = rec_body(json!({"valorRec": "30.00"}));
     body["politicaRetentativa"] = json!(policy);
     let (s, r) = post(app, "/rec", token, body).await;
@@ -38,13 +38,13 @@ async fn approved(app: &TestApp, token: &str, policy: &str) -> String {
     id
 }
 
-fn cobr_body(id_rec: &str, due: NaiveDate) -> Value {
+pub fn cobr_body(id_rec: &str, due: NaiveDate) -> Value {
     json!({"idRec": id_rec, "calendario": {"dataDeVencimento": due.to_string()}, "valor": {"original": "30.00"},
         "ajusteDiaUtil": false, "infoAdicional": "cycle 1"})
 }
 
 /// A charge made with a scenario: its view.
-async fn charge(app: &TestApp, token: &str, txid: &str, body: Value, scenario: &str) -> Value {
+pub async fn charge(app: &TestApp, token: &str, txid: &str, body: Value, scenario: &str) -> Value {
     let req = awc::Client::new()
         .put(app.url(&format!("/cobr/{txid}")))
         .bearer_auth(token)
@@ -54,7 +54,7 @@ async fn charge(app: &TestApp, token: &str, txid: &str, body: Value, scenario: &
     c
 }
 
-async fn cobr(app: &TestApp, txid: &str) -> Value {
+pub async fn cobr(app: &TestApp, txid: &str) -> Value {
     let token = app.demo_token().await;
     let (s, c) = app.get_with(&format!("/cobr/{txid}"), &token).await;
     assert_eq!(s, 200, "{c}");
@@ -71,13 +71,13 @@ fn attempts(c: &Value) -> Vec<(String, String)> {
 }
 
 /// The account's net balance.
-async fn net(app: &TestApp) -> pixgw::domain::money::Money {
+pub async fn net(app: &TestApp) -> pixgw::domain::money::Money {
     let token = app.demo_token().await;
     let (_, _, net) = app.balance(&token).await;
     pixgw::domain::money::Money::parse(&net).unwrap()
 }
 
-fn plus(m: pixgw::domain::money::Money, text: &str) -> pixgw::domain::money::Money {
+pub fn plus(m: pixgw::domain::money::Money, text: &str) -> pixgw::domain::money::Money {
     m.checked_add(pixgw::domain::money::Money::parse(text).unwrap()).unwrap()
 }
 

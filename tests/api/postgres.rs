@@ -605,3 +605,29 @@ async fn a_node_reaches_a_database_over_verified_tls_and_never_one_it_cannot_ver
     assert_eq!(of_pixgw(false), "0");
     assert!(leader.stop().success());
 }
+
+#[actix_rt::test]
+async fn a_recurring_charge_on_postgres_is_settled_by_the_node_that_took_over() {
+    use crate::cobr::{approved, charge, cobr, cobr_body, net, plus, seconds_to, today};
+    let Some(cluster) = PgCluster::start("cobr_on_postgres") else { return };
+    let url = cluster.database("cobr");
+    let mut leader = node(&url, &[], true).await;
+    leader.creds = read_credentials(&leader.data_dir());
+    let token = leader.demo_token().await;
+    let id = approved(&leader, &token, "NAO_PERMITE").await;
+    let due = today() + chrono::Duration::days(2);
+    let txid = "onpostgres00000000000000000001";
+    charge(&leader, &token, txid, cobr_body(&id, due), "PAY").await;
+    let before = net(&leader).await;
+    let standby = node(&url, &[], false).await;
+    wait_role(&standby.base, "standby", Duration::from_secs(10)).await;
+    assert!(leader.stop().success());
+    wait_role(&standby.base, "leader", Duration::from_secs(10)).await;
+    let mut standby = standby;
+    standby.creds = read_credentials(&leader.data_dir());
+    // Nothing touches the account: the new leader resumes it from the index of charges
+    // still ATIVA, and its timer makes the attempt.
+    standby.advance(seconds_to(due, 0)).await;
+    assert_eq!(cobr(&standby, txid).await["status"], "CONCLUIDA");
+    assert_eq!(net(&standby).await, plus(before, "30"));
+}
