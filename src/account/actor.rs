@@ -381,6 +381,12 @@ impl AccountActor {
         self.halted
     }
 
+    /// The recurrence linked to this location among those whose write storage may not have
+    /// yet (the stored location says it for the others).
+    pub(super) fn in_flight_rec_of_location(&self, loc: u64) -> Option<&Recurrence> {
+        self.work.as_ref()?.recs.in_flight().find(|r| r.loc.as_ref().is_some_and(|l| l.local_id == loc))
+    }
+
     /// The held recurring charges of a recurrence that are not final.
     pub(super) fn open_cobrs_of(&self, rec_local: u64) -> Vec<Cobr> {
         let Some(w) = self.work.as_ref() else { return Vec::new() };
@@ -612,6 +618,8 @@ impl AccountActor {
                 w.cobrs.hold(ticket, c.local_id, c, &mut w.deadlines);
                 return;
             }
+            // A location changes only with its recurrence, which the actor holds.
+            Record::LocRec(_) => return,
         };
         match (tx.kind, tx.status) {
             (TxKind::CashIn, TxStatus::Pending) => self.track_charge(tx.clone()),

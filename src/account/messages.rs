@@ -219,4 +219,5 @@ traced!(
     super::recs::ChangeRec,
     super::recs::CreateCobr,
     super::recs::ChangeCobr,
+    super::recs::CreateLocRec,
 );

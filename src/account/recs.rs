@@ -10,7 +10,7 @@ use super::actor::AccountActor;
 use super::messages::{CommandError, Refusal};
 use crate::domain::cobr::{Cobr, CobrError};
 use crate::domain::decide::{self, CobrChange, CobrPayer, CobrRequest, RecChange, RecRequest};
-use crate::domain::rec::{rec_local, solicitation_local, Link, RecError, Receiver, Recurrence};
+use crate::domain::rec::{rec_local, solicitation_local, Link, LocRec, RecError, Receiver, Recurrence};
 use crate::domain::recurrence::{AmountRule, RetryPolicy, Schedule};
 
 /// Makes a recurrence (`POST /rec`); the receiver is the account itself.
@@ -21,7 +21,16 @@ pub struct CreateRec {
     pub schedule: Schedule,
     pub amount: AmountRule,
     pub retry: RetryPolicy,
+    /// The id of a location to link (journey 2).
+    pub loc: Option<u64>,
+    /// The txid of the cob whose payment authorises it (journey 3).
+    pub first_txid: Option<String>,
 }
+
+/// Makes a location for a recurrence (`POST /locrec`).
+#[derive(Message, Clone)]
+#[rtype(result = "Result<LocRec, CommandError>")]
+pub struct CreateLocRec;
 
 /// Which recurrence a change is for: by its `idRec`, or by the `idSolicRec` of one of its
 /// solicitations.
@@ -57,12 +66,34 @@ impl AccountActor {
             name: record.profile.name.as_str().to_owned(),
             document: record.profile.document.to_string(),
         };
+        let loc = match msg.loc {
+            None => None,
+            Some(id) => {
+                let found = self.deps.repo.locrec(self.account.id, id);
+                let Some(mut loc) = self.read(found, ctx)? else {
+                    return Err(CommandError::Refused(Refusal::Rec(RecError::LocationNotFound)));
+                };
+                // A recurrence still in flight may have taken it.
+                if let Some(r) = self.in_flight_rec_of_location(id) {
+                    loc.id_rec = Some(r.id.clone());
+                }
+                Some(loc)
+            }
+        };
+        if let Some(txid) = &msg.first_txid {
+            let found = self.deps.repo.charge_by_txid(self.account.id, txid);
+            if !self.read(found, ctx)?.is_some_and(|t| t.is_cob(false)) {
+                return Err(CommandError::Refused(Refusal::Rec(RecError::FirstChargeNotFound)));
+            }
+        }
         let req = RecRequest {
             link: msg.link,
             schedule: msg.schedule,
             amount: msg.amount,
             retry: msg.retry,
             receiver,
+            loc,
+            first_txid: msg.first_txid,
         };
         let mut ids = self.draw_ids(1, ctx)?;
         let now = self.now();
@@ -100,9 +131,23 @@ impl AccountActor {
         rec.ok_or_else(|| not_found(r))
     }
 
-    fn change_rec(&mut self, msg: ChangeRec, ctx: &mut Context<Self>) -> Result<Recurrence, CommandError> {
+    fn change_rec(
+        &mut self,
+        mut msg: ChangeRec,
+        ctx: &mut Context<Self>,
+    ) -> Result<Recurrence, CommandError> {
         self.view()?;
         let rec = self.find_rec(&msg.rec, ctx)?;
+        // Journey 3 authorises with the first cob's payment: whether it is paid is storage's
+        // (or this actor's latest write of it).
+        if let (RecChange::ApproveByQr { first_paid, .. }, Some(txid)) = (&mut msg.change, &rec.first_txid) {
+            let found = self.deps.repo.charge_by_txid(self.account.id, txid);
+            let cob = match self.read(found, ctx)? {
+                Some(t) => self.transaction(t.local_id, ctx)?,
+                None => None,
+            };
+            *first_paid = cob.is_some_and(|t| t.is_received());
+        }
         let n = usize::from(matches!(msg.change, RecChange::Solicit { .. }));
         let mut ids = self.draw_ids(n, ctx)?;
         let open = self.open_cobrs_of(rec.local_id);
@@ -241,6 +286,27 @@ impl Handler<ChangeCobr> for AccountActor {
 
     fn handle(&mut self, msg: ChangeCobr, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.change_cobr(msg, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl AccountActor {
+    fn create_locrec(&mut self, ctx: &mut Context<Self>) -> Result<LocRec, CommandError> {
+        self.view()?;
+        let mut ids = self.draw_ids(1, ctx)?;
+        let now = self.now();
+        match decide::create_locrec(&self.view()?, now, &mut ids) {
+            Ok(plan) => self.execute(plan, ctx),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+}
+
+impl Handler<CreateLocRec> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<LocRec, CommandError>>;
+
+    fn handle(&mut self, _: CreateLocRec, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.create_locrec(ctx);
         self.reply_when_durable(reply)
     }
 }

@@ -593,6 +593,8 @@ async fn an_answered_solicitation_does_not_expire_and_an_unanswered_one_expires_
         schedule: Schedule::new(today, Periodicity::Weekly, None).unwrap(),
         amount: AmountRule::Fixed(m("5")),
         retry: RetryPolicy::NotAllowed,
+        loc: None,
+        first_txid: None,
     };
     let expires_at = f.clock.now() + chrono::Duration::seconds(600);
     let solicit = |id: &str| ChangeRec {
@@ -648,6 +650,8 @@ async fn a_recurring_charge_due_while_the_disk_is_full_settles_once_room_returns
         schedule: Schedule::new(today, Periodicity::Monthly, None).unwrap(),
         amount: AmountRule::Fixed(m("30")),
         retry: RetryPolicy::NotAllowed,
+        loc: None,
+        first_txid: None,
     };
     let rec = addr.send(rec).await.unwrap().unwrap();
     let recipient = Recipient {

@@ -267,6 +267,24 @@ pub fn generate(spec: &BrCodeSpec) -> String {
     out + &format!("{crc:04X}")
 }
 
+/// The code of Pix Automático's journey 2: it carries only a recurrence's location (in the
+/// template of ID 80, as the arrangement places it), no key and no amount, so no payment
+/// can be made with it; the payer's institution reads the recurrence there.
+pub fn generate_recurrence(location: &str, merchant_name: &str, merchant_city: &str) -> String {
+    let cut = |s: String, n: usize| s.chars().take(n).collect::<String>();
+    let mut out = field(0, "01");
+    out += &field(80, &(field(0, PIX_GUI) + &field(25, location)));
+    out += &field(52, "0000");
+    out += &field(53, "986");
+    out += &field(58, "BR");
+    out += &field(59, &cut(fold_ascii(merchant_name), MERCHANT_NAME_LEN_MAX));
+    out += &field(60, &cut(fold_ascii(merchant_city), MERCHANT_CITY_LEN_MAX));
+    out += &field(62, &field(5, "***"));
+    out += "6304";
+    let crc = crc16(out.as_bytes());
+    out + &format!("{crc:04X}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,6 +293,16 @@ mod tests {
     #[test]
     fn crc16_ccitt_false_check_value() {
         assert_eq!(crc16(b"123456789"), 0x29B1);
+    }
+
+    #[test]
+    fn a_recurrence_code_carries_its_location_in_field_80_under_a_valid_crc() {
+        let code = generate_recurrence("qr.example/rec/abc", "Loja São João", "Recife");
+        let body = &code[..code.len() - 4];
+        assert_eq!(&code[code.len() - 4..], format!("{:04X}", crc16(body.as_bytes())));
+        assert!(code.contains("80400014br.gov.bcb.pix2518qr.example/rec/abc"), "{code}");
+        assert!(code.contains("5913Loja Sao Joao") && !code.contains("5802BR26"), "{code}");
+        assert!(parse(&code).is_err(), "no key: nothing to pay with it");
     }
 
     fn sample() -> BrCodeSpec {

@@ -10,7 +10,12 @@
 //! - `REJEITADA` when the payer says no; `EXPIRADA` when the request was not answered by its
 //!   expiry; `CANCELADA` when either side ends it (who, and why, is kept).
 //!
-//! The last three are final. A request for authorisation (a solicitation) is `RECEBIDA` as
+//! Three journeys lead to `APROVADA` (`ativacao.tipoJornada`): journey 1, a solicitation the
+//! payer's institution answers; journey 2, the payer reads a QR code that carries only the
+//! recurrence's location (a [`LocRec`]); journey 3, the payer pays the recurrence's first cob
+//! (`ativacao.dadosJornada.txid`) and authorises the recurrence with that payment.
+//!
+//! The last three statuses are final. A request for authorisation (a solicitation) is `RECEBIDA` as
 //! soon as it is made: the sandbox's payer's institution is reached at once, so its `CRIADA`
 //! and `ENVIADA` steps share that instant in its history. It ends `ACEITA`, `REJEITADA`,
 //! `EXPIRADA` or `CANCELADA` (by the receiver, before an answer); a recurrence holds at most
@@ -77,6 +82,16 @@ pub enum RecError {
     MaximumBelowMinimum(Money),
     #[error("dataInicial is before today")]
     StartsBeforeToday,
+    #[error("no location with this id")]
+    LocationNotFound,
+    #[error("the location is linked to the recurrence {0} already")]
+    LocationTaken(String),
+    #[error("no cob of this account with this txid")]
+    FirstChargeNotFound,
+    #[error("the recurrence has neither a location nor a first cob: it is authorised by a solicitation")]
+    NoQrJourney,
+    #[error("the first cob is not paid: journey 3 authorises with its payment")]
+    FirstChargeUnpaid,
 }
 
 /// A recurrence's status (`status`).
@@ -176,13 +191,43 @@ pub enum Journey {
     /// A request sent to the payer's institution (`/solicrec`).
     #[serde(rename = "JORNADA_1")]
     One,
+    /// A QR code with the recurrence's location only.
+    #[serde(rename = "JORNADA_2")]
+    Two,
+    /// A QR code that pays a first cob and authorises with that payment.
+    #[serde(rename = "JORNADA_3")]
+    Three,
 }
 
 impl Journey {
     pub fn as_str(self) -> &'static str {
         match self {
             Journey::One => "JORNADA_1",
+            Journey::Two => "JORNADA_2",
+            Journey::Three => "JORNADA_3",
         }
+    }
+}
+
+/// A location of a recurrence (`/locrec`): what a journey 2 QR code carries. Made on its own,
+/// then linked to one recurrence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LocRec {
+    pub account_id: u64,
+    pub local_id: u64,
+    pub location: String,
+    pub created_at: DateTime<Utc>,
+    /// The recurrence it is linked to.
+    pub id_rec: Option<String>,
+}
+
+impl LocRec {
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({"id": self.local_id, "location": self.location, "criacao": iso(self.created_at)});
+        if let Some(id) = &self.id_rec {
+            v["idRec"] = json!(id);
+        }
+        v
     }
 }
 
@@ -304,6 +349,12 @@ pub struct Recurrence {
     /// per cycle.
     #[serde(default)]
     pub charges: Vec<(u32, u64)>,
+    /// Its location, for journey 2 (and shown with journey 3's).
+    #[serde(default)]
+    pub loc: Option<LocRec>,
+    /// The txid of the cob whose payment authorises it (journey 3).
+    #[serde(default)]
+    pub first_txid: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -406,6 +457,8 @@ impl Recurrence {
             closing: None,
             solicitations: Vec::new(),
             charges: Vec::new(),
+            loc: None,
+            first_txid: None,
             created_at: now,
             updated_at: now,
         })
@@ -480,16 +533,49 @@ impl Recurrence {
         Ok(s)
     }
 
+    /// Whether the payer may cap each charge at `maximum`.
+    fn check_maximum(&self, maximum: Option<Money>) -> Result<(), RecError> {
+        match (self.amount, maximum) {
+            (_, None) => Ok(()),
+            (AmountRule::Fixed(_), Some(_)) => Err(RecError::MaximumOnFixedValue),
+            (AmountRule::Variable { minimum: Some(min) }, Some(max)) if max < min => {
+                Err(RecError::MaximumBelowMinimum(min))
+            }
+            (AmountRule::Variable { .. }, Some(_)) => Ok(()),
+        }
+    }
+
+    /// The payer authorises it by a QR code: journey 3 when it has a first cob (which must
+    /// be paid, `first_paid`), else journey 2 when it has a location.
+    pub fn approve_by_qr(
+        &mut self,
+        payer: PayerAuthorisation,
+        first_paid: bool,
+        now: DateTime<Utc>,
+    ) -> Result<(), RecError> {
+        if self.status != RecStatus::Criada {
+            return Err(RecError::NotAwaitingAuthorisation(self.status.as_str()));
+        }
+        if self.awaiting().is_some() {
+            return Err(RecError::SolicitationAwaiting);
+        }
+        let journey = match (&self.first_txid, &self.loc) {
+            (Some(_), _) if !first_paid => return Err(RecError::FirstChargeUnpaid),
+            (Some(_), _) => Journey::Three,
+            (None, Some(_)) => Journey::Two,
+            (None, None) => return Err(RecError::NoQrJourney),
+        };
+        self.check_maximum(payer.maximum)?;
+        self.payer = Some(payer);
+        self.journey = Some(journey);
+        self.step(RecStatus::Aprovada, now);
+        Ok(())
+    }
+
     /// The payer's institution answers the solicitation `id`.
     pub fn answer(&mut self, id: &str, answer: Answer, now: DateTime<Utc>) -> Result<(), RecError> {
-        if let Answer::Approve { maximum: Some(max) } = answer {
-            match self.amount {
-                AmountRule::Fixed(_) => return Err(RecError::MaximumOnFixedValue),
-                AmountRule::Variable { minimum: Some(min) } if max < min => {
-                    return Err(RecError::MaximumBelowMinimum(min))
-                }
-                AmountRule::Variable { .. } => {}
-            }
+        if let Answer::Approve { maximum } = answer {
+            self.check_maximum(maximum)?;
         }
         let s = self.open_solicitation(id)?;
         match answer {
@@ -602,8 +688,22 @@ impl Recurrence {
             }
             out["pagador"] = pagador;
         }
+        let mut ativacao = Map::new();
         if let Some(j) = self.journey {
-            out["ativacao"] = json!({"tipoJornada": j.as_str()});
+            ativacao.insert("tipoJornada".into(), json!(j.as_str()));
+        }
+        if let Some(t) = &self.first_txid {
+            ativacao.insert("dadosJornada".into(), json!({"txid": t}));
+        }
+        if !ativacao.is_empty() {
+            out["ativacao"] = Value::Object(ativacao);
+        }
+        if let Some(l) = &self.loc {
+            out["loc"] = json!({"id": l.local_id, "location": l.location, "criacao": iso(l.created_at)});
+            if self.first_txid.is_none() && self.status == RecStatus::Criada {
+                let code = super::brcode::generate_recurrence(&l.location, &self.receiver.name, "SAO PAULO");
+                out["dadosQR"] = json!({"pixCopiaECola": code, "jornada": "JORNADA_2"});
+            }
         }
         if let Some(c) = &self.closing {
             out["encerramento"] = match c {
@@ -804,5 +904,40 @@ mod tests {
             serde_json::from_str::<Recurrence>(&bad).is_err(),
             "a schedule that ends before it starts is refused"
         );
+    }
+
+    #[test]
+    fn a_qr_approval_takes_the_journey_the_recurrence_was_made_for() {
+        let now = at("2026-11-26T12:00:00Z");
+        let payer =
+            |maximum| PayerAuthorisation { document: "11144477735".into(), ispb: "00000000".into(), maximum };
+        let mut one = rec(AmountRule::Fixed(m("30")));
+        assert_eq!(one.approve_by_qr(payer(None), true, now), Err(RecError::NoQrJourney));
+        let loc =
+            LocRec { account_id: 7, local_id: 3, location: "x/rec/1".into(), created_at: now, id_rec: None };
+        let mut two = rec(AmountRule::Variable { minimum: None });
+        two.loc = Some(loc.clone());
+        assert!(two.to_json()["dadosQR"]["pixCopiaECola"].as_str().is_some_and(|c| c.contains("x/rec/1")));
+        two.approve_by_qr(payer(Some(m("40"))), false, now).unwrap();
+        assert_eq!((two.status, two.journey), (RecStatus::Aprovada, Some(Journey::Two)));
+        assert!(two.to_json().get("dadosQR").is_none());
+        assert_eq!(
+            two.approve_by_qr(payer(None), false, now),
+            Err(RecError::NotAwaitingAuthorisation("APROVADA"))
+        );
+        let mut three = rec(AmountRule::Fixed(m("30")));
+        three.loc = Some(loc);
+        three.first_txid = Some("t".repeat(26));
+        assert!(three.to_json().get("dadosQR").is_none(), "journey 3's code is its cob's");
+        assert_eq!(three.approve_by_qr(payer(None), false, now), Err(RecError::FirstChargeUnpaid));
+        assert_eq!(three.approve_by_qr(payer(Some(m("1"))), true, now), Err(RecError::MaximumOnFixedValue));
+        three.approve_by_qr(payer(None), true, now).unwrap();
+        assert_eq!(
+            three.to_json()["ativacao"],
+            json!({"tipoJornada": "JORNADA_3", "dadosJornada": {"txid": "t".repeat(26)}})
+        );
+        one.solicit(9, recipient(), at("2026-11-27T12:00:00Z"), now).unwrap();
+        one.first_txid = Some("t".repeat(26));
+        assert_eq!(one.approve_by_qr(payer(None), true, now), Err(RecError::SolicitationAwaiting));
     }
 }

@@ -182,6 +182,8 @@ fn table() -> RouteTable {
     t.add(b, Method::GET, "/rec", rec::list_recs);
     t.add(b, Method::GET, "/rec/{idRec}", rec::get_rec);
     t.add(b, Method::PATCH, "/rec/{idRec}", rec::patch_rec);
+    t.add(b, Method::POST, "/locrec", rec::post_locrec);
+    t.add(b, Method::GET, "/locrec/{id}", rec::get_locrec);
     t.add(b, Method::POST, "/solicrec", rec::post_solicrec);
     t.add(b, Method::GET, "/solicrec/{idSolicRec}", rec::get_solicrec);
     t.add(b, Method::PATCH, "/solicrec/{idSolicRec}", rec::patch_solicrec);
@@ -217,6 +219,7 @@ fn table() -> RouteTable {
     t.add(a, Method::POST, "/sandbox/refund-out", sandbox::refund_out);
     t.add(a, Method::POST, "/sandbox/solicrec/{idSolicRec}/answer", rec::sandbox_answer);
     t.add(a, Method::POST, "/sandbox/rec/{idRec}/cancel", rec::sandbox_cancel);
+    t.add(a, Method::POST, "/sandbox/rec/{idRec}/approve", rec::sandbox_approve);
 
     t.add(a, Method::POST, "/admin/accounts", admin::create_account);
     t.add(a, Method::GET, "/admin/accounts/{id}", admin::get_account);

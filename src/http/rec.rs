@@ -24,17 +24,18 @@ use super::error::{ApiError, ExtendedErrorBody, SimpleErrorBody, Violation, Viol
 use super::rec_schemas as s;
 use super::sandbox::sandbox_only;
 use super::AppState;
-use crate::account::{ChangeRec, CreateRec, RecRef};
+use crate::account::{ChangeRec, CreateLocRec, CreateRec, RecRef};
 use crate::domain::decide::RecChange;
 use crate::domain::money::Money;
 use crate::domain::rec::{
-    is_id_shaped, rec_local, solicitation_local, Answer, Debtor, Link, Party, RecStatus, Recipient,
-    Recurrence, AGENCIA_LEN_MAX, CONTA_LEN_MAX, CONTRATO_LEN_MAX, OBJETO_LEN_MAX,
+    is_id_shaped, rec_local, solicitation_local, Answer, Debtor, Link, Party, PayerAuthorisation, RecStatus,
+    Recipient, Recurrence, AGENCIA_LEN_MAX, CONTA_LEN_MAX, CONTRATO_LEN_MAX, OBJETO_LEN_MAX,
 };
 use crate::domain::recurrence::{AmountRule, Periodicity, RetryPolicy, Schedule};
+use crate::domain::transaction::PAYER_ISPB;
 
 /// The members of a recurrence's request.
-const REC_MEMBERS: [&str; 4] = ["vinculo", "calendario", "valor", "politicaRetentativa"];
+const REC_MEMBERS: [&str; 6] = ["vinculo", "calendario", "valor", "politicaRetentativa", "loc", "ativacao"];
 
 /// A `YYYY-MM-DD` date member.
 pub(super) fn date(f: &mut Fields<'_>, field: &str, required: bool) -> Option<NaiveDate> {
@@ -125,8 +126,26 @@ fn read_rec(obj: &serde_json::Map<String, Value>) -> Result<CreateRec, ApiError>
             None
         }
     });
+    let loc = f.integer("loc", 1, u64::MAX);
+    let first_txid = f
+        .object("ativacao", |a| {
+            a.only(&["dadosJornada"]);
+            a.object("dadosJornada", |d| {
+                d.only(&["txid"]);
+                let txid = d.string("txid", true)?;
+                let ok = (26..=35).contains(&txid.len()) && txid.bytes().all(|b| b.is_ascii_alphanumeric());
+                if !ok {
+                    d.fail("txid", "must be 26 to 35 letters and digits: the txid of a cob");
+                }
+                ok.then(|| txid.to_owned())
+            })
+            .flatten()
+        })
+        .flatten();
     match (link.flatten(), schedule.flatten(), retry, f.violations.is_empty()) {
-        (Some(link), Some(schedule), Some(retry), true) => Ok(CreateRec { link, schedule, amount, retry }),
+        (Some(link), Some(schedule), Some(retry), true) => {
+            Ok(CreateRec { link, schedule, amount, retry, loc, first_txid })
+        }
         _ => Err(ApiError::Validation(f.violations)),
     }
 }
@@ -207,6 +226,7 @@ fn solicitation_view(rec: &Recurrence, id: &str) -> Value {
     responses(
         (status = 201, description = "The recurrence, status CRIADA", body = s::RecView),
         (status = 400, body = SimpleErrorBody),
+        (status = 404, description = "No location with the id in loc", body = SimpleErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -537,6 +557,92 @@ pub async fn sandbox_cancel(
     }
     let msg = ChangeRec { rec: RecRef::Rec(id), change: RecChange::Cancel(Party::UsuarioPagador) };
     let rec = ask(&state, &caller, msg).await??;
+    Ok(HttpResponse::Ok().json(rec.to_json()))
+}
+
+#[utoipa::path(
+    post, path = "/locrec", tag = "Pix Automático",
+    responses((status = 201, description = "A location, for a recurrence's journey 2 QR code", body = s::LocRecView)),
+    security(("bearer" = []))
+)]
+pub async fn post_locrec(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let loc = ask(&state, &caller, CreateLocRec).await??;
+    Ok(HttpResponse::Created().json(loc.to_json()))
+}
+
+#[utoipa::path(
+    get, path = "/locrec/{id}", tag = "Pix Automático",
+    params(("id" = u64, Path, description = "The location's id")),
+    responses((status = 200, description = "The location, with the idRec it is linked to", body = s::LocRecView), (status = 404, body = SimpleErrorBody)),
+    security(("bearer" = []))
+)]
+pub async fn get_locrec(
+    caller: Caller,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let found = match path.into_inner().parse::<u64>() {
+        Ok(id) => state.repo.locrec(caller.account_id, id)?,
+        Err(_) => None,
+    };
+    let loc = found.ok_or_else(|| ApiError::NotFound("no location with this id".into()))?;
+    Ok(HttpResponse::Ok().json(loc.to_json()))
+}
+
+#[utoipa::path(
+    post, path = "/sandbox/rec/{idRec}/approve", tag = "sandbox",
+    params(("idRec" = String, Path, description = "The recurrence's id")),
+    request_body(content = s::QrApproval),
+    responses(
+        (status = 200, description = "The recurrence, APROVADA by journey 2 (its location) or 3 (its first cob, paid)", body = s::RecView),
+        (status = 400, body = ExtendedErrorBody),
+        (status = 403, body = ExtendedErrorBody),
+        (status = 404, body = ExtendedErrorBody),
+        (status = 409, description = "Not CRIADA, no QR journey, or the first cob not paid", body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn sandbox_approve(
+    caller: Caller,
+    req: HttpRequest,
+    path: web::Path<String>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    sandbox_only(&caller)?;
+    let id = path.into_inner();
+    let obj = request_object(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    f.only(&["cpf", "cnpj", "ispbParticipante", "valorMaximo"]);
+    let maximum = valor(&mut f, "valorMaximo", false);
+    let document = match (obj.get("cpf"), obj.get("cnpj")) {
+        (Some(_), Some(_)) => {
+            f.fail("cnpj", "give cpf or cnpj, not both");
+            None
+        }
+        (Some(_), None) => f.document("cpf", true),
+        (None, Some(_)) => f.document("cnpj", true),
+        (None, None) => None,
+    };
+    let ispb = f.string("ispbParticipante", false).map(str::to_owned);
+    if ispb.as_deref().is_some_and(|i| i.len() != 8 || !i.bytes().all(|b| b.is_ascii_digit())) {
+        f.fail("ispbParticipante", "must be 8 digits");
+    }
+    if !f.violations.is_empty() {
+        return Err(ApiError::Validation(f.violations));
+    }
+    if !is_id_shaped(&id) {
+        return Err(ApiError::NotFound("no recurrence with this idRec".into()));
+    }
+    // The payer is the contract's debtor unless the body names another document.
+    let rec = find_rec(&state, &caller, &id)?;
+    let payer = PayerAuthorisation {
+        document: document.map_or_else(|| rec.link.debtor.document.clone(), |d| d.to_string()),
+        ispb: ispb.unwrap_or_else(|| PAYER_ISPB.to_owned()),
+        maximum,
+    };
+    let change = RecChange::ApproveByQr { payer, first_paid: false };
+    let rec = ask(&state, &caller, ChangeRec { rec: RecRef::Rec(id), change }).await??;
     Ok(HttpResponse::Ok().json(rec.to_json()))
 }
 

@@ -22,6 +22,53 @@ pub struct RecRequest {
     /// Absent: a variable value with no minimum.
     valor: Option<RecValor>,
     politica_retentativa: RetryPolicyName,
+    /// A location's id (`POST /locrec`) not linked yet: journey 2's QR code carries it.
+    #[schema(minimum = 1)]
+    loc: Option<u64>,
+    /// Journey 3: the cob whose payment authorises the recurrence.
+    ativacao: Option<AtivacaoRequest>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AtivacaoRequest {
+    dados_jornada: DadosJornada,
+}
+
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DadosJornada {
+    /// The txid of a cob of the account.
+    #[schema(pattern = "^[A-Za-z0-9]{26,35}$")]
+    txid: String,
+}
+
+/// A recurrence's location (`POST /locrec`, `GET /locrec/{id}`).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LocRecView {
+    id: u64,
+    location: String,
+    /// RFC 3339, UTC.
+    criacao: String,
+    /// Once linked.
+    id_rec: Option<String>,
+}
+
+/// `POST /sandbox/rec/{idRec}/approve`: the payer who read the QR code (by default the
+/// contract's debtor at the sandbox payer's institution).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct QrApproval {
+    #[schema(pattern = "^[0-9]{11}$")]
+    cpf: Option<String>,
+    #[schema(pattern = "^[0-9A-Z]{12}[0-9]{2}$")]
+    cnpj: Option<String>,
+    #[schema(pattern = "^[0-9]{8}$")]
+    ispb_participante: Option<String>,
+    /// For a recurrence without valorRec: the most a charge may be.
+    #[schema(schema_with = amount_text)]
+    valor_maximo: Option<String>,
 }
 
 #[derive(ToSchema)]
@@ -163,6 +210,26 @@ pub struct RecView {
     atualizacao: Vec<Step>,
     ativacao: Option<Ativacao>,
     encerramento: Option<Encerramento>,
+    /// Its location, when it has one (journeys 2 and 3).
+    loc: Option<RecLocView>,
+    /// While CRIADA with a location and no first cob: journey 2's QR code.
+    #[serde(rename = "dadosQR")]
+    dados_qr: Option<DadosQr>,
+}
+
+#[derive(ToSchema)]
+pub struct RecLocView {
+    id: u64,
+    location: String,
+    criacao: String,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DadosQr {
+    /// A BR Code that carries the location in its template 80, and no key or amount.
+    pix_copia_e_cola: String,
+    jornada: String,
 }
 
 #[derive(ToSchema)]
@@ -232,8 +299,11 @@ pub struct Step {
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Ativacao {
-    /// JORNADA_1: authorised through a solicitation to the payer's institution.
-    tipo_jornada: String,
+    /// Once APROVADA: JORNADA_1 (a solicitation), JORNADA_2 (its location's QR code) or
+    /// JORNADA_3 (its first cob's payment).
+    tipo_jornada: Option<String>,
+    /// Journey 3: the first cob.
+    dados_jornada: Option<DadosJornada>,
 }
 
 /// Why it ended: one of the three.

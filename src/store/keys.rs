@@ -53,6 +53,8 @@
 //!                           which its idSolicRec carries) belongs to
 //! recopen/{id:020}/{local:020}  empty: a recurrence whose solicitation awaits an answer
 //!                           (its actor keeps a timer for the expiry; resumed at start)
+//! locrec/{id:020}/{local:020}  LocRec (JSON): a recurrence's location (journey 2); its id
+//!                           is the local id
 //! cobr/{id:020}/{local:020} Cobr (JSON): a recurring charge with its attempts
 //! cobrtx/{id:020}/{txid}    u64: a recurring charge by its txid
 //! cobropen/{id:020}/{local:020}  empty: a recurring charge still ATIVA (its actor keeps a
@@ -357,6 +359,10 @@ pub fn open_rec(account: u64, local: u64) -> Vec<u8> {
 
 pub fn open_recs_prefix(id: AccountId) -> Vec<u8> {
     Key::new("recopen/").id(id).text("/").done()
+}
+
+pub fn locrec(account: u64, local: u64) -> Vec<u8> {
+    Key::new("locrec/").num(account, 20).text("/").num(local, 20).done()
 }
 
 pub fn cobr(account: u64, local: u64) -> Vec<u8> {

@@ -307,3 +307,75 @@ async fn a_solicitation_awaiting_an_answer_expires_after_a_kill_9() {
     assert_eq!(sol["status"], "EXPIRADA", "{sol}");
     assert_eq!(sol["recPayload"]["status"], "EXPIRADA");
 }
+
+#[actix_rt::test]
+async fn journeys_two_and_three_authorise_by_a_location_s_qr_code_and_by_a_first_cob_s_payment() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+
+    // Journey 2: a location, linked once, whose code pays nothing.
+    let (s, loc) = post(&app, "/locrec", &token, json!({})).await;
+    assert_eq!(s, 201, "{loc}");
+    let mut body = rec_body(json!({}));
+    body["loc"] = loc["id"].clone();
+    let (s, r) = post(&app, "/rec", &token, body.clone()).await;
+    assert_eq!(s, 201, "{r}");
+    let two = r["idRec"].as_str().unwrap().to_owned();
+    assert_eq!(r["loc"]["location"], loc["location"]);
+    let code = r["dadosQR"]["pixCopiaECola"].as_str().unwrap().to_owned();
+    assert!(
+        code.contains(loc["location"].as_str().unwrap()) && r["dadosQR"]["jornada"] == "JORNADA_2",
+        "{r}"
+    );
+    let (_, linked) = app.get_with(&format!("/locrec/{}", loc["id"]), &token).await;
+    assert_eq!(linked["idRec"], two.as_str());
+    let (s, b) = post(&app, "/rec", &token, body).await;
+    assert_eq!(s, 400, "one location, one recurrence: {b}");
+    let (s, b) = post(&app, "/rec", &token, {
+        let mut b = rec_body(json!({}));
+        b["loc"] = json!(999_999_999);
+        b
+    })
+    .await;
+    assert_eq!(s, 404, "{b}");
+    let pay = json!({"value": 1, "qrCode": code, "externalId": "pay-a-rec-code"});
+    let (s, b) = post(&app, "/api/pix/cash-out-qrcode", &token, pay).await;
+    assert_eq!(s, 400, "nothing to pay with it: {b}");
+    let (s, r) =
+        post(&app, &format!("/sandbox/rec/{two}/approve"), &token, json!({"cpf": "11144477735"})).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(
+        (r["status"].as_str(), r["ativacao"]["tipoJornada"].as_str()),
+        (Some("APROVADA"), Some("JORNADA_2"))
+    );
+    assert_eq!(r["pagador"]["cpf"], "11144477735");
+    assert!(r.get("dadosQR").is_none(), "no code once authorised: {r}");
+
+    // Journey 3: a first cob, paid, then the authorisation with it.
+    let txid = "firstcobofarecurrence00000001";
+    let cob = json!({"calendario": {"expiracao": 3600}, "valor": {"original": "30.00"}});
+    let put = awc::Client::new().put(app.url(&format!("/cob/{txid}"))).bearer_auth(&token);
+    assert_eq!(send(put, Some(cob)).await.0, 201);
+    let mut body = rec_body(json!({"valorRec": "30.00"}));
+    body["ativacao"] = json!({"dadosJornada": {"txid": txid}});
+    let (s, r) = post(&app, "/rec", &token, body).await;
+    assert_eq!(s, 201, "{r}");
+    let three = r["idRec"].as_str().unwrap().to_owned();
+    assert_eq!(r["ativacao"]["dadosJornada"]["txid"], txid);
+    let (s, b) = post(&app, &format!("/sandbox/rec/{three}/approve"), &token, json!({})).await;
+    assert_eq!(s, 409, "not before the first cob is paid: {b}");
+    let (s, paid) = post(&app, "/sandbox/pay", &token, json!({"txid": txid})).await;
+    assert_eq!(s, 200, "{paid}");
+    let (s, r) = post(&app, &format!("/sandbox/rec/{three}/approve"), &token, json!({})).await;
+    assert_eq!((s, r["ativacao"]["tipoJornada"].as_str()), (200, Some("JORNADA_3")), "{r}");
+    assert_eq!(r["pagador"]["cpf"], "52998224725", "the contract's debtor by default");
+    let mut bad = rec_body(json!({}));
+    bad["ativacao"] = json!({"dadosJornada": {"txid": "nosuchcob00000000000000000001"}});
+    let (s, b) = post(&app, "/rec", &token, bad).await;
+    assert_eq!(s, 400, "{b}");
+
+    // Journey 1's recurrence has no QR journey.
+    let (one, _) = sent(&app, &token, json!({}), &in_hours(2)).await;
+    let (s, b) = post(&app, &format!("/sandbox/rec/{one}/approve"), &token, json!({})).await;
+    assert_eq!(s, 409, "{b}");
+}

@@ -26,8 +26,8 @@ pub use med::{close_med, open_med, CloseMedRequest, OpenMedRequest};
 pub use on_us::{credit_of, names_charge, receive as receive_on_us, OnUsCredit, OnUsPayer};
 pub use pay::{pay, pix_in, settle, DictRequest, PayDecision, PayRequest, PixInRequest};
 pub use recurrences::{
-    attempt_cobr, change_cobr, change_rec, create_cobr, create_rec, expire_rec, CobrChange, CobrPayer,
-    CobrRequest, RecChange, RecRequest,
+    attempt_cobr, change_cobr, change_rec, create_cobr, create_locrec, create_rec, expire_rec, CobrChange,
+    CobrPayer, CobrRequest, RecChange, RecRequest,
 };
 pub use refunds::{refund, take_back, RefundDecision, RefundRequest};
 
@@ -41,7 +41,7 @@ use super::events::OutboxEvent;
 use super::ids::AccountId;
 use super::ledger::{InvariantViolation, Ledger, LedgerChange, Rejection};
 use super::med::{Med, MedRejection};
-use super::rec::{RecError, Recurrence};
+use super::rec::{LocRec, RecError, Recurrence};
 use super::refunds::RefundRejection;
 use super::transaction::{own_or_random_end_to_end_id, E2eVariant, Transaction, TxKind};
 
@@ -157,6 +157,8 @@ pub enum Record {
     Recurrence(Recurrence),
     /// A recurring charge as it now is.
     Cobr(Cobr),
+    /// A recurrence's location as it now is.
+    LocRec(LocRec),
 }
 
 /// Everything one command does (see the module doc).
@@ -187,7 +189,8 @@ impl<R> Plan<R> {
             | Record::OnUsCredit(_)
             | Record::OnUsCredited(_)
             | Record::Recurrence(_)
-            | Record::Cobr(_) => None,
+            | Record::Cobr(_)
+            | Record::LocRec(_) => None,
         };
         if let Some(event) = tx.and_then(|t| super::events::event_for(t, now)) {
             self.events.push(event);
@@ -407,7 +410,8 @@ pub(crate) mod testing {
                 | Record::OnUsCredit(_)
                 | Record::OnUsCredited(_)
                 | Record::Recurrence(_)
-                | Record::Cobr(_) => None,
+                | Record::Cobr(_)
+                | Record::LocRec(_) => None,
             })
             .collect()
     }

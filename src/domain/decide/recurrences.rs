@@ -14,7 +14,9 @@ use crate::domain::cobv::payment_day;
 use crate::domain::events::{EventBody, EventType, OutboxEvent};
 use crate::domain::listing::local_day;
 use crate::domain::money::Money;
-use crate::domain::rec::{Answer, Link, Party, RecError, RecStatus, Receiver, Recipient, Recurrence};
+use crate::domain::rec::{
+    Answer, Link, LocRec, Party, PayerAuthorisation, RecError, RecStatus, Receiver, Recipient, Recurrence,
+};
 use crate::domain::recurrence::{check_amount, check_send_window, AmountRule, RetryPolicy, Schedule};
 use crate::domain::transaction::BankInfo;
 
@@ -27,6 +29,10 @@ pub struct RecRequest {
     pub retry: RetryPolicy,
     /// The receiver's name and document, as its recurrences show them.
     pub receiver: Receiver,
+    /// Its location (journey 2), as stored: it must not be linked yet.
+    pub loc: Option<LocRec>,
+    /// The txid of an existing cob of the account whose payment authorises it (journey 3).
+    pub first_txid: Option<String>,
 }
 
 /// A change of a recurrence.
@@ -40,6 +46,9 @@ pub enum RecChange {
     Withdraw { solicitation: String },
     /// One side cancels the recurrence (`PATCH /rec` by the receiver; sandbox for the payer).
     Cancel(Party),
+    /// The payer authorises it by a QR code (journeys 2 and 3; sandbox): `first_paid` says
+    /// whether its first cob is paid.
+    ApproveByQr { payer: PayerAuthorisation, first_paid: bool },
 }
 
 /// The event of a recurrence's status change: the webhook carries its view.
@@ -73,8 +82,11 @@ pub fn create_rec(
     if req.schedule.start() < local_day(now) {
         return Err(Refusal::Rec(RecError::StartsBeforeToday));
     }
+    if let Some(id) = req.loc.as_ref().and_then(|l| l.id_rec.clone()) {
+        return Err(Refusal::Rec(RecError::LocationTaken(id)));
+    }
     let local_id = ids.take()?.local_id;
-    let rec = Recurrence::new(
+    let mut rec = Recurrence::new(
         account.id.get(),
         local_id,
         req.link,
@@ -85,8 +97,35 @@ pub fn create_rec(
         now,
     )
     .ok_or_else(|| Refusal::Bug(format!("local id {local_id} does not fit an idRec")))?;
-    Ok(written(rec, true))
+    rec.first_txid = req.first_txid;
+    let linked = req.loc.map(|l| LocRec { id_rec: Some(rec.id.clone()), ..l });
+    rec.loc = linked.clone();
+    let mut plan = written(rec, true);
+    if let Some(l) = linked {
+        plan.records.push(Record::LocRec(l));
+    }
+    Ok(plan)
 }
+
+/// Makes a location for a recurrence (`POST /locrec`). Ids: one, the location's; its
+/// random part names it in the location.
+pub fn create_locrec(account: &Account, now: DateTime<Utc>, ids: &mut Ids) -> Result<Plan<LocRec>, Refusal> {
+    let fresh = ids.take()?;
+    let loc = LocRec {
+        account_id: account.id.get(),
+        local_id: fresh.local_id,
+        location: format!("{LOCATION_HOST}/rec/{}", fresh.hex(32)),
+        created_at: now,
+        id_rec: None,
+    };
+    let mut plan = Plan::new(loc.clone());
+    plan.records.push(Record::LocRec(loc));
+    Ok(plan)
+}
+
+/// The host a location names. The sandbox's payer's institution reads a recurrence through
+/// the sandbox routes, not through this address, which no server answers.
+pub const LOCATION_HOST: &str = "qr.pixgw.sandbox";
 
 /// Changes a recurrence. `open` are its recurring charges not yet final: a cancellation
 /// cancels them with it. Ids: one for a solicitation, none otherwise.
@@ -106,6 +145,7 @@ pub fn change_rec(
         RecChange::Answer { solicitation, answer } => rec.answer(&solicitation, answer, now),
         RecChange::Withdraw { solicitation } => rec.withdraw(&solicitation, now),
         RecChange::Cancel(by) => rec.cancel(by, now),
+        RecChange::ApproveByQr { payer, first_paid } => rec.approve_by_qr(payer, first_paid, now),
     }
     .map_err(Refusal::Rec)?;
     let moved = rec.status != before;
@@ -279,6 +319,8 @@ mod tests {
             amount: AmountRule::Fixed(m("30")),
             retry: RetryPolicy::NotAllowed,
             receiver: Receiver { name: "Shop".into(), document: "11222333000181".into() },
+            loc: None,
+            first_txid: None,
         }
     }
 

@@ -390,7 +390,12 @@ fn med_parts(r: &MedRejection) -> ErrorParts {
 fn rec_parts(r: &RecError, family: Family) -> ErrorParts {
     let (field, status) = field_or_status(r.to_string(), family);
     match r {
-        RecError::NotFound | RecError::SolicitationNotFound => status(StatusCode::NOT_FOUND, "NOT_FOUND"),
+        RecError::NotFound | RecError::SolicitationNotFound | RecError::LocationNotFound => {
+            status(StatusCode::NOT_FOUND, "NOT_FOUND")
+        }
+        RecError::LocationTaken(_) => field("loc"),
+        RecError::FirstChargeNotFound => field("ativacao.dadosJornada.txid"),
+        RecError::NoQrJourney | RecError::FirstChargeUnpaid => status(StatusCode::CONFLICT, "CONFLICT"),
         RecError::Final(_)
         | RecError::NotAwaitingAuthorisation(_)
         | RecError::SolicitationAwaiting
@@ -478,6 +483,11 @@ mod tests {
             Rejection::Rec(RecError::MaximumOnFixedValue),
             Rejection::Rec(RecError::MaximumBelowMinimum(Money::parse("1").unwrap())),
             Rejection::Rec(RecError::StartsBeforeToday),
+            Rejection::Rec(RecError::LocationNotFound),
+            Rejection::Rec(RecError::LocationTaken("RR".into())),
+            Rejection::Rec(RecError::FirstChargeNotFound),
+            Rejection::Rec(RecError::NoQrJourney),
+            Rejection::Rec(RecError::FirstChargeUnpaid),
             Rejection::Cobr(CobrError::NotFound),
             Rejection::Cobr(CobrError::TxidTaken),
             Rejection::Cobr(CobrError::CycleCharged(2)),

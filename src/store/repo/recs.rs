@@ -5,7 +5,7 @@
 
 use crate::domain::cobr::Cobr;
 use crate::domain::ids::AccountId;
-use crate::domain::rec::Recurrence;
+use crate::domain::rec::{LocRec, Recurrence};
 
 use super::{to_json, Repo, RepoError};
 
@@ -123,5 +123,10 @@ impl Repo {
             *last += 1;
         }
         self.json_page((&from, &to), keep, skip, size)
+    }
+
+    /// The account's recurrence location with this id.
+    pub fn locrec(&self, id: AccountId, local: u64) -> Result<Option<LocRec>, RepoError> {
+        self.get_json(&keys::locrec(id.get(), local))
     }
 }

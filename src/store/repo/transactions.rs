@@ -229,6 +229,7 @@ impl Repo {
                 Record::OnUsCredited(e2e) => b.delete(keys::on_us(e2e)),
                 Record::Recurrence(rec) => self.put_rec(&mut b, rec)?,
                 Record::Cobr(c) => self.put_cobr(&mut b, c)?,
+                Record::LocRec(l) => b.put(keys::locrec(l.account_id, l.local_id), to_json(l)?),
             }
         }
         if let Some(change) = ledger {
