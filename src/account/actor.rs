@@ -46,6 +46,11 @@ pub(super) const SETTLE_RETRY_AFTER: Duration = Duration::from_secs(1);
 /// clock), so a node that served many accounts does not keep them all in memory; the
 /// registry starts it again from storage on its next request.
 pub const ACCOUNT_IDLE_STOP_SECONDS: i64 = 300;
+/// Deadlines one turn of the timer acts on, at most (see [`AccountActor::expire_due`]). A
+/// recurring charge's settlement takes about 70 µs, so a turn is about 20 ms of work:
+/// `benches/pix_automatico/due_at_once.sh` measured reads through the actor waiting 39 ms at
+/// most while 10,000 charges settled, against 1.07 s when they were done in one go.
+pub const DUE_PER_TURN_MAX: usize = 256;
 
 /// What every account actor shares.
 pub struct Deps {
@@ -565,6 +570,13 @@ impl AccountActor {
         Ok(reply)
     }
 
+    /// Cancels the timer (`arm` sets it again).
+    pub(super) fn disarm(&mut self, ctx: &mut Context<Self>) {
+        if let Some((_, handle)) = self.timer.take() {
+            ctx.cancel_future(handle);
+        }
+    }
+
     /// Sets the timer for the earliest deadline or scheduled split, if there is one and no
     /// timer fires before it.
     fn arm(&mut self, ctx: &mut Context<Self>) {
@@ -961,7 +973,16 @@ impl AccountActor {
             && self.last_ticket <= self.deps.commit.durable_now()
     }
 
+    /// What the timer does: at most [`DUE_PER_TURN_MAX`] of what is due, so a long run of
+    /// things due at one instant (a merchant's recurring charges at 00:00) is done in turns
+    /// between which the actor serves its mailbox; the timer, armed again on what is left
+    /// (due already), takes the next turn at once.
     pub(super) fn expire_due(&mut self, ctx: &mut Context<Self>) {
+        self.expire_due_up_to(DUE_PER_TURN_MAX, ctx);
+    }
+
+    /// Does at most `limit` of the deadlines that have come (and every scheduled split).
+    pub(super) fn expire_due_up_to(&mut self, limit: usize, ctx: &mut Context<Self>) {
         if self.halted {
             return;
         }
@@ -981,7 +1002,7 @@ impl AccountActor {
             w.scheduled.remove(key);
         }
         let expired: Vec<u64> =
-            w.deadlines.iter().take_while(|(d, _)| *d <= now).map(|(_, id)| *id).collect();
+            w.deadlines.iter().take_while(|(d, _)| *d <= now).take(limit).map(|(_, id)| *id).collect();
         for (_, local_id) in due {
             if let Some(tx) = self.pending_tx(local_id) {
                 self.submit(tx, ctx);
