@@ -394,6 +394,16 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// A date written `YYYY-MM-DD`.
+    pub fn date(&mut self, field: &str, required: bool) -> Option<chrono::NaiveDate> {
+        let text = self.string(field, required)?;
+        let parsed = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").ok().filter(|_| text.len() == 10);
+        if parsed.is_none() {
+            self.fail(field, "must be a date, YYYY-MM-DD");
+        }
+        parsed
+    }
+
     /// An amount written as a decimal string (admin API and family B).
     pub fn money_string(&mut self, field: &str) -> Option<Money> {
         let text = self.string(field, false)?;

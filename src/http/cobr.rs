@@ -22,7 +22,7 @@ use super::body::{request_object, Fields};
 use super::cob::check_txid;
 use super::error::{ApiError, SimpleErrorBody, Violation};
 use super::payments::SCENARIO_HEADER;
-use super::rec::{check_id, date, read_cancel, status_param, valor};
+use super::rec::{check_id, read_cancel, status_param, valor};
 use super::rec_schemas as s;
 use super::AppState;
 use crate::account::{ChangeCobr, CreateCobr};
@@ -57,7 +57,7 @@ fn read_cobr(
     let due = f
         .object("calendario", |c| {
             c.only(&["dataDeVencimento"]);
-            date(c, "dataDeVencimento", true)
+            c.date("dataDeVencimento", true)
         })
         .flatten();
     if obj.get("calendario").is_none() {

@@ -166,15 +166,6 @@ fn interest(f: &mut Fields<'_>) -> Option<Interest> {
     }
 }
 
-fn date(f: &mut Fields<'_>, field: &str) -> Option<NaiveDate> {
-    let text = f.string(field, true)?;
-    let parsed = NaiveDate::parse_from_str(text, "%Y-%m-%d").ok().filter(|_| text.len() == 10);
-    if parsed.is_none() {
-        f.fail(field, "must be a date, YYYY-MM-DD");
-    }
-    parsed
-}
-
 /// A discount: modalidade 1 (values) or 2 (percents) until the dates of `descontoDataFixa`
 /// (1 to 3 entries, dates ascending, none after the due date); 3 to 6 a value (3, 4) or a
 /// percent (5, 6) per calendar (3, 5) or business (4, 6) day paid early, in `valorPerc`.
@@ -200,7 +191,7 @@ fn discount(f: &mut Fields<'_>, obj: &Map<String, Value>, due: Option<NaiveDate>
             };
             let mut e = Fields::nested(entry, format!("{}descontoDataFixa[{i}].", f.prefix()));
             e.only(&["data", "valorPerc"]);
-            let day = date(&mut e, "data");
+            let day = e.date("data", true);
             let amount = valor_perc(&mut e, "valorPerc", m == 2);
             if let (Some(day), Some(due)) = (day, due) {
                 if day > due {
@@ -238,7 +229,7 @@ pub fn read_cobv(
     f.only(&COBV_MEMBERS);
     let calendario = f.object("calendario", |c| {
         c.only(&["dataDeVencimento", "validadeAposVencimento"]);
-        let due = date(c, "dataDeVencimento");
+        let due = c.date("dataDeVencimento", true);
         let validity = c
             .integer("validadeAposVencimento", 0, u64::from(VALIDITY_AFTER_DUE_DAYS_MAX))
             .unwrap_or(VALIDITY_AFTER_DUE_DAYS_DEFAULT);

@@ -12,7 +12,6 @@ use std::collections::HashMap;
 
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
-use chrono::NaiveDate;
 use serde_json::{json, Value};
 
 use super::api_pix::read_list_window;
@@ -36,16 +35,6 @@ use crate::domain::transaction::PAYER_ISPB;
 
 /// The members of a recurrence's request.
 const REC_MEMBERS: [&str; 6] = ["vinculo", "calendario", "valor", "politicaRetentativa", "loc", "ativacao"];
-
-/// A `YYYY-MM-DD` date member.
-pub(super) fn date(f: &mut Fields<'_>, field: &str, required: bool) -> Option<NaiveDate> {
-    let text = f.string(field, required)?;
-    let parsed = NaiveDate::parse_from_str(text, "%Y-%m-%d").ok().filter(|_| text.len() == 10);
-    if parsed.is_none() {
-        f.fail(field, "must be a date, YYYY-MM-DD");
-    }
-    parsed
-}
 
 /// A family B amount: a decimal string with two places, at least 0.01.
 pub(super) fn valor(f: &mut Fields<'_>, field: &str, required: bool) -> Option<Money> {
@@ -81,8 +70,8 @@ fn read_rec(obj: &serde_json::Map<String, Value>) -> Result<CreateRec, ApiError>
     }
     let schedule = f.object("calendario", |c| {
         c.only(&["dataInicial", "dataFinal", "periodicidade"]);
-        let start = date(c, "dataInicial", true);
-        let end = date(c, "dataFinal", false);
+        let start = c.date("dataInicial", true);
+        let end = c.date("dataFinal", false);
         let every = c.string("periodicidade", true).and_then(|p| match Periodicity::parse(p) {
             Ok(p) => Some(p),
             Err(e) => {

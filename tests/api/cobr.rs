@@ -260,6 +260,8 @@ async fn a_cancelled_charge_or_recurrence_is_never_settled() {
     let txids: Vec<&str> =
         list["cobrs"].as_array().unwrap().iter().map(|c| c["txid"].as_str().unwrap()).collect();
     assert_eq!(txids, [theirs]);
+    let (s, b) = app.get_with(&format!("/cobr?{window}&status=PAGA"), &token).await;
+    assert_eq!(s, 400, "not a status of a charge: {b}");
 }
 
 #[actix_rt::test]
