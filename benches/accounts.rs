@@ -69,6 +69,7 @@ async fn run(n: u64, dir: std::path::PathBuf) -> anyhow::Result<()> {
         bank,
         directory: Arc::clone(&directory),
         on_us: std::sync::OnceLock::new(),
+        collect: std::sync::OnceLock::new(),
     });
     let registry = Registry::new(deps, 2);
     println!("data dir: {}", dir.display());

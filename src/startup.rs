@@ -140,6 +140,7 @@ impl Application {
             bank,
             directory: Arc::clone(&directory),
             on_us: std::sync::OnceLock::new(),
+            collect: std::sync::OnceLock::new(),
         });
         // Before anything can write to the outbox (see webhooks::start).
         let webhooks = crate::webhooks::start(
@@ -167,6 +168,7 @@ impl Application {
         // written are delivered again now (the payee answers a credit it already has).
         let courier = actix::Actor::start(OnUsCourier::new(Arc::clone(&registry)));
         let _ = registry.deps().on_us.set(courier.clone().recipient());
+        let _ = registry.deps().collect.set(courier.clone().recipient());
         let owed = repo.on_us_credits()?;
         if !owed.is_empty() {
             tracing::info!(credits = owed.len(), "delivering on-us credits left from before");

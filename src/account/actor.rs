@@ -62,6 +62,9 @@ pub struct Deps {
     /// Where a payer's actor hands the credits its on-us payments owe; set once the
     /// registry exists (unset, a credit waits in storage for the next start).
     pub on_us: std::sync::OnceLock<Recipient<super::on_us::DeliverOnUs>>,
+    /// Where a receiver's actor sends an on-us recurring charge's request for money (the
+    /// same courier); unset, the attempt waits and is tried again.
+    pub collect: std::sync::OnceLock<Recipient<super::on_us::Collect>>,
 }
 
 pub struct AccountActor {
@@ -370,6 +373,14 @@ impl AccountActor {
         again: fn(&mut Self, u64, &mut Context<Self>),
         ctx: &mut Context<Self>,
     ) {
+        self.set_aside(local_id);
+        ctx.run_later(SETTLE_RETRY_AFTER, move |act, ctx| again(act, local_id, ctx));
+    }
+
+    /// Takes a record's deadlines that have come off the timer: what was due is under way
+    /// elsewhere (an on-us charge's request to its payer), and its answer, not the timer,
+    /// moves the record on. Its next write sets its next deadline.
+    pub(super) fn set_aside(&mut self, local_id: u64) {
         let now = self.now();
         if let Some(w) = self.work.as_mut() {
             let due: Vec<_> =
@@ -378,7 +389,11 @@ impl AccountActor {
                 w.deadlines.remove(&d);
             }
         }
-        ctx.run_later(SETTLE_RETRY_AFTER, move |act, ctx| again(act, local_id, ctx));
+    }
+
+    /// This account's name and receiving key, as its actor keeps them.
+    pub(super) fn own_key(&self) -> (&str, &str) {
+        (&self.account.name, &self.account.receiving_key)
     }
 
     /// Whether the actor halted (it answers nothing more).

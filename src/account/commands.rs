@@ -17,7 +17,11 @@ use crate::domain::transaction::{Transaction, TxKind, TxStatus, PAYER_ISPB};
 use crate::sim::bank::Settled;
 
 impl AccountActor {
-    fn pay(&mut self, req: PayRequest, ctx: &mut Context<Self>) -> Result<PayOutcome, CommandError> {
+    pub(super) fn pay(
+        &mut self,
+        req: PayRequest,
+        ctx: &mut Context<Self>,
+    ) -> Result<PayOutcome, CommandError> {
         self.view()?;
         let stored = self.stored_keys(
             req.external_id.as_deref(),
@@ -162,6 +166,22 @@ impl AccountActor {
         let r = self.deps.repo.on_us_credit(&e2e);
         if self.read(r, ctx)?.is_none() {
             return Ok(());
+        }
+        // The debit of an on-us recurring charge settles the charge that awaits it.
+        let cobr_txid = credit.reference.as_deref().and_then(crate::domain::cobr::cobr_of_reference);
+        if let Some(cobr) = match cobr_txid {
+            Some(txid) => self.find_cobr(txid, ctx)?,
+            None => None,
+        } {
+            let mut ids = self.draw_ids(1, ctx)?;
+            let bank = Some(crate::sim::bank::gateway_bank());
+            let now = self.now();
+            match decide::settle_cobr_on_us(&self.view()?, cobr, &credit, bank, now, &mut ids) {
+                Ok(Some(plan)) => return self.execute(plan, ctx).map(|_| ()),
+                // It no longer awaits one: a received PIX like any other, below.
+                Ok(None) => {}
+                Err(r) => return Err(self.refused(r, ctx)),
+            }
         }
         let charge = match credit.reference.as_deref() {
             Some(reference) => match self.open_charge_matching(|c| decide::names_charge(reference, c)) {

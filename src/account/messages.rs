@@ -46,6 +46,34 @@ impl From<Refusal> for CommandError {
 #[rtype(result = "Result<PayOutcome, CommandError>")]
 pub struct Pay(pub PayRequest);
 
+/// The receiver's actor of an on-us recurring charge asks the payer's for the money of one
+/// attempt, on the day the payer's institution (this gateway) settles it. The payer's
+/// authorisation is the receiver's recurrence's to hold: only an actor holding a recurrence
+/// that this payer's account approved sends this.
+#[derive(Message, Clone, Debug)]
+#[rtype(result = "Result<Collected, CommandError>")]
+pub struct CollectCobr {
+    /// One per attempt (`Cobr::debit_external_id`): asked again, the debit is found.
+    pub external_id: String,
+    pub value: Money,
+    pub id_rec: String,
+    /// What the debit's credit carries to the receiver (`Cobr::reference`).
+    pub reference: String,
+    pub receiver_name: String,
+    pub receiver_document: String,
+    /// The receiver's receiving key, which the debit is paid to (on us).
+    pub receiving_key: String,
+}
+
+/// The payer's account's answer to [`CollectCobr`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Collected {
+    /// Debited (now, or when asked before): the credit follows through the on-us courier.
+    Debited,
+    /// Refused: the attempt fails for this reason.
+    Refused(crate::domain::cobr::Failure),
+}
+
 /// A received PIX that funds the account (sandbox).
 #[derive(Message, Clone)]
 #[rtype(result = "Result<Transaction, CommandError>")]

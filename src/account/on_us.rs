@@ -7,15 +7,21 @@
 //! batch, and answers a credit it already carried out with success, so delivering twice is
 //! harmless. A delivery that fails (the payee's actor restarting, a full disk) is tried
 //! again after [`ON_US_RETRY_AFTER`].
+//!
+//! It also carries an on-us recurring charge's request for money ([`Collect`]) from the
+//! receiver's actor to the payer's, and the answer back: that request is not kept, because
+//! the receiver's charge keeps its due attempt until the answer is written, and asks again.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 
-use super::messages::ReceiveOnUs;
+use super::messages::{CollectCobr, Collected, CommandError, ReceiveOnUs};
 use super::registry::Registry;
+use crate::cause::Cause;
 use crate::domain::decide::OnUsCredit;
+use crate::domain::ids::AccountId;
 
 /// How long a failed delivery waits before it is tried again.
 pub const ON_US_RETRY_AFTER: Duration = Duration::from_secs(1);
@@ -37,6 +43,27 @@ impl OnUsCourier {
 
 impl Actor for OnUsCourier {
     type Context = Context<Self>;
+}
+
+/// Carries an on-us recurring charge's request for money to the payer's actor and its
+/// answer back (the receiver's actor does not hold the registry).
+#[derive(Message)]
+#[rtype(result = "Result<Collected, CommandError>")]
+pub struct Collect {
+    pub payer: AccountId,
+    pub order: CollectCobr,
+}
+
+impl Handler<Collect> for OnUsCourier {
+    type Result = ResponseFuture<Result<Collected, CommandError>>;
+
+    fn handle(&mut self, msg: Collect, _: &mut Context<Self>) -> Self::Result {
+        let addr = self.registry.get(msg.payer);
+        Box::pin(async move {
+            let addr = addr.map_err(|e| CommandError::Unavailable(Cause::new(e)))?;
+            addr.send(msg.order).await.map_err(|e| CommandError::Unavailable(Cause::new(e)))?
+        })
+    }
 }
 
 impl Handler<DeliverOnUs> for OnUsCourier {

@@ -7,11 +7,18 @@
 use actix::prelude::*;
 
 use super::actor::AccountActor;
-use super::messages::{CommandError, Refusal};
-use crate::domain::cobr::{Cobr, CobrError};
+use super::messages::{CollectCobr, Collected, CommandError, PayRequest, Refusal};
+use super::on_us::Collect;
+use crate::domain::cobr::{Cobr, CobrError, Due, Failure};
 use crate::domain::decide::{self, CobrChange, CobrPayer, CobrRequest, RecChange, RecRequest};
-use crate::domain::rec::{rec_local, solicitation_local, Link, LocRec, RecError, Receiver, Recurrence};
+use crate::domain::ids::AccountId;
+use crate::domain::ledger::Rejection;
+use crate::domain::pix_key::DirectoryKeyType;
+use crate::domain::rec::{
+    rec_local, solicitation_local, Link, LocRec, PayerSide, RecError, Receiver, Recurrence,
+};
 use crate::domain::recurrence::{AmountRule, RetryPolicy, Schedule};
+use crate::domain::transaction::{Counterpart, TxKind, TxStatus};
 
 /// Makes a recurrence (`POST /rec`); the receiver is the account itself.
 #[derive(Message, Clone)]
@@ -46,6 +53,8 @@ pub enum RecRef {
 pub struct ChangeRec {
     pub rec: RecRef,
     pub change: RecChange,
+    /// Who speaks for the payer, in a change of the payer's (`None`: the receiver's own).
+    pub payer: Option<PayerSide>,
 }
 
 fn not_found(r: &RecRef) -> CommandError {
@@ -152,7 +161,7 @@ impl AccountActor {
         let mut ids = self.draw_ids(n, ctx)?;
         let open = self.open_cobrs_of(rec.local_id);
         let now = self.now();
-        match decide::change_rec(rec, msg.change, open, now, &mut ids) {
+        match decide::change_rec(rec, msg.change, msg.payer, open, now, &mut ids) {
             Ok(plan) => self.execute(plan, ctx),
             Err(r) => Err(self.refused(r, ctx)),
         }
@@ -196,7 +205,11 @@ fn cobr_refused(e: CobrError) -> CommandError {
 
 impl AccountActor {
     /// The account's recurring charge with this txid, as this actor last wrote it.
-    fn find_cobr(&mut self, txid: &str, ctx: &mut Context<Self>) -> Result<Option<Cobr>, CommandError> {
+    pub(super) fn find_cobr(
+        &mut self,
+        txid: &str,
+        ctx: &mut Context<Self>,
+    ) -> Result<Option<Cobr>, CommandError> {
         if let Some(c) = self.in_flight_cobr_by_txid(txid) {
             return Ok(Some(c.clone()));
         }
@@ -225,7 +238,8 @@ impl AccountActor {
         let Some(cobr) = self.find_cobr(&msg.txid, ctx)? else {
             return Err(cobr_refused(CobrError::NotFound));
         };
-        match decide::change_cobr(cobr, msg.change, self.now()) {
+        let rec = self.find_rec(&RecRef::Rec(cobr.id_rec.clone()), ctx)?;
+        match decide::change_cobr(cobr, msg.change, rec.status, self.now()) {
             Ok(plan) => self.execute(plan, ctx),
             Err(r) => Err(self.refused(r, ctx)),
         }
@@ -234,6 +248,9 @@ impl AccountActor {
     /// Makes the attempt (or ends the retry window) of a recurring charge whose time came.
     pub(super) fn attempt_cobr(&mut self, local_id: u64, ctx: &mut Context<Self>) {
         let Some(cobr) = self.held_cobr(local_id).cloned() else { return };
+        if let (Some(payer), Due::Attempt(n)) = (cobr.on_us_payer, cobr.step_due(self.now())) {
+            return self.collect_cobr(cobr, payer, n, ctx);
+        }
         let rec = match self.find_rec(&RecRef::Rec(cobr.id_rec.clone()), ctx) {
             Ok(r) => r,
             Err(e) => {
@@ -269,6 +286,113 @@ impl AccountActor {
                 self.refused(r, ctx);
             }
         }
+    }
+}
+
+impl AccountActor {
+    /// Asks the payer's actor (an account of this gateway) for the money of attempt `n` of
+    /// an on-us charge. Nothing is written first: the charge keeps the attempt due until an
+    /// answer is written, so after a crash it is asked for again, with the same externalId,
+    /// and the payer's account finds the debit it made. A debit's credit settles the charge
+    /// when the courier brings it (`receive_on_us`); a refusal is the attempt's failure.
+    fn collect_cobr(&mut self, cobr: Cobr, payer: u64, n: usize, ctx: &mut Context<Self>) {
+        let local_id = cobr.local_id;
+        self.set_aside(local_id);
+        let (Some(collector), Some(payer)) = (self.deps.collect.get().cloned(), AccountId::new(payer)) else {
+            return self.postpone(local_id, Self::attempt_cobr, ctx);
+        };
+        let r = self.deps.repo.account(self.account.id);
+        let document = match self.read(r, ctx) {
+            Ok(Some(record)) => record.profile.document.to_string(),
+            _ => return self.postpone(local_id, Self::attempt_cobr, ctx),
+        };
+        let (name, key) = self.own_key();
+        let order = CollectCobr {
+            external_id: cobr.debit_external_id(n),
+            value: cobr.value,
+            id_rec: cobr.id_rec.clone(),
+            reference: cobr.reference(),
+            receiver_name: name.to_owned(),
+            receiver_document: document,
+            receiving_key: key.to_owned(),
+        };
+        let asked = collector.send(Collect { payer, order });
+        ctx.spawn(asked.into_actor(self).map(move |answer, act, ctx| match answer {
+            // The credit follows through the courier, and settles the charge.
+            Ok(Ok(Collected::Debited)) => {}
+            Ok(Ok(Collected::Refused(failure))) => act.fail_cobr_on_us(local_id, failure, ctx),
+            Ok(Err(e)) => {
+                tracing::warn!(account = %act.account.id, local_id, error = %e, "on-us charge: the payer's account did not answer; asking again");
+                act.postpone(local_id, Self::attempt_cobr, ctx);
+            }
+            Err(e) => {
+                tracing::warn!(account = %act.account.id, local_id, error = %e, "on-us charge: the courier did not answer; asking again");
+                act.postpone(local_id, Self::attempt_cobr, ctx);
+            }
+        }));
+    }
+
+    /// Records the failure the payer's account answered for an on-us charge's attempt.
+    fn fail_cobr_on_us(&mut self, local_id: u64, failure: Failure, ctx: &mut Context<Self>) {
+        let Some(cobr) = self.held_cobr(local_id).cloned() else { return };
+        let Some(plan) = decide::fail_cobr_on_us(cobr, failure, self.now()) else { return };
+        match self.execute(plan, ctx) {
+            Ok(_) => self.forget_when_durable(ctx),
+            // Not written: the attempt is asked for again (the payer answers it anew).
+            Err(_) if !self.halted() => self.postpone(local_id, Self::attempt_cobr, ctx),
+            Err(_) => {}
+        }
+    }
+
+    /// The payer's side of an on-us charge: a debit of the account, paid to the receiver's
+    /// receiving key, with the attempt's externalId, so it is made once however often it
+    /// is asked for. The balance, the limits and the fee are a cash-out's.
+    fn collect(&mut self, msg: CollectCobr, ctx: &mut Context<Self>) -> Result<Collected, CommandError> {
+        self.view()?;
+        let counterpart = Counterpart {
+            name: msg.receiver_name,
+            document: Some(msg.receiver_document),
+            key: Some(msg.receiving_key),
+            key_type: Some(DirectoryKeyType::Evp),
+            bank: Some(crate::sim::bank::gateway_bank()),
+        };
+        let req = PayRequest {
+            kind: TxKind::CashOut,
+            external_id: Some(msg.external_id),
+            value: msg.value,
+            description: Some(format!("Pix Automático {}", msg.id_rec)),
+            counterpart,
+            scenario: None,
+            document_mismatch: false,
+            dict: None,
+            qr_txid: Some(msg.reference),
+        };
+        match self.pay(req, ctx) {
+            Ok(_) => Ok(Collected::Debited),
+            Err(CommandError::Refused(Refusal::Ledger(Rejection::DuplicateExternalId { existing }))) => {
+                match self.transaction(existing, ctx)? {
+                    Some(t) if t.status == TxStatus::Error => Ok(Collected::Refused(Failure::NoFunds)),
+                    Some(_) => Ok(Collected::Debited),
+                    None => {
+                        Err(self.halt(&format!("transaction {existing} of an externalId is missing"), ctx))
+                    }
+                }
+            }
+            // The balance or a limit: the payer's account cannot pay it today.
+            Err(CommandError::Refused(Refusal::Ledger(_))) => Ok(Collected::Refused(Failure::NoFunds)),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Handler<CollectCobr> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Collected, CommandError>>;
+
+    fn handle(&mut self, msg: CollectCobr, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.collect(msg, ctx);
+        // Its debit goes to the bank once durable, as a request's does.
+        self.forget_when_durable(ctx);
+        self.reply_when_durable(reply)
     }
 }
 

@@ -59,6 +59,7 @@ fn fixture(balance: &str) -> Fixture {
         bank,
         directory,
         on_us: std::sync::OnceLock::new(),
+        collect: std::sync::OnceLock::new(),
     });
     Fixture {
         registry: Registry::new(deps, 1),
@@ -68,6 +69,16 @@ fn fixture(balance: &str) -> Fixture {
         commit,
         account: created.record.id,
         _dir: dir,
+    }
+}
+
+/// The sandbox's payer's institution approves the solicitation `sid`.
+fn sandbox_approval(sid: String) -> ChangeRec {
+    let answer = crate::domain::rec::Answer::Approve { maximum: None };
+    ChangeRec {
+        rec: RecRef::Solicitation(sid.clone()),
+        change: crate::domain::decide::RecChange::Answer { solicitation: sid, answer },
+        payer: Some(crate::domain::rec::PayerSide::Sandbox),
     }
 }
 
@@ -579,7 +590,7 @@ async fn a_requests_write_that_fails_its_sync_is_unavailable_and_halts_the_actor
 #[actix_rt::test]
 async fn an_answered_solicitation_does_not_expire_and_an_unanswered_one_expires_only_at_its_time() {
     use crate::domain::decide::RecChange;
-    use crate::domain::rec::{Answer, Debtor, Link, RecStatus, Recipient};
+    use crate::domain::rec::{Debtor, Link, RecStatus, Recipient};
     use crate::domain::recurrence::{AmountRule, Periodicity, RetryPolicy, Schedule};
     let f = fixture("0.00");
     let addr = f.actor();
@@ -605,15 +616,16 @@ async fn an_answered_solicitation_does_not_expire_and_an_unanswered_one_expires_
                 account: "1".into(),
                 branch: None,
                 ispb: "00000000".into(),
+                on_us: None,
             },
             expires_at,
         },
+        payer: None,
     };
     let answered = addr.send(create()).await.unwrap().unwrap();
     let answered = addr.send(solicit(&answered.id)).await.unwrap().unwrap();
     let sid = answered.solicitations[0].id.clone();
-    let approve = RecChange::Answer { solicitation: sid.clone(), answer: Answer::Approve { maximum: None } };
-    addr.send(ChangeRec { rec: RecRef::Solicitation(sid), change: approve }).await.unwrap().unwrap();
+    addr.send(sandbox_approval(sid)).await.unwrap().unwrap();
     let waiting = addr.send(create()).await.unwrap().unwrap();
     addr.send(solicit(&waiting.id)).await.unwrap().unwrap();
     let status = |local: u64| f.repo.rec(f.account, local).unwrap().unwrap().status;
@@ -636,7 +648,7 @@ async fn an_answered_solicitation_does_not_expire_and_an_unanswered_one_expires_
 async fn a_recurring_charge_due_while_the_disk_is_full_settles_once_room_returns() {
     use crate::domain::cobr::{CobrStatus, SettleScenario};
     use crate::domain::decide::{CobrRequest, RecChange};
-    use crate::domain::rec::{Answer, Debtor, Link, Recipient};
+    use crate::domain::rec::{Debtor, Link, Recipient};
     use crate::domain::recurrence::{AmountRule, Periodicity, RetryPolicy, Schedule};
     let f = fixture("0.00");
     let addr = f.actor();
@@ -659,12 +671,16 @@ async fn a_recurring_charge_due_while_the_disk_is_full_settles_once_room_returns
         account: "1".into(),
         branch: None,
         ispb: "00000000".into(),
+        on_us: None,
     };
     let solicit = RecChange::Solicit { recipient, expires_at: f.clock.now() + chrono::Duration::hours(1) };
-    let rec = addr.send(ChangeRec { rec: RecRef::Rec(rec.id), change: solicit }).await.unwrap().unwrap();
+    let rec = addr
+        .send(ChangeRec { rec: RecRef::Rec(rec.id), change: solicit, payer: None })
+        .await
+        .unwrap()
+        .unwrap();
     let sid = rec.solicitations[0].id.clone();
-    let approve = RecChange::Answer { solicitation: sid.clone(), answer: Answer::Approve { maximum: None } };
-    addr.send(ChangeRec { rec: RecRef::Solicitation(sid), change: approve }).await.unwrap().unwrap();
+    addr.send(sandbox_approval(sid)).await.unwrap().unwrap();
     let due = today + chrono::Duration::days(3);
     let request = CobrRequest {
         txid: "t".repeat(26),
@@ -696,4 +712,44 @@ async fn a_recurring_charge_due_while_the_disk_is_full_settles_once_room_returns
     }
     addr.send(Tick).await.unwrap().unwrap();
     assert_eq!(f.balance(&addr).await.available, m("30"), "credited once");
+}
+
+/// The payer's side of an on-us recurring charge: asked for the same attempt many times at
+/// once (a receiver that crashed and asks again), the account is debited once and every
+/// answer says so; an attempt its balance cannot pay is refused and moves nothing.
+#[actix_rt::test]
+async fn an_on_us_charge_debits_its_payer_once_however_often_it_is_asked_for() {
+    use super::messages::{CollectCobr, Collected};
+    use crate::domain::cobr::Failure;
+    let f = fixture("50.00");
+    let addr = f.actor();
+    let order = |attempt: u32, value: &str| CollectCobr {
+        external_id: format!("pixauto:RR99999999202611260000000000a:t1:{attempt}"),
+        value: m(value),
+        id_rec: "RR99999999202611260000000000a".into(),
+        reference: "COBR/t1".into(),
+        receiver_name: "Shop".into(),
+        receiver_document: "52998224725".into(),
+        receiving_key: "5f0b9e0e-1f0c-4a39-9c5e-2f1f3c2d9a10".into(),
+    };
+    let asks = (0..5).map(|_| addr.send(order(1, "30.00")));
+    for answer in futures::future::join_all(asks).await {
+        assert_eq!(answer.unwrap().unwrap(), Collected::Debited);
+    }
+    let after_one = f.balance(&addr).await.available;
+    assert!(after_one <= m("20.00"), "30.00 and its fee left: {after_one}");
+    assert_eq!(addr.send(order(1, "30.00")).await.unwrap().unwrap(), Collected::Debited);
+    assert_eq!(f.balance(&addr).await.available, after_one, "asked again: not debited again");
+    // The next attempt is another debit, which the balance left cannot pay.
+    assert_eq!(addr.send(order(2, "30.00")).await.unwrap().unwrap(), Collected::Refused(Failure::NoFunds));
+    assert_eq!(f.balance(&addr).await.available, after_one);
+    let debits: Vec<_> = f
+        .repo
+        .transactions_of(f.account)
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.kind == TxKind::CashOut)
+        .collect();
+    assert_eq!(debits.len(), 1, "one debit in all: {debits:?}");
+    assert_eq!(debits[0].qr_txid.as_deref(), Some("COBR/t1"), "its credit will name the charge");
 }

@@ -176,6 +176,8 @@ pub enum CobrError {
     Final(&'static str),
     #[error("a retry is asked for only after a failed attempt, while none is scheduled")]
     NothingToRetry,
+    #[error("its attempt of {0} is under way: the charge settles or fails, and is no longer cancelled")]
+    UnderWay(NaiveDate),
     #[error(transparent)]
     Rule(#[from] RecurrenceRejection),
 }
@@ -198,6 +200,10 @@ pub struct Cobr {
     pub retry: RetryPolicy,
     /// The payer's maximum when the recurrence was authorised with one.
     pub payer_maximum: Option<Money>,
+    /// The payer's account, when the payer is an account of this gateway (on us): its
+    /// actor is asked for the money on the day, instead of the sandbox's scenario.
+    #[serde(default)]
+    pub on_us_payer: Option<u64>,
     pub scenario: SettleScenario,
     pub status: CobrStatus,
     pub history: Vec<(CobrStatus, DateTime<Utc>)>,
@@ -206,6 +212,33 @@ pub struct Cobr {
     pub closing: Option<(String, String)>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// What is due of a charge at an instant (see [`Cobr::step_due`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// Nothing yet (or it is final).
+    Nothing,
+    /// The retry window ended after a failure with no retry asked for.
+    WindowEnded,
+    /// The value is above the payer's maximum: refused, not tried.
+    AboveMaximum,
+    /// The scheduled attempt, number `n` (from 0).
+    Attempt(usize),
+}
+
+/// The prefix of the externalId of an on-us charge's debit in the payer's account
+/// ([`Cobr::debit_external_id`]). Clients may not begin an externalId with it, so no
+/// request of theirs can take the id of a debit before it is made.
+pub const DEBIT_EXTERNAL_ID_PREFIX: &str = "pixauto:";
+
+/// The reference an on-us charge's debit carries to the receiver (the credit's `reference`):
+/// the charge's txid behind a prefix no txid or cob reference has (`/` is not a txid's).
+const COBR_REFERENCE_PREFIX: &str = "COBR/";
+
+/// The txid of the recurring charge a credit's reference names, if it names one.
+pub fn cobr_of_reference(reference: &str) -> Option<&str> {
+    reference.strip_prefix(COBR_REFERENCE_PREFIX)
 }
 
 /// What a due attempt leads to (see [`Cobr::attempt`]).
@@ -275,10 +308,27 @@ impl Cobr {
         Ok(())
     }
 
-    /// The receiver cancels it (or its recurrence ended), before it settled.
+    /// The date of the scheduled attempt when its day has begun at `now`: from then on the
+    /// payer's institution is at it, so it settles or fails and is not cancelled.
+    pub fn under_way(&self, now: DateTime<Utc>) -> Option<NaiveDate> {
+        match self.attempts.last() {
+            Some(Attempt { outcome: None, date, .. })
+                if self.status == CobrStatus::Ativa && start_of_day(*date) <= now =>
+            {
+                Some(*date)
+            }
+            _ => None,
+        }
+    }
+
+    /// The receiver cancels it (or its recurrence ended), before it settled and before the
+    /// day of its scheduled attempt began.
     pub fn cancel(&mut self, description: &str, now: DateTime<Utc>) -> Result<(), CobrError> {
         if self.status.is_final() {
             return Err(CobrError::Final(self.status.as_str()));
+        }
+        if let Some(date) = self.under_way(now) {
+            return Err(CobrError::UnderWay(date));
         }
         if let Some(a) = self.attempts.last() {
             if a.outcome.is_none() {
@@ -290,29 +340,52 @@ impl Cobr {
         Ok(())
     }
 
-    /// What is due at `now`: the scheduled attempt (whose outcome the caller records with
-    /// [`Cobr::settled`] or which this records as failed or refused), or the end of the retry
-    /// window. `None` when nothing is due.
-    pub fn attempt(&mut self, now: DateTime<Utc>) -> Option<Attempted> {
-        let deadline = self.deadline()?;
+    /// What is due at `now`, without changing anything.
+    pub fn step_due(&self, now: DateTime<Utc>) -> Due {
+        let Some(deadline) = self.deadline() else { return Due::Nothing };
         if now < deadline {
-            return None;
+            return Due::Nothing;
         }
-        let n = self.attempts.iter().filter(|a| a.outcome.is_some()).count();
-        if self.attempts.last()?.outcome.is_some() {
-            // The window ended after a failure with no retry asked for.
-            self.closing = Some(("SEM_RETENTATIVA".into(), "the retry window ended".into()));
-            self.step(CobrStatus::Expirada, now);
-            return Some(Attempted::Failed);
+        match self.attempts.last() {
+            None => Due::Nothing,
+            Some(a) if a.outcome.is_some() => Due::WindowEnded,
+            Some(_) if self.payer_maximum.is_some_and(|max| self.value > max) => Due::AboveMaximum,
+            Some(_) => Due::Attempt(self.attempts.iter().filter(|a| a.outcome.is_some()).count()),
         }
-        if self.payer_maximum.is_some_and(|max| self.value > max) {
-            // Refused, not tried: the attempt never happened.
-            self.attempts.pop();
-            self.closing = Some(("ACIMA_DO_MAXIMO".into(), "the value is above the payer's maximum".into()));
-            self.step(CobrStatus::Rejeitada, now);
-            return Some(Attempted::Refused);
+    }
+
+    /// What is due at `now`: the scheduled attempt (whose outcome the caller records with
+    /// [`Cobr::settled`] or which this records as failed or refused, as the sandbox's
+    /// scenario says), or the end of the retry window. `None` when nothing is due.
+    pub fn attempt(&mut self, now: DateTime<Utc>) -> Option<Attempted> {
+        match self.step_due(now) {
+            Due::Nothing => None,
+            Due::WindowEnded => {
+                self.closing = Some(("SEM_RETENTATIVA".into(), "the retry window ended".into()));
+                self.step(CobrStatus::Expirada, now);
+                Some(Attempted::Failed)
+            }
+            Due::AboveMaximum => {
+                // Refused, not tried: the attempt never happened.
+                self.attempts.pop();
+                self.closing =
+                    Some(("ACIMA_DO_MAXIMO".into(), "the value is above the payer's maximum".into()));
+                self.step(CobrStatus::Rejeitada, now);
+                Some(Attempted::Refused)
+            }
+            Due::Attempt(n) => match self.scenario.failure(n) {
+                None => Some(Attempted::Settles),
+                Some(failure) => {
+                    self.failed(failure, now);
+                    Some(Attempted::Failed)
+                }
+            },
         }
-        let Some(failure) = self.scenario.failure(n) else { return Some(Attempted::Settles) };
+    }
+
+    /// Records the scheduled attempt as failed: the charge stays `ATIVA` while a retry may
+    /// still be asked for, else it expires.
+    pub fn failed(&mut self, failure: Failure, now: DateTime<Utc>) {
         if let Some(last) = self.attempts.last_mut() {
             last.outcome = Some(Outcome::Failed { failure, at: now });
         }
@@ -325,7 +398,18 @@ impl Cobr {
             self.closing = Some((failure.code().into(), failure.description().into()));
             self.step(CobrStatus::Expirada, now);
         }
-        Some(Attempted::Failed)
+    }
+
+    /// The externalId of the payer's debit for attempt `n` of an on-us charge: one per
+    /// attempt, so asking the payer's account again for the same attempt (after a crash)
+    /// finds the debit made, and a retry makes a new one.
+    pub fn debit_external_id(&self, n: usize) -> String {
+        format!("{DEBIT_EXTERNAL_ID_PREFIX}{}:{}:{}", self.id_rec, self.txid, n + 1)
+    }
+
+    /// The reference the payer's debit carries, which names this charge to the receiver.
+    pub fn reference(&self) -> String {
+        format!("{COBR_REFERENCE_PREFIX}{}", self.txid)
     }
 
     /// Records the scheduled attempt as settled by the received PIX `end_to_end_id`.
@@ -415,6 +499,7 @@ mod tests {
             info: None,
             retry,
             payer_maximum: None,
+            on_us_payer: None,
             scenario,
             status: CobrStatus::Criada,
             history: vec![],
@@ -524,8 +609,37 @@ mod tests {
         assert_eq!((c.status, c.attempts.len()), (CobrStatus::Rejeitada, 0));
         let mut c = cobr(RetryPolicy::NotAllowed, SettleScenario::Pay);
         c.payer_maximum = Some(m("30"));
-        c.cancel("cancelled by the receiver", at).unwrap();
+        // From the first instant of its day the attempt is under way: no longer cancelled.
+        assert_eq!(c.clone().cancel("too late", at), Err(CobrError::UnderWay(d(2026, 12, 14))));
+        let before = at - chrono::Duration::seconds(1);
+        c.cancel("cancelled by the receiver", before).unwrap();
         assert_eq!((c.status, c.deadline(), c.attempt(at)), (CobrStatus::Cancelada, None, None));
         assert_eq!(c.cancel("again", at), Err(CobrError::Final("CANCELADA")));
+    }
+
+    #[test]
+    fn an_on_us_attempt_is_due_then_fails_or_settles_as_the_payers_account_answers() {
+        let mut c = cobr(RetryPolicy::ThreeWithinSevenDays, SettleScenario::Pay);
+        c.on_us_payer = Some(9);
+        let at = start_of_day(d(2026, 12, 14));
+        assert_eq!(c.step_due(at - chrono::Duration::seconds(1)), Due::Nothing);
+        assert_eq!(c.step_due(at), Due::Attempt(0));
+        assert_eq!(c.under_way(at), Some(d(2026, 12, 14)));
+        // One externalId per attempt, and a reference that names the charge and no cob.
+        assert_eq!(c.debit_external_id(0), format!("pixauto:RR:{}:1", c.txid));
+        assert_eq!(cobr_of_reference(&c.reference()), Some(c.txid.as_str()));
+        assert_eq!(cobr_of_reference(&c.txid), None);
+        c.failed(Failure::NoFunds, at);
+        assert_eq!((c.status, c.step_due(at), c.under_way(at)), (CobrStatus::Ativa, Due::Nothing, None));
+        let retry = d(2026, 12, 16);
+        c.ask_retry(retry, at).unwrap();
+        assert_eq!(c.step_due(start_of_day(retry)), Due::Attempt(1));
+        assert_ne!(c.debit_external_id(1), c.debit_external_id(0));
+        c.settled("E1".into(), start_of_day(retry));
+        assert_eq!((c.status, c.step_due(start_of_day(retry))), (CobrStatus::Concluida, Due::Nothing));
+        // Above the payer's maximum it is refused before anyone is asked for money.
+        let mut c = cobr(RetryPolicy::NotAllowed, SettleScenario::Pay);
+        (c.on_us_payer, c.payer_maximum) = (Some(9), Some(m("29.99")));
+        assert_eq!(c.step_due(at), Due::AboveMaximum);
     }
 }

@@ -92,6 +92,8 @@ pub enum RecError {
     NoQrJourney,
     #[error("the first cob is not paid: journey 3 authorises with its payment")]
     FirstChargeUnpaid,
+    #[error("the payer is account {0} of this gateway: it answers through its own API, not the sandbox")]
+    PayerOnUs(u64),
 }
 
 /// A recurrence's status (`status`).
@@ -253,6 +255,10 @@ pub struct Recipient {
     pub account: String,
     pub branch: Option<String>,
     pub ispb: String,
+    /// The account of this gateway it names (on us), as the route that read it found it:
+    /// `ispb` is this gateway's and `account` that account's number, with its document.
+    #[serde(default)]
+    pub on_us: Option<u64>,
 }
 
 /// What the payer's institution said on approving.
@@ -262,6 +268,18 @@ pub struct PayerAuthorisation {
     pub ispb: String,
     /// The most the payer allows a charge to be, for a recurrence without a fixed value.
     pub maximum: Option<Money>,
+    /// The payer's account when it is an account of this gateway (on us).
+    #[serde(default)]
+    pub on_us: Option<u64>,
+}
+
+/// Who speaks for the payer in a change of a recurrence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PayerSide {
+    /// The sandbox's payer's institution (a sandbox route, called by the receiver).
+    Sandbox,
+    /// An account of this gateway, through its own API, as the payer.
+    Account(u64),
 }
 
 /// Why a recurrence ended.
@@ -572,6 +590,39 @@ impl Recurrence {
         Ok(())
     }
 
+    /// The payer's account of this gateway, when the payer is one: the one that authorised
+    /// it, or the one its solicitation awaits.
+    pub fn on_us_payer(&self) -> Option<u64> {
+        match &self.payer {
+            Some(p) => p.on_us,
+            None => self.awaiting().and_then(|s| s.recipient.on_us),
+        }
+    }
+
+    /// Whether the account of this gateway `account` may see the recurrence as its payer:
+    /// while it is the payer the recurrence names (authorised by it, or asked of it), or
+    /// when it was asked and nobody authorised it since (its own refusal, an expiry, a
+    /// withdrawal). Once another payer authorised it, that payer's data is not shown to it.
+    pub fn shown_to_payer(&self, account: u64) -> bool {
+        let asked = self.solicitations.iter().any(|s| s.recipient.on_us == Some(account));
+        match &self.payer {
+            Some(p) => p.on_us == Some(account),
+            None => asked,
+        }
+    }
+
+    /// Whether `side` may speak for this recurrence's payer. A payer of this gateway speaks
+    /// only for itself, through its own account: the sandbox may not answer for it, and to
+    /// any other account the recurrence does not exist. Any other payer is the sandbox's.
+    pub fn check_payer_side(&self, side: PayerSide) -> Result<(), RecError> {
+        match (self.on_us_payer(), side) {
+            (None, PayerSide::Sandbox) => Ok(()),
+            (Some(p), PayerSide::Account(a)) if p == a => Ok(()),
+            (Some(p), PayerSide::Sandbox) => Err(RecError::PayerOnUs(p)),
+            (_, PayerSide::Account(_)) => Err(RecError::NotFound),
+        }
+    }
+
     /// The payer's institution answers the solicitation `id`.
     pub fn answer(&mut self, id: &str, answer: Answer, now: DateTime<Utc>) -> Result<(), RecError> {
         if let Answer::Approve { maximum } = answer {
@@ -585,6 +636,7 @@ impl Recurrence {
                     document: s.recipient.document.clone(),
                     ispb: s.recipient.ispb.clone(),
                     maximum,
+                    on_us: s.recipient.on_us,
                 };
                 self.payer = Some(payer);
                 self.journey = Some(Journey::One);
@@ -760,6 +812,7 @@ mod tests {
             account: "12345".into(),
             branch: None,
             ispb: "00000000".into(),
+            on_us: None,
         }
     }
 
@@ -909,8 +962,12 @@ mod tests {
     #[test]
     fn a_qr_approval_takes_the_journey_the_recurrence_was_made_for() {
         let now = at("2026-11-26T12:00:00Z");
-        let payer =
-            |maximum| PayerAuthorisation { document: "11144477735".into(), ispb: "00000000".into(), maximum };
+        let payer = |maximum| PayerAuthorisation {
+            document: "11144477735".into(),
+            ispb: "00000000".into(),
+            maximum,
+            on_us: None,
+        };
         let mut one = rec(AmountRule::Fixed(m("30")));
         assert_eq!(one.approve_by_qr(payer(None), true, now), Err(RecError::NoQrJourney));
         let loc =
@@ -939,5 +996,36 @@ mod tests {
         one.solicit(9, recipient(), at("2026-11-27T12:00:00Z"), now).unwrap();
         one.first_txid = Some("t".repeat(26));
         assert_eq!(one.approve_by_qr(payer(None), true, now), Err(RecError::SolicitationAwaiting));
+    }
+
+    #[test]
+    fn an_on_us_payer_speaks_only_for_itself_and_sees_only_what_it_was_asked() {
+        let now = at("2026-11-26T12:00:00Z");
+        let on_us =
+            |account: u64| Recipient { on_us: Some(account), ispb: GATEWAY_ISPB.into(), ..recipient() };
+        let mut r = rec(AmountRule::Variable { minimum: None });
+        r.solicit(1, on_us(7), now + chrono::Duration::hours(1), now).unwrap();
+        assert_eq!(r.on_us_payer(), Some(7));
+        assert_eq!(r.check_payer_side(PayerSide::Account(7)), Ok(()));
+        assert_eq!(r.check_payer_side(PayerSide::Account(8)), Err(RecError::NotFound));
+        assert_eq!(r.check_payer_side(PayerSide::Sandbox), Err(RecError::PayerOnUs(7)));
+        assert!(r.shown_to_payer(7) && !r.shown_to_payer(8));
+        // Withdrawn and sent to the sandbox's payer, who approves: account 7 no longer sees it.
+        let first = r.solicitations[0].id.clone();
+        r.withdraw(&first, now).unwrap();
+        r.solicit(2, recipient(), now + chrono::Duration::hours(1), now).unwrap();
+        assert_eq!((r.on_us_payer(), r.check_payer_side(PayerSide::Sandbox)), (None, Ok(())));
+        assert!(r.shown_to_payer(7), "asked, and nobody authorised it since");
+        let second = r.solicitations[1].id.clone();
+        r.answer(&second, Answer::Approve { maximum: None }, now).unwrap();
+        assert!(!r.shown_to_payer(7), "another payer's authorisation");
+        assert_eq!(r.check_payer_side(PayerSide::Account(7)), Err(RecError::NotFound));
+        // Approved on us, the authorisation carries the account.
+        let mut r = rec(AmountRule::Fixed(m("30")));
+        r.solicit(1, on_us(7), now + chrono::Duration::hours(1), now).unwrap();
+        let id = r.solicitations[0].id.clone();
+        r.answer(&id, Answer::Approve { maximum: None }, now).unwrap();
+        assert_eq!((r.payer.as_ref().and_then(|p| p.on_us), r.on_us_payer()), (Some(7), Some(7)));
+        assert!(r.shown_to_payer(7));
     }
 }

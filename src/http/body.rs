@@ -316,6 +316,22 @@ impl<'a> Fields<'a> {
         Some(s)
     }
 
+    /// A client's externalId: 1 to [`EXTERNAL_ID_LEN_MAX`] characters, not beginning with
+    /// the prefix of the debits Pix Automático makes on the account's behalf (so no request
+    /// can take the externalId of a debit before it is made).
+    pub fn external_id(&mut self, field: &str, required: bool) -> Option<&'a str> {
+        use crate::domain::cobr::DEBIT_EXTERNAL_ID_PREFIX;
+        let id = self.text(field, required, crate::domain::transaction::EXTERNAL_ID_LEN_MAX)?;
+        if id.starts_with(DEBIT_EXTERNAL_ID_PREFIX) {
+            self.fail(
+                field,
+                format!("must not begin with {DEBIT_EXTERNAL_ID_PREFIX}, kept for Pix Automático's debits"),
+            );
+            return None;
+        }
+        Some(id)
+    }
+
     /// An amount written as a JSON number, exactly as written: at least 0.01, at most two
     /// decimals (interface.md "Money").
     pub fn amount(&mut self, field: &str, required: bool) -> Option<Money> {

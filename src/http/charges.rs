@@ -25,7 +25,7 @@ use crate::domain::scenario::{ChargeScenario, CHARGE_SCENARIOS};
 use crate::domain::splits::{amounts, Split, SplitValue, SPLITS_MAX, SPLIT_TEXT_LEN_MAX};
 use crate::domain::transaction::{
     ADDITIONAL_INFO_KEYS_MAX, CHARGE_EXPIRATION_SECONDS_DEFAULT, CHARGE_EXPIRATION_SECONDS_MAX,
-    CHARGE_EXPIRATION_SECONDS_MIN, COUNTERPART_NAME_LEN_MAX, DESCRIPTION_LEN_MAX, EXTERNAL_ID_LEN_MAX,
+    CHARGE_EXPIRATION_SECONDS_MIN, COUNTERPART_NAME_LEN_MAX, DESCRIPTION_LEN_MAX,
 };
 
 /// Characters of an additionalInfo key and value.
@@ -181,7 +181,7 @@ fn read(obj: &serde_json::Map<String, Value>) -> Result<(ChargeRequest, bool), A
     let t = f.object("transaction", |t| {
         let value = t.amount("value", true);
         let description = t.text("description", true, DESCRIPTION_LEN_MAX).map(str::to_owned);
-        let external_id = t.text("externalId", true, EXTERNAL_ID_LEN_MAX).map(str::to_owned);
+        let external_id = t.external_id("externalId", true).map(str::to_owned);
         let expiration = t
             .integer("expirationTime", CHARGE_EXPIRATION_SECONDS_MIN, CHARGE_EXPIRATION_SECONDS_MAX)
             .unwrap_or(CHARGE_EXPIRATION_SECONDS_DEFAULT);

@@ -9,6 +9,7 @@ pub mod admin;
 pub mod api_pix;
 pub mod ask;
 pub mod auth;
+pub mod automatic;
 pub mod balance;
 pub mod body;
 pub mod charges;
@@ -202,6 +203,9 @@ fn table() -> RouteTable {
     t.add(a, Method::GET, "/api/balance", balance::api_balance);
     t.add(a, Method::GET, "/api/transactions", transactions::list_transactions);
     t.add(a, Method::GET, "/api/med", med::list);
+    t.add(a, Method::GET, "/api/automatic-pix/recurrences", automatic::list);
+    t.add(a, Method::POST, "/api/automatic-pix/recurrences/{idRec}/answer", automatic::answer);
+    t.add(a, Method::POST, "/api/automatic-pix/recurrences/{idRec}/cancel", automatic::cancel);
     t.add(a, Method::POST, "/sandbox/med", med::open);
     t.add(a, Method::POST, "/sandbox/med/{id}/analyze", med::analyze);
     t.add(a, Method::POST, "/sandbox/med/{id}/cancel", med::cancel);

@@ -5,8 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    admin, balance, charges, cob, cobr, cobv, dict, error, me, med, ops, pix, rec, received, refunds,
-    sandbox, schemas, token, transactions, webhooks,
+    admin, automatic, balance, charges, cob, cobr, cobv, dict, error, me, med, ops, pix, rec, received,
+    refunds, sandbox, schemas, token, transactions, webhooks,
 };
 
 struct Security;
@@ -189,6 +189,15 @@ const SUMMARIES: &[(&str, &str)] = &[
         "Sandbox: the payer's institution approves or rejects a recurrence",
     ),
     ("POST /sandbox/rec/{idRec}/cancel", "Sandbox: the payer cancels an authorised recurrence"),
+    ("GET /api/automatic-pix/recurrences", "Pix Automático: the recurrences this account is asked to pay"),
+    (
+        "POST /api/automatic-pix/recurrences/{idRec}/answer",
+        "Pix Automático: the payer approves or rejects a recurrence",
+    ),
+    (
+        "POST /api/automatic-pix/recurrences/{idRec}/cancel",
+        "Pix Automático: the payer cancels an authorised recurrence",
+    ),
     (
         "POST /sandbox/rec/{idRec}/approve",
         "Sandbox: the payer authorises a recurrence by its QR code (journeys 2 and 3)",
@@ -321,6 +330,9 @@ fn default_description(status: &str) -> &'static str {
         rec::sandbox_answer,
         rec::sandbox_cancel,
         rec::sandbox_approve,
+        automatic::list,
+        automatic::answer,
+        automatic::cancel,
         rec::post_locrec,
         rec::get_locrec,
         cobr::put_cobr,

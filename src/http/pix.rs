@@ -14,9 +14,7 @@ use crate::domain::money::Money;
 use crate::domain::pix_key::{
     parse_cash_out_key, parse_directory_key, CashOutKeyType, DirectoryKey, DirectoryKeyType,
 };
-use crate::domain::transaction::{
-    Counterpart, TxKind, COUNTERPART_NAME_LEN_MAX, DESCRIPTION_LEN_MAX, EXTERNAL_ID_LEN_MAX,
-};
+use crate::domain::transaction::{Counterpart, TxKind, COUNTERPART_NAME_LEN_MAX, DESCRIPTION_LEN_MAX};
 
 /// A checked cash-out body.
 pub struct CashOut {
@@ -33,7 +31,7 @@ pub struct CashOut {
 pub fn read_cash_out(obj: &serde_json::Map<String, serde_json::Value>) -> Result<CashOut, ApiError> {
     let mut f = Fields::new(obj);
     let value = f.amount("value", true);
-    let external_id = f.text("externalId", true, EXTERNAL_ID_LEN_MAX);
+    let external_id = f.external_id("externalId", true);
     let description = f.text("description", false, DESCRIPTION_LEN_MAX);
     let details = f.object("details", |d| {
         let key_type = match d.string("keyType", true) {
@@ -163,7 +161,7 @@ fn read_qr(obj: &serde_json::Map<String, serde_json::Value>) -> Result<QrCashOut
             None
         }
     });
-    let external_id = f.text("externalId", true, EXTERNAL_ID_LEN_MAX);
+    let external_id = f.external_id("externalId", true);
     let description = f.text("description", false, DESCRIPTION_LEN_MAX).map(str::to_owned);
     let name = f.text("name", false, COUNTERPART_NAME_LEN_MAX).map(str::to_owned);
     let document = f.document("document", false).map(|t| t.to_string());

@@ -25,13 +25,14 @@ use super::sandbox::sandbox_only;
 use super::AppState;
 use crate::account::{ChangeRec, CreateLocRec, CreateRec, RecRef};
 use crate::domain::decide::RecChange;
+use crate::domain::ids::AccountId;
 use crate::domain::money::Money;
 use crate::domain::rec::{
-    is_id_shaped, rec_local, solicitation_local, Answer, Debtor, Link, Party, PayerAuthorisation, RecStatus,
-    Recipient, Recurrence, AGENCIA_LEN_MAX, CONTA_LEN_MAX, CONTRATO_LEN_MAX, OBJETO_LEN_MAX,
+    is_id_shaped, rec_local, solicitation_local, Answer, Debtor, Link, Party, PayerAuthorisation, PayerSide,
+    RecStatus, Recipient, Recurrence, AGENCIA_LEN_MAX, CONTA_LEN_MAX, CONTRATO_LEN_MAX, OBJETO_LEN_MAX,
 };
 use crate::domain::recurrence::{AmountRule, Periodicity, RetryPolicy, Schedule};
-use crate::domain::transaction::PAYER_ISPB;
+use crate::domain::transaction::{GATEWAY_ISPB, PAYER_ISPB};
 
 /// The members of a recurrence's request.
 const REC_MEMBERS: [&str; 6] = ["vinculo", "calendario", "valor", "politicaRetentativa", "loc", "ativacao"];
@@ -191,6 +192,29 @@ fn find_rec(state: &AppState, caller: &Caller, id: &str) -> Result<Recurrence, A
     found.ok_or_else(|| ApiError::NotFound("no recurrence with this idRec".into()))
 }
 
+/// A solicitation to this gateway's ISPB goes to one of its accounts, named by its number
+/// (`conta`, the accountId) and its document: that account is the payer, and answers it
+/// itself (on us). Any other ISPB is the sandbox's payer's institution.
+fn on_us_recipient(state: &AppState, mut r: Recipient) -> Result<Recipient, ApiError> {
+    if r.ispb != GATEWAY_ISPB {
+        return Ok(r);
+    }
+    let found = match r.account.parse::<u64>().ok().and_then(AccountId::new) {
+        Some(id) => state.repo.account(id)?,
+        None => None,
+    };
+    match found {
+        Some(a) if a.profile.document.to_string() == r.document => {
+            r.on_us = Some(a.id.get());
+            Ok(r)
+        }
+        _ => Err(ApiError::Validation(vec![Violation::new(
+            "destinatario.conta",
+            "no account of this gateway has this number and this document",
+        )])),
+    }
+}
+
 /// The caller's recurrence that has the solicitation with this `idSolicRec`.
 fn find_solicitation(state: &AppState, caller: &Caller, id: &str) -> Result<Recurrence, ApiError> {
     check_id(id, "idSolicRec")?;
@@ -272,7 +296,8 @@ pub async fn patch_rec(
     let id = path.into_inner();
     check_id(&id, "idRec")?;
     read_cancel(&req, &bytes)?;
-    let msg = ChangeRec { rec: RecRef::Rec(id), change: RecChange::Cancel(Party::UsuarioRecebedor) };
+    let msg =
+        ChangeRec { rec: RecRef::Rec(id), change: RecChange::Cancel(Party::UsuarioRecebedor), payer: None };
     let rec = ask(&state, &caller, msg).await??;
     Ok(HttpResponse::Ok().json(rec.to_json()))
 }
@@ -383,7 +408,7 @@ pub async fn post_solicrec(
             }
             match (document, account, ispb) {
                 (Some(doc), Some(account), Some(ispb)) => {
-                    Some(Recipient { document: doc.to_string(), account, branch, ispb })
+                    Some(Recipient { document: doc.to_string(), account, branch, ispb, on_us: None })
                 }
                 _ => None,
             }
@@ -413,7 +438,9 @@ pub async fn post_solicrec(
     else {
         return Err(ApiError::Validation(f.violations));
     };
-    let msg = ChangeRec { rec: RecRef::Rec(id), change: RecChange::Solicit { recipient, expires_at } };
+    let recipient = on_us_recipient(&state, recipient)?;
+    let msg =
+        ChangeRec { rec: RecRef::Rec(id), change: RecChange::Solicit { recipient, expires_at }, payer: None };
     let rec = ask(&state, &caller, msg).await??;
     let made = rec.solicitations.last().map(|s| s.to_json(&rec)).unwrap_or(Value::Null);
     Ok(HttpResponse::Created().json(made))
@@ -464,6 +491,7 @@ pub async fn patch_solicrec(
     let msg = ChangeRec {
         rec: RecRef::Solicitation(id.clone()),
         change: RecChange::Withdraw { solicitation: id.clone() },
+        payer: None,
     };
     let rec = ask(&state, &caller, msg).await??;
     Ok(HttpResponse::Ok().json(solicitation_view(&rec, &id)))
@@ -491,7 +519,23 @@ pub async fn sandbox_answer(
 ) -> Result<HttpResponse, ApiError> {
     sandbox_only(&caller)?;
     let id = path.into_inner();
-    let obj = request_object(&req, &bytes)?;
+    let answer = read_answer(&req, &bytes)?;
+    if !is_id_shaped(&id) {
+        return Err(ApiError::NotFound("no solicitation with this idSolicRec".into()));
+    }
+    let msg = ChangeRec {
+        rec: RecRef::Solicitation(id.clone()),
+        change: RecChange::Answer { solicitation: id, answer },
+        payer: Some(PayerSide::Sandbox),
+    };
+    let rec = ask(&state, &caller, msg).await??;
+    Ok(HttpResponse::Ok().json(rec.to_json()))
+}
+
+/// A payer's answer to a solicitation: `decision` (APPROVE or REJECT) and, with an
+/// approval, `valorMaximo`.
+pub(super) fn read_answer(req: &HttpRequest, bytes: &Bytes) -> Result<Answer, ApiError> {
+    let obj = request_object(req, bytes)?;
     let mut f = Fields::new(&obj);
     f.only(&["decision", "valorMaximo"]);
     let maximum = valor(&mut f, "valorMaximo", false);
@@ -509,18 +553,10 @@ pub async fn sandbox_answer(
         }
         None => None,
     };
-    let (Some(answer), true) = (answer, f.violations.is_empty()) else {
-        return Err(ApiError::Validation(f.violations));
-    };
-    if !is_id_shaped(&id) {
-        return Err(ApiError::NotFound("no solicitation with this idSolicRec".into()));
+    match (answer, f.violations.is_empty()) {
+        (Some(answer), true) => Ok(answer),
+        _ => Err(ApiError::Validation(f.violations)),
     }
-    let msg = ChangeRec {
-        rec: RecRef::Solicitation(id.clone()),
-        change: RecChange::Answer { solicitation: id, answer },
-    };
-    let rec = ask(&state, &caller, msg).await??;
-    Ok(HttpResponse::Ok().json(rec.to_json()))
 }
 
 #[utoipa::path(
@@ -544,7 +580,11 @@ pub async fn sandbox_cancel(
     if !is_id_shaped(&id) {
         return Err(ApiError::NotFound("no recurrence with this idRec".into()));
     }
-    let msg = ChangeRec { rec: RecRef::Rec(id), change: RecChange::Cancel(Party::UsuarioPagador) };
+    let msg = ChangeRec {
+        rec: RecRef::Rec(id),
+        change: RecChange::Cancel(Party::UsuarioPagador),
+        payer: Some(PayerSide::Sandbox),
+    };
     let rec = ask(&state, &caller, msg).await??;
     Ok(HttpResponse::Ok().json(rec.to_json()))
 }
@@ -629,9 +669,11 @@ pub async fn sandbox_approve(
         document: document.map_or_else(|| rec.link.debtor.document.clone(), |d| d.to_string()),
         ispb: ispb.unwrap_or_else(|| PAYER_ISPB.to_owned()),
         maximum,
+        on_us: None,
     };
     let change = RecChange::ApproveByQr { payer, first_paid: false };
-    let rec = ask(&state, &caller, ChangeRec { rec: RecRef::Rec(id), change }).await??;
+    let msg = ChangeRec { rec: RecRef::Rec(id), change, payer: Some(PayerSide::Sandbox) };
+    let rec = ask(&state, &caller, msg).await??;
     Ok(HttpResponse::Ok().json(rec.to_json()))
 }
 

@@ -478,3 +478,10 @@ pub struct CobrListParams {
     status: Option<String>,
     paginacao: Paginacao,
 }
+
+/// `GET /api/automatic-pix/recurrences`: the recurrences offered to the account as their
+/// payer (on us), newest first.
+#[derive(ToSchema)]
+pub struct PayerRecList {
+    recurrences: Vec<RecView>,
+}

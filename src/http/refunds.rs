@@ -17,9 +17,7 @@ use super::{iso, AppState};
 use crate::account::{Refund, RefundRequest};
 use crate::domain::events::money_number;
 use crate::domain::money::Money;
-use crate::domain::transaction::{
-    Family, Natureza, Transaction, TxStatus, DESCRIPTION_LEN_MAX, EXTERNAL_ID_LEN_MAX,
-};
+use crate::domain::transaction::{Family, Natureza, Transaction, TxStatus, DESCRIPTION_LEN_MAX};
 
 /// Characters of a devolução id.
 pub const DEVOLUCAO_ID_LEN_MAX: usize = 35;
@@ -75,7 +73,7 @@ pub async fn refund_in(
     let mut f = Fields::new(&obj);
     let value = f.amount("refundValue", true);
     let reason = f.text("reason", false, DESCRIPTION_LEN_MAX).map(str::to_owned);
-    let external_id = f.text("externalId", false, EXTERNAL_ID_LEN_MAX).map(str::to_owned);
+    let external_id = f.external_id("externalId", false).map(str::to_owned);
     let (Some(value), true) = (value, f.violations.is_empty()) else {
         return Err(ApiError::Validation(f.violations));
     };

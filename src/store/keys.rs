@@ -59,6 +59,9 @@
 //! cobrtx/{id:020}/{txid}    u64: a recurring charge by its txid
 //! cobropen/{id:020}/{local:020}  empty: a recurring charge still ATIVA (its actor keeps a
 //!                           timer for its next attempt or the end of its retry window)
+//! payrec/{payer:020}/{local:020}  u64: the receiver's account of a recurrence (by its local
+//!                           id) offered to an account of this gateway as its payer (on
+//!                           us); written by the receiver's actor, read by the payer's routes
 //! ```
 //!
 //! A key is built by a function named after its family; a family scanned by prefix also
@@ -387,6 +390,14 @@ pub fn open_cobrs_prefix(id: AccountId) -> Vec<u8> {
 
 /// A request made with an `Idempotency-Key`: by the SHA-256 of the key, so a key of any
 /// length makes a key of one length.
+pub fn payer_rec(payer: u64, local: u64) -> Vec<u8> {
+    Key::new("payrec/").num(payer, 20).text("/").num(local, 20).done()
+}
+
+pub fn payer_recs_prefix(payer: AccountId) -> Vec<u8> {
+    Key::new("payrec/").id(payer).text("/").done()
+}
+
 pub fn request(id: AccountId, key: &str) -> Vec<u8> {
     use sha2::Digest;
     let digest = sha2::Sha256::digest(key.as_bytes());

@@ -25,6 +25,7 @@ mod pg_cluster;
 mod postgres;
 mod production;
 mod rec;
+mod rec_on_us;
 mod receiver;
 mod recovery;
 mod references;

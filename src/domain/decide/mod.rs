@@ -26,8 +26,9 @@ pub use med::{close_med, open_med, CloseMedRequest, OpenMedRequest};
 pub use on_us::{credit_of, names_charge, receive as receive_on_us, OnUsCredit, OnUsPayer};
 pub use pay::{pay, pix_in, settle, DictRequest, PayDecision, PayRequest, PixInRequest};
 pub use recurrences::{
-    attempt_cobr, change_cobr, change_rec, create_cobr, create_locrec, create_rec, expire_rec, CobrChange,
-    CobrPayer, CobrRequest, RecChange, RecRequest,
+    attempt_cobr, change_cobr, change_rec, create_cobr, create_locrec, create_rec, expire_rec,
+    fail_on_us as fail_cobr_on_us, settle_on_us as settle_cobr_on_us, CobrChange, CobrPayer, CobrRequest,
+    RecChange, RecRequest,
 };
 pub use refunds::{refund, take_back, RefundDecision, RefundRequest};
 

@@ -8,14 +8,16 @@ use chrono::{DateTime, Utc};
 
 use chrono::NaiveDate;
 
+use super::OnUsCredit;
 use super::{pix_in, Account, Ids, PixInRequest, Plan, Record, Refusal};
-use crate::domain::cobr::{Attempted, Cobr, CobrError, CobrStatus, SettleScenario};
+use crate::domain::cobr::{Attempted, Cobr, CobrError, CobrStatus, Due, Failure, SettleScenario};
 use crate::domain::cobv::payment_day;
 use crate::domain::events::{EventBody, EventType, OutboxEvent};
 use crate::domain::listing::local_day;
 use crate::domain::money::Money;
 use crate::domain::rec::{
-    Answer, Link, LocRec, Party, PayerAuthorisation, RecError, RecStatus, Receiver, Recipient, Recurrence,
+    Answer, Link, LocRec, Party, PayerAuthorisation, PayerSide, RecError, RecStatus, Receiver, Recipient,
+    Recurrence,
 };
 use crate::domain::recurrence::{check_amount, check_send_window, AmountRule, RetryPolicy, Schedule};
 use crate::domain::transaction::BankInfo;
@@ -127,15 +129,30 @@ pub fn create_locrec(account: &Account, now: DateTime<Utc>, ids: &mut Ids) -> Re
 /// the sandbox routes, not through this address, which no server answers.
 pub const LOCATION_HOST: &str = "qr.pixgw.sandbox";
 
-/// Changes a recurrence. `open` are its recurring charges not yet final: a cancellation
-/// cancels them with it. Ids: one for a solicitation, none otherwise.
+/// Changes a recurrence. `payer` is who speaks for the payer in a change of the payer's
+/// (an answer, the payer's cancellation, a QR approval): a payer that is an account of this
+/// gateway speaks only for itself (`Recurrence::check_payer_side`); `None` for the
+/// receiver's own changes. `open` are its recurring charges not yet final: a cancellation
+/// cancels them with it, but for one whose attempt is under way, which settles or fails.
+/// Ids: one for a solicitation, none otherwise.
 pub fn change_rec(
     mut rec: Recurrence,
     change: RecChange,
+    payer: Option<PayerSide>,
     open: Vec<Cobr>,
     now: DateTime<Utc>,
     ids: &mut Ids,
 ) -> Result<Plan<Recurrence>, Refusal> {
+    let payers = matches!(
+        change,
+        RecChange::Answer { .. } | RecChange::Cancel(Party::UsuarioPagador) | RecChange::ApproveByQr { .. }
+    );
+    match (payers, payer) {
+        (true, side) => rec.check_payer_side(side.unwrap_or(PayerSide::Sandbox)).map_err(Refusal::Rec)?,
+        // A payer's account asks only for the payer's changes.
+        (false, Some(_)) => return Err(Refusal::Rec(RecError::NotFound)),
+        (false, None) => {}
+    }
     let before = rec.status;
     match change {
         RecChange::Solicit { recipient, expires_at } => {
@@ -221,6 +238,7 @@ pub fn create_cobr(
         info: req.info,
         retry: rec.retry,
         payer_maximum: rec.payer.as_ref().and_then(|p| p.maximum),
+        on_us_payer: rec.payer.as_ref().and_then(|p| p.on_us),
         scenario: req.scenario,
         status: CobrStatus::Criada,
         history: Vec::new(),
@@ -247,8 +265,20 @@ pub enum CobrChange {
     Cancel,
 }
 
-pub fn change_cobr(mut cobr: Cobr, change: CobrChange, now: DateTime<Utc>) -> Result<Plan<Cobr>, Refusal> {
+/// Changes a recurring charge. `rec_status` is its recurrence's: a retry is a new attempt to
+/// take the payer's money, so it is asked for only while the recurrence is `APROVADA` (a
+/// charge whose attempt was under way when either side cancelled the recurrence finishes
+/// that attempt, and no other).
+pub fn change_cobr(
+    mut cobr: Cobr,
+    change: CobrChange,
+    rec_status: RecStatus,
+    now: DateTime<Utc>,
+) -> Result<Plan<Cobr>, Refusal> {
     match change {
+        CobrChange::Retry(_) if rec_status != RecStatus::Aprovada && !cobr.status.is_final() => {
+            Err(CobrError::RecurrenceNotApproved(rec_status.as_str()))
+        }
         CobrChange::Retry(date) => cobr.ask_retry(date, now),
         CobrChange::Cancel => cobr.cancel("cancelled by the receiver", now),
     }
@@ -299,6 +329,56 @@ pub fn attempt_cobr(
     Ok(Some(plan))
 }
 
+/// The payer's account refused an on-us charge's debit (`failure`): the scheduled attempt
+/// fails, as the sandbox's would. `None` when no attempt is due any more (it settled or
+/// ended meanwhile).
+pub fn fail_on_us(mut cobr: Cobr, failure: Failure, now: DateTime<Utc>) -> Option<Plan<Cobr>> {
+    if !matches!(cobr.step_due(now), Due::Attempt(_)) {
+        return None;
+    }
+    cobr.failed(failure, now);
+    let mut plan = Plan::new(cobr.clone());
+    plan.events.push(cobr_event(&cobr));
+    plan.records.push(Record::Cobr(cobr));
+    Some(plan)
+}
+
+/// The credit of an on-us charge's debit arrives: when the charge's attempt awaits it, the
+/// charge settles with the payer's end-to-end id, credited as a received PIX, and the
+/// credit's record is deleted, all in one plan. `None` when the charge no longer awaits
+/// one (the caller then credits it as a received PIX like any other: the money left the
+/// payer). Ids: one, for that PIX.
+pub fn settle_on_us(
+    account: &Account,
+    mut cobr: Cobr,
+    credit: &OnUsCredit,
+    payer_bank: Option<BankInfo>,
+    now: DateTime<Utc>,
+    ids: &mut Ids,
+) -> Result<Option<Plan<Cobr>>, Refusal> {
+    let awaits = cobr.status == CobrStatus::Ativa
+        && cobr.attempts.last().is_some_and(|a| a.outcome.is_none())
+        && credit.value == cobr.value;
+    if !awaits {
+        return Ok(None);
+    }
+    let req = PixInRequest {
+        value: credit.value,
+        payer_name: credit.payer_name.clone(),
+        payer_document: Some(credit.payer_document.clone()),
+        payer_bank,
+        end_to_end_id: Some(credit.end_to_end_id.clone()),
+        paid_txid: Some(cobr.txid.clone()),
+    };
+    let received = pix_in(account, req, now, ids)?;
+    cobr.settled(credit.end_to_end_id.clone(), now);
+    let mut plan = received.with_reply(cobr.clone());
+    plan.events.push(cobr_event(&cobr));
+    plan.records.push(Record::Cobr(cobr));
+    plan.update(Record::OnUsCredited(credit.end_to_end_id.clone()));
+    Ok(Some(plan))
+}
+
 #[cfg(test)]
 mod tests {
     use chrono::NaiveDate;
@@ -330,6 +410,7 @@ mod tests {
             account: "1".into(),
             branch: None,
             ispb: "00000000".into(),
+            on_us: None,
         }
     }
 
@@ -362,6 +443,7 @@ mod tests {
         let sent = change_rec(
             rec,
             RecChange::Solicit { recipient: recipient(), expires_at },
+            None,
             vec![],
             now,
             &mut ids(&[10]),
@@ -374,6 +456,7 @@ mod tests {
             change_rec(
                 rec.clone(),
                 RecChange::Answer { solicitation: "SC0".into(), answer: Answer::Reject },
+                None,
                 vec![],
                 now,
                 &mut ids(&[])
@@ -387,6 +470,7 @@ mod tests {
         let approved = change_rec(
             rec,
             RecChange::Answer { solicitation: sid, answer: Answer::Approve { maximum: None } },
+            None,
             vec![],
             now,
             &mut ids(&[]),
@@ -401,10 +485,10 @@ mod tests {
         let rec = create_rec(&f.account(), request(start), now, &mut ids(&[9])).unwrap().reply;
         let solicit =
             RecChange::Solicit { recipient: recipient(), expires_at: now + chrono::Duration::hours(1) };
-        let rec = change_rec(rec, solicit, vec![], now, &mut ids(&[10])).unwrap().reply;
+        let rec = change_rec(rec, solicit, None, vec![], now, &mut ids(&[10])).unwrap().reply;
         let sid = rec.solicitations[0].id.clone();
         let approve = RecChange::Answer { solicitation: sid, answer: Answer::Approve { maximum: None } };
-        change_rec(rec, approve, vec![], now, &mut ids(&[])).unwrap().reply
+        change_rec(rec, approve, None, vec![], now, &mut ids(&[])).unwrap().reply
     }
 
     fn charge(due: NaiveDate, value: &str) -> CobrRequest {
@@ -482,10 +566,67 @@ mod tests {
         assert_eq!(kinds, [EventType::CashIn, EventType::Cobr]);
 
         let cancelled =
-            change_rec(rec, RecChange::Cancel(Party::UsuarioPagador), vec![cobr], now, &mut ids(&[]))
+            change_rec(rec, RecChange::Cancel(Party::UsuarioPagador), None, vec![cobr], now, &mut ids(&[]))
                 .unwrap();
         let Some(Record::Cobr(c)) = cancelled.records.get(1) else { panic!("{:?}", cancelled.records) };
         assert_eq!((c.status, c.deadline()), (CobrStatus::Cancelada, None));
         assert_eq!(cancelled.events.len(), 2, "the recurrence's event and its charge's");
+    }
+
+    /// On us: the payer's refusal fails the due attempt (and nothing else); the credit of the
+    /// payer's debit settles the charge with the payer's end-to-end id and deletes the credit,
+    /// in one plan, only while the attempt awaits it; an attempt under way outlives a
+    /// cancelled recurrence, which then allows no retry.
+    #[test]
+    fn an_on_us_attempt_fails_on_the_payers_refusal_and_settles_on_its_credit() {
+        let mut f = Fixture::with_balance("0");
+        let now: DateTime<Utc> = "2026-11-26T12:00:00Z".parse().unwrap();
+        let start = NaiveDate::from_ymd_opt(2026, 12, 1).unwrap();
+        let rec = approved(&f, start, now);
+        let mut cobr =
+            create_cobr(&f.account(), rec.clone(), charge(start, "30"), now, &mut ids(&[20])).unwrap().reply;
+        (cobr.on_us_payer, cobr.retry) = (Some(7), RetryPolicy::ThreeWithinSevenDays);
+        let due = crate::domain::cobv::start_of_day(start);
+        assert!(fail_on_us(cobr.clone(), Failure::NoFunds, due - chrono::Duration::seconds(1)).is_none());
+        let failed = fail_on_us(cobr.clone(), Failure::NoFunds, due).unwrap();
+        assert_eq!(failed.reply.to_json()["tentativas"][0]["status"], "FALHOU");
+        assert_eq!((failed.ledger.is_none(), failed.events.len()), (true, 1), "nothing moves; one webhook");
+
+        let credit = OnUsCredit {
+            payee: f.account().id,
+            end_to_end_id: "E99999999202612010300A0000000042".into(),
+            value: m("30"),
+            payer_name: "Bia".into(),
+            payer_document: "52998224725".into(),
+            reference: Some(cobr.reference()),
+            paid_at: Some(due),
+        };
+        let plan =
+            settle_on_us(&f.account(), cobr.clone(), &credit, None, due, &mut ids(&[30])).unwrap().unwrap();
+        assert_eq!(plan.reply.status, CobrStatus::Concluida);
+        assert_eq!(plan.reply.to_json()["tentativas"][0]["endToEndId"], credit.end_to_end_id.as_str());
+        assert!(plan.records.contains(&Record::OnUsCredited(credit.end_to_end_id.clone())));
+        f.apply(&plan);
+        assert_eq!(f.ledger.balance().available, m("30"));
+        assert_eq!(settle_on_us(&f.account(), plan.reply, &credit, None, due, &mut ids(&[31])), Ok(None));
+
+        // The recurrence is cancelled while the attempt is under way: the charge is left to
+        // finish; failed, it may not be retried.
+        let cancelled = change_rec(
+            rec,
+            RecChange::Cancel(Party::UsuarioPagador),
+            None,
+            vec![cobr.clone()],
+            due,
+            &mut ids(&[]),
+        )
+        .unwrap();
+        assert_eq!(cancelled.records.len(), 1, "only the recurrence: {:?}", cancelled.records);
+        let failed = fail_on_us(cobr, Failure::NoFunds, due).unwrap().reply;
+        let retry = CobrChange::Retry(start + chrono::Duration::days(1));
+        assert_eq!(
+            change_cobr(failed, retry, RecStatus::Cancelada, due).map(|p| p.reply.status),
+            Err(Refusal::Cobr(CobrError::RecurrenceNotApproved("CANCELADA")))
+        );
     }
 }

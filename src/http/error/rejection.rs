@@ -395,7 +395,9 @@ fn rec_parts(r: &RecError, family: Family) -> ErrorParts {
         }
         RecError::LocationTaken(_) => field("loc"),
         RecError::FirstChargeNotFound => field("ativacao.dadosJornada.txid"),
-        RecError::NoQrJourney | RecError::FirstChargeUnpaid => status(StatusCode::CONFLICT, "CONFLICT"),
+        RecError::NoQrJourney | RecError::FirstChargeUnpaid | RecError::PayerOnUs(_) => {
+            status(StatusCode::CONFLICT, "CONFLICT")
+        }
         RecError::Final(_)
         | RecError::NotAwaitingAuthorisation(_)
         | RecError::SolicitationAwaiting
@@ -418,7 +420,8 @@ fn cobr_parts(r: &CobrError, family: Family) -> ErrorParts {
         | CobrError::RecurrenceNotApproved(_)
         | CobrError::CycleCharged(_)
         | CobrError::Final(_)
-        | CobrError::NothingToRetry => status(StatusCode::CONFLICT, "CONFLICT"),
+        | CobrError::NothingToRetry
+        | CobrError::UnderWay(_) => status(StatusCode::CONFLICT, "CONFLICT"),
         CobrError::Rule(rule) => match rule {
             R::BeforeFirstCycle | R::AfterLastDate | R::OutsideSendWindow(_) => {
                 field("calendario.dataDeVencimento")

@@ -19,6 +19,10 @@ impl Repo {
         if let Some(s) = rec.solicitations.last().filter(|s| s.history.len() <= 3) {
             b.put(keys::solicitation(rec.account_id, s.local_id), rec.local_id.to_be_bytes().to_vec());
         }
+        // A payer of this gateway finds the recurrences offered to it through this index.
+        if let Some(payer) = rec.on_us_payer() {
+            b.put(keys::payer_rec(payer, rec.local_id), rec.account_id.to_be_bytes().to_vec());
+        }
         let open = keys::open_rec(rec.account_id, rec.local_id);
         if rec.awaiting().is_some() {
             b.put(open, Vec::new());
@@ -36,6 +40,32 @@ impl Repo {
     /// The local id of the recurrence the account's solicitation (by its local id) belongs to.
     pub fn rec_of_solicitation(&self, id: AccountId, solicitation: u64) -> Result<Option<u64>, RepoError> {
         self.local_by(&keys::solicitation(id.get(), solicitation))
+    }
+
+    /// The receiver's account of the recurrence (by its local id) offered to `payer`, an
+    /// account of this gateway; `None` when none was offered to it.
+    pub fn receiver_of_payer_rec(&self, payer: AccountId, local: u64) -> Result<Option<u64>, RepoError> {
+        self.local_by(&keys::payer_rec(payer.get(), local))
+    }
+
+    /// The recurrences offered to `payer` (an account of this gateway) as their payer, in
+    /// the order they were made, as each receiver's storage holds them.
+    pub fn payer_recs(&self, payer: AccountId) -> Result<Vec<Recurrence>, RepoError> {
+        let mut out = Vec::new();
+        for (k, v) in self.store.scan_prefix(&keys::payer_recs_prefix(payer))? {
+            let corrupt = |reason: &str| RepoError::Corrupt {
+                key: String::from_utf8_lossy(&k).into_owned(),
+                reason: reason.into(),
+            };
+            let local = keys::local_at_end(&k).ok_or_else(|| corrupt("bad id"))?;
+            let receiver = <[u8; 8]>::try_from(v.as_slice()).map_err(|_| corrupt("bad account"))?;
+            let receiver =
+                AccountId::new(u64::from_be_bytes(receiver)).ok_or_else(|| corrupt("bad account"))?;
+            if let Some(rec) = self.rec(receiver, local)? {
+                out.push(rec);
+            }
+        }
+        Ok(out)
     }
 
     /// The account's recurrences whose solicitation awaits an answer.

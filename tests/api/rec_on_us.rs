@@ -1,0 +1,250 @@
+//! Pix Automático on us: a recurrence whose payer is another account of this gateway. The
+//! payer finds it in its own API and answers it (the sandbox may not, another account sees
+//! nothing), its charges are debited from the payer on their day (a refusal of its balance
+//! is a failed attempt, retried to success once it is funded), both sides carry one
+//! end-to-end id, and a kill -9 between the payer's debit and the receiver's credit neither loses nor doubles
+//! the payment.
+
+use chrono::Duration;
+use pixgw::domain::money::Money;
+use serde_json::{json, Value};
+
+use crate::cobr::{cobr_body, plus, seconds_to, today};
+use crate::helpers::{spawn_with, Options, TestApp};
+use crate::rec::{in_hours, post, rec_body};
+
+/// A second account, the payer, whose document is 52998224725.
+struct Payer {
+    id: u64,
+    client_id: String,
+    secret: String,
+    pem: String,
+}
+
+impl Payer {
+    async fn new(app: &TestApp) -> Payer {
+        let (id, client_id, secret, pem) = app.new_account_with("Bia Payer", true).await;
+        Payer { id, client_id, secret, pem }
+    }
+
+    /// A fresh token (one issued before the clock moved has expired).
+    async fn token(&self, app: &TestApp) -> String {
+        let (s, t) = app.token_with(&self.pem, &self.client_id, &self.secret).await;
+        assert_eq!(s, 201, "{t}");
+        t["access_token"].as_str().unwrap().to_owned()
+    }
+}
+
+fn on_us_solicitation(id_rec: &str, payer: u64, cpf: &str) -> Value {
+    json!({
+        "idRec": id_rec,
+        "destinatario": {"cpf": cpf, "conta": payer.to_string(), "ispbParticipante": "99999999"},
+        "calendario": {"dataExpiracaoSolicitacao": in_hours(24)},
+    })
+}
+
+/// A recurrence of the demo account (30.00 monthly, retries allowed) sent to `payer` on us,
+/// and approved by it: its idRec.
+async fn approved_on_us(app: &TestApp, token: &str, payer_token: &str, payer: u64) -> String {
+    let (s, r) = post(app, "/rec", token, rec_body(json!({"valorRec": "30.00"}))).await;
+    assert_eq!(s, 201, "{r}");
+    let id = r["idRec"].as_str().unwrap().to_owned();
+    let (s, sol) = post(app, "/solicrec", token, on_us_solicitation(&id, payer, "52998224725")).await;
+    assert_eq!(s, 201, "{sol}");
+    let path = format!("/api/automatic-pix/recurrences/{id}/answer");
+    let (s, a) = post(app, &path, payer_token, json!({"decision": "APPROVE"})).await;
+    assert_eq!(s, 200, "{a}");
+    id
+}
+
+async fn put_cobr(app: &TestApp, token: &str, txid: &str, body: Value) -> Value {
+    let req = awc::Client::new().put(app.url(&format!("/cobr/{txid}"))).bearer_auth(token);
+    let (s, c) = crate::helpers::send(req, Some(body)).await;
+    assert_eq!(s, 201, "{c}");
+    c
+}
+
+/// Polls the demo account's charge until `done` holds (bounded: 10 s): the payer's debit
+/// and its credit travel between two actors after the clock moved.
+async fn wait_cobr(app: &TestApp, txid: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let token = app.demo_token().await;
+        let (s, c) = app.get_with(&format!("/cobr/{txid}"), &token).await;
+        if s == 200 && done(&c) {
+            return c;
+        }
+        assert!(std::time::Instant::now() < deadline, "{txid} never got there: {c}");
+        actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+async fn net(app: &TestApp, token: &str) -> Money {
+    let (_, _, net) = app.balance(token).await;
+    Money::parse(&net).unwrap()
+}
+
+fn settle_fast() -> Options {
+    Options { env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())], ..Default::default() }
+}
+
+#[actix_rt::test]
+async fn a_payer_of_this_gateway_authorises_and_pays_a_recurrence_with_one_end_to_end_id() {
+    let app = spawn_with(settle_fast()).await;
+    let token = app.demo_token().await;
+    let payer = Payer::new(&app).await;
+    let payer_token = payer.token(&app).await;
+    let stranger = Payer::new(&app).await;
+    let stranger_token = stranger.token(&app).await;
+
+    // Sent on us: a number and document that name no account are refused.
+    let (s, r) = post(&app, "/rec", &token, rec_body(json!({"valorRec": "30.00"}))).await;
+    assert_eq!(s, 201, "{r}");
+    let id = r["idRec"].as_str().unwrap().to_owned();
+    let (s, b) = post(&app, "/solicrec", &token, on_us_solicitation(&id, payer.id, "11144477735")).await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b.to_string().contains("destinatario.conta"), "{b}");
+    let (s, sol) = post(&app, "/solicrec", &token, on_us_solicitation(&id, payer.id, "52998224725")).await;
+    assert_eq!(s, 201, "{sol}");
+    let sid = sol["idSolicRec"].as_str().unwrap();
+
+    // Only the payer answers: not the sandbox, and to another account it does not exist.
+    let (s, b) =
+        post(&app, &format!("/sandbox/solicrec/{sid}/answer"), &token, json!({"decision": "APPROVE"})).await;
+    assert_eq!(s, 409, "the payer answers itself: {b}");
+    let answer = format!("/api/automatic-pix/recurrences/{id}/answer");
+    let (s, b) = post(&app, &answer, &stranger_token, json!({"decision": "APPROVE"})).await;
+    assert_eq!(s, 404, "{b}");
+    let (s, list) = app.get_with("/api/automatic-pix/recurrences", &stranger_token).await;
+    assert_eq!((s, list["recurrences"].as_array().map(Vec::len)), (200, Some(0)), "{list}");
+    let (s, list) = app.get_with("/api/automatic-pix/recurrences", &payer_token).await;
+    assert_eq!(s, 200, "{list}");
+    assert_eq!(list["recurrences"][0]["idRec"], id.as_str());
+    assert_eq!(list["recurrences"][0]["status"], "CRIADA");
+    let (s, b) = post(&app, &answer, &payer_token, json!({"decision": "MAYBE"})).await;
+    assert_eq!(s, 400, "{b}");
+    let (s, rec) = post(&app, &answer, &payer_token, json!({"decision": "APPROVE"})).await;
+    assert_eq!(s, 200, "{rec}");
+    assert_eq!(rec["status"], "APROVADA");
+    assert_eq!(rec["ativacao"]["tipoJornada"], "JORNADA_1");
+    assert_eq!(rec["pagador"]["ispbParticipante"], "99999999", "{rec}");
+    let (s, b) = post(&app, &answer, &payer_token, json!({"decision": "REJECT"})).await;
+    assert_eq!(s, 409, "answered once: {b}");
+
+    // A charge due in two days; the payer has 20.00, so the day's attempt fails.
+    app.fund(&payer_token, "20").await;
+    let due = today() + Duration::days(2);
+    let txid = "onuscycle000000000000000000001";
+    put_cobr(&app, &token, txid, cobr_body(&id, due)).await;
+    let (receiver_before, payer_before) = (net(&app, &token).await, net(&app, &payer_token).await);
+    app.advance(seconds_to(due, 0)).await;
+    let (token, payer_token) = (app.demo_token().await, payer.token(&app).await);
+    let c = wait_cobr(&app, txid, |c| c["tentativas"][0]["status"] == "FALHOU").await;
+    let reason = c["tentativas"][0]["motivo"]["codigo"].as_str();
+    assert_eq!((c["status"].as_str(), reason), (Some("ATIVA"), Some("SALDO_INSUFICIENTE")), "{c}");
+    assert_eq!(net(&app, &payer_token).await, payer_before, "a refused debit moves nothing");
+    let first = format!("/api/transactions/pixauto:{id}:{txid}:1");
+    assert_eq!(app.get_with(&first, &payer_token).await.0, 404, "the refused attempt made no debit");
+
+    // Funded, the retry the receiver asks for the next day is debited and settles the charge.
+    app.fund(&payer_token, "100").await;
+    let retry = due + Duration::days(1);
+    let (s, b) = post(&app, &format!("/cobr/{txid}/retentativa/{retry}"), &token, json!({})).await;
+    assert_eq!(s, 200, "{b}");
+    app.advance(24 * 3600).await;
+    let (token, payer_token) = (app.demo_token().await, payer.token(&app).await);
+    let stranger_token = stranger.token(&app).await;
+    let c = wait_cobr(&app, txid, |c| c["status"] != "ATIVA").await;
+    assert_eq!(c["status"], "CONCLUIDA", "{c}");
+    let e2e = c["tentativas"][1]["endToEndId"].as_str().unwrap().to_owned();
+    let (s, pix) = app.get_with(&format!("/pix/{e2e}"), &token).await;
+    assert_eq!((s, pix["txid"].as_str(), pix["valor"].as_str()), (200, Some(txid), Some("30.00")), "{pix}");
+    assert_eq!(net(&app, &token).await, plus(receiver_before, "30"), "the receiver is credited once");
+    let second = format!("pixauto:{id}:{txid}:2");
+    let debit = app.wait_final(&payer_token, &second).await;
+    assert_eq!(
+        (debit["status"].as_str(), debit["endToEndId"].as_str()),
+        (Some("CONFIRMED"), Some(e2e.as_str()))
+    );
+    let (s, same) = app.get_with(&format!("/api/transactions/{e2e}"), &payer_token).await;
+    assert_eq!((s, &same["externalId"]), (200, &debit["externalId"]), "one end-to-end id on both sides");
+    let fee = Money::parse(&debit["feeAmount"].to_string()).unwrap();
+    let payer_now = net(&app, &payer_token).await;
+    assert_eq!(plus(payer_now, "30").checked_add(fee), plus(payer_before, "100").into(), "30.00 and its fee");
+
+    // Only the payer cancels: not the sandbox, not another account.
+    let (s, b) = post(&app, &format!("/sandbox/rec/{id}/cancel"), &token, json!({})).await;
+    assert_eq!(s, 409, "{b}");
+    let cancel = format!("/api/automatic-pix/recurrences/{id}/cancel");
+    assert_eq!(post(&app, &cancel, &stranger_token, json!({})).await.0, 404);
+    let (s, rec) = post(&app, &cancel, &payer_token, json!({})).await;
+    assert_eq!(s, 200, "{rec}");
+    assert_eq!(
+        (rec["status"].as_str(), rec["encerramento"]["cancelamento"]["codigo"].as_str()),
+        (Some("CANCELADA"), Some("SLDB"))
+    );
+}
+
+#[actix_rt::test]
+async fn a_kill_9_between_the_payers_debit_and_the_receivers_credit_pays_the_cycle_once() {
+    // The bank takes 5 s to settle at first, so the process dies with the payer's debit
+    // made (PENDING) and the receiver's charge still waiting for its credit.
+    let slow = Options { env: vec![("PIXGW_SIM_SETTLE_MS".into(), "5000".into())], ..Default::default() };
+    let mut app = spawn_with(slow).await;
+    let token = app.demo_token().await;
+    let payer = Payer::new(&app).await;
+    let payer_token = payer.token(&app).await;
+    let id = approved_on_us(&app, &token, &payer_token, payer.id).await;
+    app.fund(&payer_token, "100").await;
+    let due = today() + Duration::days(2);
+    let txid = "onuskill000000000000000000001";
+    put_cobr(&app, &token, txid, cobr_body(&id, due)).await;
+    let receiver_before = net(&app, &token).await;
+    let payer_before = net(&app, &payer_token).await;
+    app.advance(seconds_to(due, 0)).await;
+    let debit_id = format!("pixauto:{id}:{txid}:1");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let payer_token = payer.token(&app).await;
+    loop {
+        let (s, t) = app.get_with(&format!("/api/transactions/{debit_id}"), &payer_token).await;
+        if s == 200 {
+            assert_eq!(t["status"], "PENDING", "the bank has not answered yet: {t}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the payer was never debited: {t}");
+        actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(cobr_status(&app, txid).await, "ATIVA");
+    let kill = |app: &mut TestApp| {
+        let mut child = app.take_child().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        app.start_again(&settle_fast());
+    };
+    // The restart asks the payer's account again (the debit is found, not made twice), the
+    // bank settles the debit, and its credit settles the charge.
+    kill(&mut app);
+    let c = wait_cobr(&app, txid, |c| c["status"] != "ATIVA").await;
+    assert_eq!(c["status"], "CONCLUIDA", "{c}");
+    // And once more, after it settled.
+    kill(&mut app);
+    app.advance(3600).await;
+    let c = wait_cobr(&app, txid, |c| c["status"] != "ATIVA").await;
+    let tries = c["tentativas"].as_array().unwrap();
+    assert_eq!((c["status"].as_str(), tries.len()), (Some("CONCLUIDA"), 1), "{c}");
+    let (token, payer_token) = (app.demo_token().await, payer.token(&app).await);
+    assert_eq!(net(&app, &token).await, plus(receiver_before, "30"), "credited once");
+    let debit = app.wait_final(&payer_token, &debit_id).await;
+    assert_eq!(debit["status"], "CONFIRMED");
+    assert_eq!(debit["endToEndId"], c["tentativas"][0]["endToEndId"]);
+    let fee = Money::parse(&debit["feeAmount"].to_string()).unwrap();
+    let spent = payer_before.checked_sub(net(&app, &payer_token).await).unwrap();
+    assert_eq!(spent, plus(fee, "30"), "debited once");
+}
+
+async fn cobr_status(app: &TestApp, txid: &str) -> String {
+    let token = app.demo_token().await;
+    let (s, c) = app.get_with(&format!("/cobr/{txid}"), &token).await;
+    assert_eq!(s, 200, "{c}");
+    c["status"].as_str().unwrap().to_owned()
+}
