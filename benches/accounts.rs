@@ -134,6 +134,7 @@ async fn run(n: u64, dir: std::path::PathBuf) -> anyhow::Result<()> {
                 document_mismatch: false,
                 dict: None,
                 qr_txid: None,
+                automatic: false,
             };
             let addr = registry.get(*id);
             async move {

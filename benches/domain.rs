@@ -61,7 +61,7 @@ fn cash_out(c: &mut Criterion) {
                     value,
                     fee: Money::ZERO,
                     hold: true,
-                    limited: true,
+                    limited: pixgw::domain::ledger::Limited::All,
                     now,
                     stored: pixgw::domain::ledger::StoredKeys::default(),
                 };

@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """N recurring charges of one account due at the same instant (issue 26).
 
+With ON_US=1 the payer of every recurrence is a second account of this gateway (PAYER, its
+`pixgw account create` files): it approves each one through its own API, and each charge
+is a debit of that account and an on-us credit of the Demo account, two actors per charge.
+
 Makes N approved recurrences on the Demo account, one charge each, all due on the same day;
 then moves the test clock to 2 s before that day's 00:00 (São Paulo) and lets the account's
 timer fire on its own, as in production. It times how long the charges take to settle, and
@@ -21,6 +25,8 @@ import time
 PORT = int(os.environ["PORT"])
 DEMO = os.environ["DEMO"]
 N = int(os.environ.get("N", "2000"))
+ON_US = os.environ.get("ON_US") == "1"
+PAYER = os.environ.get("PAYER")
 
 
 def conn():
@@ -38,9 +44,9 @@ def call(c, method, path, token=None, body=None, headers=None):
     return r.status, (json.loads(data) if data else None)
 
 
-def token(c):
-    cert = open(os.path.join(DEMO, "client-cert.urlencoded")).read().strip()
-    req = json.load(open(os.path.join(DEMO, "token-request.json")))
+def token(c, home=DEMO):
+    cert = open(os.path.join(home, "client-cert.urlencoded")).read().strip()
+    req = json.load(open(os.path.join(home, "token-request.json")))
     s, b = call(c, "POST", "/api/auth/token", body=req, headers={"X-SSL-Client-Cert": cert})
     assert s == 201, b
     return b["access_token"]
@@ -59,6 +65,14 @@ def main():
     due = sp_today + datetime.timedelta(days=2)
     start = (sp_today + datetime.timedelta(days=1)).isoformat()
     expires = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=6)).isoformat()
+    if ON_US:
+        pt = token(c, PAYER)
+        s, me = call(c, "GET", "/api/account", pt)
+        assert s == 200, me
+        recipient = {"cpf": "52998224725", "conta": str(me["accountId"]), "ispbParticipante": "99999999"}
+        s, payer_before = call(c, "GET", "/api/balance", pt)
+    else:
+        recipient = {"cpf": "11144477735", "conta": "1", "ispbParticipante": "00000000"}
     made = time.time()
     for i in range(N):
         s, r = call(c, "POST", "/rec", t, {
@@ -68,9 +82,12 @@ def main():
         assert s == 201, r
         s, sol = call(c, "POST", "/solicrec", t, {
             "idRec": r["idRec"], "calendario": {"dataExpiracaoSolicitacao": expires},
-            "destinatario": {"cpf": "11144477735", "conta": "1", "ispbParticipante": "00000000"}})
+            "destinatario": recipient})
         assert s == 201, sol
-        s, a = call(c, "POST", f"/sandbox/solicrec/{sol['idSolicRec']}/answer", t, {"decision": "APPROVE"})
+        if ON_US:
+            s, a = call(c, "POST", f"/api/automatic-pix/recurrences/{r['idRec']}/answer", pt, {"decision": "APPROVE"})
+        else:
+            s, a = call(c, "POST", f"/sandbox/solicrec/{sol['idSolicRec']}/answer", t, {"decision": "APPROVE"})
         assert s == 200, a
         s, ch = call(c, "PUT", f"/cobr/due{i:026d}", t, {
             "idRec": r["idRec"], "calendario": {"dataDeVencimento": due.isoformat()},
@@ -133,6 +150,12 @@ def main():
     print(f"balance reads while the charges settled: {len(lat)}, p99 {p99 * 1000:.1f} ms, slowest {worst * 1000:.1f} ms")
     print(f"net balance {before['netBalance']} -> {after['netBalance']}")
     ok = settled == N and abs(after["netBalance"] - before["netBalance"] - 10 * N) < 0.005
+    if ON_US:
+        pt = token(c, PAYER)
+        s, payer_after = call(c, "GET", "/api/balance", pt)
+        spent = payer_before["netBalance"] - payer_after["netBalance"]
+        print(f"payer's net balance {payer_before['netBalance']} -> {payer_after['netBalance']} (spent {spent:.2f})")
+        ok = ok and spent >= 10 * N - 0.005
     print("check:", "every charge settled once" if ok else "MISMATCH")
     sys.exit(0 if ok else 1)
 

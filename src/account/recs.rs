@@ -366,6 +366,7 @@ impl AccountActor {
             document_mismatch: false,
             dict: None,
             qr_txid: Some(msg.reference),
+            automatic: true,
         };
         match self.pay(req, ctx) {
             Ok(_) => Ok(Collected::Debited),

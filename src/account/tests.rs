@@ -94,6 +94,7 @@ fn cash_out(ext: &str, value: &str) -> Pay {
         document_mismatch: false,
         dict: None,
         qr_txid: None,
+        automatic: false,
     })
 }
 

@@ -62,6 +62,18 @@ pub enum Rejection {
     Overflow,
 }
 
+/// Which of the account's limits a debit counts against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limited {
+    /// None (refunds, MED, a charge's split).
+    No,
+    /// All: the transaction's, the day's and, at night, the night's.
+    All,
+    /// The transaction's and the day's, not the night's: a debit the payer authorised
+    /// beforehand and the arrangement makes at its own hour (Pix Automático).
+    NotNightly,
+}
+
 /// A debit to decide.
 #[derive(Debug, Clone)]
 pub struct DebitRequest {
@@ -75,8 +87,8 @@ pub struct DebitRequest {
     /// before the debit, a charge taking its externalId): it takes the externalId but no
     /// balance and no limit.
     pub hold: bool,
-    /// Whether the debit counts against the limits (refunds do not).
-    pub limited: bool,
+    /// Which limits the debit counts against (refunds: none).
+    pub limited: Limited,
     pub now: DateTime<Utc>,
     /// What storage holds for this externalId and idempotency key.
     pub stored: StoredKeys,
@@ -300,12 +312,14 @@ impl LedgerDraft<'_> {
         }
         let mut state = self.state;
         let mut hold = Money::ZERO;
-        if req.hold && req.limited {
-            state.counters = self.state.counters.admit(limits, req.value, req.now).map_err(|b| match b {
-                LimitBreach::PerTransaction => Rejection::PerTransactionLimit,
-                LimitBreach::Daily => Rejection::DailyLimit,
-                LimitBreach::Nightly => Rejection::NightlyLimit,
-            })?;
+        if req.hold && req.limited != Limited::No {
+            let by_night = req.limited == Limited::All;
+            state.counters =
+                self.state.counters.admit(limits, req.value, req.now, by_night).map_err(|b| match b {
+                    LimitBreach::PerTransaction => Rejection::PerTransactionLimit,
+                    LimitBreach::Daily => Rejection::DailyLimit,
+                    LimitBreach::Nightly => Rejection::NightlyLimit,
+                })?;
         }
         if req.hold {
             hold = req.value.checked_add(req.fee).ok_or(Rejection::Overflow)?;
@@ -420,7 +434,7 @@ mod tests {
             value: m(value),
             fee: m(fee),
             hold: true,
-            limited: true,
+            limited: Limited::All,
             now: DateTime::parse_from_rfc3339("2026-03-10T15:00:00Z").unwrap().with_timezone(&Utc),
             stored: StoredKeys::default(),
         }
@@ -519,7 +533,7 @@ mod tests {
         let tiny = Limits { per_transaction: m("1"), daily: m("1"), nightly: m("1") };
         let mut r = req(1, "refund", "400", "0");
         assert_eq!(decide(&l, &r, &tiny), Err(Rejection::PerTransactionLimit));
-        r.limited = false;
+        r.limited = Limited::No;
         assert!(matches!(decide(&l, &r, &tiny), Ok(DebitDecision::Accepted { .. })));
         r.value = m("501");
         assert_eq!(decide(&l, &r, &tiny), Err(Rejection::InsufficientBalance));
@@ -600,7 +614,7 @@ mod tests {
         let mut d = l.draft();
         let mut r = req(1, "charge", "5", "0");
         r.hold = false;
-        r.limited = false;
+        r.limited = Limited::No;
         assert_eq!(d.debit(&r, &big_limits()), Ok(DebitDecision::Accepted { hold: Money::ZERO }));
         let change = d.finish().unwrap();
         assert_eq!(change.state(), None);

@@ -55,12 +55,15 @@ fn sum_for(counter: Option<(NaiveDate, Money)>, key: NaiveDate) -> Money {
 
 impl LimitCounters {
     /// Checks `value` against the limits at `now`; on success answers the counters that
-    /// include it.
+    /// include it. A debit the payer did not make at that hour (`by_night: false`: a Pix
+    /// Automático debit, made when the arrangement says) is neither checked against nor
+    /// counted in the night's limit, only the transaction's and the day's.
     pub fn admit(
         &self,
         limits: &Limits,
         value: Money,
         now: DateTime<Utc>,
+        by_night: bool,
     ) -> Result<LimitCounters, LimitBreach> {
         if value > limits.per_transaction {
             return Err(LimitBreach::PerTransaction);
@@ -72,6 +75,7 @@ impl LimitCounters {
         }
         let night_counter = match night {
             None => self.night,
+            Some(_) if !by_night => self.night,
             Some(start) => {
                 let total = sum_for(self.night, start).checked_add(value).ok_or(LimitBreach::Nightly)?;
                 if total > limits.nightly {
@@ -117,8 +121,8 @@ mod tests {
     fn a_value_equal_to_a_limit_is_allowed() {
         let c = LimitCounters::default();
         let noon = sp(2026, 3, 10, 12, 0);
-        assert!(c.admit(&limits(), m("100"), noon).is_ok());
-        assert_eq!(c.admit(&limits(), m("100.01"), noon), Err(LimitBreach::PerTransaction));
+        assert!(c.admit(&limits(), m("100"), noon, true).is_ok());
+        assert_eq!(c.admit(&limits(), m("100.01"), noon, true), Err(LimitBreach::PerTransaction));
     }
 
     #[test]
@@ -126,25 +130,45 @@ mod tests {
         let lim = limits();
         let mut c = LimitCounters::default();
         for _ in 0..2 {
-            c = c.admit(&lim, m("100"), sp(2026, 3, 10, 10, 0)).unwrap();
+            c = c.admit(&lim, m("100"), sp(2026, 3, 10, 10, 0), true).unwrap();
         }
-        c = c.admit(&lim, m("50"), sp(2026, 3, 10, 11, 0)).unwrap(); // exactly 250
-        assert_eq!(c.admit(&lim, m("0.01"), sp(2026, 3, 10, 12, 0)), Err(LimitBreach::Daily));
+        c = c.admit(&lim, m("50"), sp(2026, 3, 10, 11, 0), true).unwrap(); // exactly 250
+        assert_eq!(c.admit(&lim, m("0.01"), sp(2026, 3, 10, 12, 0), true), Err(LimitBreach::Daily));
         // The next local day starts fresh (07:00, outside the night window).
-        assert!(c.admit(&lim, m("100"), sp(2026, 3, 11, 7, 0)).is_ok());
+        assert!(c.admit(&lim, m("100"), sp(2026, 3, 11, 7, 0), true).is_ok());
     }
 
     #[test]
     fn the_night_sum_spans_midnight_and_resets_at_6() {
         let lim = Limits { daily: m("1000"), ..limits() };
         let mut c = LimitCounters::default();
-        c = c.admit(&lim, m("30"), sp(2026, 3, 10, 22, 0)).unwrap();
+        c = c.admit(&lim, m("30"), sp(2026, 3, 10, 22, 0), true).unwrap();
         // After local midnight, the same window: 30 + 20 = 50 is allowed, 0.01 more is not.
-        c = c.admit(&lim, m("20"), sp(2026, 3, 11, 1, 0)).unwrap();
-        assert_eq!(c.admit(&lim, m("0.01"), sp(2026, 3, 11, 5, 59)), Err(LimitBreach::Nightly));
+        c = c.admit(&lim, m("20"), sp(2026, 3, 11, 1, 0), true).unwrap();
+        assert_eq!(c.admit(&lim, m("0.01"), sp(2026, 3, 11, 5, 59), true), Err(LimitBreach::Nightly));
         // Daytime: no night limit.
-        let day = c.admit(&lim, m("100"), sp(2026, 3, 11, 6, 0)).unwrap();
+        let day = c.admit(&lim, m("100"), sp(2026, 3, 11, 6, 0), true).unwrap();
         // The next window starts fresh.
-        assert!(day.admit(&lim, m("50"), sp(2026, 3, 11, 20, 0)).is_ok());
+        assert!(day.admit(&lim, m("50"), sp(2026, 3, 11, 20, 0), true).is_ok());
+    }
+
+    /// A debit the arrangement makes at its own hour (Pix Automático) counts against the
+    /// transaction's and the day's limits, not the night's, and leaves the night's sum as it
+    /// was.
+    #[test]
+    fn a_debit_made_at_the_arrangements_hour_skips_only_the_nights_limit() {
+        let lim = Limits { per_transaction: m("100"), daily: m("150"), nightly: m("10") };
+        let midnight = sp(2026, 3, 11, 0, 0);
+        let c = LimitCounters::default();
+        assert_eq!(c.admit(&lim, m("30"), midnight, true), Err(LimitBreach::Nightly));
+        let c = c.admit(&lim, m("100"), midnight, false).unwrap();
+        assert_eq!(c.admit(&lim, m("100.01"), midnight, false), Err(LimitBreach::PerTransaction));
+        assert_eq!(c.admit(&lim, m("50.01"), midnight, false), Err(LimitBreach::Daily));
+        let c = c.admit(&lim, m("10"), midnight, true).unwrap();
+        assert_eq!(
+            c.admit(&lim, m("0.01"), midnight, true),
+            Err(LimitBreach::Nightly),
+            "10.00 by night in all"
+        );
     }
 }

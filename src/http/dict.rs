@@ -255,6 +255,7 @@ pub async fn dict_pix(
             currency: input.currency,
         }),
         qr_txid: None,
+        automatic: false,
     };
     let outcome = pay(&state, &caller, request).await?;
     let tx = &outcome.tx;

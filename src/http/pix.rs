@@ -136,6 +136,7 @@ pub async fn cash_out(
         document_mismatch,
         dict: None,
         qr_txid: None,
+        automatic: false,
     };
     let outcome =
         pay(&state, &caller, request).await.map_err(|e| e.with_external_id(Some(&input.external_id)))?;
@@ -254,6 +255,7 @@ pub async fn cash_out_qrcode(
         document_mismatch: false,
         dict: None,
         qr_txid: input.code.txid,
+        automatic: false,
     };
     let outcome =
         pay(&state, &caller, request).await.map_err(|e| e.duplicate_as_conflict(&input.external_id))?;

@@ -22,7 +22,7 @@ use crate::domain::cobv::{payment_day, PriceError};
 use super::{Account, Ids, Plan, Record, Refusal};
 use crate::domain::brcode::{generate, BrCodeSpec};
 use crate::domain::document::TaxId;
-use crate::domain::ledger::{DebitDecision, DebitRequest, StoredKeys};
+use crate::domain::ledger::{DebitDecision, DebitRequest, Limited, StoredKeys};
 use crate::domain::money::Money;
 use crate::domain::scenario::ChargeScenario;
 use crate::domain::splits::{next_run, Split};
@@ -85,7 +85,7 @@ pub fn create_charge(
         value: req.value,
         fee: Money::ZERO,
         hold: false,
-        limited: false,
+        limited: Limited::No,
         now,
         stored,
     };
@@ -296,7 +296,7 @@ pub fn pay_charge(
             value: split.amount,
             fee: Money::ZERO,
             hold: true,
-            limited: false,
+            limited: Limited::No,
             now,
             stored: StoredKeys::default(),
         };

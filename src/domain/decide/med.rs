@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 
 use super::{Account, Ids, Plan, Record, Refusal};
 use crate::domain::events::{EventBody, EventType, OutboxEvent};
-use crate::domain::ledger::{DebitDecision, DebitRequest, StoredKeys};
+use crate::domain::ledger::{DebitDecision, DebitRequest, Limited, StoredKeys};
 use crate::domain::med::{
     AnalysisResult, Med, MedReason, MedRejection, MedStatus, OriginalTransaction, Participant,
 };
@@ -73,7 +73,7 @@ pub fn open_med(
             value: blocked,
             fee: Money::ZERO,
             hold: true,
-            limited: false,
+            limited: Limited::No,
             now,
             stored: StoredKeys::default(),
         };

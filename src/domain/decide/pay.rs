@@ -9,7 +9,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Account, Ids, Plan, Record, Refusal};
-use crate::domain::ledger::{DebitDecision, DebitRequest, StoredKeys};
+use crate::domain::ledger::{DebitDecision, DebitRequest, Limited, StoredKeys};
 use crate::domain::money::Money;
 use crate::domain::scenario::PayoutScenario;
 use crate::domain::transaction::{
@@ -42,6 +42,9 @@ pub struct PayRequest {
     pub document_mismatch: bool,
     pub dict: Option<DictRequest>,
     pub qr_txid: Option<String>,
+    /// A Pix Automático debit the payer authorised beforehand, made at the arrangement's
+    /// hour: the night's limit does not apply (`ledger::Limited::NotNightly`).
+    pub automatic: bool,
 }
 
 /// A payment decided: a new transfer, or the answer of one made before.
@@ -70,7 +73,7 @@ pub fn pay(
         value: req.value,
         fee,
         hold: !req.document_mismatch,
-        limited: true,
+        limited: if req.automatic { Limited::NotNightly } else { Limited::All },
         now,
         stored,
     };
@@ -222,6 +225,7 @@ mod tests {
             document_mismatch: false,
             dict: None,
             qr_txid: None,
+            automatic: false,
         }
     }
 
@@ -412,5 +416,19 @@ mod tests {
         assert_eq!(plan.events.len(), 1);
         f.apply(&plan);
         assert_eq!(f.ledger.balance().available, m("9"));
+    }
+
+    /// A Pix Automático debit is not held to the night's limit (the arrangement chose the
+    /// hour, not the payer); any other debit at that hour is.
+    #[test]
+    fn an_automatic_debit_at_midnight_is_not_held_to_the_nights_limit() {
+        let f = Fixture::with_balance("20000");
+        let midnight = at("2026-11-25T03:00:00Z");
+        let plain = cash_out("night", "10000.01");
+        let refused = pay(&f.account(), plain.clone(), StoredKeys::default(), midnight, &mut ids(&[9]));
+        assert_eq!(refused, Err(Refusal::Ledger(Rejection::NightlyLimit)));
+        let automatic = PayRequest { automatic: true, ..plain };
+        let accepted = pay(&f.account(), automatic, StoredKeys::default(), midnight, &mut ids(&[9]));
+        assert!(matches!(accepted, Ok(PayDecision::Plan(_))), "{accepted:?}");
     }
 }

@@ -9,7 +9,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Account, Ids, Plan, Record, Refusal};
-use crate::domain::ledger::{DebitDecision, DebitRequest, Rejection, StoredKeys};
+use crate::domain::ledger::{DebitDecision, DebitRequest, Limited, Rejection, StoredKeys};
 use crate::domain::money::Money;
 use crate::domain::refunds::{check_refund, check_return, RefundRejection};
 use crate::domain::scenario::PayoutScenario;
@@ -75,7 +75,7 @@ pub fn refund(
         value: req.value,
         fee,
         hold: true,
-        limited: false,
+        limited: Limited::No,
         now,
         stored: StoredKeys::default(),
     };
