@@ -148,6 +148,9 @@ def main():
     print(f"{N} charges due at once: all CONCLUIDA {took:.2f} s after the first "
           f"(about {N / max(took, 1e-3):.0f} settlements/s, to within the 10 ms poll); {settled} CONCLUIDA")
     print(f"balance reads while the charges settled: {len(lat)}, p99 {p99 * 1000:.1f} ms, slowest {worst * 1000:.1f} ms")
+    if inside:
+        at, d = max(inside, key=lambda x: x[1])
+        print(f"the slowest read began {at - t0:+.3f} s after the settling began ({took:.2f} s long)")
     print(f"net balance {before['netBalance']} -> {after['netBalance']}")
     ok = settled == N and abs(after["netBalance"] - before["netBalance"] - 10 * N) < 0.005
     if ON_US:

@@ -168,9 +168,9 @@ impl AccountActor {
             return Ok(());
         }
         // The debit of an on-us recurring charge settles the charge that awaits it.
-        let cobr_txid = credit.reference.as_deref().and_then(crate::domain::cobr::cobr_of_reference);
-        if let Some(cobr) = match cobr_txid {
-            Some(txid) => self.find_cobr(txid, ctx)?,
+        let named = credit.reference.as_deref().and_then(crate::domain::cobr::cobr_of_reference);
+        if let Some(cobr) = match named {
+            Some((local, txid)) => self.cobr_named(local, txid, ctx)?,
             None => None,
         } {
             let mut ids = self.draw_ids(1, ctx)?;

@@ -205,11 +205,7 @@ fn cobr_refused(e: CobrError) -> CommandError {
 
 impl AccountActor {
     /// The account's recurring charge with this txid, as this actor last wrote it.
-    pub(super) fn find_cobr(
-        &mut self,
-        txid: &str,
-        ctx: &mut Context<Self>,
-    ) -> Result<Option<Cobr>, CommandError> {
+    fn find_cobr(&mut self, txid: &str, ctx: &mut Context<Self>) -> Result<Option<Cobr>, CommandError> {
         if let Some(c) = self.in_flight_cobr_by_txid(txid) {
             return Ok(Some(c.clone()));
         }
@@ -217,6 +213,24 @@ impl AccountActor {
         let found = self.read(found, ctx)?;
         // Storage may lag a later write this actor holds.
         Ok(found.map(|c| self.held_cobr(c.local_id).cloned().unwrap_or(c)))
+    }
+
+    /// The account's recurring charge with this local id and txid (an on-us credit's
+    /// reference names both), as this actor last wrote it.
+    pub(super) fn cobr_named(
+        &mut self,
+        local: u64,
+        txid: &str,
+        ctx: &mut Context<Self>,
+    ) -> Result<Option<Cobr>, CommandError> {
+        let found = match self.held_cobr(local) {
+            Some(c) => Some(c.clone()),
+            None => {
+                let r = self.deps.repo.cobr(self.account.id, local);
+                self.read(r, ctx)?
+            }
+        };
+        Ok(found.filter(|c| c.txid == txid))
     }
 
     fn create_cobr(&mut self, msg: CreateCobr, ctx: &mut Context<Self>) -> Result<Cobr, CommandError> {

@@ -233,12 +233,14 @@ pub enum Due {
 pub const DEBIT_EXTERNAL_ID_PREFIX: &str = "pixauto:";
 
 /// The reference an on-us charge's debit carries to the receiver (the credit's `reference`):
-/// the charge's txid behind a prefix no txid or cob reference has (`/` is not a txid's).
+/// the charge's local id and txid behind a prefix no txid or cob reference has (`/` is not a
+/// txid's), so the receiver finds the charge by its local id, without an index.
 const COBR_REFERENCE_PREFIX: &str = "COBR/";
 
-/// The txid of the recurring charge a credit's reference names, if it names one.
-pub fn cobr_of_reference(reference: &str) -> Option<&str> {
-    reference.strip_prefix(COBR_REFERENCE_PREFIX)
+/// The local id and txid of the recurring charge a credit's reference names, if it names one.
+pub fn cobr_of_reference(reference: &str) -> Option<(u64, &str)> {
+    let (local, txid) = reference.strip_prefix(COBR_REFERENCE_PREFIX)?.split_once('/')?;
+    Some((local.parse().ok()?, txid))
 }
 
 /// What a due attempt leads to (see [`Cobr::attempt`]).
@@ -409,7 +411,7 @@ impl Cobr {
 
     /// The reference the payer's debit carries, which names this charge to the receiver.
     pub fn reference(&self) -> String {
-        format!("{COBR_REFERENCE_PREFIX}{}", self.txid)
+        format!("{COBR_REFERENCE_PREFIX}{}/{}", self.local_id, self.txid)
     }
 
     /// Records the scheduled attempt as settled by the received PIX `end_to_end_id`.
@@ -627,8 +629,9 @@ mod tests {
         assert_eq!(c.under_way(at), Some(d(2026, 12, 14)));
         // One externalId per attempt, and a reference that names the charge and no cob.
         assert_eq!(c.debit_external_id(0), format!("pixauto:RR:{}:1", c.txid));
-        assert_eq!(cobr_of_reference(&c.reference()), Some(c.txid.as_str()));
+        assert_eq!(cobr_of_reference(&c.reference()), Some((5, c.txid.as_str())));
         assert_eq!(cobr_of_reference(&c.txid), None);
+        assert_eq!(cobr_of_reference("COBR/x/t"), None);
         c.failed(Failure::NoFunds, at);
         assert_eq!((c.status, c.step_due(at), c.under_way(at)), (CobrStatus::Ativa, Due::Nothing, None));
         let retry = d(2026, 12, 16);
