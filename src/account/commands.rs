@@ -168,11 +168,11 @@ impl AccountActor {
             return Ok(());
         }
         // The debit of an on-us recurring charge settles the charge that awaits it.
-        let named = credit.reference.as_deref().and_then(crate::domain::cobr::cobr_of_reference);
-        if let Some(cobr) = match named {
+        let awaiting = match credit.reference.as_deref().and_then(crate::domain::cobr::cobr_of_reference) {
             Some((local, txid)) => self.cobr_named(local, txid, ctx)?,
             None => None,
-        } {
+        };
+        if let Some(cobr) = awaiting {
             let mut ids = self.draw_ids(1, ctx)?;
             let bank = Some(crate::sim::bank::gateway_bank());
             let now = self.now();

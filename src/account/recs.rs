@@ -3,6 +3,11 @@
 //! solicitation when the timer for it fires; making a recurring charge, changing it (a
 //! retry, a cancellation), and attempting it when its day comes. Gather, decide with
 //! [`crate::domain::decide`]'s Pix Automático rules, execute, reply once durable.
+//!
+//! On us (the payer is an account of this gateway) an attempt is a request to the payer's
+//! actor ([`CollectCobr`], through the courier), whose side is a cash-out with the attempt's
+//! own externalId: asked twice, it debits once. The charge settles when the debit's credit
+//! arrives (`receive_on_us`), or fails on the payer's refusal.
 
 use actix::prelude::*;
 

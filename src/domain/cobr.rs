@@ -18,7 +18,9 @@
 //! - `CANCELADA` by the receiver before it is settled, or with its recurrence.
 //!
 //! Pure: time comes in as an argument; what an attempt meets (the payer's funds) is the
-//! sandbox scenario the charge was made with.
+//! sandbox scenario the charge was made with, or, on us, what the payer's account answered
+//! ([`Cobr::failed`], [`Cobr::settled`]). From 00:00 of its day an attempt is under way
+//! ([`Cobr::under_way`]): the charge settles or fails, and is no longer cancelled.
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};

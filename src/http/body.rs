@@ -544,6 +544,26 @@ mod tests {
         }
     }
 
+    /// A client's externalId is 1 to 100 characters and never one of Pix Automático's
+    /// debits' (`pixauto:`), which no request may take before the debit is made.
+    #[test]
+    fn an_external_id_may_not_take_the_prefix_of_pix_automaticos_debits() {
+        let max = crate::domain::transaction::EXTERNAL_ID_LEN_MAX;
+        for (id, ok) in [
+            ("order-1".to_owned(), true),
+            ("x".repeat(max), true),
+            ("x".repeat(max + 1), false),
+            ("pixauto:RR99999999202611260000000000a:t:1".to_owned(), false),
+            ("PIXAUTO:anything".to_owned(), true),
+            ("my-pixauto:1".to_owned(), true),
+        ] {
+            let o = obj(json!({"externalId": id}));
+            let mut f = Fields::new(&o);
+            assert_eq!(f.external_id("externalId", true).is_some(), ok, "{id}");
+            assert_eq!(f.violations.is_empty(), ok, "{id}");
+        }
+    }
+
     #[test]
     fn every_bad_field_is_reported() {
         let o = obj(json!({"a": 1, "b": "x", "n": {"m": "1.005"}, "zz": true}));

@@ -2,7 +2,9 @@
 //! life cycles): each change is one plan that writes the records as they now are and, when
 //! a status moved (or an attempt to settle failed), the event its webhook (`rec`, `cobr`)
 //! carries. A recurring charge that settles is a received PIX of the account, credited in
-//! the same plan that records it, so it is paid once or not at all.
+//! the same plan that records it, so it is paid once or not at all. On us the money is the
+//! payer's account's debit: [`settle_on_us`] settles the charge with its credit (deleting
+//! the credit in the same plan), [`fail_on_us`] records the payer's refusal.
 
 use chrono::{DateTime, Utc};
 
