@@ -184,6 +184,7 @@ fn table() -> RouteTable {
     t.add(b, Method::GET, "/rec/{idRec}", rec::get_rec);
     t.add(b, Method::PATCH, "/rec/{idRec}", rec::patch_rec);
     t.add(b, Method::POST, "/locrec", rec::post_locrec);
+    t.add(b, Method::GET, "/locrec", rec::list_locrecs);
     t.add(b, Method::GET, "/locrec/{id}", rec::get_locrec);
     t.add(b, Method::POST, "/solicrec", rec::post_solicrec);
     t.add(b, Method::GET, "/solicrec/{idSolicRec}", rec::get_solicrec);

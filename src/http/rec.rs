@@ -1,7 +1,8 @@
 //! Pix Automático, the receiver's side as the API Pix has it: recurrences (`POST /rec`,
 //! `GET /rec/{idRec}`, `GET /rec`, `PATCH /rec/{idRec}` to cancel), requests for the payer's
 //! authorisation (`POST /solicrec`, `GET /solicrec/{idSolicRec}`, `PATCH
-//! /solicrec/{idSolicRec}` to withdraw), and the sandbox's payer's institution, which
+//! /solicrec/{idSolicRec}` to withdraw), locations for journey 2's QR code (`POST /locrec`,
+//! `GET /locrec/{id}`, `GET /locrec`), and the sandbox's payer's institution, which
 //! answers a request and may cancel an authorised recurrence (`/sandbox/solicrec/...`,
 //! `/sandbox/rec/...`).
 //!
@@ -28,8 +29,9 @@ use crate::domain::decide::RecChange;
 use crate::domain::ids::AccountId;
 use crate::domain::money::Money;
 use crate::domain::rec::{
-    is_id_shaped, rec_local, solicitation_local, Answer, Debtor, Link, Party, PayerAuthorisation, PayerSide,
-    RecStatus, Recipient, Recurrence, AGENCIA_LEN_MAX, CONTA_LEN_MAX, CONTRATO_LEN_MAX, OBJETO_LEN_MAX,
+    is_id_shaped, rec_local, solicitation_local, Answer, Debtor, Link, LocRec, Party, PayerAuthorisation,
+    PayerSide, RecStatus, Recipient, Recurrence, AGENCIA_LEN_MAX, CONTA_LEN_MAX, CONTRATO_LEN_MAX,
+    OBJETO_LEN_MAX,
 };
 use crate::domain::recurrence::{AmountRule, Periodicity, RetryPolicy, Schedule};
 use crate::domain::transaction::{GATEWAY_ISPB, PAYER_ISPB};
@@ -597,6 +599,46 @@ pub async fn sandbox_cancel(
 pub async fn post_locrec(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let loc = ask(&state, &caller, CreateLocRec).await??;
     Ok(HttpResponse::Created().json(loc.to_json()))
+}
+
+#[utoipa::path(
+    get, path = "/locrec", tag = "Pix Automático",
+    params(
+        ("inicio" = String, Query, description = "RFC 3339: locations made at or after it"),
+        ("fim" = String, Query, description = "RFC 3339: and at or before it (at most 31 days after inicio)"),
+        ("idRecPresente" = Option<bool>, Query, description = "true: only those linked to a recurrence; false: only those not linked"),
+        ("paginacao.paginaAtual" = Option<u32>, Query, description = "The page, from 0"),
+        ("paginacao.itensPorPagina" = Option<u32>, Query, description = "1 to 1000, default 100"),
+    ),
+    responses(
+        (status = 200, description = "Newest first, with the filters echoed", body = s::LocRecList),
+        (status = 400, body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_locrecs(
+    caller: Caller,
+    query: web::Query<HashMap<String, String>>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let q = query.into_inner();
+    let mut v = Vec::new();
+    let known = ["inicio", "fim", "idRecPresente", "paginacao.paginaAtual", "paginacao.itensPorPagina"];
+    super::body::known_params(&q, &known, &mut v);
+    let window = read_list_window(&q, &mut v);
+    let linked = super::received::flag(&q, "idRecPresente", &mut v);
+    let (Some(w), true) = (window, v.is_empty()) else { return Err(ApiError::Validation(v)) };
+    let keep = |l: &LocRec| {
+        (w.inicio..=w.fim).contains(&l.created_at) && linked.is_none_or(|p| l.id_rec.is_some() == p)
+    };
+    let (skip, size) = w.skip_take();
+    let (page, total) = state.repo.locrecs_page(caller.account_id, keep, skip, size)?;
+    let mut parametros = w.parametros(total);
+    if let Some(p) = linked {
+        parametros["idRecPresente"] = json!(p);
+    }
+    let loc: Vec<Value> = page.iter().map(LocRec::to_json).collect();
+    Ok(HttpResponse::Ok().json(json!({"parametros": parametros, "loc": loc})))
 }
 
 #[utoipa::path(

@@ -55,6 +55,22 @@ pub struct LocRecView {
     id_rec: Option<String>,
 }
 
+/// `GET /locrec`
+#[derive(ToSchema)]
+pub struct LocRecList {
+    parametros: LocRecListParams,
+    loc: Vec<LocRecView>,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LocRecListParams {
+    inicio: String,
+    fim: String,
+    id_rec_presente: Option<bool>,
+    paginacao: Paginacao,
+}
+
 /// `POST /sandbox/rec/{idRec}/approve`: the payer who read the QR code (by default the
 /// contract's debtor at the sandbox payer's institution).
 #[derive(ToSchema)]

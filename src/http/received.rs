@@ -76,7 +76,8 @@ struct PixQuery {
     refund_present: Option<bool>,
 }
 
-fn flag(q: &HashMap<String, String>, name: &str, v: &mut Vec<Violation>) -> Option<bool> {
+/// A query flag: `true` or `false`.
+pub(super) fn flag(q: &HashMap<String, String>, name: &str, v: &mut Vec<Violation>) -> Option<bool> {
     q.get(name).and_then(|t| match t.as_str() {
         "true" => Some(true),
         "false" => Some(false),

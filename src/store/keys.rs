@@ -368,6 +368,10 @@ pub fn locrec(account: u64, local: u64) -> Vec<u8> {
     Key::new("locrec/").num(account, 20).text("/").num(local, 20).done()
 }
 
+pub fn locrecs_prefix(id: AccountId) -> Vec<u8> {
+    Key::new("locrec/").id(id).text("/").done()
+}
+
 pub fn cobr(account: u64, local: u64) -> Vec<u8> {
     Key::new("cobr/").num(account, 20).text("/").num(local, 20).done()
 }

@@ -379,3 +379,40 @@ async fn journeys_two_and_three_authorise_by_a_location_s_qr_code_and_by_a_first
     let (s, b) = post(&app, &format!("/sandbox/rec/{one}/approve"), &token, json!({})).await;
     assert_eq!(s, 409, "{b}");
 }
+
+#[actix_rt::test]
+async fn the_locations_are_listed_in_their_window_newest_first_and_by_whether_they_are_linked() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let (_, first) = post(&app, "/locrec", &token, json!({})).await;
+    let (_, second) = post(&app, "/locrec", &token, json!({})).await;
+    let mut body = rec_body(json!({}));
+    body["loc"] = first["id"].clone();
+    let (s, r) = post(&app, "/rec", &token, body).await;
+    assert_eq!(s, 201, "{r}");
+    let window = format!(
+        "inicio={}&fim={}",
+        (chrono::Utc::now() - chrono::Duration::hours(1)).format("%Y-%m-%dT%H:%M:%SZ"),
+        (chrono::Utc::now() + chrono::Duration::hours(1)).format("%Y-%m-%dT%H:%M:%SZ")
+    );
+    let ids =
+        |v: &Value| -> Vec<Value> { v["loc"].as_array().unwrap().iter().map(|l| l["id"].clone()).collect() };
+    let (s, all) = app.get_with(&format!("/locrec?{window}"), &token).await;
+    assert_eq!(s, 200, "{all}");
+    assert_eq!(ids(&all), [second["id"].clone(), first["id"].clone()], "newest first: {all}");
+    assert_eq!(all["parametros"]["paginacao"]["quantidadeTotalDeItens"], 2);
+    let (_, linked) = app.get_with(&format!("/locrec?{window}&idRecPresente=true"), &token).await;
+    assert_eq!(ids(&linked), [first["id"].clone()]);
+    assert_eq!(linked["loc"][0]["idRec"], r["idRec"]);
+    let (_, free) = app.get_with(&format!("/locrec?{window}&idRecPresente=false"), &token).await;
+    assert_eq!(ids(&free), [second["id"].clone()]);
+    let (s, b) = app.get_with(&format!("/locrec?{window}&idRecPresente=yes"), &token).await;
+    assert_eq!(s, 400, "{b}");
+    let (s, b) = app.get_with("/locrec", &token).await;
+    assert_eq!(s, 400, "the window is required: {b}");
+    // Another account has none of them.
+    let (_, client_id, secret, pem) = app.new_account_with("Other", true).await;
+    let (_, t) = app.token_with(&pem, &client_id, &secret).await;
+    let (s, theirs) = app.get_with(&format!("/locrec?{window}"), t["access_token"].as_str().unwrap()).await;
+    assert_eq!((s, ids(&theirs).len()), (200, 0), "{theirs}");
+}

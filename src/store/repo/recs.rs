@@ -159,4 +159,21 @@ impl Repo {
     pub fn locrec(&self, id: AccountId, local: u64) -> Result<Option<LocRec>, RepoError> {
         self.get_json(&keys::locrec(id.get(), local))
     }
+
+    /// One page of the account's locations that `keep` keeps, newest first, after `skip`
+    /// of them, and how many it keeps in all.
+    pub fn locrecs_page(
+        &self,
+        id: AccountId,
+        keep: impl Fn(&LocRec) -> bool,
+        skip: usize,
+        size: usize,
+    ) -> Result<(Vec<LocRec>, usize), RepoError> {
+        let from = keys::locrecs_prefix(id);
+        let mut to = from.clone();
+        if let Some(last) = to.last_mut() {
+            *last += 1;
+        }
+        self.json_page((&from, &to), keep, skip, size)
+    }
 }
