@@ -491,10 +491,12 @@ mod tests {
             Rejection::Rec(RecError::FirstChargeNotFound),
             Rejection::Rec(RecError::NoQrJourney),
             Rejection::Rec(RecError::FirstChargeUnpaid),
+            Rejection::Rec(RecError::PayerOnUs(7)),
             Rejection::Cobr(CobrError::NotFound),
             Rejection::Cobr(CobrError::TxidTaken),
             Rejection::Cobr(CobrError::CycleCharged(2)),
             Rejection::Cobr(CobrError::NothingToRetry),
+            Rejection::Cobr(CobrError::UnderWay(chrono::NaiveDate::from_ymd_opt(2026, 12, 1).unwrap())),
             Rejection::Cobr(CobrError::Rule(
                 crate::domain::recurrence::RecurrenceRejection::OutsideSendWindow(1),
             )),
@@ -600,6 +602,10 @@ mod tests {
         let status = |r: RecError| Rejection::Rec(r).parts(Family::Simple).status.as_u16();
         assert_eq!(status(RecError::SolicitationNotFound), 404);
         assert_eq!(status(RecError::SolicitationAwaiting), 409);
+        assert_eq!(status(RecError::PayerOnUs(7)), 409, "the sandbox may not answer for a payer of ours");
+        let under_way = CobrError::UnderWay(chrono::NaiveDate::from_ymd_opt(2026, 12, 1).unwrap());
+        let p = Rejection::Cobr(under_way).parts(Family::Simple);
+        assert_eq!(p.status.as_u16(), 409, "a charge whose attempt began is not cancelled");
         let p = Rejection::Rec(RecError::ExpiryTooFar).parts(Family::Simple);
         assert_eq!(p.status.as_u16(), 400);
         assert!(p.details.unwrap().to_string().contains("calendario.dataExpiracaoSolicitacao"));
