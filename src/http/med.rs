@@ -205,14 +205,7 @@ pub async fn list(
         }
         parsed
     });
-    let reconciled = q.get("isReconciled").and_then(|r| match r.as_str() {
-        "true" => Some(true),
-        "false" => Some(false),
-        _ => {
-            v.push(Violation::new("isReconciled", "must be true or false"));
-            None
-        }
-    });
+    let reconciled = super::received::flag(&q, "isReconciled", &mut v);
     let mut instant = |name: &str| {
         q.get(name).and_then(|d| match DateTime::parse_from_rfc3339(d) {
             Ok(t) => Some(t.with_timezone(&Utc)),
