@@ -57,6 +57,7 @@ pub mod load;
 pub mod maintenance;
 pub mod node;
 pub mod provision;
+pub mod rail;
 pub mod sim;
 pub mod startup;
 pub mod store;
