@@ -30,5 +30,6 @@ mod receiver;
 mod recovery;
 mod references;
 mod refunds;
+mod spi_xsd;
 mod token;
 mod webhooks;

@@ -10,5 +10,6 @@
 
 pub mod c14n;
 pub mod dsig;
+pub mod message;
 pub mod pki;
 pub mod xml;
