@@ -44,7 +44,7 @@ cd - >/dev/null
 # file only its owner reads.
 port=$(free_port)
 (umask 077 && python3 -c 'import secrets; print(secrets.token_hex(24))' >"$dir/admin-token")
-"$BIN" serve --production --data-dir "$dir/run" --listen "127.0.0.1:$port" --require-client-cert \
+"$BIN" serve --production --rail none --data-dir "$dir/run" --listen "127.0.0.1:$port" --require-client-cert \
   --admin-token-file "$dir/admin-token" >"$dir/pixgw.out" 2>"$dir/pixgw.err" &
 pid=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done

@@ -16,8 +16,8 @@ use pixgw::domain::document::TaxId;
 use pixgw::domain::money::Money;
 use pixgw::domain::pix_key::{parse_directory_key, DirectoryKeyType};
 use pixgw::domain::transaction::{Counterpart, TxKind};
-use pixgw::sim::bank::SimulatedBank;
-use pixgw::sim::directory::Directory;
+use pixgw::rail::sim::bank::SimulatedBank;
+use pixgw::rail::sim::directory::Directory;
 use pixgw::store::{JournalOptions, Repo, Storage};
 
 /// How long the allocator is given to return freed memory before the last measurement
@@ -66,7 +66,7 @@ async fn run(n: u64, dir: std::path::PathBuf) -> anyhow::Result<()> {
         repo: repo.clone(),
         commit,
         clock: Arc::clone(&clock),
-        bank,
+        rails: pixgw::rail::Rails { sandbox: bank.clone().recipient(), live: bank.recipient() },
         directory: Arc::clone(&directory),
         on_us: std::sync::OnceLock::new(),
         collect: std::sync::OnceLock::new(),

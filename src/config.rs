@@ -257,6 +257,12 @@ pub struct ServeArgs {
     /// Settle delay of the simulated bank, in milliseconds.
     #[arg(long, env = "PIXGW_SIM_SETTLE_MS")]
     pub sim_settle_ms: Option<u64>,
+    /// The rail live accounts pay on: `sim` (the in-process simulator, the default), `spi`
+    /// (the central bank's SPI and DICT; see the `spi_*` settings) or `none` (a closed
+    /// wallet: payments between accounts of this server only). Sandbox accounts always pay
+    /// on the simulator.
+    #[arg(long, env = "PIXGW_RAIL", value_parser = parse_rail)]
+    pub rail: Option<crate::rail::RailKind>,
     /// The production profile: no Demo account and no credentials file, no sandbox routes or
     /// scenarios for any account, no test clock, the admin token required (from the
     /// environment or --admin-token-file), and --require-client-cert required unless
@@ -346,6 +352,7 @@ pub struct FileConfig {
     pub access_log: Option<AccessLog>,
     pub admin_token: Option<String>,
     pub sim_settle_ms: Option<u64>,
+    pub rail: Option<crate::rail::RailKind>,
     pub dict_file: Option<PathBuf>,
     pub require_client_cert: Option<bool>,
     pub body_timeout_ms: Option<u64>,
@@ -374,6 +381,7 @@ pub struct Settings {
     pub access_log: AccessLog,
     pub admin_token: Option<String>,
     pub sim_settle_ms: u64,
+    pub rail: crate::rail::RailKind,
     pub dict_file: Option<PathBuf>,
     pub require_client_cert: bool,
     pub body_timeout_ms: u64,
@@ -400,6 +408,7 @@ impl std::fmt::Debug for Settings {
             .field("access_log", &self.access_log)
             .field("admin_token", &self.admin_token.as_ref().map(|_| "(hidden)"))
             .field("sim_settle_ms", &self.sim_settle_ms)
+            .field("rail", &self.rail)
             .field("dict_file", &self.dict_file)
             .field("require_client_cert", &self.require_client_cert)
             .field("body_timeout_ms", &self.body_timeout_ms)
@@ -431,6 +440,7 @@ impl Settings {
             access_log = ?self.access_log,
             admin_token = if self.admin_token.is_some() { "from settings" } else { "stored" },
             sim_settle_ms = self.sim_settle_ms,
+            rail = self.rail.as_str(),
             dict_file = shown(&self.dict_file),
             require_client_cert = self.require_client_cert,
             body_timeout_ms = self.body_timeout_ms,
@@ -504,6 +514,7 @@ impl Settings {
             return Err(ConfigError::Invalid("the admin token must have at least 16 characters"));
         }
         let test_clock = args.test_clock || file.test_clock.unwrap_or(false);
+        let rail = args.rail.or(file.rail).unwrap_or_default();
         let require_client_cert = args.require_client_cert || file.require_client_cert.unwrap_or(false);
         if production {
             let allow_without_cert =
@@ -515,6 +526,7 @@ impl Settings {
                 test_clock,
                 require_client_cert,
                 allow_without_cert,
+                rail,
             })?;
         }
         let workers = args
@@ -568,6 +580,7 @@ impl Settings {
             access_log: args.access_log.or(file.access_log).unwrap_or_default(),
             admin_token,
             sim_settle_ms: args.sim_settle_ms.or(file.sim_settle_ms).unwrap_or(DEFAULT_SIM_SETTLE_MS),
+            rail,
             dict_file: args.dict_file.clone().or(file.dict_file),
             require_client_cert,
             webhook_allow_http: args.webhook_allow_http || file.webhook_allow_http.unwrap_or(false),
@@ -597,6 +610,11 @@ struct ProductionInputs {
     test_clock: bool,
     require_client_cert: bool,
     allow_without_cert: bool,
+    rail: crate::rail::RailKind,
+}
+
+fn parse_rail(text: &str) -> Result<crate::rail::RailKind, String> {
+    crate::rail::RailKind::parse(text).ok_or_else(|| format!("{text:?} is not a rail: sim, spi or none"))
 }
 
 /// The production profile's rules (README "Running in production"): every way of starting
@@ -618,6 +636,11 @@ fn check_production(p: ProductionInputs) -> Result<(), ConfigError> {
     if !p.require_client_cert && !p.allow_without_cert {
         return Err(ConfigError::Production(
             "set --require-client-cert (behind a proxy that terminates mutual TLS), or say --allow-without-client-cert",
+        ));
+    }
+    if p.rail == crate::rail::RailKind::Sim {
+        return Err(ConfigError::Production(
+            "the simulated rail moves no money: use --rail spi (the SPI and the DICT) or --rail none (a closed wallet)",
         ));
     }
     Ok(())
@@ -669,6 +692,7 @@ mod tests {
             test_clock: false,
             require_client_cert: true,
             allow_without_cert: false,
+            rail: crate::rail::RailKind::Spi,
         }
     }
 
@@ -683,6 +707,13 @@ mod tests {
         refused(ProductionInputs { token_in_config_file: true, ..production() }, "chmod 600");
         refused(ProductionInputs { test_clock: true, ..production() }, "test clock");
         refused(ProductionInputs { require_client_cert: false, ..production() }, "--require-client-cert");
+        refused(
+            ProductionInputs { rail: crate::rail::RailKind::Sim, ..production() },
+            "simulated rail moves no money",
+        );
+        assert!(
+            check_production(ProductionInputs { rail: crate::rail::RailKind::None, ..production() }).is_ok()
+        );
         // Said out loud, serving without client certificates is allowed; so is a token in a
         // config file that only its owner reads.
         let p = ProductionInputs { require_client_cert: false, allow_without_cert: true, ..production() };

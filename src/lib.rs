@@ -58,7 +58,6 @@ pub mod maintenance;
 pub mod node;
 pub mod provision;
 pub mod rail;
-pub mod sim;
 pub mod startup;
 pub mod store;
 pub mod telemetry;

@@ -18,8 +18,8 @@ use crate::config::{Settings, REQUEST_BODY_BYTES_MAX};
 use crate::domain::delivery::{RESEND_PER_WINDOW_MAX, RESEND_WINDOW_SECONDS};
 use crate::domain::rate::RateWindow;
 use crate::http::{self, AppState};
-use crate::sim::bank::SimulatedBank;
-use crate::sim::directory::Directory;
+use crate::rail::sim::bank::SimulatedBank;
+use crate::rail::sim::directory::Directory;
 use crate::store::{GroupCommit, JournalOptions, Repo, Storage};
 use crate::telemetry;
 use crate::webhooks::WebhookSettings;
@@ -124,20 +124,18 @@ impl Application {
         }
         // A payment to a receiving key of an account of this gateway settles on us.
         let keys = repo.clone();
-        let on_us: crate::sim::bank::OnUsResolver = Arc::new(move |k| {
+        let on_us: crate::rail::sim::bank::OnUsResolver = Arc::new(move |k| {
             if k.key_type != crate::domain::pix_key::DirectoryKeyType::Evp {
                 return None;
             }
             keys.account_by_receiving_key(&k.key).ok().flatten()
         });
-        let bank = actix::Actor::start_in_arbiter(&actix::Arbiter::new().handle(), move |_| {
-            SimulatedBank::new(bank_directory, settle_delay).with_on_us(on_us)
-        });
+        let rails = start_rails(&settings, bank_directory, settle_delay, on_us)?;
         let deps = Arc::new(Deps {
             repo: repo.clone(),
             commit: Arc::clone(&commit),
             clock: Arc::clone(&clock),
-            bank,
+            rails,
             directory: Arc::clone(&directory),
             on_us: std::sync::OnceLock::new(),
             collect: std::sync::OnceLock::new(),
@@ -273,6 +271,31 @@ impl Application {
         served.context("serving")?;
         Ok(())
     }
+}
+
+/// The rails: the simulator on a thread of its own (every sandbox account's, and live
+/// accounts' unless `--rail` says otherwise), and the live accounts' rail.
+fn start_rails(
+    settings: &Settings,
+    directory: Arc<Directory>,
+    settle_delay: std::time::Duration,
+    on_us: crate::rail::sim::bank::OnUsResolver,
+) -> anyhow::Result<crate::rail::Rails> {
+    use crate::rail::RailKind;
+    let arbiter = actix::Arbiter::new().handle();
+    let (sim_directory, sim_on_us) = (Arc::clone(&directory), Arc::clone(&on_us));
+    let sim = actix::Actor::start_in_arbiter(&arbiter, move |_| {
+        SimulatedBank::new(sim_directory, settle_delay).with_on_us(sim_on_us)
+    });
+    let live = match settings.rail {
+        RailKind::Sim => sim.clone().recipient(),
+        RailKind::None => actix::Actor::start_in_arbiter(&arbiter, move |_| {
+            SimulatedBank::new(directory, settle_delay).with_on_us(on_us).closed()
+        })
+        .recipient(),
+        RailKind::Spi => anyhow::bail!("--rail spi: the SPI rail is not wired yet"),
+    };
+    Ok(crate::rail::Rails { sandbox: sim.recipient(), live })
 }
 
 /// Stops the server gracefully on SIGTERM or SIGINT (Ctrl-C).

@@ -31,11 +31,10 @@ use crate::domain::decide::{self, Account, Fresh, Ids, Plan, Record, Refusal, FR
 use crate::domain::ids::AccountId;
 use crate::domain::ledger::{Ledger, StoredKeys};
 use crate::domain::med::{Med, MedStatus};
-use crate::domain::pix_key::parse_directory_key;
 use crate::domain::rec::Recurrence;
-use crate::domain::transaction::{BankInfo, ErrorCode, Transaction, TxKind, TxStatus};
-use crate::sim::bank::{SimulatedBank, Submit};
-use crate::sim::directory::Directory;
+use crate::domain::transaction::{BankInfo, ErrorCode, RailOutcome, Transaction, TxKind, TxStatus};
+use crate::rail::sim::directory::Directory;
+use crate::rail::{Payer, Payout, Rail, Rails};
 use crate::store::{AccountRecord, CommitError, GroupCommit, Repo, RepoError, StoreError};
 
 /// Messages an actor's mailbox holds before senders wait.
@@ -57,7 +56,8 @@ pub struct Deps {
     pub repo: Repo,
     pub commit: Arc<GroupCommit>,
     pub clock: Arc<Clock>,
-    pub bank: Addr<SimulatedBank>,
+    /// The rails payouts go to: a sandbox account's, and a live account's.
+    pub rails: Rails,
     pub directory: Arc<Directory>,
     /// Where a payer's actor hands the credits its on-us payments owe; set once the
     /// registry exists (unset, a credit waits in storage for the next start).
@@ -105,7 +105,11 @@ pub(super) struct Owner {
     pub(super) id: AccountId,
     pub(super) settings: AccountSettings,
     name: Box<str>,
+    /// The holder's CPF or CNPJ: the payer a rail's messages name.
+    document: Box<str>,
     receiving_key: Box<str>,
+    /// Where this account's payouts go (sandbox accounts always pay on the simulator).
+    rail: Rail,
 }
 
 /// An actor's bookkeeping of unfinished business. Transactions are boxed: one is large, a
@@ -261,7 +265,9 @@ impl AccountActor {
             id: account.id,
             settings: account.settings,
             name: account.profile.name.as_str().into(),
+            document: account.profile.document.as_str().into(),
             receiving_key: account.receiving_key.into_boxed_str(),
+            rail: deps.rails.for_account(account.profile.sandbox),
         };
         let mut actor = AccountActor {
             account: owner,
@@ -724,18 +730,14 @@ impl AccountActor {
     }
 
     fn submit(&self, tx: &Transaction, ctx: &mut Context<Self>) {
-        let key = match (&tx.counterpart.key, tx.counterpart.key_type) {
-            (Some(k), Some(_)) => parse_directory_key(k).ok(),
-            _ => None,
+        let payer = Payer {
+            account: self.account.id,
+            name: self.account.name.to_string(),
+            document: self.account.document.to_string(),
         };
-        let immediate =
-            tx.dict.as_ref().is_some_and(|d| d.priority == crate::domain::transaction::Priority::High);
-        self.deps.bank.do_send(Submit {
-            local_id: tx.local_id,
-            key,
-            scenario: tx.scenario,
-            immediate,
-            refund: tx.kind == TxKind::RefundIn,
+        self.account.rail.do_send(Payout {
+            tx: Box::new(tx.clone()),
+            payer,
             reply_to: ctx.address().recipient(),
         });
     }
@@ -853,13 +855,13 @@ impl AccountActor {
     pub(super) fn settle(
         &mut self,
         local_id: u64,
-        result: Result<Option<BankInfo>, ErrorCode>,
+        outcome: RailOutcome,
         on_us: Option<AccountId>,
         ctx: &mut Context<Self>,
     ) {
         let Some(tx) = self.pending_tx(local_id).cloned() else { return };
         // A refund that failed gives its amount back to the original's refunded sum.
-        let original = match (&tx.refund, tx.kind, result.is_err()) {
+        let original = match (&tx.refund, tx.kind, outcome.result.is_err()) {
             (Some(r), TxKind::RefundIn, true) => match self.transaction(r.original_local_id, ctx) {
                 Ok(o) => o,
                 Err(_) => return,
@@ -884,7 +886,7 @@ impl AccountActor {
         };
         let now = self.now();
         let decided = match self.view() {
-            Ok(view) => decide::settle(&view, tx, result.clone(), original, payer.as_ref(), now),
+            Ok(view) => decide::settle(&view, tx, outcome.clone(), original, payer.as_ref(), now),
             Err(_) => return,
         };
         match decided {
@@ -906,7 +908,7 @@ impl AccountActor {
                         // kept and written once room returns, so the money does not stay
                         // blocked.
                         ctx.run_later(SETTLE_RETRY_AFTER, move |act, ctx| {
-                            act.settle(local_id, result, on_us, ctx)
+                            act.settle(local_id, outcome, on_us, ctx)
                         });
                     }
                     Err(_) => {}
@@ -1031,7 +1033,7 @@ impl AccountActor {
             } else if self.held_cobr(id).is_some() {
                 self.attempt_cobr(id, ctx);
             } else {
-                self.settle(id, Err(ErrorCode::Expired), None, ctx);
+                self.settle(id, RailOutcome::refused(ErrorCode::Expired), None, ctx);
             }
         }
         self.tidy();

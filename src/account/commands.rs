@@ -14,7 +14,7 @@ use crate::domain::med::{AnalysisResult, Med, Participant};
 use crate::domain::money::Money;
 use crate::domain::scenario::ChargeScenario;
 use crate::domain::transaction::{Transaction, TxKind, TxStatus, PAYER_ISPB};
-use crate::sim::bank::Settled;
+use crate::rail::Settled;
 
 impl AccountActor {
     pub(super) fn pay(
@@ -174,7 +174,7 @@ impl AccountActor {
         };
         if let Some(cobr) = awaiting {
             let mut ids = self.draw_ids(1, ctx)?;
-            let bank = Some(crate::sim::bank::gateway_bank());
+            let bank = Some(crate::rail::sim::bank::gateway_bank());
             let now = self.now();
             match decide::settle_cobr_on_us(&self.view()?, cobr, &credit, bank, now, &mut ids) {
                 Ok(Some(plan)) => return self.execute(plan, ctx).map(|_| ()),
@@ -196,7 +196,7 @@ impl AccountActor {
         let directory = &self.deps.directory;
         let split_banks: Vec<_> =
             splits.iter().map(|s| directory.lookup(&s.key).and_then(|e| directory.bank_of(e))).collect();
-        let payer_bank = Some(crate::sim::bank::gateway_bank());
+        let payer_bank = Some(crate::rail::sim::bank::gateway_bank());
         let mut ids = self.draw_ids(1 + splits.len(), ctx)?;
         let now = self.now();
         let decided =
@@ -382,7 +382,7 @@ impl Handler<Settled> for AccountActor {
     type Result = ();
 
     fn handle(&mut self, msg: Settled, ctx: &mut Context<Self>) {
-        self.settle(msg.local_id, msg.result, msg.on_us, ctx);
+        self.settle(msg.local_id, msg.outcome, msg.on_us, ctx);
     }
 }
 

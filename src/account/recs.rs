@@ -373,7 +373,7 @@ impl AccountActor {
             document: Some(msg.receiver_document),
             key: Some(msg.receiving_key),
             key_type: Some(DirectoryKeyType::Evp),
-            bank: Some(crate::sim::bank::gateway_bank()),
+            bank: Some(crate::rail::sim::bank::gateway_bank()),
         };
         let req = PayRequest {
             kind: TxKind::CashOut,

@@ -15,9 +15,11 @@ use crate::domain::ids::AccountId;
 use crate::domain::ledger::{Balance, Rejection};
 use crate::domain::money::Money;
 use crate::domain::scenario::PayoutScenario;
+use crate::domain::transaction::RailOutcome;
 use crate::domain::transaction::{Counterpart, TxKind, TxStatus};
-use crate::sim::bank::{Settled, SimulatedBank};
-use crate::sim::directory::Directory;
+use crate::rail::sim::bank::SimulatedBank;
+use crate::rail::sim::directory::Directory;
+use crate::rail::{Rails, Settled};
 use crate::store::journal::{Journal, JournalOptions};
 use crate::store::{GroupCommit, MemoryStore, Repo, Storage};
 
@@ -56,7 +58,7 @@ fn fixture(balance: &str) -> Fixture {
         repo: repo.clone(),
         commit: Arc::clone(&commit),
         clock: Arc::clone(&clock),
-        bank,
+        rails: Rails { sandbox: bank.clone().recipient(), live: bank.recipient() },
         directory,
         on_us: std::sync::OnceLock::new(),
         collect: std::sync::OnceLock::new(),
@@ -140,8 +142,9 @@ async fn concurrent_cash_outs_never_overspend_and_each_external_id_moves_money_o
     for (i, tx) in accepted.iter().enumerate() {
         let result =
             if i % 2 == 0 { Ok(None) } else { Err(crate::domain::transaction::ErrorCode::OrderRejected) };
-        addr.do_send(Settled { local_id: tx.local_id, result: result.clone(), on_us: None });
-        addr.do_send(Settled { local_id: tx.local_id, result, on_us: None });
+        let outcome = RailOutcome { result, reason: None };
+        addr.do_send(Settled { local_id: tx.local_id, outcome: outcome.clone(), on_us: None });
+        addr.do_send(Settled { local_id: tx.local_id, outcome, on_us: None });
     }
     assert_eq!(f.balance(&addr).await, Balance { available: m("5"), blocked: m("0") });
     // A fresh actor, loaded from storage alone, holds the same.
@@ -261,7 +264,7 @@ async fn the_registry_sweep_stops_an_idle_actor_and_spares_a_busy_one() {
     assert_eq!(f.registry.live_count(), 1);
     // Once it is settled and the time has passed again, the sweep stops it.
     let pending = f.repo.transaction_by_external_id(f.account, "a").unwrap().unwrap();
-    addr.do_send(Settled { local_id: pending.local_id, result: Ok(None), on_us: None });
+    addr.do_send(Settled { local_id: pending.local_id, outcome: RailOutcome::settled(None), on_us: None });
     assert_eq!(f.balance(&addr).await.blocked, m("0"));
     f.clock.advance(ACCOUNT_IDLE_STOP_SECONDS + 1).unwrap();
     f.registry.sweep();
@@ -366,7 +369,7 @@ async fn a_received_pix_is_credited_and_a_refund_of_it_holds_replays_and_settles
     let not_received = refused(addr.send(refund(first.local_id, "1.00", "r3")).await.unwrap());
     assert_eq!(not_received, Refusal::Refund(crate::domain::refunds::RefundRejection::NotReceived));
 
-    addr.do_send(Settled { local_id: first.local_id, result: Ok(None), on_us: None });
+    addr.do_send(Settled { local_id: first.local_id, outcome: RailOutcome::settled(None), on_us: None });
     assert_eq!(f.balance(&addr).await, Balance { available: m("6"), blocked: m("0") });
     assert_eq!(f.repo.transaction(first.local_id).unwrap().unwrap().status, TxStatus::Confirmed);
     assert_eq!(f.repo.transaction(received.local_id).unwrap().unwrap().refunded, m("4"));

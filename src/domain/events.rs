@@ -155,7 +155,7 @@ pub fn flat_webhook(tx: &Transaction) -> Value {
         "finalAmount": tx.final_amount().map(money_number).unwrap_or(Value::Null),
         "processingDate": iso(tx.processed_at.unwrap_or(tx.created_at)),
         "errorCode": error.map(|e| e.as_str()),
-        "errorMessage": error.map(|e| e.message()),
+        "errorMessage": error.and(tx.error_message()),
         "counterpart": counterpart_json(tx),
         "metadata": { "localId": tx.local_id, "operation": tx.kind, "splitOf": tx.split_of },
     })

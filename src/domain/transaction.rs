@@ -285,6 +285,42 @@ impl ErrorCode {
     }
 }
 
+/// How the rail ended a pending debit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RailOutcome {
+    /// Settled, with the payee's institution when the rail names it; or refused, and why in
+    /// the interface's terms.
+    pub result: Result<Option<BankInfo>, ErrorCode>,
+    /// The rail's own code for a refusal (a reason of the SPI's catalogue, such as `AC03`),
+    /// kept in the record and the webhook's message for support.
+    pub reason: Option<String>,
+}
+
+impl RailOutcome {
+    pub fn settled(bank: Option<BankInfo>) -> RailOutcome {
+        RailOutcome { result: Ok(bank), reason: None }
+    }
+
+    pub fn refused(code: ErrorCode) -> RailOutcome {
+        RailOutcome { result: Err(code), reason: None }
+    }
+}
+
+/// What a payment made on the SPI rail keeps beyond the common fields: what its messages
+/// need that the client did not give, and what the SPI answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct RailDetails {
+    /// How the payment was started (the catalogue's `LclInstrm`: MANU, DICT, QRES, QRDN...).
+    pub instrument: Option<String>,
+    /// The payee's CPF or CNPJ as the DICT gave it (the message's `Cdtr`).
+    pub creditor_document: Option<String>,
+    /// The payee's account type as the DICT gave it (CACC, TRAN, SVGS, SLRY).
+    pub creditor_account_type: Option<String>,
+    /// The rail's reason for a refusal (a catalogue code).
+    pub reason: Option<String>,
+}
+
 /// A bank as the directory names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -364,6 +400,9 @@ pub struct Transaction {
     /// A scheduled split waits until then to go to the bank.
     #[serde(default)]
     pub scheduled_for: Option<DateTime<Utc>>,
+    /// Present for a payment made on the SPI rail.
+    #[serde(default)]
+    pub rail: Option<RailDetails>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -404,6 +443,7 @@ impl Transaction {
             refunded: Money::ZERO,
             split_of: None,
             scheduled_for: None,
+            rail: None,
         }
     }
 
@@ -452,6 +492,16 @@ impl Transaction {
         }
         self.processed_at = Some(at);
         Ok(())
+    }
+
+    /// The `errorMessage` clients see: the interface's text of the error code, and the
+    /// rail's own reason when it gave one (a catalogue code support can look up).
+    pub fn error_message(&self) -> Option<String> {
+        let code = self.error_code?;
+        Some(match self.rail.as_ref().and_then(|r| r.reason.as_deref()) {
+            Some(reason) => format!("{} Rail reason: {reason}.", code.message()),
+            None => code.message().to_owned(),
+        })
     }
 
     /// What the account pays in all: value plus fee for a debit.

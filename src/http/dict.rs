@@ -206,7 +206,7 @@ pub async fn dict_pix(
             a.profile.name.as_str().to_owned(),
             a.profile.document.to_string(),
             GATEWAY_ISPB.to_owned(),
-            Some(crate::sim::bank::gateway_bank()),
+            Some(crate::rail::sim::bank::gateway_bank()),
         )),
         (None, None) => None,
     };

@@ -45,7 +45,7 @@ use actix_web::{web, FromRequest, Handler, Resource, Responder};
 use crate::account::Registry;
 use crate::auth::tokens::TokenKeys;
 use crate::clock::Clock;
-use crate::sim::directory::Directory;
+use crate::rail::sim::directory::Directory;
 use crate::store::Repo;
 
 /// A timestamp as every response writes it: UTC, RFC 3339, milliseconds, `Z`

@@ -460,7 +460,7 @@ mod tests {
             crate::domain::pix_key::CashOutKeyType::parse(example["details"]["keyType"].as_str().unwrap())
                 .unwrap();
         let parsed = crate::domain::pix_key::parse_cash_out_key(kind, key).unwrap();
-        let directory = crate::sim::directory::Directory::embedded().unwrap();
+        let directory = crate::rail::sim::directory::Directory::embedded().unwrap();
         let entry = directory.lookup(&parsed).expect("the example's key is in data/dict.json");
         assert_eq!(Some(entry.document.as_str()), example["details"]["document"].as_str());
     }

@@ -116,7 +116,7 @@ pub async fn cash_out(
     let document_mismatch = input.check_document && holder_document.is_some_and(|d| d != input.document);
     let bank = match (entry, &on_us) {
         (Some(e), _) => state.directory.bank_of(e),
-        (None, Some(_)) => Some(crate::sim::bank::gateway_bank()),
+        (None, Some(_)) => Some(crate::rail::sim::bank::gateway_bank()),
         (None, None) => None,
     };
     let counterpart = Counterpart {

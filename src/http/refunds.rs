@@ -130,7 +130,7 @@ pub struct Devolucao {
     /// EM_PROCESSAMENTO, DEVOLVIDO or NAO_REALIZADO
     status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    motivo: Option<&'static str>,
+    motivo: Option<String>,
 }
 
 impl Devolucao {
@@ -157,7 +157,7 @@ impl Devolucao {
                 TxStatus::Confirmed => "DEVOLVIDO",
                 TxStatus::Error => "NAO_REALIZADO",
             },
-            motivo: tx.error_code.map(|e| e.message()),
+            motivo: tx.error_message(),
         }
     }
 }

@@ -22,7 +22,7 @@ use crate::domain::listing::{
     PAGE_SIZE_MAX,
 };
 use crate::domain::transaction::{BankInfo, Transaction, TxKind};
-use crate::sim::directory::Directory;
+use crate::rail::sim::directory::Directory;
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -40,7 +40,7 @@ pub struct TransactionView {
     operation: String,
     status: &'static str,
     error_code: Option<&'static str>,
-    error_message: Option<&'static str>,
+    error_message: Option<String>,
     #[schema(value_type = f64)]
     original_amount: Value,
     #[schema(value_type = f64)]
@@ -73,7 +73,7 @@ impl TransactionView {
                 .unwrap_or_default(),
             status: t.status.as_str(),
             error_code: t.error_code.map(|e| e.as_str()),
-            error_message: t.error_code.map(|e| e.message()),
+            error_message: t.error_message(),
             original_amount: money_number(t.value),
             fee_amount: money_number(t.fee),
             end_to_end_id: t.end_to_end_id.clone(),

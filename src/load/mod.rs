@@ -557,7 +557,7 @@ pub async fn run(s: LoadSettings) -> anyhow::Result<bool> {
         }
     }
     let before_funded = Snapshot { net: before.net.checked_add(funded).unwrap_or(before.net), ..before };
-    let directory = crate::sim::directory::Directory::embedded()?;
+    let directory = crate::rail::sim::directory::Directory::embedded()?;
     let payee_key = directory
         .keys_of_type(DirectoryKeyType::Email)
         .into_iter()

@@ -1,6 +1,105 @@
-//! How money moves: the rail a payment travels on.
+//! How money moves: the rail a payment travels on, behind one port.
 //!
+//! The account actor knows only this port: it hands a [`Payout`] (a pending debit, written
+//! and durable) to the [`Rail`] its account was given, and the rail answers [`Settled`]
+//! once the payment ended. Which rail runs is chosen once, at start-up
+//! ([`RailKind`], `--rail`), and per account: a sandbox account always pays on the
+//! simulator; a live account on the rail the server runs.
+//!
+//! - `sim`: the simulated bank and key directory (the default, the sandbox, the load tests).
 //! - `spi`: the central bank's rails, to their published specifications: ISO 20022
 //!   messages over ICOM, their XML signatures, and the DICT.
+//!
+//! A rail must be idempotent by transaction: after a restart every pending debit is handed
+//! to it again, and it must not pay twice what it already paid (the SPI's end-to-end id and
+//! message id do that on the real rail; the simulator decides the same outcome again).
 
+use actix::{Message, Recipient};
+
+use crate::domain::ids::AccountId;
+use crate::domain::transaction::{RailOutcome, Transaction};
+
+pub mod sim;
 pub mod spi;
+
+/// Which rail live accounts pay on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RailKind {
+    /// The in-process simulator (today's behaviour, and the default).
+    #[default]
+    Sim,
+    /// The central bank's SPI and DICT.
+    Spi,
+    /// No rail: a closed wallet. Payments between accounts of this gateway settle on us;
+    /// every payment out of it is refused.
+    None,
+}
+
+impl RailKind {
+    pub fn parse(text: &str) -> Option<RailKind> {
+        match text {
+            "sim" => Some(RailKind::Sim),
+            "spi" => Some(RailKind::Spi),
+            "none" => Some(RailKind::None),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RailKind::Sim => "sim",
+            RailKind::Spi => "spi",
+            RailKind::None => "none",
+        }
+    }
+}
+
+/// Who pays a payout: the account, as the rail's messages name the payer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Payer {
+    pub account: AccountId,
+    pub name: String,
+    /// CPF or CNPJ, digits.
+    pub document: String,
+}
+
+/// A pending debit, written and durable, for the rail to carry out.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Payout {
+    pub tx: Box<Transaction>,
+    pub payer: Payer,
+    pub reply_to: Recipient<Settled>,
+}
+
+/// How a payout ended, sent to the account that made it.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct Settled {
+    pub local_id: u64,
+    pub outcome: RailOutcome,
+    /// The payee, when the payment confirmed to an account of this gateway.
+    pub on_us: Option<AccountId>,
+}
+
+/// Where an account's payouts go.
+pub type Rail = Recipient<Payout>;
+
+/// The rails of a server: the simulator every sandbox account pays on, and the rail of the
+/// live accounts (the simulator too, unless `--rail` says otherwise).
+#[derive(Clone)]
+pub struct Rails {
+    pub sandbox: Rail,
+    pub live: Rail,
+}
+
+impl Rails {
+    pub fn for_account(&self, sandbox: bool) -> Rail {
+        if sandbox {
+            self.sandbox.clone()
+        } else {
+            self.live.clone()
+        }
+    }
+}

@@ -31,6 +31,7 @@
 //! | tag | section |
 //! |---|---|
 //! | [`SECTION_COBV`] (1) | a cobv's revision and price terms (the charge's `cob.vencimento`) |
+//! | [`SECTION_RAIL`] (2) | what a payment on the SPI rail keeps (`rail`): four optional texts |
 
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use rust_decimal::Decimal;
@@ -48,7 +49,7 @@ use crate::domain::scenario::PayoutScenario;
 use crate::domain::splits::Split;
 use crate::domain::transaction::{
     BankInfo, ChargeDetails, CobDetails, CobvDetails, Counterpart, DictDetails, ErrorCode, Family, Natureza,
-    Priority, RefundDetails, Transaction, TxKind, TxStatus,
+    Priority, RailDetails, RefundDetails, Transaction, TxKind, TxStatus,
 };
 
 /// The first byte of every format-1 record.
@@ -57,6 +58,8 @@ pub const FORMAT_BINARY_V1: u8 = 0xB1;
 pub const TX_HEADER_BYTES: usize = 19;
 /// The tag of a transaction's cobv section.
 pub const SECTION_COBV: u8 = 1;
+/// The tag of a transaction's SPI rail section.
+pub const SECTION_RAIL: u8 = 2;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CodecError {
@@ -335,6 +338,13 @@ pub fn encode_transaction(tx: &Transaction, out: &mut Vec<u8>) {
         w.u8(SECTION_COBV);
         encode_cobv(&mut w, v);
     }
+    if let Some(d) = &tx.rail {
+        w.u8(SECTION_RAIL);
+        w.opt_text(d.instrument.as_deref());
+        w.opt_text(d.creditor_document.as_deref());
+        w.opt_text(d.creditor_account_type.as_deref());
+        w.opt_text(d.reason.as_deref());
+    }
 }
 
 fn encode_date(w: &mut Writer, d: NaiveDate) {
@@ -603,6 +613,7 @@ fn decode_transaction_v1(bytes: &[u8]) -> Result<Transaction, CodecError> {
     let split_of = r.opt(Reader::varint)?;
     let scheduled_for = r.opt(Reader::instant)?;
     let mut charge = charge;
+    let mut rail = None;
     while !r.0.is_empty() {
         match r.u8()? {
             SECTION_COBV => {
@@ -610,6 +621,14 @@ fn decode_transaction_v1(bytes: &[u8]) -> Result<Transaction, CodecError> {
                 let cob =
                     charge.as_mut().and_then(|c| c.cob.as_mut()).ok_or(CodecError::Bad("cobv section"))?;
                 cob.vencimento = Some(v);
+            }
+            SECTION_RAIL => {
+                rail = Some(RailDetails {
+                    instrument: r.opt_text()?,
+                    creditor_document: r.opt_text()?,
+                    creditor_account_type: r.opt_text()?,
+                    reason: r.opt_text()?,
+                })
             }
             _ => return Err(CodecError::Bad("section")),
         }
@@ -637,6 +656,7 @@ fn decode_transaction_v1(bytes: &[u8]) -> Result<Transaction, CodecError> {
         refunded,
         split_of,
         scheduled_for,
+        rail,
     })
 }
 
@@ -1091,6 +1111,30 @@ mod tests {
         assert_eq!(decode_ledger(&serde_json::to_vec(&state).unwrap()).unwrap(), state);
         assert_eq!(decode_hold(&encode_hold(m("10.60"))).unwrap(), m("10.60"));
         assert_eq!(decode_hold(&serde_json::to_vec(&m("10.60")).unwrap()).unwrap(), m("10.60"));
+    }
+
+    #[test]
+    fn a_payment_on_the_spi_rail_keeps_its_rail_section_and_reads_back() {
+        let plain = encoded(&full());
+        for rail in [
+            RailDetails::default(),
+            RailDetails {
+                instrument: Some("DICT".into()),
+                creditor_document: Some("11222333000181".into()),
+                creditor_account_type: Some("CACC".into()),
+                reason: Some("AC03".into()),
+            },
+        ] {
+            let t = Transaction { rail: Some(rail), ..full() };
+            let bytes = encoded(&t);
+            assert_eq!(decode_transaction(&bytes).unwrap(), t);
+            assert_eq!(
+                &bytes[..plain.len()],
+                plain.as_slice(),
+                "the first format's record, then the section"
+            );
+            assert_eq!(bytes[plain.len()], SECTION_RAIL);
+        }
     }
 
     #[test]

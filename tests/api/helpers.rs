@@ -153,6 +153,7 @@ pub async fn spawn_in_process(storage: Storage) -> TestApp {
         access_log: Default::default(),
         admin_token: None,
         sim_settle_ms: 200,
+        rail: Default::default(),
         dict_file: None,
         require_client_cert: false,
         body_timeout_ms: 10_000,

@@ -13,7 +13,8 @@ use crate::helpers::{bin, send, spawn_with, Options, TestApp};
 const ADMIN_TOKEN: &str = "production-admin-token-0123456789";
 
 fn production(extra: &[(&str, &str)]) -> Options {
-    let mut env: Vec<(String, String)> = vec![("PIXGW_PRODUCTION".into(), "1".into())];
+    let mut env: Vec<(String, String)> =
+        vec![("PIXGW_PRODUCTION".into(), "1".into()), ("PIXGW_RAIL".into(), "none".into())];
     env.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
     Options { test_clock: false, env, stderr: None }
 }
@@ -40,14 +41,18 @@ fn refused_start(env: &[(&str, &str)]) -> String {
 
 #[test]
 fn a_production_start_without_its_safeguards_is_refused_with_the_reason() {
-    let e = refused_start(&[("PIXGW_REQUIRE_CLIENT_CERT", "1")]);
+    let e = refused_start(&[("PIXGW_REQUIRE_CLIENT_CERT", "1"), ("PIXGW_RAIL", "none")]);
     assert!(e.contains("an admin token is required"), "{e}");
-    let e = refused_start(&[("PIXGW_ADMIN_TOKEN", ADMIN_TOKEN)]);
+    // The simulator (the default rail) moves no money: production says so.
+    let e = refused_start(&[("PIXGW_ADMIN_TOKEN", ADMIN_TOKEN), ("PIXGW_REQUIRE_CLIENT_CERT", "1")]);
+    assert!(e.contains("--rail spi"), "{e}");
+    let e = refused_start(&[("PIXGW_ADMIN_TOKEN", ADMIN_TOKEN), ("PIXGW_RAIL", "none")]);
     assert!(e.contains("--require-client-cert"), "{e}");
     let e = refused_start(&[
         ("PIXGW_ADMIN_TOKEN", ADMIN_TOKEN),
         ("PIXGW_REQUIRE_CLIENT_CERT", "1"),
         ("PIXGW_TEST_CLOCK", "1"),
+        ("PIXGW_RAIL", "none"),
     ]);
     assert!(e.contains("test clock"), "{e}");
 }

@@ -14,7 +14,7 @@ use crate::domain::money::Money;
 use crate::domain::scenario::PayoutScenario;
 use crate::domain::transaction::{
     end_to_end_id, own_or_random_end_to_end_id, BankInfo, Counterpart, DictDetails, E2eVariant, ErrorCode,
-    Priority, Transaction, TxKind, TxStatus, PAYER_ISPB, SANDBOX_PAYER_DOCUMENT,
+    Priority, RailOutcome, Transaction, TxKind, TxStatus, PAYER_ISPB, SANDBOX_PAYER_DOCUMENT,
 };
 
 /// The `/dict/pix` parts of a payment.
@@ -119,11 +119,12 @@ pub fn pay(
 pub fn settle(
     account: &Account,
     mut tx: Transaction,
-    result: Result<Option<BankInfo>, ErrorCode>,
+    outcome: RailOutcome,
     original: Option<Transaction>,
     on_us: Option<&super::OnUsPayer>,
     now: DateTime<Utc>,
 ) -> Result<Option<Plan<()>>, Refusal> {
+    let RailOutcome { result, reason } = outcome;
     let mut ledger = account.ledger.draft();
     if ledger.settle(tx.local_id, result.is_ok()).is_none() {
         return Ok(None);
@@ -131,8 +132,13 @@ pub fn settle(
     if let Ok(Some(bank)) = &result {
         tx.counterpart.bank = Some(bank.clone());
     }
-    if tx.kind == TxKind::DictPix && result.is_ok() {
-        // The provisional id answered at creation gives way to the settled one.
+    if let Some(code) = reason {
+        tx.rail.get_or_insert_with(Default::default).reason = Some(code);
+    }
+    // A transfer on the SPI carries its real end-to-end id from the start; on the
+    // simulator the provisional id answered at creation gives way to the settled one.
+    if tx.kind == TxKind::DictPix && result.is_ok() && tx.rail.as_ref().is_none_or(|r| r.instrument.is_none())
+    {
         let entropy = *tx.transaction_id.as_bytes();
         tx.end_to_end_id = own_or_random_end_to_end_id('E', now, tx.local_id, E2eVariant::Settled, &entropy);
     }
@@ -318,18 +324,31 @@ mod tests {
         );
         f.apply(&plan);
         let tx = plan.reply;
-        let ok = settle(&f.account(), tx.clone(), Ok(None), None, None, noon()).unwrap().unwrap();
+        let ok = settle(&f.account(), tx.clone(), RailOutcome::settled(None), None, None, noon())
+            .unwrap()
+            .unwrap();
         let written = transactions(&ok);
         assert_eq!(written.len(), 1);
         assert_eq!(written[0].status, TxStatus::Confirmed);
         assert_eq!(ok.events.len(), 1);
         assert_eq!(ok.ledger.as_ref().unwrap().holds_released(), &[1]);
-        let failed = settle(&f.account(), tx.clone(), Err(ErrorCode::OrderRejected), None, None, noon())
-            .unwrap()
-            .unwrap();
+        let failed = settle(
+            &f.account(),
+            tx.clone(),
+            RailOutcome::refused(ErrorCode::OrderRejected),
+            None,
+            None,
+            noon(),
+        )
+        .unwrap()
+        .unwrap();
         f.apply(&failed);
         assert_eq!(f.ledger.balance(), Balance { available: m("100"), blocked: m("0") });
-        assert_eq!(settle(&f.account(), tx, Ok(None), None, None, noon()), Ok(None), "not pending any more");
+        assert_eq!(
+            settle(&f.account(), tx, RailOutcome::settled(None), None, None, noon()),
+            Ok(None),
+            "not pending any more"
+        );
     }
 
     #[test]
@@ -343,7 +362,9 @@ mod tests {
         let tx = plan.reply;
         let payee = crate::domain::ids::AccountId::new(2).unwrap();
         let payer = OnUsPayer { payee, name: "Acme".into(), document: "11222333000181".into() };
-        let ok = settle(&f.account(), tx.clone(), Ok(None), None, Some(&payer), noon()).unwrap().unwrap();
+        let ok = settle(&f.account(), tx.clone(), RailOutcome::settled(None), None, Some(&payer), noon())
+            .unwrap()
+            .unwrap();
         let credits: Vec<&OnUsCredit> = ok
             .records
             .iter()
@@ -353,9 +374,16 @@ mod tests {
         assert_eq!((credits[0].payee, credits[0].value), (payee, m("10")));
         assert_eq!(credits[0].end_to_end_id, transactions(&ok)[0].end_to_end_id);
         // A rejected one owes nothing.
-        let failed = settle(&f.account(), tx, Err(ErrorCode::OrderRejected), None, Some(&payer), noon())
-            .unwrap()
-            .unwrap();
+        let failed = settle(
+            &f.account(),
+            tx,
+            RailOutcome::refused(ErrorCode::OrderRejected),
+            None,
+            Some(&payer),
+            noon(),
+        )
+        .unwrap()
+        .unwrap();
         assert!(!failed.records.iter().any(|r| matches!(r, Record::OnUsCredit(_))));
     }
 
@@ -375,7 +403,9 @@ mod tests {
         let plan = planned(pay(&f.account(), req, StoredKeys::default(), noon(), &mut ids(&[1])).unwrap());
         f.apply(&plan);
         let settled =
-            settle(&f.account(), plan.reply.clone(), Ok(None), None, None, noon()).unwrap().unwrap();
+            settle(&f.account(), plan.reply.clone(), RailOutcome::settled(None), None, None, noon())
+                .unwrap()
+                .unwrap();
         let t = transactions(&settled)[0];
         assert_ne!(t.end_to_end_id, plan.reply.end_to_end_id);
         assert_eq!(t.dict.as_ref().unwrap().provisional_end_to_end_id, plan.reply.end_to_end_id);
@@ -387,10 +417,16 @@ mod tests {
         let mut original =
             Transaction::new(50, uuid::Uuid::nil(), f.account().id, TxKind::PixIn, m("10"), noon());
         original.refunded = m("5");
-        let failed =
-            settle(&f.account(), refund, Err(ErrorCode::OrderRejected), Some(original), None, noon())
-                .unwrap()
-                .unwrap();
+        let failed = settle(
+            &f.account(),
+            refund,
+            RailOutcome::refused(ErrorCode::OrderRejected),
+            Some(original),
+            None,
+            noon(),
+        )
+        .unwrap()
+        .unwrap();
         let written = transactions(&failed);
         assert_eq!(written[0].local_id, 50);
         assert_eq!(written[0].refunded, m("0"), "5 - 5 refunded");

@@ -13,23 +13,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use actix::{Actor, AsyncContext, Context, Handler, Message, Recipient};
+use actix::{Actor, AsyncContext, Context, Handler, Recipient};
 
 use super::directory::Directory;
 use crate::domain::ids::AccountId;
-use crate::domain::pix_key::DirectoryKey;
+use crate::domain::pix_key::{parse_directory_key, DirectoryKey};
 use crate::domain::scenario::PayoutScenario;
-use crate::domain::transaction::{BankInfo, ErrorCode, GATEWAY_ISPB};
-
-/// How a payment ended, sent to the account that made it.
-#[derive(Debug, Clone, Message)]
-#[rtype(result = "()")]
-pub struct Settled {
-    pub local_id: u64,
-    pub result: Result<Option<BankInfo>, ErrorCode>,
-    /// The payee, when the payment confirmed to an account of this gateway.
-    pub on_us: Option<AccountId>,
-}
+use crate::domain::transaction::{BankInfo, ErrorCode, Priority, RailOutcome, TxKind, GATEWAY_ISPB};
+use crate::rail::{Payout, Settled};
 
 /// What the bank answers of a payment: the payee's institution, or why it failed.
 pub type BankAnswer = Result<Option<BankInfo>, ErrorCode>;
@@ -51,20 +42,8 @@ pub fn gateway_bank() -> BankInfo {
 /// The bank code this gateway shows for itself (simulated).
 pub const GATEWAY_BANK_CODE: &str = "999";
 
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Submit {
-    pub local_id: u64,
-    /// The payee's key; `None` (nothing the directory knows) is rejected.
-    pub key: Option<DirectoryKey>,
-    pub scenario: Option<PayoutScenario>,
-    /// `/dict/pix` priority HIGH settles at once.
-    pub immediate: bool,
-    /// A refund to the payer of a received PIX: the payer's bank takes it back unless a
-    /// scenario says otherwise.
-    pub refund: bool,
-    pub reply_to: Recipient<Settled>,
-}
+/// The reason a closed wallet (`--rail none`) gives for a payment out of it.
+pub const CLOSED_WALLET_REASON: &str = "NO_RAIL";
 
 pub struct SimulatedBank {
     directory: Arc<Directory>,
@@ -75,6 +54,8 @@ pub struct SimulatedBank {
     /// When the timer that is set will fire, if one is.
     wake_at: Option<Instant>,
     on_us: Option<OnUsResolver>,
+    /// A closed wallet: only payments on us settle; every other is refused.
+    closed: bool,
 }
 
 impl SimulatedBank {
@@ -86,7 +67,15 @@ impl SimulatedBank {
             arrivals: 0,
             wake_at: None,
             on_us: None,
+            closed: false,
         }
+    }
+
+    /// A closed wallet (`--rail none`): payments between accounts of this gateway settle
+    /// on us; a payment out of it is refused with [`CLOSED_WALLET_REASON`].
+    pub fn closed(mut self) -> SimulatedBank {
+        self.closed = true;
+        self
     }
 
     /// Settles payments to these receiving keys on us.
@@ -174,16 +163,29 @@ impl Actor for SimulatedBank {
     type Context = Context<Self>;
 }
 
-impl Handler<Submit> for SimulatedBank {
+impl Handler<Payout> for SimulatedBank {
     type Result = ();
 
-    fn handle(&mut self, msg: Submit, ctx: &mut Context<Self>) {
-        let Some((delay, result, on_us)) =
-            self.decide(msg.key.as_ref(), msg.scenario, msg.immediate, msg.refund)
-        else {
+    fn handle(&mut self, msg: Payout, ctx: &mut Context<Self>) {
+        let tx = &msg.tx;
+        let key = match (&tx.counterpart.key, tx.counterpart.key_type) {
+            (Some(k), Some(_)) => parse_directory_key(k).ok(),
+            _ => None,
+        };
+        let immediate = tx.dict.as_ref().is_some_and(|d| d.priority == Priority::High);
+        let refund = tx.kind == TxKind::RefundIn;
+        let Some((delay, result, on_us)) = self.decide(key.as_ref(), tx.scenario, immediate, refund) else {
             return;
         };
-        let settled = Settled { local_id: msg.local_id, result, on_us };
+        let outcome = match result {
+            // A closed wallet lets nothing out: only a payment on us settles.
+            Ok(_) if self.closed && on_us.is_none() => RailOutcome {
+                result: Err(ErrorCode::OrderRejected),
+                reason: Some(CLOSED_WALLET_REASON.into()),
+            },
+            result => RailOutcome { result, reason: None },
+        };
+        let settled = Settled { local_id: tx.local_id, outcome, on_us };
         if delay.is_zero() {
             msg.reply_to.do_send(settled);
             return;
@@ -197,10 +199,100 @@ impl Handler<Submit> for SimulatedBank {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::pix_key::{parse_directory_key, DirectoryKeyType};
+    use crate::domain::pix_key::DirectoryKeyType;
 
     fn bank() -> SimulatedBank {
         SimulatedBank::new(Arc::new(Directory::embedded().unwrap()), Duration::from_millis(200))
+    }
+
+    /// A payout of 1.00 to no key; `immediate`: a `/dict/pix` transfer of priority HIGH.
+    fn payout(
+        local_id: u64,
+        scenario: Option<PayoutScenario>,
+        immediate: bool,
+        to: Recipient<Settled>,
+    ) -> Payout {
+        use crate::domain::money::Money;
+        use crate::domain::transaction::{DictDetails, Transaction};
+        let mut tx = Transaction::new(
+            local_id,
+            uuid::Uuid::nil(),
+            AccountId::new(1).unwrap(),
+            TxKind::CashOut,
+            Money::parse("1").unwrap(),
+            chrono::Utc::now(),
+        );
+        tx.scenario = scenario;
+        if immediate {
+            tx.kind = TxKind::DictPix;
+            tx.dict = Some(DictDetails {
+                idempotency_key: "k".into(),
+                request_hash: "h".into(),
+                priority: Priority::High,
+                expiration_seconds: 600,
+                currency: "BRL".into(),
+                provisional_end_to_end_id: String::new(),
+            });
+        }
+        let payer = crate::rail::Payer {
+            account: tx.account_id,
+            name: "Acme".into(),
+            document: "52998224725".into(),
+        };
+        Payout { tx: Box::new(tx), payer, reply_to: to }
+    }
+
+    /// Collects the outcomes it is sent.
+    struct Outcomes(Arc<std::sync::Mutex<Vec<Settled>>>, Option<tokio::sync::oneshot::Sender<()>>);
+
+    impl Actor for Outcomes {
+        type Context = Context<Self>;
+    }
+
+    impl Handler<Settled> for Outcomes {
+        type Result = ();
+
+        fn handle(&mut self, msg: Settled, _: &mut Context<Self>) {
+            self.0.lock().unwrap().push(msg);
+            if let Some(done) = self.1.take() {
+                let _ = done.send(());
+            }
+        }
+    }
+
+    #[actix_rt::test]
+    async fn a_closed_wallet_settles_on_us_and_refuses_every_payment_out_of_it() {
+        let ours = "3f2b8c1e-9d4a-4e6b-8a7c-1d2e3f4a5b6c";
+        let target = parse_directory_key(ours).unwrap();
+        let payee = AccountId::new(7).unwrap();
+        let d = Directory::embedded().unwrap();
+        let known = d.keys_of_type(DirectoryKeyType::Email)[0].clone();
+        for (key, key_type, expected) in [
+            (ours.to_owned(), DirectoryKeyType::Evp, RailOutcome::settled(Some(gateway_bank()))),
+            (
+                known,
+                DirectoryKeyType::Email,
+                RailOutcome {
+                    result: Err(ErrorCode::OrderRejected),
+                    reason: Some(CLOSED_WALLET_REASON.into()),
+                },
+            ),
+        ] {
+            let got = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let (done, finished) = tokio::sync::oneshot::channel();
+            let to = Outcomes(Arc::clone(&got), Some(done)).start().recipient();
+            let t = target.clone();
+            let b = SimulatedBank::new(Arc::new(Directory::embedded().unwrap()), Duration::ZERO)
+                .with_on_us(Arc::new(move |k: &DirectoryKey| (*k == t).then_some(payee)))
+                .closed()
+                .start();
+            let mut p = payout(1, None, false, to);
+            p.tx.counterpart.key = Some(key);
+            p.tx.counterpart.key_type = Some(key_type);
+            b.send(p).await.unwrap();
+            finished.await.unwrap();
+            assert_eq!(got.lock().unwrap()[0].outcome, expected);
+        }
     }
 
     /// Collects the answers it is sent, in order.
@@ -231,21 +323,14 @@ mod tests {
         let to = Collect(Arc::clone(&got), 5, Some(done)).start().recipient();
         let b =
             SimulatedBank::new(Arc::new(Directory::embedded().unwrap()), Duration::from_millis(300)).start();
-        let submit = |local_id, scenario| Submit {
-            local_id,
-            key: None,
-            scenario,
-            immediate: false,
-            refund: false,
-            reply_to: to.clone(),
-        };
+        let submit = |local_id, scenario, immediate| payout(local_id, scenario, immediate, to.clone());
         // Due at 300 ms, 900, 30, 300 (after 1), and at once: wide apart, so a slow machine
         // between two sends cannot reorder them.
-        b.send(submit(1, None)).await.unwrap();
-        b.send(submit(2, Some(PayoutScenario::Delay(900)))).await.unwrap();
-        b.send(submit(3, Some(PayoutScenario::Delay(30)))).await.unwrap();
-        b.send(submit(4, None)).await.unwrap();
-        b.send(Submit { immediate: true, ..submit(5, None) }).await.unwrap();
+        b.send(submit(1, None, false)).await.unwrap();
+        b.send(submit(2, Some(PayoutScenario::Delay(900)), false)).await.unwrap();
+        b.send(submit(3, Some(PayoutScenario::Delay(30)), false)).await.unwrap();
+        b.send(submit(4, None, false)).await.unwrap();
+        b.send(submit(5, None, true)).await.unwrap();
         finished.await.unwrap();
         assert_eq!(*got.lock().unwrap(), vec![5, 3, 1, 4, 2]);
     }

@@ -10,7 +10,7 @@ use crate::domain::pix_key::{DirectoryKey, DirectoryKeyType};
 use crate::domain::transaction::BankInfo;
 
 /// The directory shipped with the repository.
-pub const EMBEDDED_DICT: &str = include_str!("../../data/dict.json");
+pub const EMBEDDED_DICT: &str = include_str!("../../../data/dict.json");
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Institution {
