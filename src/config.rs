@@ -51,6 +51,9 @@ pub enum Command {
     /// Accounts of a running server, through its admin API.
     #[command(subcommand)]
     Account(AccountCommand),
+    /// The central bank's rails on this machine, for tests and for trying `--rail spi`:
+    /// ICOM, the SPI and the DICT over mutual TLS with a local PKI, and virtual participants.
+    SpiSim(crate::rail::spi::simulator::SimArgs),
 }
 
 #[derive(Debug, Subcommand)]

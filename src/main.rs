@@ -24,6 +24,18 @@ fn main() -> ExitCode {
         Command::Restore(args) => restore(&args),
         Command::Migrate(args) => migrate(&args),
         Command::Account(AccountCommand::Create(args)) => create_account(args),
+        Command::SpiSim(args) => spi_sim(args),
+    }
+}
+
+fn spi_sim(args: pixgw::rail::spi::simulator::SimArgs) -> ExitCode {
+    let _logs = telemetry::init_logs(pixgw::config::LogFormat::Human);
+    match actix_web::rt::System::new().block_on(pixgw::rail::spi::simulator::run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pixgw spi-sim: {e:#}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -641,6 +641,8 @@ impl AccountActor {
             }
             // Storage holds a credit until its payee carries it out; the payer keeps nothing.
             Record::OnUsCredit(_) | Record::OnUsCredited(_) => return,
+            // Storage holds an accepted incoming until the SPI settles it.
+            Record::Incoming(_) | Record::IncomingDone(_) => return,
             Record::Recurrence(rec) => {
                 let w = self.work();
                 w.recs.hold(ticket, rec.local_id, rec, &mut w.deadlines);

@@ -286,7 +286,7 @@ impl AccountActor {
         let original = self.transaction(msg.original_local_id, ctx)?;
         let mut ids = self.draw_ids(1, ctx)?;
         let now = self.now();
-        let decided = decide::take_back(&self.view()?, original, msg.value, now, &mut ids);
+        let decided = decide::take_back(&self.view()?, original, msg.value, None, now, &mut ids);
         match decided {
             Ok(plan) => self.execute(plan, ctx),
             Err(r) => Err(self.refused(r, ctx)),

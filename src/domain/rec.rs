@@ -37,7 +37,7 @@ use super::events::iso;
 use super::listing::local_day;
 use super::money::Money;
 use super::recurrence::{AmountRule, RetryPolicy, Schedule};
-use super::transaction::GATEWAY_ISPB;
+use super::transaction::gateway_ispb;
 
 /// Characters of `vinculo.objeto` and of `vinculo.contrato`.
 pub const OBJETO_LEN_MAX: usize = 35;
@@ -397,7 +397,7 @@ fn base36(mut n: u64, digits: usize) -> Option<String> {
 }
 
 fn id_of(prefix: &str, local_id: u64, made: NaiveDate) -> Option<String> {
-    Some(format!("{prefix}{GATEWAY_ISPB}{}{}", made.format("%Y%m%d"), base36(local_id, ID_DIGITS)?))
+    Some(format!("{prefix}{}{}{}", gateway_ispb(), made.format("%Y%m%d"), base36(local_id, ID_DIGITS)?))
 }
 
 /// The local id an id made by [`rec_id`] or [`solicitation_id`] carries, if `id` is one of
@@ -406,7 +406,7 @@ fn local_of(id: &str, prefixes: &[&str]) -> Option<u64> {
     let b = id.as_bytes();
     let well_formed = b.len() == REC_ID_LEN
         && prefixes.iter().any(|p| id.starts_with(p))
-        && &id[2..10] == GATEWAY_ISPB
+        && &id[2..10] == gateway_ispb()
         && b[10..18].iter().all(u8::is_ascii_digit)
         && b[18..].iter().all(|c| c.is_ascii_digit() || c.is_ascii_lowercase());
     if !well_formed {
@@ -728,7 +728,7 @@ impl Recurrence {
             "recebedor": {
                 document_field(&self.receiver.document): self.receiver.document,
                 "nome": self.receiver.name,
-                "ispbParticipante": GATEWAY_ISPB,
+                "ispbParticipante": gateway_ispb(),
             },
             "status": self.status.as_str(),
             "atualizacao": self.history.iter().map(|(s, at)| json!({"status": s.as_str(), "data": iso(*at)})).collect::<Vec<_>>(),
@@ -820,7 +820,7 @@ mod tests {
     fn ids_carry_the_local_id_and_keep_the_api_pix_pattern() {
         let day = NaiveDate::from_ymd_opt(2026, 11, 26).unwrap();
         let id = rec_id(1234, RetryPolicy::ThreeWithinSevenDays, day).unwrap();
-        assert_eq!(id, format!("RR{GATEWAY_ISPB}20261126000000000ya"));
+        assert_eq!(id, format!("RR{}20261126000000000ya", gateway_ispb()));
         assert!(is_id_shaped(&id));
         assert_eq!(rec_local(&id), Some(1234));
         let n = rec_id(u64::from(u32::MAX), RetryPolicy::NotAllowed, day).unwrap();
@@ -831,7 +831,7 @@ mod tests {
             (Some(99), None),
             "a solicitation's id is not a rec's"
         );
-        assert_eq!(rec_local(&s.replace("SC", "RR").replace(GATEWAY_ISPB, "12345678")), None);
+        assert_eq!(rec_local(&s.replace("SC", "RR").replace(gateway_ispb(), "12345678")), None);
         assert_eq!(base36(36u64.pow(11), ID_DIGITS), None, "beyond 11 digits there is no id");
         assert_eq!(base36(36u64.pow(11) - 1, ID_DIGITS).as_deref(), Some("zzzzzzzzzzz"));
         assert!(!is_id_shaped("RR1234"));
@@ -1002,7 +1002,7 @@ mod tests {
     fn an_on_us_payer_speaks_only_for_itself_and_sees_only_what_it_was_asked() {
         let now = at("2026-11-26T12:00:00Z");
         let on_us =
-            |account: u64| Recipient { on_us: Some(account), ispb: GATEWAY_ISPB.into(), ..recipient() };
+            |account: u64| Recipient { on_us: Some(account), ispb: gateway_ispb().into(), ..recipient() };
         let mut r = rec(AmountRule::Variable { minimum: None });
         r.solicit(1, on_us(7), now + chrono::Duration::hours(1), now).unwrap();
         assert_eq!(r.on_us_payer(), Some(7));

@@ -14,8 +14,33 @@ use super::money::Money;
 use super::pix_key::DirectoryKeyType;
 use super::scenario::PayoutScenario;
 
-/// The ISPB this gateway uses in the end-to-end ids it creates.
-pub const GATEWAY_ISPB: &str = "99999999";
+/// The ISPB this gateway uses in the ids it creates unless configured (the simulator's).
+pub const GATEWAY_ISPB_DEFAULT: &str = "99999999";
+
+/// This gateway's ISPB: the participant code its end-to-end ids, return ids and recurrence
+/// ids carry, and the institution it shows for itself. It is configuration, fixed once at
+/// start-up before any id is made (`--spi-ispb` on the SPI rail; the simulator's
+/// [`GATEWAY_ISPB_DEFAULT`] otherwise), so every rule that makes an id stays a function of
+/// its inputs within a process.
+pub fn gateway_ispb() -> &'static str {
+    GATEWAY_ISPB.get().map_or(GATEWAY_ISPB_DEFAULT, String::as_str)
+}
+
+static GATEWAY_ISPB: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Fixes this gateway's ISPB for the process (start-up only). A second, different value is
+/// refused: ids already made carry the first.
+pub fn set_gateway_ispb(ispb: &str) -> Result<(), String> {
+    let valid = ispb.len() == 8 && ispb.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_uppercase());
+    if !valid {
+        return Err(format!("{ispb:?} is not an ISPB (eight digits or upper-case letters)"));
+    }
+    match GATEWAY_ISPB.set(ispb.to_owned()) {
+        Ok(()) => Ok(()),
+        Err(_) if gateway_ispb() == ispb => Ok(()),
+        Err(_) => Err(format!("the ISPB is already {}", gateway_ispb())),
+    }
+}
 /// The ISPB of the simulated payers' bank (received PIX, paid charges).
 pub const PAYER_ISPB: &str = "00000000";
 /// The simulated payer of a received PIX or a paid charge when the request names none and
@@ -574,7 +599,7 @@ pub fn own_end_to_end_id(
         n /= 62;
     }
     let tail: String = std::iter::once(variant.letter()).chain(digits).map(char::from).collect();
-    Some(format!("{prefix}{GATEWAY_ISPB}{}{tail}", at.format("%Y%m%d%H%M")))
+    Some(format!("{prefix}{}{}{tail}", gateway_ispb(), at.format("%Y%m%d%H%M")))
 }
 
 /// [`own_end_to_end_id`], or for a local id too large to carry (never in practice) an id with
@@ -587,14 +612,14 @@ pub fn own_or_random_end_to_end_id(
     entropy: &[u8; 16],
 ) -> String {
     own_end_to_end_id(prefix, at, local_id, variant)
-        .unwrap_or_else(|| end_to_end_id(prefix, GATEWAY_ISPB, at, entropy))
+        .unwrap_or_else(|| end_to_end_id(prefix, gateway_ispb(), at, entropy))
 }
 
 /// The local id an own end-to-end id carries, if the id has that form. Ids made elsewhere
 /// may look like one: the caller checks that the transaction found has this id.
 pub fn local_id_in_end_to_end(e2e: &str) -> Option<u64> {
     let b = e2e.as_bytes();
-    if b.len() != 32 || &b[1..9] != GATEWAY_ISPB.as_bytes() || !matches!(b[21], b'A' | b'B') {
+    if b.len() != 32 || &b[1..9] != gateway_ispb().as_bytes() || !matches!(b[21], b'A' | b'B') {
         return None;
     }
     b[22..].iter().try_fold(0u64, |n, c| {

@@ -18,7 +18,7 @@ use crate::domain::ids::ClientId;
 use crate::domain::money::Money;
 use crate::domain::pix_key::{parse_directory_key, DirectoryKey, DirectoryKeyType};
 use crate::domain::scenario::PayoutScenario;
-use crate::domain::transaction::{Counterpart, Priority, TxKind, DESCRIPTION_LEN_MAX, GATEWAY_ISPB};
+use crate::domain::transaction::{gateway_ispb, Counterpart, Priority, TxKind, DESCRIPTION_LEN_MAX};
 
 pub const IDEMPOTENCY_HEADER: &str = "x-idempotency-key";
 pub const EXPIRATION_SECONDS_MIN: u64 = 1;
@@ -205,7 +205,7 @@ pub async fn dict_pix(
         (None, Some(a)) => Some((
             a.profile.name.as_str().to_owned(),
             a.profile.document.to_string(),
-            GATEWAY_ISPB.to_owned(),
+            gateway_ispb().to_owned(),
             Some(crate::rail::sim::bank::gateway_bank()),
         )),
         (None, None) => None,

@@ -34,7 +34,7 @@ use crate::domain::rec::{
     OBJETO_LEN_MAX,
 };
 use crate::domain::recurrence::{AmountRule, Periodicity, RetryPolicy, Schedule};
-use crate::domain::transaction::{GATEWAY_ISPB, PAYER_ISPB};
+use crate::domain::transaction::{gateway_ispb, PAYER_ISPB};
 
 /// The members of a recurrence's request.
 const REC_MEMBERS: [&str; 6] = ["vinculo", "calendario", "valor", "politicaRetentativa", "loc", "ativacao"];
@@ -198,7 +198,7 @@ fn find_rec(state: &AppState, caller: &Caller, id: &str) -> Result<Recurrence, A
 /// (`conta`, the accountId) and its document: that account is the payer, and answers it
 /// itself (on us). Any other ISPB is the sandbox's payer's institution.
 fn on_us_recipient(state: &AppState, mut r: Recipient) -> Result<Recipient, ApiError> {
-    if r.ispb != GATEWAY_ISPB {
+    if r.ispb != gateway_ispb() {
         return Ok(r);
     }
     let found = match r.account.parse::<u64>().ok().and_then(AccountId::new) {

@@ -47,6 +47,9 @@
 //!                           (the SHA-256 of the key), started or with its response
 //! onus/{endToEndId}         OnUsCredit (JSON): a credit owed to an account of this gateway,
 //!                           written with the payer's settlement, deleted with the credit
+//! spiin/{id}                Incoming (JSON): a payment or return in from the SPI that its
+//!                           account accepted (by end-to-end or return id), deleted when the
+//!                           SPI settles or rejects it
 //! rec/{id:020}/{local:020}  Recurrence (JSON): a Pix Automático recurrence with its
 //!                           solicitations; its idRec carries the local id
 //! solrec/{id:020}/{local:020}  u64: the recurrence a solicitation (by its own local id,
@@ -117,6 +120,7 @@ pub const OPEN_RECS: &[u8] = b"recopen/";
 pub const OPEN_COBRS: &[u8] = b"cobropen/";
 pub const OUTBOX: &[u8] = b"outbox/";
 pub const ON_US: &[u8] = b"onus/";
+pub const INCOMING: &[u8] = b"spiin/";
 
 /// A key of the layout: texts as they are, numbers zero-padded to a fixed width so keys
 /// sort by them. (Built by hand: these are made several times per payment, and `format!`
@@ -411,6 +415,10 @@ pub fn request(id: AccountId, key: &str) -> Vec<u8> {
 
 pub fn on_us(end_to_end_id: &str) -> Vec<u8> {
     Key::new("onus/").text(end_to_end_id).done()
+}
+
+pub fn incoming(id: &str) -> Vec<u8> {
+    Key::new("spiin/").text(id).done()
 }
 
 #[cfg(test)]

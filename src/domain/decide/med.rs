@@ -12,7 +12,7 @@ use crate::domain::med::{
 };
 use crate::domain::money::Money;
 use crate::domain::transaction::{
-    Counterpart, Family, RefundDetails, Transaction, TxKind, TxStatus, GATEWAY_ISPB, PAYER_ISPB,
+    gateway_ispb, Counterpart, Family, RefundDetails, Transaction, TxKind, TxStatus, PAYER_ISPB,
 };
 
 /// The name the MED record gives this gateway as the contested bank.
@@ -101,7 +101,7 @@ pub fn open_med(
         analysis_result: None,
         analysis_details: None,
         requesting_bank,
-        contested_bank: Participant { ispb: GATEWAY_ISPB.into(), name: GATEWAY_NAME.into() },
+        contested_bank: Participant { ispb: gateway_ispb().into(), name: GATEWAY_NAME.into() },
         original: original.as_ref().map(|o| OriginalTransaction {
             amount: o.value,
             kind: o.kind.as_str().to_owned(),

@@ -12,6 +12,7 @@
 //! so no rule lives in the actor.
 
 mod charges;
+mod incoming;
 mod med;
 mod on_us;
 mod pay;
@@ -21,6 +22,10 @@ mod refunds;
 pub use charges::{
     amount_due, cancel_charge, create_charge, expire_charge, pay_charge, revise_charge, ChargeOutcome,
     ChargeRequest, ChargeState, Offer, Payer,
+};
+pub use incoming::{
+    accept as accept_incoming, drop_incoming, settle as settle_incoming, Incoming, IncomingKind,
+    IncomingRefusal, Named,
 };
 pub use med::{close_med, open_med, CloseMedRequest, OpenMedRequest};
 pub use on_us::{credit_of, names_charge, receive as receive_on_us, OnUsCredit, OnUsPayer};
@@ -154,6 +159,10 @@ pub enum Record {
     OnUsCredit(OnUsCredit),
     /// The payee carried the credit of this end-to-end id out: it is deleted.
     OnUsCredited(String),
+    /// A payment or return in from the SPI that the account accepted (until it settles).
+    Incoming(Incoming),
+    /// The SPI settled or rejected the incoming of this id: it is deleted.
+    IncomingDone(String),
     /// A recurrence as it now is (Pix Automático).
     Recurrence(Recurrence),
     /// A recurring charge as it now is.
@@ -189,6 +198,8 @@ impl<R> Plan<R> {
             Record::Med(_)
             | Record::OnUsCredit(_)
             | Record::OnUsCredited(_)
+            | Record::Incoming(_)
+            | Record::IncomingDone(_)
             | Record::Recurrence(_)
             | Record::Cobr(_)
             | Record::LocRec(_) => None,
@@ -410,6 +421,8 @@ pub(crate) mod testing {
                 Record::Med(_)
                 | Record::OnUsCredit(_)
                 | Record::OnUsCredited(_)
+                | Record::Incoming(_)
+                | Record::IncomingDone(_)
                 | Record::Recurrence(_)
                 | Record::Cobr(_)
                 | Record::LocRec(_) => None,

@@ -74,11 +74,29 @@ pub fn names_charge(reference: &str, charge: &Transaction) -> bool {
     }
 }
 
-/// The payee carries out a credit: pays `charge` (an open charge of the account that the
-/// credit's reference names, as the actor found it) when it is still due and asks for
-/// this amount, else records a received PIX. Either way the credit's record is deleted in
-/// the same batch. Ids: one, plus one per split of the charge.
+/// The payee carries out a credit: [`credit`], and the credit's record is deleted in the
+/// same batch. Ids: one, plus one per split of the charge.
 pub fn receive(
+    account: &Account,
+    owed: OnUsCredit,
+    charge: Option<Transaction>,
+    payer_bank: Option<BankInfo>,
+    split_banks: &[Option<BankInfo>],
+    now: DateTime<Utc>,
+    ids: &mut Ids,
+) -> Result<Plan<Transaction>, Refusal> {
+    let e2e = owed.end_to_end_id.clone();
+    let mut plan = credit(account, owed, charge, payer_bank, split_banks, now, ids)?;
+    plan.update(Record::OnUsCredited(e2e));
+    Ok(plan)
+}
+
+/// Money the account is owed because a payer paid it (on us, or through the SPI): pays
+/// `charge` (an open charge of the account that the credit's reference names, as the actor
+/// found it) when it is still due at the payer's instant and asks for this amount, else
+/// records a received PIX. It never refuses for the charge: the payer's money has left.
+/// Ids: one, plus one per split of the charge.
+pub fn credit(
     account: &Account,
     credit: OnUsCredit,
     charge: Option<Transaction>,
@@ -90,7 +108,7 @@ pub fn receive(
     let e2e = credit.end_to_end_id.clone();
     let (amount, at) = (Some(credit.value), credit.paid_at.unwrap_or(now));
     let payable = charge.map(|c| open_if_paid_in_time(c, at)).filter(|c| amount_due(c, at) == amount);
-    let mut plan = match (payable, TaxId::parse(&credit.payer_document)) {
+    let plan = match (payable, TaxId::parse(&credit.payer_document)) {
         (Some(charge), Ok(document)) => {
             let payer = Payer { name: credit.payer_name, document, end_to_end_id: Some(e2e.clone()) };
             let plan = pay_charge(
@@ -121,7 +139,6 @@ pub fn receive(
             ids,
         )?,
     };
-    plan.update(Record::OnUsCredited(e2e));
     Ok(plan)
 }
 
@@ -129,7 +146,7 @@ pub fn receive(
 /// was on its way to it is still that payment's to pay: the payer's instant decides whether
 /// it was in time, as it decides the price (docs/decisions.md "Charges with a due date").
 /// Any other closed charge (paid, cancelled) stays closed.
-fn open_if_paid_in_time(mut charge: Transaction, paid_at: DateTime<Utc>) -> Transaction {
+pub(super) fn open_if_paid_in_time(mut charge: Transaction, paid_at: DateTime<Utc>) -> Transaction {
     let expired = charge.status == TxStatus::Error && charge.error_code == Some(ErrorCode::Expired);
     if expired && charge.charge.as_ref().is_some_and(|d| paid_at < d.expires_at) {
         charge.status = TxStatus::Pending;

@@ -119,12 +119,14 @@ pub fn refund(
     Ok(RefundDecision::Plan(Box::new(plan)))
 }
 
-/// The counterparty of one of our payments returns `value` of it (sandbox): a Refund out,
-/// credited at once. `original` is the account's payment as it is now.
+/// The counterparty of one of our payments returns `value` of it (the sandbox's at once, the
+/// SPI's once it settled): a Refund out. `original` is the account's payment as it is now;
+/// `return_id` the return's id when the counterparty's institution sent one.
 pub fn take_back(
     account: &Account,
     original: Option<Transaction>,
     value: Money,
+    return_id: Option<String>,
     now: DateTime<Utc>,
     ids: &mut Ids,
 ) -> Result<Plan<Transaction>, Refusal> {
@@ -133,9 +135,9 @@ pub fn take_back(
     let fresh = ids.take()?;
     let mut ledger = account.ledger.draft();
     ledger.credit(value, Money::ZERO).map_err(Refusal::Ledger)?;
-    // The counterparty's institution made the return's id.
+    // The counterparty's institution made the return's id (the SPI's message carries it).
     let ispb = original.counterpart.bank.as_ref().map_or(PAYER_ISPB, |b| b.ispb.as_str()).to_owned();
-    let rtr_id = end_to_end_id('D', &ispb, now, &fresh.entropy());
+    let rtr_id = return_id.unwrap_or_else(|| end_to_end_id('D', &ispb, now, &fresh.entropy()));
     let tx = Transaction {
         status: TxStatus::Confirmed,
         end_to_end_id: rtr_id.clone(),
@@ -197,7 +199,7 @@ mod tests {
             (tx.kind, tx.status, tx.external_id.as_deref()),
             (TxKind::RefundIn, TxStatus::Pending, Some("r1"))
         );
-        assert!(tx.end_to_end_id.starts_with(&format!("D{}", crate::domain::transaction::GATEWAY_ISPB)));
+        assert!(tx.end_to_end_id.starts_with(&format!("D{}", crate::domain::transaction::gateway_ispb())));
         assert_eq!(crate::domain::transaction::local_id_in_end_to_end(&tx.end_to_end_id), Some(11));
         let written = transactions(&plan);
         assert_eq!(written[1].local_id, 10);
@@ -255,14 +257,15 @@ mod tests {
         let mut f = Fixture::with_balance("0");
         let mut paid = received("10");
         paid.kind = TxKind::CashOut;
-        let plan = take_back(&f.account(), Some(paid.clone()), m("3"), noon(), &mut ids(&[20])).unwrap();
+        let plan =
+            take_back(&f.account(), Some(paid.clone()), m("3"), None, noon(), &mut ids(&[20])).unwrap();
         assert_eq!((plan.reply.kind, plan.reply.status), (TxKind::RefundOut, TxStatus::Confirmed));
         assert_eq!(transactions(&plan)[1].refunded, m("3"));
         assert_eq!(plan.events.len(), 1, "the refund_out event");
         f.apply(&plan);
         assert_eq!(f.ledger.balance().available, m("3"));
         paid.refunded = m("9");
-        let got = take_back(&f.account(), Some(paid), m("3"), noon(), &mut ids(&[21]));
+        let got = take_back(&f.account(), Some(paid), m("3"), None, noon(), &mut ids(&[21]));
         assert_eq!(got, Err(Refusal::Refund(RefundRejection::ExceedsRefundable { refundable: m("1") })));
     }
 }

@@ -19,7 +19,7 @@ use super::directory::Directory;
 use crate::domain::ids::AccountId;
 use crate::domain::pix_key::{parse_directory_key, DirectoryKey};
 use crate::domain::scenario::PayoutScenario;
-use crate::domain::transaction::{BankInfo, ErrorCode, Priority, RailOutcome, TxKind, GATEWAY_ISPB};
+use crate::domain::transaction::{gateway_ispb, BankInfo, ErrorCode, Priority, RailOutcome, TxKind};
 use crate::rail::{Payout, Settled};
 
 /// What the bank answers of a payment: the payee's institution, or why it failed.
@@ -31,7 +31,7 @@ pub type OnUsResolver = Arc<dyn Fn(&DirectoryKey) -> Option<AccountId> + Send + 
 /// The institution an on-us payment settles at: this gateway.
 pub fn gateway_bank() -> BankInfo {
     BankInfo {
-        ispb: GATEWAY_ISPB.into(),
+        ispb: gateway_ispb().into(),
         name: "pixgw".into(),
         code: GATEWAY_BANK_CODE.into(),
         branch: None,

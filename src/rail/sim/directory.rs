@@ -107,6 +107,19 @@ impl Directory {
         self.keys.get(&self.order[idx])
     }
 
+    /// Every institution: (ISPB, name).
+    pub fn institution_list(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> =
+            self.institutions.values().map(|i| (i.ispb.clone(), i.name.clone())).collect();
+        out.sort();
+        out
+    }
+
+    /// Every entry, in file order.
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.order.iter().filter_map(|k| self.keys.get(k))
+    }
+
     /// The keys of one type, in file order (tests and the load tool pick payees here).
     pub fn keys_of_type(&self, t: DirectoryKeyType) -> Vec<String> {
         self.order.iter().filter(|k| self.keys.get(*k).is_some_and(|e| e.key_type == t)).cloned().collect()

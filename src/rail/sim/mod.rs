@@ -4,4 +4,4 @@
 pub mod bank;
 pub mod directory;
 
-pub use crate::domain::transaction::GATEWAY_ISPB;
+pub use crate::domain::transaction::gateway_ispb;

@@ -7,9 +7,18 @@
 //! - `c14n`: exclusive canonicalisation, over that tree.
 //! - `pki`: keys and certificates, RSA-SHA256.
 //! - `dsig`: the signature profiles of the SPI and the DICT: sign and verify.
+//! - `message`: the catalogue's messages (pacs.008, pacs.002, pacs.004, admi.002).
+//! - `icom`: the ICOM protocol (paths, multipart, gzip) and the participant's client.
+//! - `dict`: the DICT's XML bodies.
+//! - `simulator`: `pixgw spi-sim`, the rails on one machine.
 
 pub mod c14n;
+pub mod dict;
 pub mod dsig;
+pub mod icom;
 pub mod message;
+pub mod outgoing;
 pub mod pki;
+pub mod settings;
+pub mod simulator;
 pub mod xml;

@@ -232,6 +232,48 @@ impl Authority {
         not_after: time::OffsetDateTime,
     ) -> Result<Authority, PkiError> {
         let key = rsa_key_pair()?;
+        let params = Authority::params(name, not_before, not_after)?;
+        let cert = params.self_signed(&key).map_err(rcgen_error)?;
+        Ok(Authority { params, key, cert_pem: cert.pem() })
+    }
+
+    /// A CA made before by [`Authority::new`], from its certificate and key: what it issues
+    /// now chains to the same certificate.
+    pub fn load(cert_pem: &str, key_pem: &str) -> Result<Authority, PkiError> {
+        let cert = Certificate::all_from_pem(cert_pem.as_bytes(), "the CA certificate")?.remove(0);
+        let (_, parsed) = X509Certificate::from_der(&cert.der)
+            .map_err(|e| PkiError::Invalid("the CA certificate".into(), e.to_string()))?;
+        let name = parsed
+            .subject()
+            .iter_common_name()
+            .next()
+            .and_then(|cn| cn.as_str().ok())
+            .ok_or(PkiError::Missing("the CA certificate".into(), "common name"))?
+            .to_owned();
+        let at = |t: x509_parser::time::ASN1Time| time::OffsetDateTime::from_unix_timestamp(t.timestamp());
+        let validity = parsed.validity();
+        let (Ok(not_before), Ok(not_after)) = (at(validity.not_before), at(validity.not_after)) else {
+            return Err(PkiError::Invalid(
+                "the CA certificate".into(),
+                "its validity is out of range".into(),
+            ));
+        };
+        let key =
+            rcgen::KeyPair::from_pem_and_sign_algo(key_pem, &rcgen::PKCS_RSA_SHA256).map_err(rcgen_error)?;
+        let params = Authority::params(&name, not_before, not_after)?;
+        Ok(Authority { params, key, cert_pem: cert_pem.to_owned() })
+    }
+
+    /// The CA's key (PKCS#8 PEM), to keep beside its certificate.
+    pub fn key_pem(&self) -> String {
+        self.key.serialize_pem()
+    }
+
+    fn params(
+        name: &str,
+        not_before: time::OffsetDateTime,
+        not_after: time::OffsetDateTime,
+    ) -> Result<rcgen::CertificateParams, PkiError> {
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(rcgen_error)?;
         // The most general attribute first in the certificate, as ICP-Brasil's are (rcgen
         // starts with a common name of its own).
@@ -243,8 +285,7 @@ impl Authority {
         params.not_before = not_before;
         params.not_after = not_after;
         params.serial_number = Some(rcgen::SerialNumber::from(1u64));
-        let cert = params.self_signed(&key).map_err(rcgen_error)?;
-        Ok(Authority { params, key, cert_pem: cert.pem() })
+        Ok(params)
     }
 
     /// Issues a certificate for a fresh RSA key: `name` is its common name, `hosts` its DNS

@@ -227,6 +227,8 @@ impl Repo {
                 Record::Med(med) => self.put_med(&mut b, med)?,
                 Record::OnUsCredit(c) => b.put(keys::on_us(&c.end_to_end_id), to_json(c)?),
                 Record::OnUsCredited(e2e) => b.delete(keys::on_us(e2e)),
+                Record::Incoming(i) => b.put(keys::incoming(&i.id), to_json(i)?),
+                Record::IncomingDone(id) => b.delete(keys::incoming(id)),
                 Record::Recurrence(rec) => self.put_rec(&mut b, rec)?,
                 Record::Cobr(c) => self.put_cobr(&mut b, c)?,
                 Record::LocRec(l) => b.put(keys::locrec(l.account_id, l.local_id), to_json(l)?),

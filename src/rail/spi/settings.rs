@@ -1,0 +1,186 @@
+//! What the SPI rail needs to run: the participant's ISPB, where ICOM and the DICT are,
+//! its certificates and keys, and whom it trusts. Read from the `[spi]` table of the
+//! settings file, each key also settable by environment (`PIXGW_SPI_ISPB`, ...), and
+//! checked at start: a file that cannot be read, a key its certificate does not certify, an
+//! ISPB that is not one, all stop the start with the reason.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use super::message::Ispb;
+use super::pki::{Certificate, Signer};
+
+/// Streams read in parallel unless set (the interface allows six per participant).
+pub const STREAMS_DEFAULT: usize = 2;
+
+/// The `[spi]` table of the settings file.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SpiFile {
+    pub ispb: Option<String>,
+    pub icom_url: Option<String>,
+    pub dict_url: Option<String>,
+    /// The CA (PEM) ICOM's and the DICT's TLS certificates chain to.
+    pub ca_file: Option<PathBuf>,
+    /// The participant's TLS client certificate and key (PEM).
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// The participant's signing certificate and key (PEM, RSA).
+    pub sign_cert: Option<PathBuf>,
+    pub sign_key: Option<PathBuf>,
+    /// The SPI's and the DICT's signing certificates (PEM): what received messages and DICT
+    /// answers are verified with.
+    pub trusted_signers: Option<PathBuf>,
+    /// Accept messages that carry no signature (homologation tools; refused in production).
+    pub accept_unsigned: Option<bool>,
+    /// Streams read in parallel (1 to 6).
+    pub streams: Option<usize>,
+}
+
+impl SpiFile {
+    /// The same table with every `PIXGW_SPI_*` variable of `env` laid over it.
+    pub fn with_env(mut self, env: impl Fn(&str) -> Option<String>) -> SpiFile {
+        let path = |k: &str| env(k).map(PathBuf::from);
+        self.ispb = env("PIXGW_SPI_ISPB").or(self.ispb);
+        self.icom_url = env("PIXGW_SPI_ICOM_URL").or(self.icom_url);
+        self.dict_url = env("PIXGW_SPI_DICT_URL").or(self.dict_url);
+        self.ca_file = path("PIXGW_SPI_CA_FILE").or(self.ca_file);
+        self.tls_cert = path("PIXGW_SPI_TLS_CERT").or(self.tls_cert);
+        self.tls_key = path("PIXGW_SPI_TLS_KEY").or(self.tls_key);
+        self.sign_cert = path("PIXGW_SPI_SIGN_CERT").or(self.sign_cert);
+        self.sign_key = path("PIXGW_SPI_SIGN_KEY").or(self.sign_key);
+        self.trusted_signers = path("PIXGW_SPI_TRUSTED_SIGNERS").or(self.trusted_signers);
+        if let Some(v) = env("PIXGW_SPI_ACCEPT_UNSIGNED") {
+            self.accept_unsigned = Some(matches!(v.as_str(), "1" | "true" | "yes" | "on"));
+        }
+        if let Some(v) = env("PIXGW_SPI_STREAMS").and_then(|v| v.parse().ok()) {
+            self.streams = Some(v);
+        }
+        self
+    }
+}
+
+/// Checked settings of the SPI rail.
+#[derive(Clone)]
+pub struct SpiSettings {
+    pub ispb: Ispb,
+    pub icom_url: String,
+    pub dict_url: String,
+    pub tls: Arc<rustls::ClientConfig>,
+    pub signer: Arc<Signer>,
+    pub trusted: Arc<Vec<Certificate>>,
+    pub accept_unsigned: bool,
+    pub streams: usize,
+}
+
+impl std::fmt::Debug for SpiSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpiSettings")
+            .field("ispb", &self.ispb)
+            .field("icom_url", &self.icom_url)
+            .field("dict_url", &self.dict_url)
+            .field("signer", &self.signer.cert)
+            .field("trusted", &self.trusted.len())
+            .field("accept_unsigned", &self.accept_unsigned)
+            .field("streams", &self.streams)
+            .finish()
+    }
+}
+
+fn required<'a, T>(v: &'a Option<T>, name: &str) -> Result<&'a T, String> {
+    v.as_ref().ok_or_else(|| {
+        format!("[spi] {name} (PIXGW_SPI_{}) is required with --rail spi", name.to_ascii_uppercase())
+    })
+}
+
+impl SpiSettings {
+    /// Checks the table and loads every file it names.
+    pub fn load(f: &SpiFile) -> Result<SpiSettings, String> {
+        let ispb_text = required(&f.ispb, "ispb")?;
+        let ispb = Ispb::parse(ispb_text)
+            .ok_or_else(|| format!("[spi] ispb {ispb_text:?} is not eight digits or upper-case letters"))?;
+        let url = |v: &Option<String>, name: &str| -> Result<String, String> {
+            let u = required(v, name)?.trim_end_matches('/').to_owned();
+            if !u.starts_with("https://") {
+                return Err(format!("[spi] {name} must be an https URL (the rails are mutual TLS)"));
+            }
+            Ok(u)
+        };
+        let icom_url = url(&f.icom_url, "icom_url")?;
+        let dict_url = url(&f.dict_url, "dict_url")?;
+        let signer =
+            Signer::from_files(required(&f.sign_key, "sign_key")?, required(&f.sign_cert, "sign_cert")?)
+                .map_err(|e| format!("[spi] signing key: {e}"))?;
+        let trusted = Certificate::from_pem_file(required(&f.trusted_signers, "trusted_signers")?)
+            .map_err(|e| format!("[spi] trusted_signers: {e}"))?;
+        let tls = client_tls(
+            required(&f.ca_file, "ca_file")?,
+            required(&f.tls_cert, "tls_cert")?,
+            required(&f.tls_key, "tls_key")?,
+        )?;
+        let streams = f.streams.unwrap_or(STREAMS_DEFAULT);
+        if !(1..=super::icom::STREAMS_PER_PARTICIPANT_MAX).contains(&streams) {
+            return Err(format!("[spi] streams must be 1 to {}", super::icom::STREAMS_PER_PARTICIPANT_MAX));
+        }
+        Ok(SpiSettings {
+            ispb,
+            icom_url,
+            dict_url,
+            tls,
+            signer: Arc::new(signer),
+            trusted: Arc::new(trusted),
+            accept_unsigned: f.accept_unsigned.unwrap_or(false),
+            streams,
+        })
+    }
+}
+
+/// The participant's TLS client: the CA of the rails, and its own certificate and key.
+pub fn client_tls(ca: &Path, cert: &Path, key: &Path) -> Result<Arc<rustls::ClientConfig>, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    crate::trust::install_provider();
+    let mut roots = rustls::RootCertStore::empty();
+    crate::trust::add_pem_file(&mut roots, ca, "[spi] ca_file")?;
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("[spi] tls_cert {}: {e}", cert.display()))?;
+    let key =
+        PrivateKeyDer::from_pem_file(key).map_err(|e| format!("[spi] tls_key {}: {e}", key.display()))?;
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_client_auth_cert(chain, key)
+        .map_err(|e| format!("[spi] the TLS certificate and key: {e}"))?;
+    Ok(Arc::new(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_variables_override_the_file_and_a_missing_setting_is_named() {
+        let f = SpiFile { ispb: Some("00000000".into()), streams: Some(1), ..Default::default() };
+        let env = |k: &str| match k {
+            "PIXGW_SPI_ISPB" => Some("1234ABCD".to_owned()),
+            "PIXGW_SPI_ACCEPT_UNSIGNED" => Some("1".to_owned()),
+            _ => None,
+        };
+        let f = f.with_env(env);
+        assert_eq!(f.ispb.as_deref(), Some("1234ABCD"));
+        assert_eq!(f.accept_unsigned, Some(true));
+        assert_eq!(f.streams, Some(1));
+        let e = SpiSettings::load(&f).unwrap_err();
+        assert!(e.contains("icom_url") && e.contains("PIXGW_SPI_ICOM_URL"), "{e}");
+        let bad = SpiFile { ispb: Some("1234abcd".into()), ..Default::default() };
+        assert!(SpiSettings::load(&bad).unwrap_err().contains("not eight digits"));
+        let http = SpiFile {
+            ispb: Some("1234ABCD".into()),
+            icom_url: Some("http://x".into()),
+            ..Default::default()
+        };
+        assert!(SpiSettings::load(&http).unwrap_err().contains("https"));
+    }
+}

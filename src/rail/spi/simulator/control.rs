@@ -1,0 +1,254 @@
+//! The simulator's control routes (plain HTTP, JSON, for loopback only): what a test or a
+//! person does to the simulated rail from outside.
+//!
+//! | route | what |
+//! |---|---|
+//! | `POST /sim/pix` | the virtual payer pays `{to: key}` or `{toAccount: {ispb, number, document, branch?, type?}}` `amount` (a decimal string), optionally `txId`, `payerName`, `payerDocument`, `remittance`: answers `{endToEndId}` |
+//! | `POST /sim/return` | the receiver of a payment made to a virtual participant returns `{endToEndId, amount, reason?}` (MD06 unless BE08 or FR01): answers `{returnId}` |
+//! | `GET /sim/payments/{id}` | a payment or return: payer, receiver, amount, stage, reason |
+//! | `GET /sim/participants` | every participant's settlement account |
+//! | `PUT /sim/participants/{ispb}/behaviour` | a virtual receiver's behaviour: `{"accept": true}`, `{"reject": "AC06"}` or `{"silent": true}` |
+//! | `GET /sim/stats` | counters of messages received, sent and refused |
+
+use std::time::Instant;
+
+use actix_web::{web, HttpResponse};
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::core::Behaviour;
+use super::{Sim, VIRTUAL_PAYER};
+use crate::domain::money::Money;
+use crate::rail::spi::message::{
+    end_to_end_id, msg_id, AccountType, Body, CreditTransfer, Instrument, Ispb, Message, Priority, Purpose,
+    Return, ReturnReason, UserAccount,
+};
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/sim/pix", web::post().to(pix))
+        .route("/sim/return", web::post().to(ret))
+        .route("/sim/payments/{id}", web::get().to(payment))
+        .route("/sim/participants", web::get().to(participants))
+        .route("/sim/participants/{ispb}/behaviour", web::put().to(behaviour))
+        .route("/sim/stats", web::get().to(stats))
+        .route("/healthz", web::get().to(|| async { HttpResponse::Ok().body("ok") }));
+}
+
+fn bad(why: impl Into<String>) -> HttpResponse {
+    HttpResponse::BadRequest().json(json!({"error": why.into()}))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToAccount {
+    ispb: String,
+    number: String,
+    document: String,
+    branch: Option<String>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PixRequest {
+    to: Option<String>,
+    to_account: Option<ToAccount>,
+    amount: String,
+    tx_id: Option<String>,
+    payer_name: Option<String>,
+    payer_document: Option<String>,
+    remittance: Option<String>,
+}
+
+fn random(n: usize) -> Vec<u8> {
+    let mut b = vec![0u8; n];
+    let _ = getrandom::fill(&mut b);
+    b
+}
+
+async fn pix(body: web::Json<PixRequest>, sim: web::Data<Sim>) -> HttpResponse {
+    let r = body.into_inner();
+    let Some(amount) = Money::parse(&r.amount).ok().filter(|m| !m.is_zero()) else {
+        return bad("amount must be a positive decimal with at most 2 places");
+    };
+    let (creditor_document, creditor_account, proxy) = match (&r.to, &r.to_account) {
+        (Some(key), None) => {
+            let d = sim.directory.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(e) = d.lookup(key) else {
+                return HttpResponse::NotFound().json(json!({"error": "no such key in the DICT"}));
+            };
+            let kind = AccountType::parse(&e.account_type).unwrap_or(AccountType::Current);
+            (
+                e.tax_id.clone(),
+                UserAccount {
+                    ispb: e.participant.clone(),
+                    branch: e.branch.clone(),
+                    number: e.account_number.clone(),
+                    kind,
+                },
+                Some(key.clone()),
+            )
+        }
+        (None, Some(a)) => {
+            let Some(ispb) = Ispb::parse(&a.ispb) else { return bad("toAccount.ispb is not an ISPB") };
+            let kind = a.kind.as_deref().and_then(AccountType::parse).unwrap_or(AccountType::Payment);
+            (
+                a.document.clone(),
+                UserAccount { ispb, branch: a.branch.clone(), number: a.number.clone(), kind },
+                None,
+            )
+        }
+        _ => return bad("give to (a key) or toAccount"),
+    };
+    let instrument = match (&r.tx_id, &proxy) {
+        (Some(t), _) if t.len() > 25 => Instrument::DynamicQr,
+        (Some(_), _) => Instrument::StaticQr,
+        (None, Some(_)) => Instrument::Key,
+        (None, None) => Instrument::Manual,
+    };
+    let payer = match Ispb::parse(VIRTUAL_PAYER) {
+        Some(p) => p,
+        None => return bad("the virtual payer's ISPB"),
+    };
+    let now = Utc::now();
+    let e2e = end_to_end_id('E', &payer, now, &random(11));
+    let tx = CreditTransfer {
+        end_to_end_id: e2e.clone(),
+        tx_id: r.tx_id,
+        amount,
+        accepted_at: now,
+        instrument,
+        initiator: None,
+        debtor_name: r.payer_name.unwrap_or_else(|| "Pagador Simulado".into()),
+        debtor_document: r.payer_document.unwrap_or_else(|| "11144477735".into()),
+        debtor_account: UserAccount {
+            ispb: payer.clone(),
+            branch: Some("1".into()),
+            number: "9999".into(),
+            kind: AccountType::Current,
+        },
+        creditor_document,
+        creditor_account,
+        proxy,
+        purpose: Purpose::Payment,
+        remittance: r.remittance,
+    };
+    let m = Message::new(
+        payer.clone(),
+        Ispb::spi(),
+        msg_id(&payer, &random(23)),
+        now,
+        Body::CreditTransfers { priority: Priority::Immediate, txs: vec![tx] },
+    );
+    let out = sim.engine.lock().unwrap_or_else(|p| p.into_inner()).receive(&payer, m, Instant::now(), now);
+    sim.dispatch(out);
+    HttpResponse::Created().json(json!({"endToEndId": e2e}))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReturnRequest {
+    end_to_end_id: String,
+    amount: String,
+    reason: Option<String>,
+}
+
+async fn ret(body: web::Json<ReturnRequest>, sim: web::Data<Sim>) -> HttpResponse {
+    let r = body.into_inner();
+    let Some(amount) = Money::parse(&r.amount).ok().filter(|m| !m.is_zero()) else { return bad("amount") };
+    let reason = match r.reason.as_deref().map(ReturnReason::parse) {
+        None => ReturnReason::Requested,
+        Some(Some(reason)) => reason,
+        Some(None) => return bad("reason must be MD06, BE08, FR01 or SL02"),
+    };
+    let original = sim.engine.lock().unwrap_or_else(|p| p.into_inner()).payment(&r.end_to_end_id).cloned();
+    let Some(original) = original else {
+        return HttpResponse::NotFound().json(json!({"error": "no such payment"}));
+    };
+    let (Some(receiver), Some(payer)) = (Ispb::parse(&original.receiver), Ispb::parse(&original.payer))
+    else {
+        return bad("the payment's participants");
+    };
+    let now = Utc::now();
+    let rtr = end_to_end_id('D', &receiver, now, &random(11));
+    let m = Message::new(
+        receiver.clone(),
+        Ispb::spi(),
+        msg_id(&receiver, &random(23)),
+        now,
+        Body::Returns(vec![Return {
+            return_id: rtr.clone(),
+            original_end_to_end_id: r.end_to_end_id,
+            amount,
+            priority_immediate: true,
+            reason,
+            additional_info: None,
+            remittance: None,
+            original_debtor_agent: payer,
+            original_creditor_agent: receiver.clone(),
+        }]),
+    );
+    let out = sim.engine.lock().unwrap_or_else(|p| p.into_inner()).receive(&receiver, m, Instant::now(), now);
+    sim.dispatch(out);
+    HttpResponse::Created().json(json!({"returnId": rtr}))
+}
+
+async fn payment(id: web::Path<String>, sim: web::Data<Sim>) -> HttpResponse {
+    match sim.engine.lock().unwrap_or_else(|p| p.into_inner()).payment(&id) {
+        Some(p) => HttpResponse::Ok().json(p),
+        None => HttpResponse::NotFound().json(json!({"error": "no such payment"})),
+    }
+}
+
+async fn participants(sim: web::Data<Sim>) -> HttpResponse {
+    let engine = sim.engine.lock().unwrap_or_else(|p| p.into_inner());
+    let mut list: Vec<_> = engine
+        .participants()
+        .map(|(ispb, p)| {
+            json!({
+                "ispb": ispb.as_str(),
+                "name": p.name,
+                "virtual": p.virtual_behaviour.is_some(),
+                // Centavos as a decimal string, exact.
+                "balance": Money::from_cents(u64::try_from(p.balance).unwrap_or(0)).map(|m| m.to_cents_string()),
+                "balanceCents": p.balance.to_string(),
+                "paid": p.paid,
+                "received": p.received,
+            })
+        })
+        .collect();
+    list.sort_by(|a, b| a["ispb"].as_str().cmp(&b["ispb"].as_str()));
+    HttpResponse::Ok().json(json!({"participants": list, "totalCents": engine.total().to_string()}))
+}
+
+#[derive(Deserialize)]
+struct BehaviourRequest {
+    accept: Option<bool>,
+    reject: Option<String>,
+    silent: Option<bool>,
+}
+
+async fn behaviour(
+    ispb: web::Path<String>,
+    body: web::Json<BehaviourRequest>,
+    sim: web::Data<Sim>,
+) -> HttpResponse {
+    let Some(ispb) = Ispb::parse(&ispb) else { return bad("not an ISPB") };
+    let b = match (body.accept, body.reject.clone(), body.silent) {
+        (Some(true), None, None) => Behaviour::AcceptAll,
+        (None, Some(code), None) => Behaviour::Reject(code),
+        (None, None, Some(true)) => Behaviour::Silent,
+        _ => return bad("give one of accept, reject or silent"),
+    };
+    if sim.engine.lock().unwrap_or_else(|p| p.into_inner()).set_behaviour(&ispb, b) {
+        HttpResponse::NoContent().finish()
+    } else {
+        HttpResponse::NotFound().json(json!({"error": "no such virtual participant"}))
+    }
+}
+
+async fn stats(sim: web::Data<Sim>) -> HttpResponse {
+    HttpResponse::Ok().json(sim.stats.lock().unwrap_or_else(|p| p.into_inner()).clone())
+}

@@ -1,0 +1,355 @@
+//! The simulator's DICT: the keys of `data/dict.json` (each at its institution, a virtual
+//! participant), the simulator's own keys (one per virtual receiver, and one per reason the
+//! rejecting receiver can give), and those real participants register. Lookups are charged
+//! to the payer's token bucket as the DICT's anti-scan policy does (a 404 costs 20, a hit
+//! 1; a person's bucket holds 100, a company's 1,000); an empty bucket answers 429.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use chrono::Utc;
+
+use super::icom::participant;
+use super::{Sim, REJECTING_RECEIVER, SILENT_RECEIVER, VIRTUAL_RECEIVER};
+use crate::rail::spi::dict::{delete_response, entry_response, owner_type_of, Entry, Problem};
+use crate::rail::spi::dsig::{self, Profile};
+use crate::rail::spi::message::Ispb;
+use crate::rail::spi::xml::Document;
+
+/// The reasons the rejecting receiver has a key for: `{code}@rejeita.spi-sim.pixgw`.
+pub const REJECT_KEY_REASONS: [&str; 7] = ["ac03", "ac06", "ac07", "be01", "ds04", "ag03", "am02"];
+/// The key of the receiver that accepts everything, and of the one that never answers.
+pub const ACCEPTING_KEY: &str = "aceita@spi-sim.pixgw";
+pub const SILENT_KEY: &str = "silencio@spi-sim.pixgw";
+/// The owner every simulator key names (a valid CPF).
+const SIM_OWNER: (&str, &str) = ("52998224725", "Recebedor Simulado");
+
+/// A payer's bucket: tokens and when they were counted.
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// A person's and a company's bucket: size and refill per minute (API 2.x).
+pub const BUCKET_PERSON: (f64, f64) = (100.0, 2.0);
+pub const BUCKET_COMPANY: (f64, f64) = (1000.0, 20.0);
+/// What a lookup costs: a hit, a miss.
+pub const COST_HIT: f64 = 1.0;
+pub const COST_MISS: f64 = 20.0;
+
+pub struct Directory {
+    entries: HashMap<String, Entry>,
+    institutions: Vec<(Ispb, String)>,
+    buckets: HashMap<String, Bucket>,
+}
+
+impl Directory {
+    pub fn seeded() -> anyhow::Result<Directory> {
+        let sim = crate::rail::sim::directory::Directory::embedded()?;
+        let now = Utc::now();
+        let mut entries = HashMap::new();
+        let mut institutions = Vec::new();
+        for (ispb, name) in sim.institution_list() {
+            if let Some(i) = Ispb::parse(&ispb) {
+                institutions.push((i, name));
+            }
+        }
+        for e in sim.entries() {
+            let Some(participant) = Ispb::parse(&e.ispb) else { continue };
+            let number: String = e
+                .account_number
+                .clone()
+                .unwrap_or_else(|| "1".into())
+                .chars()
+                .filter(char::is_ascii_alphanumeric)
+                .collect();
+            entries.insert(
+                e.key.clone(),
+                Entry {
+                    key: e.key.clone(),
+                    key_type: e.key_type.directory_name().to_owned(),
+                    participant,
+                    branch: e
+                        .account_branch
+                        .clone()
+                        .filter(|b| b.len() <= 4 && b.bytes().all(|c| c.is_ascii_digit())),
+                    account_number: number,
+                    account_type: "CACC".into(),
+                    opening_date: now,
+                    owner_type: owner_type_of(&e.document).into(),
+                    tax_id: e.document.clone(),
+                    name: e.name.clone(),
+                    trade_name: None,
+                    creation_date: now,
+                    key_ownership_date: now,
+                },
+            );
+        }
+        let mut own = |key: String, ispb: &str| {
+            if let Some(participant) = Ispb::parse(ispb) {
+                entries.insert(
+                    key.clone(),
+                    Entry {
+                        key,
+                        key_type: "EMAIL".into(),
+                        participant,
+                        branch: None,
+                        account_number: "1".into(),
+                        account_type: "CACC".into(),
+                        opening_date: now,
+                        owner_type: "NATURAL_PERSON".into(),
+                        tax_id: SIM_OWNER.0.into(),
+                        name: SIM_OWNER.1.into(),
+                        trade_name: None,
+                        creation_date: now,
+                        key_ownership_date: now,
+                    },
+                );
+            }
+        };
+        own(ACCEPTING_KEY.into(), VIRTUAL_RECEIVER);
+        own(SILENT_KEY.into(), SILENT_RECEIVER);
+        for r in REJECT_KEY_REASONS {
+            own(format!("{r}@rejeita.spi-sim.pixgw"), REJECTING_RECEIVER);
+        }
+        Ok(Directory { entries, institutions, buckets: HashMap::new() })
+    }
+
+    pub fn institutions(&self) -> Vec<(Ispb, String)> {
+        self.institutions.clone()
+    }
+
+    pub fn lookup(&self, key: &str) -> Option<&Entry> {
+        self.entries.get(key)
+    }
+
+    /// Charges a lookup to `payer`'s bucket: `false` when it is empty (429).
+    fn charge(&mut self, payer: &str, hit: bool, at: Instant) -> bool {
+        let (size, per_minute) = if payer.len() == 11 { BUCKET_PERSON } else { BUCKET_COMPANY };
+        let b = self.buckets.entry(payer.to_owned()).or_insert(Bucket { tokens: size, at });
+        b.tokens = (b.tokens + at.duration_since(b.at).as_secs_f64() * per_minute / 60.0).min(size);
+        b.at = at;
+        if b.tokens <= 0.0 {
+            return false;
+        }
+        b.tokens -= if hit { COST_HIT } else { COST_MISS };
+        true
+    }
+
+    /// Gives a payer's bucket a token back: a payment was sent after its lookup.
+    pub fn refund_token(&mut self, payer: &str) {
+        if let Some(b) = self.buckets.get_mut(payer) {
+            let size = if payer.len() == 11 { BUCKET_PERSON.0 } else { BUCKET_COMPANY.0 };
+            b.tokens = (b.tokens + COST_HIT).min(size);
+        }
+    }
+
+    /// Registers a key (an EVP without one gets a fresh key).
+    pub fn register(&mut self, mut e: Entry) -> Result<Entry, Problem> {
+        if e.key_type == "EVP" && e.key.is_empty() {
+            e.key = uuid::Uuid::new_v4().to_string();
+        }
+        if e.key.is_empty() || e.key.len() > crate::rail::spi::dict::KEY_LEN_MAX {
+            return Err(problem(400, "EntryInvalid", "the key is missing or too long"));
+        }
+        if let Some(old) = self.entries.get(&e.key) {
+            let kind =
+                if old.tax_id == e.tax_id { "EntryAlreadyExists" } else { "EntryKeyOwnedByDifferentPerson" };
+            return Err(problem(400, kind, "the key is already registered"));
+        }
+        let now = Utc::now();
+        e.creation_date = now;
+        e.key_ownership_date = now;
+        self.entries.insert(e.key.clone(), e.clone());
+        Ok(e)
+    }
+
+    pub fn remove(&mut self, key: &str, by: &Ispb) -> Result<(), Problem> {
+        match self.entries.get(key) {
+            None => Err(problem(404, "NotFound", "Entry associated with given key does not exist")),
+            Some(e) if e.participant != *by => {
+                Err(problem(403, "Forbidden", "the key is another participant's"))
+            }
+            Some(_) => {
+                self.entries.remove(key);
+                Ok(())
+            }
+        }
+    }
+}
+
+pub fn problem(status: u16, kind: &str, title: &str) -> Problem {
+    Problem { kind: kind.into(), title: title.into(), status, detail: None }
+}
+
+fn answer_problem(p: &Problem) -> HttpResponse {
+    let status =
+        actix_web::http::StatusCode::from_u16(p.status).unwrap_or(actix_web::http::StatusCode::BAD_REQUEST);
+    let mut res = HttpResponse::build(status);
+    if p.status == 429 {
+        res.insert_header(("retry-after", "60"));
+    }
+    res.content_type("application/problem+xml").body(p.write())
+}
+
+fn signed(sim: &Sim, status: actix_web::http::StatusCode, body: &str, cacheable: bool) -> HttpResponse {
+    match dsig::sign_dict(body, &sim.dict_signer) {
+        Ok(s) => {
+            let mut res = HttpResponse::build(status);
+            res.content_type("application/xml");
+            res.insert_header(("cache-control", if cacheable { "private, max-age=60" } else { "no-store" }));
+            res.body(s)
+        }
+        Err(e) => answer_problem(&problem(500, "InternalServerError", &e.to_string())),
+    }
+}
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/api/v2/entries/", web::post().to(create))
+        .route("/api/v2/entries/{key}", web::get().to(get))
+        .route("/api/v2/entries/{key}/delete", web::post().to(delete));
+}
+
+fn correlation_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+async fn get(req: HttpRequest, key: web::Path<String>, sim: web::Data<Sim>) -> HttpResponse {
+    let from = match participant(&req, &sim, None) {
+        Ok(p) => p,
+        Err(r) => return r.response(),
+    };
+    let header = |n: &str| req.headers().get(n).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    if header("pi-requestingparticipant").as_deref() != Some(from.as_str()) {
+        return answer_problem(&problem(
+            403,
+            "Forbidden",
+            "PI-RequestingParticipant is not the certificate's participant",
+        ));
+    }
+    let payer = header("pi-payerid").unwrap_or_default();
+    if !matches!(payer.len(), 11 | 14) || !payer.bytes().all(|b| b.is_ascii_digit()) {
+        return answer_problem(&problem(400, "BadRequest", "PI-PayerId must be a CPF or CNPJ"));
+    }
+    if header("pi-endtoendid").is_none_or(|e| !crate::rail::spi::message::is_end_to_end_id(&e, 'E')) {
+        return answer_problem(&problem(400, "BadRequest", "PI-EndToEndId must be an end-to-end id"));
+    }
+    let found = {
+        let mut d = sim.directory.lock().unwrap_or_else(|p| p.into_inner());
+        let found = d.lookup(&key).cloned();
+        if !d.charge(&payer, found.is_some(), Instant::now()) {
+            return answer_problem(&problem(429, "RateLimited", "Rate limited"));
+        }
+        found
+    };
+    match found {
+        Some(e) => signed(
+            &sim,
+            actix_web::http::StatusCode::OK,
+            &entry_response("GetEntryResponse", &e, &correlation_id(), Utc::now()),
+            true,
+        ),
+        None => answer_problem(&problem(404, "NotFound", "Entry associated with given key does not exist")),
+    }
+}
+
+/// A signed request body from `from`: its document, once its signature checks (or it
+/// carries none and the simulator accepts that).
+fn signed_request(sim: &Sim, from: &Ispb, body: &Bytes) -> Result<Document, Problem> {
+    let doc = Document::parse(body).map_err(|e| problem(400, "BadRequest", &e.to_string()))?;
+    if sim.accept_unsigned && dsig::signature_of(&doc, Profile::Dict).is_none() {
+        return Ok(doc);
+    }
+    let certs = sim.signing_certs.get(from).map(Vec::as_slice).unwrap_or(&[]);
+    dsig::verify(&doc, Profile::Dict, certs)
+        .map_err(|e| problem(400, "RequestSignatureInvalid", &e.to_string()))?;
+    Ok(doc)
+}
+
+async fn create(req: HttpRequest, body: Bytes, sim: web::Data<Sim>) -> HttpResponse {
+    let from = match participant(&req, &sim, None) {
+        Ok(p) => p,
+        Err(r) => return r.response(),
+    };
+    let doc = match signed_request(&sim, &from, &body) {
+        Ok(d) => d,
+        Err(p) => return answer_problem(&p),
+    };
+    let entry = match doc.root.child("Entry").map(Entry::read) {
+        Some(Ok(e)) => e,
+        Some(Err(e)) => return answer_problem(&problem(400, "EntryInvalid", &e)),
+        None => return answer_problem(&problem(400, "EntryInvalid", "Entry is missing")),
+    };
+    if entry.participant != from {
+        return answer_problem(&problem(403, "Forbidden", "an entry is registered by its own participant"));
+    }
+    let registered = sim.directory.lock().unwrap_or_else(|p| p.into_inner()).register(entry);
+    match registered {
+        Ok(e) => signed(
+            &sim,
+            actix_web::http::StatusCode::CREATED,
+            &entry_response("CreateEntryResponse", &e, &correlation_id(), Utc::now()),
+            false,
+        ),
+        Err(p) => answer_problem(&p),
+    }
+}
+
+async fn delete(req: HttpRequest, key: web::Path<String>, body: Bytes, sim: web::Data<Sim>) -> HttpResponse {
+    let from = match participant(&req, &sim, None) {
+        Ok(p) => p,
+        Err(r) => return r.response(),
+    };
+    let doc = match signed_request(&sim, &from, &body) {
+        Ok(d) => d,
+        Err(p) => return answer_problem(&p),
+    };
+    if doc.root.text_at(&["Key"]).as_deref() != Some(key.as_str()) {
+        return answer_problem(&problem(400, "BadRequest", "the body's Key is not the path's"));
+    }
+    let removed = sim.directory.lock().unwrap_or_else(|p| p.into_inner()).remove(&key, &from);
+    match removed {
+        Ok(()) => signed(
+            &sim,
+            actix_web::http::StatusCode::OK,
+            &delete_response(&key, &correlation_id(), Utc::now()),
+            false,
+        ),
+        Err(p) => answer_problem(&p),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_persons_bucket_empties_after_five_misses_and_refills_two_a_minute() {
+        let mut d = Directory::seeded().unwrap();
+        let t0 = Instant::now();
+        for i in 0..5 {
+            assert!(d.charge("52998224725", false, t0), "miss {i}");
+        }
+        assert!(!d.charge("52998224725", true, t0), "100 tokens spent by five misses");
+        assert!(d.charge("11222333000181", false, t0), "a company's bucket is its own");
+        // 30 s later: one token back (2 a minute), enough for a hit.
+        assert!(d.charge("52998224725", true, t0 + std::time::Duration::from_secs(30)));
+        assert!(!d.charge("52998224725", true, t0 + std::time::Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn the_seeded_directory_holds_the_simulated_banks_keys_and_the_simulators_own() {
+        let d = Directory::seeded().unwrap();
+        assert!(d.lookup(ACCEPTING_KEY).is_some_and(|e| e.participant.as_str() == VIRTUAL_RECEIVER));
+        assert!(d
+            .lookup("ac06@rejeita.spi-sim.pixgw")
+            .is_some_and(|e| e.participant.as_str() == REJECTING_RECEIVER));
+        let banks = d.institutions();
+        assert!(banks.len() >= 5);
+        let any = d.entries.values().find(|e| e.participant == banks[0].0).unwrap();
+        assert!(any.account_number.bytes().all(|b| b.is_ascii_alphanumeric()));
+    }
+}

@@ -1,0 +1,370 @@
+//! `pixgw spi-sim`: the central bank's rails in one local process, for tests and for trying
+//! the SPI rail. It serves ICOM (send, streams) and the DICT over mutual TLS with a local
+//! PKI it writes itself ([`pki`]), checks every message as the SPI does (its signature
+//! against the sender's certificate, every field against the catalogue's rules), settles
+//! between the participants' settlement accounts ([`core`]), times out what its receiver
+//! does not answer, and plays virtual participants:
+//!
+//! | ISPB | name | what it does |
+//! |---|---|---|
+//! | `99999A03` | virtual payer | sends PIX on request (the control route `POST /sim/pix`) |
+//! | `99999A04` | virtual receiver | accepts every payment |
+//! | `99999A05` | rejecting receiver | rejects every payment with a chosen reason (AC06 unless set) |
+//! | `99999A06` | silent receiver | never answers: the SPI times the payment out (AB03) |
+//! | the institutions of `data/dict.json` | banks of the simulated directory | accept every payment |
+//!
+//! A plain-HTTP control listener on loopback ([`control`]) lets a test or a person make the
+//! virtual payer pay, make a receiver return money, read the settlement accounts and a
+//! payment's state, and change a virtual receiver's behaviour.
+//!
+//! State lives in memory: a restart of the simulator starts its books again (the PKI stays).
+
+pub mod control;
+pub mod core;
+pub mod dict;
+pub mod icom;
+pub mod pki;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use actix_web::web::Bytes;
+use anyhow::Context;
+
+use self::core::{Behaviour, Engine, Outgoing, Participant};
+use super::message::Ispb;
+use super::pki::{Certificate, Signer};
+
+/// The virtual participants' ISPBs.
+pub const VIRTUAL_PAYER: &str = "99999A03";
+pub const VIRTUAL_RECEIVER: &str = "99999A04";
+pub const REJECTING_RECEIVER: &str = "99999A05";
+pub const SILENT_RECEIVER: &str = "99999A06";
+/// What the rejecting receiver rejects with unless told otherwise (a blocked account).
+pub const DEFAULT_REJECT_REASON: &str = "AC06";
+/// Every participant's settlement account at start, unless set: 1,000,000,000.00.
+pub const SETTLEMENT_BALANCE_CENTS_DEFAULT: i128 = 100_000_000_000;
+/// How long a receiver has to answer before the SPI times a payment out, unless set.
+pub const RECEIVER_TIMEOUT_DEFAULT: Duration = Duration::from_secs(10);
+/// A stream not read again for this long is closed and what it last delivered (unconfirmed)
+/// is delivered again: a participant that crashed gets it on its next stream.
+pub const STREAM_IDLE_DEFAULT: Duration = Duration::from_secs(15);
+
+/// `pixgw spi-sim`'s options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SimArgs {
+    /// Where the local PKI and `pixgw-spi.toml` are written (kept across starts).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// ICOM and the DICT, over mutual TLS.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: String,
+    /// The control routes, plain HTTP (keep it on loopback).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub control: String,
+    /// A real participant's ISPB (repeat for several); the first is the one
+    /// `pixgw-spi.toml` configures.
+    #[arg(long = "participant", default_value = "1234ABCD")]
+    pub participants: Vec<String>,
+    /// Milliseconds a receiver has to answer a payment before it times out (AB03).
+    #[arg(long, default_value_t = RECEIVER_TIMEOUT_DEFAULT.as_millis() as u64)]
+    pub timeout_ms: u64,
+    /// Milliseconds a read waits for a message before answering 204.
+    #[arg(long, default_value_t = super::icom::LONG_POLL.as_millis() as u64)]
+    pub long_poll_ms: u64,
+    /// Milliseconds a stream may go unread before it is closed and its last delivery given again.
+    #[arg(long, default_value_t = STREAM_IDLE_DEFAULT.as_millis() as u64)]
+    pub stream_idle_ms: u64,
+    /// Accept messages that carry no signature (what many homologation tools send).
+    #[arg(long)]
+    pub accept_unsigned: bool,
+    /// Write every message the simulator receives and sends into this directory (for a
+    /// schema check of a whole run with xmllint afterwards).
+    #[arg(long)]
+    pub spool: Option<PathBuf>,
+    /// HTTP worker threads.
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+}
+
+/// One delivery waiting in a participant's stream.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub resource_id: String,
+    pub body: Bytes,
+}
+
+/// A participant's side of ICOM: what waits to be read, and its open streams.
+#[derive(Default)]
+pub struct Queue {
+    pub pending: VecDeque<Delivery>,
+    /// Open streams: the token of the next read, what the last read delivered (not yet
+    /// confirmed), and when it was last read.
+    pub streams: HashMap<String, (Vec<Delivery>, Instant)>,
+    pub notify: Arc<tokio::sync::Notify>,
+}
+
+/// Counters the control routes show.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stats {
+    pub messages_received: u64,
+    pub messages_sent: u64,
+    pub unsigned_or_bad_signature: u64,
+    pub malformed: u64,
+    pub rejections_sent: u64,
+    pub streams_refused: u64,
+}
+
+/// Everything the simulator's servers share.
+pub struct Sim {
+    pub engine: Mutex<Engine>,
+    pub queues: Mutex<HashMap<Ispb, Queue>>,
+    pub spi_signer: Signer,
+    pub dict_signer: Signer,
+    /// Each real participant's signing certificates (what its messages are verified with).
+    pub signing_certs: HashMap<Ispb, Vec<Certificate>>,
+    /// Each real participant's TLS certificate, by the SHA-256 of its DER.
+    pub tls_certs: HashMap<[u8; 32], Ispb>,
+    pub directory: Mutex<dict::Directory>,
+    pub stats: Mutex<Stats>,
+    pub accept_unsigned: bool,
+    pub spool: Option<PathBuf>,
+    pub long_poll: Duration,
+    pub stream_idle: Duration,
+    spooled: std::sync::atomic::AtomicU64,
+}
+
+impl Sim {
+    /// Signs and queues what the engine sends; virtual participants need nothing sent.
+    pub fn dispatch(&self, out: Vec<Outgoing>) {
+        if out.is_empty() {
+            return;
+        }
+        let mut signed = Vec::with_capacity(out.len());
+        for o in out {
+            let text = o.message.write();
+            match super::dsig::sign_spi(&text, &self.spi_signer) {
+                Ok(s) => signed.push((o.to, Bytes::from(s))),
+                Err(e) => tracing::error!(error = %e, "the simulator could not sign its own message"),
+            }
+        }
+        for (_, body) in &signed {
+            self.spool("out", body);
+        }
+        let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        for (to, body) in signed {
+            let q = queues.entry(to).or_default();
+            q.pending.push_back(Delivery { resource_id: resource_id(), body });
+            q.notify.notify_waiters();
+            stats.messages_sent += 1;
+        }
+    }
+
+    /// Keeps a copy of a message when spooling.
+    pub fn spool(&self, direction: &str, body: &[u8]) {
+        let Some(dir) = &self.spool else { return };
+        let n = self.spooled.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let _ = std::fs::write(dir.join(format!("{n:08}-{direction}.xml")), body);
+    }
+
+    /// Runs the engine's clock: payments past their deadline, and streams left unread.
+    pub fn tick(&self) {
+        let out = {
+            let mut e = self.engine.lock().unwrap_or_else(|p| p.into_inner());
+            e.expire(Instant::now(), chrono::Utc::now())
+        };
+        self.dispatch(out);
+        let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        for q in queues.values_mut() {
+            let idle: Vec<String> = q
+                .streams
+                .iter()
+                .filter(|(_, (_, at))| at.elapsed() >= self.stream_idle)
+                .map(|(t, _)| t.clone())
+                .collect();
+            for token in idle {
+                if let Some((unconfirmed, _)) = q.streams.remove(&token) {
+                    // Delivered again first, with the same resource ids.
+                    for d in unconfirmed.into_iter().rev() {
+                        q.pending.push_front(d);
+                    }
+                    q.notify.notify_waiters();
+                }
+            }
+        }
+    }
+}
+
+/// A resource id as ICOM gives them: 32 characters of base64.
+pub fn resource_id() -> String {
+    use base64::Engine as _;
+    let mut b = [0u8; 24];
+    let _ = getrandom::fill(&mut b);
+    base64::engine::general_purpose::STANDARD.encode(b)
+}
+
+/// What the running simulator tells its caller.
+pub struct Running {
+    pub icom_url: String,
+    pub control_url: String,
+    pub config_file: PathBuf,
+    pub sim: Arc<Sim>,
+}
+
+fn load_signer(dir: &Path, what: &str) -> anyhow::Result<Signer> {
+    Signer::from_files(&dir.join(format!("{what}/sign.key")), &dir.join(format!("{what}/sign.pem")))
+        .with_context(|| format!("loading the {what} signing key"))
+}
+
+/// Writes the PKI if needed, builds the state, binds both listeners and starts serving.
+pub async fn start(args: SimArgs) -> anyhow::Result<Running> {
+    crate::trust::install_provider();
+    std::fs::create_dir_all(&args.dir).with_context(|| format!("creating {}", args.dir.display()))?;
+    let participants: Vec<Ispb> = args
+        .participants
+        .iter()
+        .map(|p| Ispb::parse(p).ok_or_else(|| anyhow::anyhow!("{p:?} is not an ISPB")))
+        .collect::<anyhow::Result<_>>()?;
+    let dir = args.dir.clone();
+    let ps = participants.clone();
+    actix_web::rt::task::spawn_blocking(move || pki::ensure(&dir, &ps)).await??;
+    let mut engine = Engine::new(Duration::from_millis(args.timeout_ms));
+    let mut signing_certs = HashMap::new();
+    let mut tls_certs = HashMap::new();
+    for ispb in &participants {
+        let f = pki::ParticipantFiles::of(&args.dir, ispb);
+        signing_certs.insert(ispb.clone(), Certificate::from_pem_file(&f.sign_cert)?);
+        for c in Certificate::from_pem_file(&f.tls_cert)? {
+            use sha2::Digest;
+            tls_certs.insert(sha2::Sha256::digest(&c.der).into(), ispb.clone());
+        }
+        engine.add_participant(
+            ispb.clone(),
+            Participant {
+                name: format!("participant {ispb}"),
+                virtual_behaviour: None,
+                balance: SETTLEMENT_BALANCE_CENTS_DEFAULT,
+                paid: 0,
+                received: 0,
+            },
+        );
+    }
+    let directory = dict::Directory::seeded()?;
+    let virtuals = [
+        (VIRTUAL_PAYER, "Virtual payer", Behaviour::AcceptAll),
+        (VIRTUAL_RECEIVER, "Virtual receiver", Behaviour::AcceptAll),
+        (REJECTING_RECEIVER, "Rejecting receiver", Behaviour::Reject(DEFAULT_REJECT_REASON.into())),
+        (SILENT_RECEIVER, "Silent receiver", Behaviour::Silent),
+    ];
+    for (ispb, name, b) in virtuals {
+        let p = Participant {
+            name: name.into(),
+            virtual_behaviour: Some(b),
+            balance: SETTLEMENT_BALANCE_CENTS_DEFAULT,
+            paid: 0,
+            received: 0,
+        };
+        engine.add_participant(Ispb::parse(ispb).ok_or_else(|| anyhow::anyhow!("bad virtual ISPB"))?, p);
+    }
+    for (ispb, name) in directory.institutions() {
+        if engine.participant(&ispb).is_none() {
+            let p = Participant {
+                name,
+                virtual_behaviour: Some(Behaviour::AcceptAll),
+                balance: SETTLEMENT_BALANCE_CENTS_DEFAULT,
+                paid: 0,
+                received: 0,
+            };
+            engine.add_participant(ispb, p);
+        }
+    }
+    if let Some(spool) = &args.spool {
+        std::fs::create_dir_all(spool).with_context(|| format!("creating {}", spool.display()))?;
+    }
+    let sim = Arc::new(Sim {
+        engine: Mutex::new(engine),
+        queues: Mutex::new(participants.iter().map(|p| (p.clone(), Queue::default())).collect()),
+        spi_signer: load_signer(&args.dir, "spi")?,
+        dict_signer: load_signer(&args.dir, "dict")?,
+        signing_certs,
+        tls_certs,
+        directory: Mutex::new(directory),
+        stats: Mutex::new(Stats::default()),
+        accept_unsigned: args.accept_unsigned,
+        spool: args.spool.clone(),
+        long_poll: Duration::from_millis(args.long_poll_ms),
+        stream_idle: Duration::from_millis(args.stream_idle_ms),
+        spooled: std::sync::atomic::AtomicU64::new(0),
+    });
+    let tls = icom::server_tls(&args.dir)?;
+    let listener =
+        std::net::TcpListener::bind(&args.listen).with_context(|| format!("binding {}", args.listen))?;
+    let icom_addr = listener.local_addr()?;
+    let state = actix_web::web::Data::from(Arc::clone(&sim));
+    let icom_server = actix_web::HttpServer::new({
+        let state = state.clone();
+        move || actix_web::App::new().app_data(state.clone()).configure(icom::routes).configure(dict::routes)
+    })
+    .on_connect(icom::peer_certificate)
+    .workers(args.workers)
+    .disable_signals()
+    .listen_rustls_0_23(listener, tls)?
+    .run();
+    let control_listener =
+        std::net::TcpListener::bind(&args.control).with_context(|| format!("binding {}", args.control))?;
+    let control_addr = control_listener.local_addr()?;
+    let control_server = actix_web::HttpServer::new(move || {
+        actix_web::App::new().app_data(state.clone()).configure(control::routes)
+    })
+    .workers(1)
+    .disable_signals()
+    .listen(control_listener)?
+    .run();
+    actix_web::rt::spawn(icom_server);
+    actix_web::rt::spawn(control_server);
+    let ticking = Arc::clone(&sim);
+    actix_web::rt::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            every.tick().await;
+            ticking.tick();
+        }
+    });
+    let icom_url = format!("https://{icom_addr}");
+    let config_file = args.dir.join("pixgw-spi.toml");
+    write_pixgw_config(&args.dir, &config_file, &participants[0], &icom_url)?;
+    Ok(Running { icom_url, control_url: format!("http://{control_addr}"), config_file, sim })
+}
+
+/// The `[spi]` settings a pixgw of participant `ispb` runs against this simulator with.
+fn write_pixgw_config(dir: &Path, file: &Path, ispb: &Ispb, icom_url: &str) -> anyhow::Result<()> {
+    let f = pki::ParticipantFiles::of(dir, ispb);
+    let p = |p: &Path| p.display().to_string().replace('\\', "\\\\").replace('"', "\\\"");
+    let text = format!(
+        "# Written by pixgw spi-sim: a pixgw of participant {ispb} on this simulator.\n# pixgw serve --config {}\nrail = \"spi\"\n\n[spi]\nispb = \"{ispb}\"\nicom_url = \"{icom_url}\"\ndict_url = \"{icom_url}/api/v2\"\nca_file = \"{}\"\ntls_cert = \"{}\"\ntls_key = \"{}\"\nsign_cert = \"{}\"\nsign_key = \"{}\"\ntrusted_signers = \"{}\"\n",
+        p(file),
+        p(&dir.join("ca.pem")),
+        p(&f.tls_cert),
+        p(&f.tls_key),
+        p(&f.sign_cert),
+        p(&f.sign_key),
+        p(&dir.join("signers.pem")),
+    );
+    std::fs::write(file, text).with_context(|| format!("writing {}", file.display()))?;
+    Ok(())
+}
+
+/// `pixgw spi-sim`: starts, prints where it listens, and serves until stopped.
+pub async fn run(args: SimArgs) -> anyhow::Result<()> {
+    let running = start(args).await?;
+    println!("pixgw spi-sim listening on {} control {}", running.icom_url, running.control_url);
+    println!("pixgw settings for it: {}", running.config_file.display());
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    Ok(())
+}
