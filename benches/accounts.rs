@@ -135,6 +135,8 @@ async fn run(n: u64, dir: std::path::PathBuf) -> anyhow::Result<()> {
                 dict: None,
                 qr_txid: None,
                 automatic: false,
+                end_to_end_id: None,
+                rail: None,
             };
             let addr = registry.get(*id);
             async move {

@@ -261,7 +261,7 @@ pub struct ServeArgs {
     #[arg(long, env = "PIXGW_SIM_SETTLE_MS")]
     pub sim_settle_ms: Option<u64>,
     /// The rail live accounts pay on: `sim` (the in-process simulator, the default), `spi`
-    /// (the central bank's SPI and DICT; see the `spi_*` settings) or `none` (a closed
+    /// (the central bank's SPI and DICT; see the `[spi]` settings) or `none` (a closed
     /// wallet: payments between accounts of this server only). Sandbox accounts always pay
     /// on the simulator.
     #[arg(long, env = "PIXGW_RAIL", value_parser = parse_rail)]
@@ -370,6 +370,8 @@ pub struct FileConfig {
     pub store: Option<String>,
     pub lease_ms: Option<u64>,
     pub lease_renew_ms: Option<u64>,
+    /// The SPI rail's settings (`--rail spi`); every key also `PIXGW_SPI_*`.
+    pub spi: Option<crate::rail::spi::settings::SpiFile>,
 }
 
 /// Resolved, checked settings. Its `Debug` hides the admin token.
@@ -398,6 +400,8 @@ pub struct Settings {
     pub shutdown_timeout_seconds: u64,
     pub store: StoreChoice,
     pub lease: crate::store::postgres::lease::LeaseTimes,
+    /// Loaded and checked when `rail` is `spi`.
+    pub spi: Option<crate::rail::spi::settings::SpiSettings>,
 }
 
 impl std::fmt::Debug for Settings {
@@ -425,6 +429,7 @@ impl std::fmt::Debug for Settings {
             .field("shutdown_timeout_seconds", &self.shutdown_timeout_seconds)
             .field("store", &self.store)
             .field("lease", &self.lease)
+            .field("spi", &self.spi)
             .finish()
     }
 }
@@ -483,6 +488,8 @@ pub enum ConfigError {
     Production(&'static str),
     #[error("the admin token file {0}: {1}")]
     AdminTokenFile(PathBuf, String),
+    #[error("--rail spi: {0}")]
+    Rail(String),
 }
 
 /// A journal segment's size unless configured, and the largest accepted (MiB).
@@ -518,6 +525,13 @@ impl Settings {
         }
         let test_clock = args.test_clock || file.test_clock.unwrap_or(false);
         let rail = args.rail.or(file.rail).unwrap_or_default();
+        let spi = match rail {
+            crate::rail::RailKind::Spi => {
+                let table = file.spi.clone().unwrap_or_default().with_env(|k| std::env::var(k).ok());
+                Some(crate::rail::spi::settings::SpiSettings::load(&table).map_err(ConfigError::Rail)?)
+            }
+            _ => None,
+        };
         let require_client_cert = args.require_client_cert || file.require_client_cert.unwrap_or(false);
         if production {
             let allow_without_cert =
@@ -530,6 +544,7 @@ impl Settings {
                 require_client_cert,
                 allow_without_cert,
                 rail,
+                accept_unsigned: spi.as_ref().is_some_and(|s| s.accept_unsigned),
             })?;
         }
         let workers = args
@@ -572,6 +587,7 @@ impl Settings {
             listen,
             store,
             lease,
+            spi,
             body_timeout_ms,
             data_dir: args
                 .data_dir
@@ -614,6 +630,8 @@ struct ProductionInputs {
     require_client_cert: bool,
     allow_without_cert: bool,
     rail: crate::rail::RailKind,
+    /// The SPI rail accepts unsigned messages (homologation tools only).
+    accept_unsigned: bool,
 }
 
 fn parse_rail(text: &str) -> Result<crate::rail::RailKind, String> {
@@ -644,6 +662,11 @@ fn check_production(p: ProductionInputs) -> Result<(), ConfigError> {
     if p.rail == crate::rail::RailKind::Sim {
         return Err(ConfigError::Production(
             "the simulated rail moves no money: use --rail spi (the SPI and the DICT) or --rail none (a closed wallet)",
+        ));
+    }
+    if p.accept_unsigned {
+        return Err(ConfigError::Production(
+            "accepting unsigned SPI messages is for homologation tools only: drop accept_unsigned",
         ));
     }
     Ok(())
@@ -696,6 +719,7 @@ mod tests {
             require_client_cert: true,
             allow_without_cert: false,
             rail: crate::rail::RailKind::Spi,
+            accept_unsigned: false,
         }
     }
 
@@ -717,6 +741,7 @@ mod tests {
         assert!(
             check_production(ProductionInputs { rail: crate::rail::RailKind::None, ..production() }).is_ok()
         );
+        refused(ProductionInputs { accept_unsigned: true, ..production() }, "unsigned");
         // Said out loud, serving without client certificates is allowed; so is a token in a
         // config file that only its owner reads.
         let p = ProductionInputs { require_client_cert: false, allow_without_cert: true, ..production() };

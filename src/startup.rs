@@ -76,6 +76,10 @@ impl Application {
         }
         let repo = Repo::new(&storage);
         let commit = Arc::clone(&storage.commit);
+        if let Some(spi) = &settings.spi {
+            // Every id this gateway makes from now on carries its ISPB.
+            crate::domain::transaction::set_gateway_ispb(spi.ispb.as_str()).map_err(anyhow::Error::msg)?;
+        }
         let start_clock = Clock::system();
         let boot = bootstrap::load_or_init(
             &repo,
@@ -130,7 +134,7 @@ impl Application {
             }
             keys.account_by_receiving_key(&k.key).ok().flatten()
         });
-        let rails = start_rails(&settings, bank_directory, settle_delay, on_us)?;
+        let (rails, keys, spi) = start_rails(&settings, bank_directory, settle_delay, on_us, &repo)?;
         let deps = Arc::new(Deps {
             repo: repo.clone(),
             commit: Arc::clone(&commit),
@@ -154,6 +158,10 @@ impl Application {
         )
         .context("starting webhook delivery")?;
         let registry = Arc::new(Registry::new(deps, settings.workers));
+        if let Some(spi) = &spi {
+            // The streams start once there are accounts to carry what they read to.
+            spi.read(Arc::new(crate::account::Accounts { registry: Arc::clone(&registry) }));
+        }
         let swept = Arc::clone(&registry);
         actix_web::rt::spawn(async move {
             let mut every = tokio::time::interval(crate::account::IDLE_SWEEP_EVERY);
@@ -191,6 +199,7 @@ impl Application {
             admin_token_hash,
             registry,
             directory,
+            keys,
             webhook_allow_http,
             require_client_cert: settings.require_client_cert,
             production: settings.production,
@@ -274,28 +283,45 @@ impl Application {
 }
 
 /// The rails: the simulator on a thread of its own (every sandbox account's, and live
-/// accounts' unless `--rail` says otherwise), and the live accounts' rail.
+/// accounts' unless `--rail` says otherwise), the live accounts' rail, and the key
+/// directories routes ask. The SPI rail is answered started but not yet reading.
 fn start_rails(
     settings: &Settings,
     directory: Arc<Directory>,
     settle_delay: std::time::Duration,
     on_us: crate::rail::sim::bank::OnUsResolver,
-) -> anyhow::Result<crate::rail::Rails> {
+    repo: &Repo,
+) -> anyhow::Result<(crate::rail::Rails, crate::rail::keys::Keys, Option<crate::rail::spi::rail::Started>)> {
+    use crate::rail::keys::{Keys, Live};
     use crate::rail::RailKind;
     let arbiter = actix::Arbiter::new().handle();
     let (sim_directory, sim_on_us) = (Arc::clone(&directory), Arc::clone(&on_us));
     let sim = actix::Actor::start_in_arbiter(&arbiter, move |_| {
         SimulatedBank::new(sim_directory, settle_delay).with_on_us(sim_on_us)
     });
-    let live = match settings.rail {
-        RailKind::Sim => sim.clone().recipient(),
-        RailKind::None => actix::Actor::start_in_arbiter(&arbiter, move |_| {
-            SimulatedBank::new(directory, settle_delay).with_on_us(on_us).closed()
-        })
-        .recipient(),
-        RailKind::Spi => anyhow::bail!("--rail spi: the SPI rail is not wired yet"),
+    let keys = |live| Keys { sim: Arc::clone(&directory), live };
+    let (live, keys, spi) = match (settings.rail, &settings.spi) {
+        (RailKind::Sim, _) => (sim.clone().recipient(), keys(Live::Sim), None),
+        (RailKind::None, _) => {
+            let closed_directory = Arc::clone(&directory);
+            let closed = actix::Actor::start_in_arbiter(&arbiter, move |_| {
+                SimulatedBank::new(closed_directory, settle_delay).with_on_us(on_us).closed()
+            });
+            (closed.recipient(), keys(Live::Closed), None)
+        }
+        (RailKind::Spi, Some(spi)) => {
+            let started = crate::rail::spi::rail::start(spi.clone(), on_us);
+            let documents = repo.clone();
+            let payer_document: Arc<dyn Fn(crate::domain::ids::AccountId) -> Option<String> + Send + Sync> =
+                Arc::new(move |id| {
+                    documents.account(id).ok().flatten().map(|a| a.profile.document.to_string())
+                });
+            let live = Live::Dict { client: started.dict.clone(), payer_document };
+            (started.rail.clone().recipient(), keys(live), Some(started))
+        }
+        (RailKind::Spi, None) => anyhow::bail!("--rail spi needs the [spi] settings"),
     };
-    Ok(crate::rail::Rails { sandbox: sim.recipient(), live })
+    Ok((crate::rail::Rails { sandbox: sim.recipient(), live }, keys, spi))
 }
 
 /// Stops the server gracefully on SIGTERM or SIGINT (Ctrl-C).

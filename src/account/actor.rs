@@ -397,6 +397,11 @@ impl AccountActor {
         }
     }
 
+    /// The account holder's CPF or CNPJ.
+    pub(super) fn account_document(&self) -> &str {
+        &self.account.document
+    }
+
     /// This account's name and receiving key, as its actor keeps them.
     pub(super) fn own_key(&self) -> (&str, &str) {
         (&self.account.name, &self.account.receiving_key)

@@ -208,7 +208,7 @@ impl AccountActor {
     }
 
     /// The charge of this account a BR Code's reference names, in whatever state.
-    fn charge_named(
+    pub(super) fn charge_named(
         &mut self,
         reference: &str,
         ctx: &mut Context<Self>,

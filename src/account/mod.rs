@@ -10,6 +10,7 @@
 
 mod actor;
 mod commands;
+mod inbound;
 mod messages;
 mod on_us;
 mod recs;
@@ -18,6 +19,7 @@ mod registry;
 mod tests;
 
 pub use actor::{AccountActor, Deps, ACCOUNT_IDLE_STOP_SECONDS};
+pub use inbound::{AcceptIncoming, Accounts, EndIncoming};
 pub use messages::{acknowledged, Early};
 pub use messages::{
     CancelCharge, ChargeRequest, CloseMed, CommandError, CreateCharge, DictRequest, GetBalance, OpenMed, Pay,

@@ -386,6 +386,8 @@ impl AccountActor {
             dict: None,
             qr_txid: Some(msg.reference),
             automatic: true,
+            end_to_end_id: None,
+            rail: None,
         };
         match self.pay(req, ctx) {
             Ok(_) => Ok(Collected::Debited),

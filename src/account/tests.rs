@@ -97,6 +97,8 @@ fn cash_out(ext: &str, value: &str) -> Pay {
         dict: None,
         qr_txid: None,
         automatic: false,
+        end_to_end_id: None,
+        rail: None,
     })
 }
 

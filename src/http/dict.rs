@@ -11,14 +11,15 @@ use utoipa::ToSchema;
 use super::auth::Caller;
 use super::body::{request_object, Fields};
 use super::error::{ApiError, Rejection, SimpleErrorBody, Violation, ViolationKind};
-use super::payments::{pay, payout_scenario, refuse_if_provider_down};
+use super::payments::{pay, payee_of, payout_scenario, refuse_if_provider_down};
 use super::AppState;
 use crate::account::{DictRequest, PayRequest};
 use crate::domain::ids::ClientId;
 use crate::domain::money::Money;
-use crate::domain::pix_key::{parse_directory_key, DirectoryKey, DirectoryKeyType};
+use crate::domain::pix_key::{parse_directory_key, DirectoryKey};
 use crate::domain::scenario::PayoutScenario;
-use crate::domain::transaction::{gateway_ispb, Counterpart, Priority, TxKind, DESCRIPTION_LEN_MAX};
+use crate::domain::transaction::{Counterpart, Priority, TxKind, DESCRIPTION_LEN_MAX};
+use crate::rail::keys::Answer;
 
 pub const IDEMPOTENCY_HEADER: &str = "x-idempotency-key";
 pub const EXPIRATION_SECONDS_MIN: u64 = 1;
@@ -188,48 +189,36 @@ pub async fn dict_pix(
     let obj = request_object(&req, &bytes)?;
     let input = read(&obj)?;
     refuse_if_provider_down(scenario)?;
-    let entry = state.directory.lookup(&input.key);
-    // A receiving key of an account of this gateway is known too: the payment is on us.
-    let on_us = match (entry, input.key.key_type) {
-        (None, DirectoryKeyType::Evp) => match state.repo.account_by_receiving_key(&input.key.key)? {
-            Some(id) => state.repo.account(id)?,
-            None => None,
-        },
-        _ => None,
-    };
-    // The key's holder: (name, document, institution, bank).
-    let holder = match (entry, on_us) {
-        (Some(e), _) => {
-            Some((e.name.clone(), e.document.clone(), e.ispb.clone(), state.directory.bank_of(e)))
-        }
-        (None, Some(a)) => Some((
-            a.profile.name.as_str().to_owned(),
-            a.profile.document.to_string(),
-            gateway_ispb().to_owned(),
-            Some(crate::rail::sim::bank::gateway_bank()),
-        )),
-        (None, None) => None,
+    let end_to_end_id = state.keys.payment_id(caller.sandbox, state.clock.now());
+    let payee = match payee_of(&state, &caller, &input.key, end_to_end_id.as_deref()).await? {
+        Answer::Found(p) => Some(p),
+        Answer::Unknown | Answer::NotFound => None,
+        Answer::Closed => return Err(Rejection::ExternalPayoutsDisabled.into()),
     };
     let directory_decides = matches!(scenario, None | Some(PayoutScenario::Confirm));
-    if holder.is_none() && directory_decides {
+    if payee.is_none() && directory_decides {
         return Err(Rejection::KeyNotInDirectory.into());
     }
-    if let Some((_, document, ispb, _)) = &holder {
-        if input.ispb_deny.contains(ispb) {
+    if let Some(p) = &payee {
+        if input.ispb_deny.contains(&p.ispb) {
             return Err(Rejection::InstitutionDenied.into());
         }
-        if input.creditor_document.as_ref().is_some_and(|d| d != document) {
+        if input.creditor_document.as_ref().is_some_and(|d| *d != p.document) {
             return Err(Rejection::CreditorDocumentMismatch.into());
         }
     }
     let request_hash = input.hash();
-    let counterpart = match holder {
-        Some((name, document, _, bank)) => Counterpart {
-            name,
-            document: Some(document),
+    let rail = payee.as_ref().and_then(|p| p.rail.clone()).map(|mut r| {
+        r.instrument = Some("DICT".into());
+        r
+    });
+    let counterpart = match payee {
+        Some(p) => Counterpart {
+            name: p.name,
+            document: Some(p.document),
             key: Some(input.key.key.clone()),
             key_type: Some(input.key.key_type),
-            bank,
+            bank: p.bank,
         },
         None => Counterpart {
             name: String::new(),
@@ -256,6 +245,8 @@ pub async fn dict_pix(
         }),
         qr_txid: None,
         automatic: false,
+        end_to_end_id,
+        rail,
     };
     let outcome = pay(&state, &caller, request).await?;
     let tx = &outcome.tx;

@@ -79,6 +79,8 @@ pub struct AppState {
     pub admin_token_hash: String,
     pub registry: Arc<Registry>,
     pub directory: Arc<Directory>,
+    /// Who holds a key, by the rail of the caller's account.
+    pub keys: crate::rail::keys::Keys,
     /// Every authenticated request must present its token's certificate
     /// (`--require-client-cert`).
     pub require_client_cert: bool,

@@ -79,6 +79,39 @@ pub fn refuse_if_provider_down(scenario: Option<PayoutScenario>) -> Result<(), A
     }
 }
 
+/// Who holds `key`, for a payment of `caller` that will carry `end_to_end_id`: an account
+/// of this gateway (its receiving key, paid on us whatever the rail), else whoever the
+/// directory of the caller's rail names. A lookup the directory refuses (too many, or
+/// unreachable) refuses the payment before anything is debited.
+pub async fn payee_of(
+    state: &AppState,
+    caller: &Caller,
+    key: &crate::domain::pix_key::DirectoryKey,
+    end_to_end_id: Option<&str>,
+) -> Result<crate::rail::keys::Answer, ApiError> {
+    use crate::rail::keys::{Answer, LookupError, Payee};
+    if let Some(id) = state.repo.account_by_receiving_key(&key.key)? {
+        if let Some(a) = state.repo.account(id)? {
+            return Ok(Answer::Found(Box::new(Payee {
+                name: a.profile.name.as_str().to_owned(),
+                document: a.profile.document.to_string(),
+                ispb: crate::domain::transaction::gateway_ispb().to_owned(),
+                bank: Some(crate::rail::sim::bank::gateway_bank()),
+                rail: None,
+            })));
+        }
+    }
+    state.keys.payee(caller.sandbox, caller.account_id, key, end_to_end_id).await.map_err(|e| match e {
+        LookupError::RateLimited(wait) => {
+            ApiError::RateLimited { retry_after_seconds: wait.as_secs().max(1) }
+        }
+        LookupError::Unavailable(why) => {
+            tracing::warn!(error = %why, "the key directory did not answer; the payment is refused");
+            ApiError::ProviderDown
+        }
+    })
+}
+
 /// Sends a payment to the caller's account actor.
 pub async fn pay(state: &AppState, caller: &Caller, req: PayRequest) -> Result<PayOutcome, ApiError> {
     Ok(ask(state, caller, Pay(req)).await??)

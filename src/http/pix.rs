@@ -5,16 +5,16 @@ use actix_web::{HttpRequest, HttpResponse};
 
 use super::auth::Caller;
 use super::body::{request_object, Fields};
+use super::error::Rejection;
 use super::error::{ApiError, ExtendedErrorBody, Violation, ViolationKind};
-use super::payments::{pay, payout_scenario, refuse_if_provider_down, PaymentCreated};
+use super::payments::{pay, payee_of, payout_scenario, refuse_if_provider_down, PaymentCreated};
 use super::AppState;
 use crate::account::PayRequest;
 use crate::domain::brcode;
 use crate::domain::money::Money;
-use crate::domain::pix_key::{
-    parse_cash_out_key, parse_directory_key, CashOutKeyType, DirectoryKey, DirectoryKeyType,
-};
+use crate::domain::pix_key::{parse_cash_out_key, parse_directory_key, CashOutKeyType, DirectoryKey};
 use crate::domain::transaction::{Counterpart, TxKind, COUNTERPART_NAME_LEN_MAX, DESCRIPTION_LEN_MAX};
+use crate::rail::keys::Answer;
 
 /// A checked cash-out body.
 pub struct CashOut {
@@ -102,29 +102,25 @@ pub async fn cash_out(
     let scenario = payout_scenario(&req, &caller)?;
     let input = read_cash_out(&request_object(&req, &bytes)?)?;
     refuse_if_provider_down(scenario)?;
-    let entry = state.directory.lookup(&input.key);
-    // A receiving key of an account of this gateway has a holder too (an on-us payment).
-    let on_us = match (entry, input.key.key_type) {
-        (None, DirectoryKeyType::Evp) => match state.repo.account_by_receiving_key(&input.key.key)? {
-            Some(id) => state.repo.account(id)?,
-            None => None,
-        },
-        _ => None,
+    let end_to_end_id = state.keys.payment_id(caller.sandbox, state.clock.now());
+    let payee = match payee_of(&state, &caller, &input.key, end_to_end_id.as_deref()).await? {
+        Answer::Found(p) => Some(p),
+        Answer::Unknown => None,
+        Answer::NotFound => return Err(Rejection::KeyNotInDirectory.into()),
+        Answer::Closed => return Err(Rejection::ExternalPayoutsDisabled.into()),
     };
-    let holder_document =
-        entry.map(|e| e.document.clone()).or(on_us.as_ref().map(|a| a.profile.document.to_string()));
-    let document_mismatch = input.check_document && holder_document.is_some_and(|d| d != input.document);
-    let bank = match (entry, &on_us) {
-        (Some(e), _) => state.directory.bank_of(e),
-        (None, Some(_)) => Some(crate::rail::sim::bank::gateway_bank()),
-        (None, None) => None,
-    };
+    let document_mismatch =
+        input.check_document && payee.as_ref().is_some_and(|p| p.document != input.document);
+    let rail = payee.as_ref().and_then(|p| p.rail.clone()).map(|mut r| {
+        r.instrument = Some("DICT".into());
+        r
+    });
     let counterpart = Counterpart {
         name: input.name,
         document: Some(input.document),
         key: Some(input.key.key.clone()),
         key_type: Some(input.key.key_type),
-        bank,
+        bank: payee.and_then(|p| p.bank),
     };
     let request = PayRequest {
         kind: TxKind::CashOut,
@@ -137,6 +133,8 @@ pub async fn cash_out(
         dict: None,
         qr_txid: None,
         automatic: false,
+        end_to_end_id,
+        rail,
     };
     let outcome =
         pay(&state, &caller, request).await.map_err(|e| e.with_external_id(Some(&input.external_id)))?;
@@ -231,19 +229,39 @@ pub async fn cash_out_qrcode(
     let input = read_qr(&request_object(&req, &bytes)?)?;
     check_charge_of_code(&state, &input)?;
     refuse_if_provider_down(scenario)?;
-    // A static code names its key; a dynamic one (URL) is resolved by the simulator.
+    let end_to_end_id = state.keys.payment_id(caller.sandbox, state.clock.now());
+    // A static code names its key; a dynamic one (a URL) names none, and only the
+    // simulator resolves it (it stands for the payee of its location).
     let key = match (&input.code.key, &input.code.url) {
         (Some(k), _) => parse_directory_key(k).ok(),
+        (None, Some(_)) if end_to_end_id.is_some() => {
+            return Err(ApiError::Validation(vec![Violation::new(
+                "qrCode",
+                "is a dynamic code (a location URL): this server pays static codes only on its rail",
+            )]))
+        }
         (None, Some(url)) => state.directory.resolve_url(url).and_then(|e| parse_directory_key(&e.key).ok()),
         (None, None) => None,
     };
-    let entry = key.as_ref().and_then(|k| state.directory.lookup(k));
+    let payee = match &key {
+        Some(k) => match payee_of(&state, &caller, k, end_to_end_id.as_deref()).await? {
+            Answer::Found(p) => Some(p),
+            Answer::Unknown => None,
+            Answer::NotFound => return Err(Rejection::KeyNotInDirectory.into()),
+            Answer::Closed => return Err(Rejection::ExternalPayoutsDisabled.into()),
+        },
+        None => None,
+    };
+    let rail = payee.as_ref().and_then(|p| p.rail.clone()).map(|mut r| {
+        r.instrument = Some("QRES".into());
+        r
+    });
     let counterpart = Counterpart {
         name: input.name.unwrap_or_else(|| input.code.merchant_name.clone()),
-        document: input.document.or_else(|| entry.map(|e| e.document.clone())),
+        document: input.document.or_else(|| payee.as_ref().map(|p| p.document.clone())),
         key: key.as_ref().map(|k| k.key.clone()),
         key_type: key.as_ref().map(|k| k.key_type),
-        bank: entry.and_then(|e| state.directory.bank_of(e)),
+        bank: payee.and_then(|p| p.bank),
     };
     let request = PayRequest {
         kind: TxKind::QrCashOut,
@@ -256,6 +274,8 @@ pub async fn cash_out_qrcode(
         dict: None,
         qr_txid: input.code.txid,
         automatic: false,
+        end_to_end_id,
+        rail,
     };
     let outcome =
         pay(&state, &caller, request).await.map_err(|e| e.duplicate_as_conflict(&input.external_id))?;

@@ -15,10 +15,15 @@
 //! message id do that on the real rail; the simulator decides the same outcome again).
 
 use actix::{Message, Recipient};
+use chrono::{DateTime, Utc};
+use futures_util::future::BoxFuture;
 
+use crate::domain::decide::IncomingRefusal;
 use crate::domain::ids::AccountId;
+use crate::domain::money::Money;
 use crate::domain::transaction::{RailOutcome, Transaction};
 
+pub mod keys;
 pub mod sim;
 pub mod spi;
 
@@ -102,4 +107,62 @@ impl Rails {
             self.live.clone()
         }
     }
+}
+
+/// A payment or return that arrived for an account of this gateway, as the rail read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arrival {
+    /// The payment's end-to-end id, or the return's id.
+    pub id: String,
+    pub value: Money,
+    pub payer_name: String,
+    pub payer_document: String,
+    pub payer_ispb: String,
+    /// When the payer's institution accepted it.
+    pub paid_at: DateTime<Utc>,
+    /// The payee's CPF or CNPJ as the message names it.
+    pub creditor_document: String,
+    pub to: ArrivalTo,
+}
+
+/// What an arrival pays.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArrivalTo {
+    /// A payment to a key of ours (`key`), or to an account number; `reference` is the
+    /// receiver's id it carries (a charge's).
+    Payment { key: Option<String>, account: String, reference: Option<String> },
+    /// A return of our payment with this end-to-end id.
+    Return { original_end_to_end_id: String },
+}
+
+/// Why an arrival is not accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refuse {
+    /// No account of ours has that key or number (or the payment returned is not ours).
+    #[error("no such account")]
+    UnknownAccount,
+    /// The account takes no money from a real rail (a sandbox account).
+    #[error("the account does not take this payment")]
+    NotAccepted,
+    /// The account's rules refused it.
+    #[error(transparent)]
+    Account(IncomingRefusal),
+}
+
+/// Why the account side could not answer (the rail answers nothing and tries again later).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unavailable: {0}")]
+pub struct Unavailable(pub String);
+
+/// What a rail that brings money in calls on the accounts (the port the SPI rail needs;
+/// `account::inbound` implements it). Every call is idempotent: the rail may repeat any.
+pub trait Inbound: Send + Sync + 'static {
+    /// Accept an arrival durably (answer once it is on disk), or refuse it.
+    fn accept(&self, arrival: Arrival) -> BoxFuture<'static, Result<Result<(), Refuse>, Unavailable>>;
+    /// What was accepted under `id` settled (`true`) or was rejected; `false` when nothing
+    /// of ours waits under that id.
+    fn incoming_ended(&self, id: String, settled: bool) -> BoxFuture<'static, Result<bool, Unavailable>>;
+    /// A payout of ours (by its end-to-end or return id) ended; `false` when it is not ours.
+    fn payout_ended(&self, id: String, outcome: RailOutcome)
+        -> BoxFuture<'static, Result<bool, Unavailable>>;
 }

@@ -167,6 +167,7 @@ pub async fn spawn_in_process(storage: Storage) -> TestApp {
         shutdown_timeout_seconds: 1,
         store: Default::default(),
         lease: Default::default(),
+        spi: None,
     };
     let app = Application::build_with_storage(settings, storage).unwrap();
     let base = format!("http://{}", app.address());

@@ -30,6 +30,7 @@ mod receiver;
 mod recovery;
 mod references;
 mod refunds;
+mod spi;
 mod spi_xsd;
 mod token;
 mod webhooks;

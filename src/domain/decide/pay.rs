@@ -45,6 +45,11 @@ pub struct PayRequest {
     /// A Pix Automático debit the payer authorised beforehand, made at the arrangement's
     /// hour: the night's limit does not apply (`ledger::Limited::NotNightly`).
     pub automatic: bool,
+    /// The end-to-end id the payment must carry, when one was made before it was decided
+    /// (the SPI rail's: the DICT lookup that precedes the debit names it).
+    pub end_to_end_id: Option<String>,
+    /// What the SPI rail learnt of the payee before the debit (the DICT's answer).
+    pub rail: Option<crate::domain::transaction::RailDetails>,
 }
 
 /// A payment decided: a new transfer, or the answer of one made before.
@@ -82,8 +87,9 @@ pub fn pay(
     {
         return Ok(PayDecision::Replay(existing));
     }
-    let e2e = fresh.end_to_end_id('E', now);
+    let e2e = req.end_to_end_id.unwrap_or_else(|| fresh.end_to_end_id('E', now));
     let mut tx = Transaction {
+        rail: req.rail,
         fee,
         external_id: req.external_id,
         end_to_end_id: e2e.clone(),
@@ -232,6 +238,8 @@ mod tests {
             dict: None,
             qr_txid: None,
             automatic: false,
+            end_to_end_id: None,
+            rail: None,
         }
     }
 

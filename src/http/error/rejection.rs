@@ -79,8 +79,10 @@ pub enum Rejection {
     RevisedMeanwhile,
     /// A cobv's revised terms can no longer be paid now.
     PastValidity,
-    /// `/dict/pix`: the key is not in the directory.
+    /// The key is not in the directory (the DICT, before any debit).
     KeyNotInDirectory,
+    /// The server runs as a closed wallet (`--rail none`): it pays only its own accounts.
+    ExternalPayoutsDisabled,
     /// `/dict/pix`: the key's institution is in `ispbDeny`.
     InstitutionDenied,
     /// `/dict/pix`: `creditorDocument` is not the key holder's.
@@ -315,11 +317,19 @@ impl Rejection {
                 None,
             ),
             Rejection::KeyNotInDirectory => (
+                S::BAD_REQUEST,
                 S::UNPROCESSABLE_ENTITY,
-                S::UNPROCESSABLE_ENTITY,
-                "UNPROCESSABLE",
-                false,
+                if b { "UNPROCESSABLE" } else { "PIX_KEY_NOT_FOUND" },
+                !b,
                 "pixKey not found in the directory".into(),
+                None,
+            ),
+            Rejection::ExternalPayoutsDisabled => (
+                S::BAD_REQUEST,
+                S::UNPROCESSABLE_ENTITY,
+                if b { "UNPROCESSABLE" } else { "PIX_EXTERNAL_PAYOUTS_DISABLED" },
+                !b,
+                "this server pays only accounts of its own (it runs without a rail)".into(),
                 None,
             ),
             Rejection::InstitutionDenied => (
@@ -467,6 +477,7 @@ mod tests {
             Rejection::RevisedMeanwhile,
             Rejection::PastValidity,
             Rejection::KeyNotInDirectory,
+            Rejection::ExternalPayoutsDisabled,
             Rejection::InstitutionDenied,
             Rejection::CreditorDocumentMismatch,
             Rejection::Med(MedRejection::NotFound),
@@ -552,7 +563,8 @@ mod tests {
             (Rejection::AmountNotDue { due: Money::parse("1").unwrap() }, 400, 422, "PIX_INVALID_AMOUNT"),
             (Rejection::RevisedMeanwhile, 409, 409, "CONFLICT"),
             (Rejection::NotReceived, 404, 404, "NOT_FOUND"),
-            (Rejection::KeyNotInDirectory, 422, 422, "UNPROCESSABLE"),
+            (Rejection::KeyNotInDirectory, 400, 422, "PIX_KEY_NOT_FOUND"),
+            (Rejection::ExternalPayoutsDisabled, 400, 422, "PIX_EXTERNAL_PAYOUTS_DISABLED"),
         ];
         for (r, a, b, code) in table {
             let pa = r.parts(Family::Extended);
@@ -561,7 +573,11 @@ mod tests {
         }
         let p = Rejection::InsufficientBalance.parts(Family::Extended);
         assert_eq!(p.error_code, Some("PIX_INSUFFICIENT_BALANCE"));
-        assert_eq!(Rejection::KeyNotInDirectory.parts(Family::Extended).error_code, None);
+        assert_eq!(
+            Rejection::KeyNotInDirectory.parts(Family::Extended).error_code,
+            Some("PIX_KEY_NOT_FOUND")
+        );
+        assert_eq!(Rejection::KeyNotInDirectory.parts(Family::Simple).code, "UNPROCESSABLE");
     }
 
     #[test]

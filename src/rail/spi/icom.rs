@@ -28,7 +28,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::web::Bytes;
-use awc::http::header;
 
 use super::message::Ispb;
 
@@ -219,53 +218,24 @@ pub struct Pulled {
     pub next: Option<String>,
 }
 
-/// A participant's connection to ICOM: one `awc` client over mutual TLS (not `Send`: it
-/// lives on the thread that made it).
-#[derive(Clone)]
+/// A participant's connection to ICOM: an HTTP/1.1 client over mutual TLS that sends only
+/// the headers the interface allows.
+#[derive(Clone, Debug)]
 pub struct IcomClient {
-    client: awc::Client,
-    base: String,
-    /// The `Host` header: the host without the port, as the manual asks.
-    host: String,
+    http: super::http1::Client,
     ispb: Ispb,
 }
+
+const USER_AGENT: &str = concat!("pixgw/", env!("CARGO_PKG_VERSION"));
 
 impl IcomClient {
     /// A client of the ICOM at `base` (`https://host:port`) for participant `ispb`.
     pub fn new(tls: Arc<rustls::ClientConfig>, base: &str, ispb: Ispb) -> Result<IcomClient, String> {
-        let base = base.trim_end_matches('/').to_owned();
-        let uri: awc::http::Uri = base.parse().map_err(|e| format!("{base:?} is not a URL: {e}"))?;
-        let host = uri.host().ok_or_else(|| format!("{base:?} names no host"))?.to_owned();
-        let connector = awc::Connector::new()
-            .rustls_0_23(tls)
-            // The interface is HTTP/1.1 (its Host rule, its persistent connections).
-            .max_http_version(awc::http::Version::HTTP_11)
-            .timeout(REQUEST_TIMEOUT)
-            .handshake_timeout(REQUEST_TIMEOUT)
-            .limit(STREAMS_PER_PARTICIPANT_MAX * 2 + 4);
-        let client = awc::Client::builder()
-            .connector(connector)
-            .no_default_headers()
-            .disable_redirects()
-            .timeout(REQUEST_TIMEOUT)
-            .finish();
-        Ok(IcomClient { client, base, host, ispb })
+        Ok(IcomClient { http: super::http1::Client::new(tls, base)?, ispb })
     }
 
     pub fn ispb(&self) -> &Ispb {
         &self.ispb
-    }
-
-    fn request(&self, method: awc::http::Method, path: &str) -> awc::ClientRequest {
-        let url = if path.starts_with("https://") || path.starts_with("http://") {
-            path.to_owned()
-        } else {
-            format!("{}{path}", self.base)
-        };
-        self.client
-            .request(method, url)
-            .insert_header((header::HOST, self.host.as_str()))
-            .insert_header((header::USER_AGENT, concat!("pixgw/", env!("CARGO_PKG_VERSION"))))
     }
 
     /// Sends 1 to [`MESSAGES_PER_REQUEST_MAX`] messages in one request; answers their
@@ -282,92 +252,92 @@ impl IcomClient {
                 messages.iter().map(|m| Part { resource_id: None, body: m.clone() }).collect();
             (format!("multipart/mixed; boundary={boundary}"), write_multipart(&boundary, &parts))
         };
-        let mut req = self
-            .request(awc::http::Method::POST, &send_path(&self.ispb))
-            .insert_header((header::CONTENT_TYPE, content_type));
-        let body = if body.len() >= GZIP_BYTES_MIN {
-            req = req.insert_header((header::CONTENT_ENCODING, "gzip"));
-            gzip(&body)
-        } else {
-            body
-        };
-        let mut res = req.send_body(body).await.map_err(|e| IcomError::Unavailable(e.to_string()))?;
-        let status = res.status().as_u16();
-        if status == 201 {
-            let ids = header_text(res.headers(), RESOURCE_ID).unwrap_or_default();
+        let gzipped = body.len() >= GZIP_BYTES_MIN;
+        let body = if gzipped { gzip(&body) } else { body };
+        let mut headers = vec![("User-Agent", USER_AGENT), ("Content-Type", content_type.as_str())];
+        if gzipped {
+            headers.push(("Content-Encoding", "gzip"));
+        }
+        let res = self
+            .http
+            .send("POST", &send_path(&self.ispb), &headers, &body, REQUEST_TIMEOUT)
+            .await
+            .map_err(|e| IcomError::Unavailable(e.to_string()))?;
+        if res.status == 201 {
+            let ids = res.header(RESOURCE_ID).unwrap_or_default();
             return Ok(ids.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect());
         }
-        let body = res.body().limit(64 * 1024).await.unwrap_or_default();
-        Err(error_of(status, res.headers(), &body))
+        Err(error_of(&res))
     }
 
     /// Opens a stream: the first read.
     pub async fn start(&self) -> Result<Pulled, IcomError> {
-        self.read(awc::http::Method::GET, &stream_start_path(&self.ispb)).await
+        self.read(&stream_start_path(&self.ispb)).await
     }
 
     /// Reads at `next` (a `PI-Pull-Next`), which confirms the previous read.
     pub async fn pull(&self, next: &str) -> Result<Pulled, IcomError> {
-        self.read(awc::http::Method::GET, next).await
+        self.read(next).await
     }
 
     /// Closes the stream at `next`, confirming the last read.
     pub async fn close(&self, next: &str) -> Result<(), IcomError> {
         let res = self
-            .request(awc::http::Method::DELETE, next)
-            .send()
+            .http
+            .send("DELETE", &path_of(next), &[("User-Agent", USER_AGENT)], b"", REQUEST_TIMEOUT)
             .await
             .map_err(|e| IcomError::Unavailable(e.to_string()))?;
-        match res.status().as_u16() {
+        match res.status {
             200 | 204 | 410 => Ok(()),
-            s => Err(error_of(s, res.headers(), b"")),
+            _ => Err(error_of(&res)),
         }
     }
 
-    async fn read(&self, method: awc::http::Method, path: &str) -> Result<Pulled, IcomError> {
-        let req = self
-            .request(method, path)
-            .insert_header((header::ACCEPT, "multipart/mixed"))
-            .insert_header((header::ACCEPT_ENCODING, "gzip"))
-            .timeout(LONG_POLL + REQUEST_TIMEOUT);
-        let mut res = req.send().await.map_err(|e| IcomError::Unavailable(e.to_string()))?;
-        let status = res.status().as_u16();
-        let next = header_text(res.headers(), PULL_NEXT);
-        let body =
-            res.body().limit(BODY_BYTES_MAX).await.map_err(|e| IcomError::Unavailable(e.to_string()))?;
-        match status {
+    async fn read(&self, path: &str) -> Result<Pulled, IcomError> {
+        let headers =
+            [("User-Agent", USER_AGENT), ("Accept", "multipart/mixed"), ("Accept-Encoding", "gzip")];
+        let res = self
+            .http
+            .send("GET", &path_of(path), &headers, b"", LONG_POLL + REQUEST_TIMEOUT)
+            .await
+            .map_err(|e| IcomError::Unavailable(e.to_string()))?;
+        let next = res.header(PULL_NEXT).map(str::to_owned);
+        match res.status {
             204 => Ok(Pulled { messages: Vec::new(), next }),
             200 => {
-                let body = if header_text(res.headers(), "content-encoding")
-                    .is_some_and(|e| e.eq_ignore_ascii_case("gzip"))
-                {
-                    Bytes::from(gunzip(&body).map_err(IcomError::Unavailable)?)
+                let body = if res.header("content-encoding").is_some_and(|e| e.eq_ignore_ascii_case("gzip")) {
+                    gunzip(&res.body).map_err(IcomError::Unavailable)?
                 } else {
-                    body
+                    res.body.clone()
                 };
-                let content_type = header_text(res.headers(), "content-type").unwrap_or_default();
+                let content_type = res.header("content-type").unwrap_or_default().to_owned();
                 let messages = match boundary_of(&content_type) {
                     Some(b) => read_multipart(b, &body).map_err(IcomError::Unavailable)?,
-                    None => vec![Part { resource_id: header_text(res.headers(), RESOURCE_ID), body }],
+                    None => vec![Part {
+                        resource_id: res.header(RESOURCE_ID).map(str::to_owned),
+                        body: Bytes::from(body),
+                    }],
                 };
                 Ok(Pulled { messages, next })
             }
-            410 => Err(IcomError::Gone),
-            s => Err(error_of(s, res.headers(), &body)),
+            _ => Err(error_of(&res)),
         }
     }
 }
 
-fn header_text(headers: &awc::http::header::HeaderMap, name: &str) -> Option<String> {
-    headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+/// The path of a `PI-Pull-Next`, which may be an absolute URL or a path.
+fn path_of(next: &str) -> String {
+    match super::http1::split_url(next) {
+        Ok((_, _, path)) if !path.is_empty() => path,
+        _ => next.to_owned(),
+    }
 }
 
-fn error_of(status: u16, headers: &awc::http::header::HeaderMap, body: &[u8]) -> IcomError {
-    let text = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
-    match status {
+fn error_of(res: &super::http1::Response) -> IcomError {
+    let text = String::from_utf8_lossy(&res.body[..res.body.len().min(512)]).into_owned();
+    match res.status {
         429 => {
-            let after =
-                header_text(headers, "retry-after").and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(1);
+            let after = res.header("retry-after").and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(1);
             IcomError::Throttled(Duration::from_secs(after.clamp(1, 60)))
         }
         410 => IcomError::Gone,

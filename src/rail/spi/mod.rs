@@ -14,11 +14,14 @@
 
 pub mod c14n;
 pub mod dict;
+pub mod directory;
 pub mod dsig;
+pub mod http1;
 pub mod icom;
 pub mod message;
 pub mod outgoing;
 pub mod pki;
+pub mod rail;
 pub mod settings;
 pub mod simulator;
 pub mod xml;

@@ -395,6 +395,28 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_server_certificate_of_the_local_pki_verifies_with_rustls_for_its_names() {
+        use rustls::client::danger::ServerCertVerifier;
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+        crate::trust::install_provider();
+        let (ca, _) = test_signer();
+        let server = ca.issue("server", &["localhost", "127.0.0.1"], 9, Usage::Server).unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(CertificateDer::from_pem_slice(ca.cert_pem.as_bytes()).unwrap()).unwrap();
+        let verifier =
+            rustls::client::WebPkiServerVerifier::builder(std::sync::Arc::new(roots)).build().unwrap();
+        let leaf = CertificateDer::from_pem_slice(server.cert_pem.as_bytes()).unwrap();
+        let now = UnixTime::now();
+        for name in ["localhost", "127.0.0.1"] {
+            let name = ServerName::try_from(name).unwrap();
+            verifier.verify_server_cert(&leaf, &[], &name, &[], now).unwrap();
+        }
+        let other = ServerName::try_from("example.com").unwrap();
+        assert!(verifier.verify_server_cert(&leaf, &[], &other, &[], now).is_err());
+    }
+
+    #[test]
     fn a_key_that_its_certificate_does_not_certify_is_refused() {
         let (ca, _) = test_signer();
         let other = ca.issue("other", &[], 7, Usage::Client).unwrap();

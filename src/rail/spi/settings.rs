@@ -149,10 +149,12 @@ pub fn client_tls(ca: &Path, cert: &Path, key: &Path) -> Result<Arc<rustls::Clie
         .map_err(|e| format!("[spi] tls_cert {}: {e}", cert.display()))?;
     let key =
         PrivateKeyDer::from_pem_file(key).map_err(|e| format!("[spi] tls_key {}: {e}", key.display()))?;
-    let config = rustls::ClientConfig::builder()
+    let mut config = rustls::ClientConfig::builder()
         .with_root_certificates(roots)
         .with_client_auth_cert(chain, key)
         .map_err(|e| format!("[spi] the TLS certificate and key: {e}"))?;
+    // The interfaces speak HTTP/1.1 (ICOM's `Host` rule, its persistent connections).
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
 

@@ -444,6 +444,23 @@ impl Repo {
         Ok(self.transactions_by_e2e(account, e2e)?.into_iter().find(Transaction::is_received))
     }
 
+    /// The payout (a debit of any account) that an end-to-end id or return id names: what
+    /// the SPI's answers to our messages name.
+    pub fn payout_by_id(&self, id: &str) -> Result<Option<Transaction>, RepoError> {
+        let names = |t: &Transaction| {
+            t.kind.is_debit() && (t.end_to_end_id == id || t.refund.as_ref().is_some_and(|r| r.rtr_id == id))
+        };
+        if let Some(t) =
+            local_id_in_end_to_end(id).map(|l| self.transaction(l)).transpose()?.flatten().filter(names)
+        {
+            return Ok(Some(t));
+        }
+        match self.local_by(&keys::end_to_end(id))? {
+            Some(local) => Ok(self.transaction(local)?.filter(names)),
+            None => Ok(None),
+        }
+    }
+
     /// Every transaction of the account an end-to-end id names, at most two: an on-us
     /// payment's two sides carry one id, the payer's (found by the local id the id
     /// carries) and the payee's (indexed); when the account paid itself, both are its own.

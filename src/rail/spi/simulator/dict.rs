@@ -218,7 +218,7 @@ fn correlation_id() -> String {
 }
 
 async fn get(req: HttpRequest, key: web::Path<String>, sim: web::Data<Sim>) -> HttpResponse {
-    let from = match participant(&req, &sim, None) {
+    let from = match participant(&req, &sim, None, true) {
         Ok(p) => p,
         Err(r) => return r.response(),
     };
@@ -270,7 +270,7 @@ fn signed_request(sim: &Sim, from: &Ispb, body: &Bytes) -> Result<Document, Prob
 }
 
 async fn create(req: HttpRequest, body: Bytes, sim: web::Data<Sim>) -> HttpResponse {
-    let from = match participant(&req, &sim, None) {
+    let from = match participant(&req, &sim, None, true) {
         Ok(p) => p,
         Err(r) => return r.response(),
     };
@@ -299,7 +299,7 @@ async fn create(req: HttpRequest, body: Bytes, sim: web::Data<Sim>) -> HttpRespo
 }
 
 async fn delete(req: HttpRequest, key: web::Path<String>, body: Bytes, sim: web::Data<Sim>) -> HttpResponse {
-    let from = match participant(&req, &sim, None) {
+    let from = match participant(&req, &sim, None, true) {
         Ok(p) => p,
         Err(r) => return r.response(),
     };

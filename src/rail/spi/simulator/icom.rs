@@ -104,13 +104,24 @@ impl Refused {
     }
 }
 
-/// The participant a request comes from, after the interface's checks.
-pub fn participant(req: &HttpRequest, sim: &Sim, path_ispb: Option<&str>) -> Result<Ispb, Refused> {
+/// The headers the DICT takes besides ICOM's list: its lookup's own.
+pub const DICT_HEADERS: [&str; 3] = ["pi-requestingparticipant", "pi-payerid", "pi-endtoendid"];
+
+/// The participant a request comes from, after the interface's checks; `dict`: a request
+/// to the DICT, which also takes the headers of its lookup.
+pub fn participant(
+    req: &HttpRequest,
+    sim: &Sim,
+    path_ispb: Option<&str>,
+    dict: bool,
+) -> Result<Ispb, Refused> {
     if req.version() != actix_web::http::Version::HTTP_11 {
         return Err(Refused::new(400, "version", "the interface speaks HTTP/1.1"));
     }
     for (name, _) in req.headers() {
-        if !ALLOWED_REQUEST_HEADERS.contains(&name.as_str()) {
+        let allowed = ALLOWED_REQUEST_HEADERS.contains(&name.as_str())
+            || (dict && DICT_HEADERS.contains(&name.as_str()));
+        if !allowed {
             return Err(Refused::new(400, "header", format!("the header {name} is not allowed")));
         }
     }
@@ -133,7 +144,7 @@ pub fn participant(req: &HttpRequest, sim: &Sim, path_ispb: Option<&str>) -> Res
 }
 
 async fn send(req: HttpRequest, path: web::Path<String>, body: Bytes, sim: web::Data<Sim>) -> HttpResponse {
-    let from = match participant(&req, &sim, Some(&path)) {
+    let from = match participant(&req, &sim, Some(&path), false) {
         Ok(p) => p,
         Err(r) => return r.response(),
     };
@@ -228,7 +239,7 @@ pub fn receive(sim: &Sim, from: &Ispb, body: &[u8], resource: &str) {
 }
 
 async fn start(req: HttpRequest, path: web::Path<String>, sim: web::Data<Sim>) -> HttpResponse {
-    let ispb = match participant(&req, &sim, Some(&path)) {
+    let ispb = match participant(&req, &sim, Some(&path), false) {
         Ok(p) => p,
         Err(r) => return r.response(),
     };
@@ -250,7 +261,7 @@ async fn start(req: HttpRequest, path: web::Path<String>, sim: web::Data<Sim>) -
 
 async fn next(req: HttpRequest, path: web::Path<(String, String)>, sim: web::Data<Sim>) -> HttpResponse {
     let (path_ispb, token) = path.into_inner();
-    let ispb = match participant(&req, &sim, Some(&path_ispb)) {
+    let ispb = match participant(&req, &sim, Some(&path_ispb), false) {
         Ok(p) => p,
         Err(r) => return r.response(),
     };
@@ -268,7 +279,7 @@ async fn next(req: HttpRequest, path: web::Path<(String, String)>, sim: web::Dat
 
 async fn close(req: HttpRequest, path: web::Path<(String, String)>, sim: web::Data<Sim>) -> HttpResponse {
     let (path_ispb, token) = path.into_inner();
-    let ispb = match participant(&req, &sim, Some(&path_ispb)) {
+    let ispb = match participant(&req, &sim, Some(&path_ispb), false) {
         Ok(p) => p,
         Err(r) => return r.response(),
     };

@@ -1,0 +1,305 @@
+//! Money in from a real rail: the accounts' side of [`crate::rail::Inbound`].
+//!
+//! The rail reads a payment or return and asks [`Accounts::accept`]: this finds the account
+//! it is for (by the receiving key, by the account number, or by the payment returned),
+//! and that account's actor accepts it durably or refuses it
+//! ([`crate::domain::decide::accept_incoming`]). When the SPI later says it settled or was
+//! rejected, [`Accounts::incoming_ended`] has the actor credit it or drop it; the answer to
+//! a payout of ours goes to the actor that made it ([`Accounts::payout_ended`]).
+//!
+//! Every step is idempotent, because the rail repeats what it is not sure was done: an
+//! accepted arrival is found again by its id, a settled one has left its credit behind, and
+//! a payout that is no longer pending ignores a second answer.
+
+use std::sync::Arc;
+
+use actix::prelude::*;
+use futures_util::future::BoxFuture;
+
+use super::actor::AccountActor;
+use super::messages::CommandError;
+use super::registry::{Registry, RegistryError};
+use crate::domain::decide::{self, Incoming, IncomingKind, IncomingRefusal, Named};
+use crate::domain::ids::AccountId;
+use crate::domain::transaction::{gateway_ispb, BankInfo, RailOutcome, Transaction, TxKind};
+use crate::rail::{Arrival, ArrivalTo, Inbound, Refuse, Settled, Unavailable};
+
+/// Accept an arrival for this account: `Ok(Ok(()))` once the acceptance is durable.
+#[derive(Message)]
+#[rtype(result = "Result<Result<(), IncomingRefusal>, CommandError>")]
+pub struct AcceptIncoming {
+    pub incoming: Incoming,
+    pub creditor_document: String,
+}
+
+/// The SPI settled (`settled`) or rejected what this account accepted under `id`; answers
+/// whether anything waited under that id.
+#[derive(Message)]
+#[rtype(result = "Result<bool, CommandError>")]
+pub struct EndIncoming {
+    pub id: String,
+    pub settled: bool,
+}
+
+/// The accounts, as a real rail's inbound port.
+pub struct Accounts {
+    pub registry: Arc<Registry>,
+}
+
+fn unavailable(e: impl std::fmt::Display) -> Unavailable {
+    Unavailable(e.to_string())
+}
+
+impl Accounts {
+    /// The account an arrival is for, and what it is: `Err` when it is for none of ours.
+    fn payee(&self, a: &Arrival) -> Result<Result<(AccountId, IncomingKind), Refuse>, Unavailable> {
+        let repo = &self.registry.deps().repo;
+        match &a.to {
+            ArrivalTo::Payment { key, account, reference } => {
+                let by_key = match key {
+                    Some(k) => repo.account_by_receiving_key(k).map_err(unavailable)?,
+                    None => None,
+                };
+                let id = by_key.or_else(|| account.parse::<AccountId>().ok());
+                Ok(id
+                    .map(|id| (id, IncomingKind::Payment { reference: reference.clone() }))
+                    .ok_or(Refuse::UnknownAccount))
+            }
+            ArrivalTo::Return { original_end_to_end_id } => {
+                let original = repo.payout_by_id(original_end_to_end_id).map_err(unavailable)?;
+                Ok(original
+                    .filter(|t| matches!(t.kind, TxKind::CashOut | TxKind::QrCashOut | TxKind::DictPix))
+                    .map(|t| {
+                        let kind = IncomingKind::Return {
+                            original_end_to_end_id: original_end_to_end_id.clone(),
+                            original_local_id: t.local_id,
+                        };
+                        (t.account_id, kind)
+                    })
+                    .ok_or(Refuse::UnknownAccount))
+            }
+        }
+    }
+
+    fn actor(&self, id: AccountId) -> Result<Option<Addr<AccountActor>>, Unavailable> {
+        match self.registry.get(id) {
+            Ok(a) => Ok(Some(a)),
+            Err(RegistryError::NotFound) => Ok(None),
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+}
+
+impl Inbound for Accounts {
+    fn accept(&self, a: Arrival) -> BoxFuture<'static, Result<Result<(), Refuse>, Unavailable>> {
+        let found = (|| {
+            let (payee, kind) = match self.payee(&a)? {
+                Ok(p) => p,
+                Err(r) => return Ok(Err(r)),
+            };
+            let record = match self.registry.deps().repo.account(payee).map_err(unavailable)? {
+                Some(r) => r,
+                None => return Ok(Err(Refuse::UnknownAccount)),
+            };
+            if record.profile.sandbox {
+                return Ok(Err(Refuse::NotAccepted));
+            }
+            Ok(Ok((payee, kind, self.actor(payee)?)))
+        })();
+        Box::pin(async move {
+            let (payee, kind, actor) = match found? {
+                Ok((payee, kind, Some(actor))) => (payee, kind, actor),
+                Ok((_, _, None)) => return Ok(Err(Refuse::UnknownAccount)),
+                Err(r) => return Ok(Err(r)),
+            };
+            let incoming = Incoming {
+                id: a.id,
+                payee,
+                value: a.value,
+                payer_name: a.payer_name,
+                payer_document: a.payer_document,
+                payer_ispb: a.payer_ispb,
+                paid_at: a.paid_at,
+                kind,
+            };
+            let msg = AcceptIncoming { incoming, creditor_document: a.creditor_document };
+            match actor.send(msg).await {
+                Ok(Ok(answer)) => Ok(answer.map_err(Refuse::Account)),
+                Ok(Err(e)) => Err(unavailable(e)),
+                Err(e) => Err(unavailable(e)),
+            }
+        })
+    }
+
+    fn incoming_ended(&self, id: String, settled: bool) -> BoxFuture<'static, Result<bool, Unavailable>> {
+        let found = self.registry.deps().repo.incoming(&id).map_err(unavailable).and_then(|i| match i {
+            Some(i) => self.actor(i.payee),
+            None => Ok(None),
+        });
+        Box::pin(async move {
+            let Some(actor) = found? else { return Ok(false) };
+            match actor.send(EndIncoming { id, settled }).await {
+                Ok(Ok(found)) => Ok(found),
+                Ok(Err(e)) => Err(unavailable(e)),
+                Err(e) => Err(unavailable(e)),
+            }
+        })
+    }
+
+    fn payout_ended(
+        &self,
+        id: String,
+        outcome: RailOutcome,
+    ) -> BoxFuture<'static, Result<bool, Unavailable>> {
+        let found = self.registry.deps().repo.payout_by_id(&id).map_err(unavailable).and_then(|t| match t {
+            Some(t) => Ok(self.actor(t.account_id)?.map(|a| (a, t.local_id))),
+            None => Ok(None),
+        });
+        // An id of ours that storage does not know yet cannot be someone else's: the rail
+        // must not take the answer as not ours, so it waits and asks again.
+        let ours = id.get(1..9) == Some(gateway_ispb());
+        Box::pin(async move {
+            match found? {
+                Some((actor, local_id)) => {
+                    actor.do_send(Settled { local_id, outcome, on_us: None });
+                    Ok(true)
+                }
+                None if ours => Err(Unavailable(format!("payout {id} is not readable yet"))),
+                None => Ok(false),
+            }
+        })
+    }
+}
+
+impl AccountActor {
+    /// The payer's institution as a received transaction records it.
+    fn payer_bank(&self, ispb: &str) -> Option<BankInfo> {
+        Some(self.institution(ispb).unwrap_or_else(|| BankInfo {
+            ispb: ispb.to_owned(),
+            name: format!("ISPB {ispb}"),
+            code: String::new(),
+            branch: None,
+            account_number: None,
+        }))
+    }
+
+    /// Whether this arrival was credited already (its transaction is in flight or stored).
+    fn credited(&mut self, id: &str, ctx: &mut Context<Self>) -> Result<bool, CommandError> {
+        let is_credit = |t: &Transaction| {
+            (t.end_to_end_id == id || t.refund.as_ref().is_some_and(|r| r.rtr_id == id))
+                && matches!(t.kind, TxKind::PixIn | TxKind::CashIn | TxKind::RefundOut)
+        };
+        if self.unapplied_any(is_credit) {
+            return Ok(true);
+        }
+        let r = self.deps.repo.transactions_by_e2e(self.account.id, id);
+        Ok(self.read(r, ctx)?.iter().any(|t| is_credit(t) && t.is_final()))
+    }
+
+    /// What an incoming names: the charge its reference names, or the payment it returns.
+    fn named(
+        &mut self,
+        incoming: &Incoming,
+        creditor_document: String,
+        ctx: &mut Context<Self>,
+    ) -> Result<Named, CommandError> {
+        let mut named = Named {
+            holder_document: self.account_document().to_owned(),
+            creditor_document,
+            ..Named::default()
+        };
+        match &incoming.kind {
+            IncomingKind::Payment { reference: Some(reference) } => {
+                named.charge = match self.open_charge_matching(|c| decide::names_charge(reference, c)) {
+                    Some(open) => Some(open),
+                    None => self.charge_named(reference, ctx)?,
+                };
+            }
+            IncomingKind::Payment { reference: None } => {}
+            IncomingKind::Return { original_local_id, .. } => {
+                named.original = self.transaction(*original_local_id, ctx)?
+            }
+        }
+        Ok(named)
+    }
+
+    fn accept_incoming(
+        &mut self,
+        msg: AcceptIncoming,
+        ctx: &mut Context<Self>,
+    ) -> Result<Result<(), IncomingRefusal>, CommandError> {
+        self.view()?;
+        let id = msg.incoming.id.clone();
+        let r = self.deps.repo.incoming(&id);
+        if self.read(r, ctx)?.is_some() || self.credited(&id, ctx)? {
+            // Accepted (or settled) before: the same answer again.
+            return Ok(Ok(()));
+        }
+        let named = self.named(&msg.incoming, msg.creditor_document, ctx)?;
+        match decide::accept_incoming(msg.incoming, named) {
+            Ok(plan) => self.execute(plan, ctx).map(Ok),
+            Err(refusal) => Ok(Err(refusal)),
+        }
+    }
+
+    fn end_incoming(&mut self, msg: EndIncoming, ctx: &mut Context<Self>) -> Result<bool, CommandError> {
+        self.view()?;
+        // Settled a moment ago and not on disk yet: done already.
+        if self.credited(&msg.id, ctx)? {
+            return Ok(true);
+        }
+        let r = self.deps.repo.incoming(&msg.id);
+        let Some(incoming) = self.read(r, ctx)?.filter(|i| i.payee == self.account.id) else {
+            return Ok(false);
+        };
+        if !msg.settled {
+            self.execute(decide::drop_incoming(msg.id), ctx)?;
+            return Ok(true);
+        }
+        let named = self.named(&incoming, String::new(), ctx)?;
+        let splits = named
+            .charge
+            .as_ref()
+            .and_then(|c| c.charge.as_ref())
+            .map(|c| c.splits.clone())
+            .unwrap_or_default();
+        let directory = &self.deps.directory;
+        let split_banks: Vec<_> =
+            splits.iter().map(|s| directory.lookup(&s.key).and_then(|e| directory.bank_of(e))).collect();
+        let payer_bank = self.payer_bank(&incoming.payer_ispb);
+        let mut ids = self.draw_ids(1 + splits.len(), ctx)?;
+        let now = self.now();
+        let decided = decide::settle_incoming(
+            &self.view()?,
+            incoming,
+            named.charge,
+            named.original,
+            payer_bank,
+            &split_banks,
+            now,
+            &mut ids,
+        );
+        match decided {
+            Ok(plan) => self.execute(plan, ctx).map(|_| true),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+}
+
+impl Handler<AcceptIncoming> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Result<(), IncomingRefusal>, CommandError>>;
+
+    fn handle(&mut self, msg: AcceptIncoming, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.accept_incoming(msg, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<EndIncoming> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<bool, CommandError>>;
+
+    fn handle(&mut self, msg: EndIncoming, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.end_incoming(msg, ctx);
+        self.reply_when_durable(reply)
+    }
+}

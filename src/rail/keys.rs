@@ -1,0 +1,157 @@
+//! Who holds a PIX key, asked before a payment to it: the port the HTTP layer uses, so that
+//! a route never knows which rail runs.
+//!
+//! A sandbox account asks the simulator's directory. A live account asks the rail the
+//! server runs: the simulator's directory too (`--rail sim`); nobody (`--rail none`, a closed
+//! wallet: only keys of this gateway's accounts, which the route resolves itself, can be
+//! paid); or the DICT (`--rail spi`), with the payer's document and the end-to-end id the
+//! payment will carry, as its API asks.
+//!
+//! The two kinds of "no": the simulator lets an unknown key through and its bank rejects
+//! the payment later (`ORDER_REJECTED`, as the sandbox always did); the DICT's "not found"
+//! refuses the payment before anything is debited.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::sim::directory::Directory;
+use super::spi::directory::{DictClient, DictError, Lookup};
+use crate::domain::ids::AccountId;
+use crate::domain::pix_key::DirectoryKey;
+use crate::domain::transaction::{end_to_end_id, gateway_ispb, BankInfo, RailDetails};
+
+/// A key's holder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Payee {
+    pub name: String,
+    pub document: String,
+    pub ispb: String,
+    pub bank: Option<BankInfo>,
+    /// What the payment's messages need of the payee (on the SPI rail).
+    pub rail: Option<RailDetails>,
+}
+
+/// What the directory of the account's rail says of a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Found(Box<Payee>),
+    /// Unknown to the simulator: the payment goes on, and its bank rejects it.
+    Unknown,
+    /// Not in the DICT: the payment is refused before any debit.
+    NotFound,
+    /// This rail pays nobody outside this gateway (a closed wallet).
+    Closed,
+}
+
+/// Why a lookup gave no answer (the payment is refused, nothing debited).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LookupError {
+    #[error("too many key lookups; retry after {0:?}")]
+    RateLimited(Duration),
+    #[error("the key directory is unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// The live accounts' directory.
+#[derive(Clone)]
+pub enum Live {
+    Sim,
+    Closed,
+    Dict {
+        client: actix::Addr<DictClient>,
+        payer_document: Arc<dyn Fn(AccountId) -> Option<String> + Send + Sync>,
+    },
+}
+
+/// The directories of a server.
+#[derive(Clone)]
+pub struct Keys {
+    pub sim: Arc<Directory>,
+    pub live: Live,
+}
+
+impl Keys {
+    /// The end-to-end id a payment must carry from the moment it is decided, when the
+    /// account's rail needs it before (the DICT lookup names it).
+    pub fn payment_id(&self, sandbox: bool, now: DateTime<Utc>) -> Option<String> {
+        if sandbox || !matches!(self.live, Live::Dict { .. }) {
+            return None;
+        }
+        let mut random = [0u8; 16];
+        getrandom::fill(&mut random).ok()?;
+        Some(end_to_end_id('E', gateway_ispb(), now, &random))
+    }
+
+    fn in_simulator(&self, key: &DirectoryKey) -> Answer {
+        match self.sim.lookup(key) {
+            Some(e) => Answer::Found(Box::new(Payee {
+                name: e.name.clone(),
+                document: e.document.clone(),
+                ispb: e.ispb.clone(),
+                bank: self.sim.bank_of(e),
+                rail: None,
+            })),
+            None => Answer::Unknown,
+        }
+    }
+
+    /// Who holds `key`, for a payment of account `payer` (identified by `end_to_end_id`
+    /// on the SPI rail).
+    pub async fn payee(
+        &self,
+        sandbox: bool,
+        payer: AccountId,
+        key: &DirectoryKey,
+        end_to_end_id: Option<&str>,
+    ) -> Result<Answer, LookupError> {
+        if sandbox {
+            return Ok(self.in_simulator(key));
+        }
+        match &self.live {
+            Live::Sim => Ok(self.in_simulator(key)),
+            Live::Closed => Ok(Answer::Closed),
+            Live::Dict { client, payer_document } => {
+                let payer_document = payer_document(payer)
+                    .ok_or_else(|| LookupError::Unavailable("the payer's document".into()))?;
+                let lookup = Lookup {
+                    key: key.key.clone(),
+                    payer_document,
+                    end_to_end_id: end_to_end_id.unwrap_or_default().to_owned(),
+                };
+                match client.send(lookup).await {
+                    Ok(Ok(e)) => Ok(Answer::Found(Box::new(Payee {
+                        name: e.name.clone(),
+                        document: e.tax_id.clone(),
+                        ispb: e.participant.to_string(),
+                        bank: Some(BankInfo {
+                            ispb: e.participant.to_string(),
+                            name: self
+                                .sim
+                                .institution(e.participant.as_str())
+                                .map_or_else(|| format!("ISPB {}", e.participant), |i| i.name.clone()),
+                            code: self
+                                .sim
+                                .institution(e.participant.as_str())
+                                .map(|i| i.code.clone())
+                                .unwrap_or_default(),
+                            branch: e.branch.clone(),
+                            account_number: Some(e.account_number.clone()),
+                        }),
+                        rail: Some(RailDetails {
+                            instrument: None,
+                            creditor_document: Some(e.tax_id.clone()),
+                            creditor_account_type: Some(e.account_type.clone()),
+                            reason: None,
+                        }),
+                    }))),
+                    Ok(Err(DictError::NotFound)) => Ok(Answer::NotFound),
+                    Ok(Err(DictError::RateLimited(d))) => Err(LookupError::RateLimited(d)),
+                    Ok(Err(e)) => Err(LookupError::Unavailable(e.to_string())),
+                    Err(e) => Err(LookupError::Unavailable(e.to_string())),
+                }
+            }
+        }
+    }
+}

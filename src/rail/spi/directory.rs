@@ -1,0 +1,382 @@
+//! pixgw's client of the DICT: looks keys up before a payment to them, and registers and
+//! removes the keys of pixgw's accounts. One actor on the SPI rail's thread holds the
+//! mutual-TLS connection; every answer's signature is checked against the DICT's
+//! certificate before it is believed.
+//!
+//! Lookups respect the DICT's anti-scan policy on pixgw's side first: each payer (the
+//! account's document, `PI-PayerId`) has a local bucket that mirrors the DICT's (a miss costs
+//! 20 tokens, a hit 1; a person's holds 100, refilled 2 a minute, a company's 1,000, 20 a
+//! minute), so one client's typos are refused here with a clear error before they can empty
+//! the participant's budget; a 429 from the DICT is passed on the same way, never retried.
+//! Answers are cached for as long as their `Cache-Control` says (`max-age`), per key.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+
+use super::dict::{create_request, delete_request, Entry, Problem};
+use super::dsig::{self, Profile};
+use super::message::Ispb;
+use super::settings::SpiSettings;
+use super::xml::Document;
+
+/// Keys cached at most (a full cache drops what expired, then the oldest).
+pub const CACHE_ENTRIES_MAX: usize = 100_000;
+/// Payers whose buckets are kept at most (a full map drops the fullest buckets).
+pub const BUCKETS_MAX: usize = 100_000;
+/// A person's and a company's bucket (size, refill a minute), and what a lookup costs.
+pub const BUCKET_PERSON: (f64, f64) = (100.0, 2.0);
+pub const BUCKET_COMPANY: (f64, f64) = (1000.0, 20.0);
+pub const COST_HIT: f64 = 1.0;
+pub const COST_MISS: f64 = 20.0;
+/// How long one request to the DICT may take.
+pub const DICT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why a lookup or a registration did not give an entry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DictError {
+    #[error("the key is not in the DICT")]
+    NotFound,
+    /// The payer's bucket (here or at the DICT) is empty: try again after this long.
+    #[error("too many key lookups; retry after {0:?}")]
+    RateLimited(Duration),
+    /// The DICT refused the request (its problem type and title).
+    #[error("the DICT refused: {0}")]
+    Refused(String),
+    /// The DICT did not answer, or answered something that does not verify.
+    #[error("the DICT is unavailable: {0}")]
+    Unavailable(String),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// The buckets pixgw keeps per payer, mirroring the DICT's.
+#[derive(Default)]
+pub struct Buckets {
+    by_payer: HashMap<String, Bucket>,
+}
+
+impl Buckets {
+    fn policy(payer: &str) -> (f64, f64) {
+        if payer.len() == 11 {
+            BUCKET_PERSON
+        } else {
+            BUCKET_COMPANY
+        }
+    }
+
+    fn refill(&mut self, payer: &str, at: Instant) -> &mut Bucket {
+        let (size, per_minute) = Buckets::policy(payer);
+        if self.by_payer.len() >= BUCKETS_MAX && !self.by_payer.contains_key(payer) {
+            // Full buckets are the ones a new bucket would start as: forgetting them is free.
+            self.by_payer.retain(|_, b| b.tokens < size);
+        }
+        let b = self.by_payer.entry(payer.to_owned()).or_insert(Bucket { tokens: size, at });
+        b.tokens =
+            (b.tokens + at.saturating_duration_since(b.at).as_secs_f64() * per_minute / 60.0).min(size);
+        b.at = at;
+        b
+    }
+
+    /// Whether `payer` may look a key up now; when not, how long until it may.
+    pub fn admit(&mut self, payer: &str, at: Instant) -> Result<(), Duration> {
+        let (_, per_minute) = Buckets::policy(payer);
+        let b = self.refill(payer, at);
+        if b.tokens > 0.0 {
+            return Ok(());
+        }
+        let missing = COST_HIT - b.tokens;
+        Err(Duration::from_secs_f64((missing * 60.0 / per_minute).max(1.0)))
+    }
+
+    /// Charges a lookup's answer (`hit`: found).
+    pub fn charge(&mut self, payer: &str, hit: bool, at: Instant) {
+        let b = self.refill(payer, at);
+        b.tokens -= if hit { COST_HIT } else { COST_MISS };
+    }
+}
+
+/// The `max-age` of a `Cache-Control` header, if it allows caching.
+pub fn max_age(cache_control: &str) -> Option<Duration> {
+    let directives: Vec<String> = cache_control.split(',').map(|d| d.trim().to_ascii_lowercase()).collect();
+    if directives.iter().any(|d| d == "no-store" || d == "no-cache") {
+        return None;
+    }
+    directives
+        .iter()
+        .find_map(|d| d.strip_prefix("max-age=")?.parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .map(Duration::from_secs)
+}
+
+/// Look a key up for a payment.
+#[derive(Message)]
+#[rtype(result = "Result<Entry, DictError>")]
+pub struct Lookup {
+    pub key: String,
+    /// The paying user's CPF or CNPJ (`PI-PayerId`).
+    pub payer_document: String,
+    /// The end-to-end id the payment will carry (`PI-EndToEndId`).
+    pub end_to_end_id: String,
+}
+
+/// Register a key of an account of pixgw (an EVP with no key: the DICT makes one).
+#[derive(Message)]
+#[rtype(result = "Result<Entry, DictError>")]
+pub struct Register(pub Entry);
+
+/// Remove a key of an account of pixgw.
+#[derive(Message)]
+#[rtype(result = "Result<(), DictError>")]
+pub struct Remove {
+    pub key: String,
+    pub reason: String,
+}
+
+pub struct DictClient {
+    settings: SpiSettings,
+    /// `None` when the DICT's URL does not parse (every request answers unavailable).
+    http: Option<super::http1::Client>,
+    /// The path the API's routes start with (`/api/v2`).
+    base_path: String,
+    cache: HashMap<String, (Entry, Instant)>,
+    buckets: Buckets,
+}
+
+const USER_AGENT: &str = concat!("pixgw/", env!("CARGO_PKG_VERSION"));
+
+impl DictClient {
+    pub fn new(settings: SpiSettings) -> DictClient {
+        let http = super::http1::Client::new(std::sync::Arc::clone(&settings.tls), &settings.dict_url)
+            .map_err(|e| tracing::error!(error = %e, "no DICT client"))
+            .ok();
+        let base_path = super::http1::split_url(&settings.dict_url).map(|(_, _, p)| p).unwrap_or_default();
+        DictClient { settings, http, base_path, cache: HashMap::new(), buckets: Buckets::default() }
+    }
+}
+
+impl Actor for DictClient {
+    type Context = Context<Self>;
+}
+
+/// Reads a DICT answer: a signed body that verifies, or the problem it reports.
+fn answer(settings: &SpiSettings, status: u16, body: &[u8]) -> Result<Document, DictError> {
+    let doc =
+        Document::parse(body).map_err(|e| DictError::Unavailable(format!("the answer is not XML: {e}")))?;
+    if let Some(p) = Problem::read(&doc) {
+        return Err(match (p.status.max(status), p.kind.as_str()) {
+            (404, _) | (_, "NotFound") => DictError::NotFound,
+            (429, _) => DictError::RateLimited(Duration::from_secs(60)),
+            (s, _) if s >= 500 => DictError::Unavailable(format!("{}: {}", p.kind, p.title)),
+            _ => DictError::Refused(format!("{}: {}", p.kind, p.title)),
+        });
+    }
+    if !(200..300).contains(&status) {
+        return Err(DictError::Unavailable(format!("status {status}")));
+    }
+    if !(settings.accept_unsigned && dsig::signature_of(&doc, Profile::Dict).is_none()) {
+        dsig::verify(&doc, Profile::Dict, &settings.trusted)
+            .map_err(|e| DictError::Unavailable(format!("the answer's signature: {e}")))?;
+    }
+    Ok(doc)
+}
+
+fn entry_of(doc: &Document) -> Result<Entry, DictError> {
+    let e =
+        doc.root.child("Entry").ok_or_else(|| DictError::Unavailable("the answer has no Entry".into()))?;
+    Entry::read(e).map_err(DictError::Unavailable)
+}
+
+impl Handler<Lookup> for DictClient {
+    type Result = ResponseActFuture<Self, Result<Entry, DictError>>;
+
+    fn handle(&mut self, msg: Lookup, _: &mut Context<Self>) -> Self::Result {
+        let now = Instant::now();
+        if let Some((entry, until)) = self.cache.get(&msg.key) {
+            if *until > now {
+                metrics::counter!("pixgw_dict_lookups_total", "result" => "cached").increment(1);
+                return Box::pin(fut::ready(Ok(entry.clone())));
+            }
+        }
+        if let Err(wait) = self.buckets.admit(&msg.payer_document, now) {
+            metrics::counter!("pixgw_dict_lookups_total", "result" => "limited_here").increment(1);
+            return Box::pin(fut::ready(Err(DictError::RateLimited(wait))));
+        }
+        let Some(http) = self.http.clone() else {
+            return Box::pin(fut::ready(Err(DictError::Unavailable("no client".into()))));
+        };
+        let path = format!(
+            "{}/entries/{}",
+            self.base_path,
+            percent_encoding::utf8_percent_encode(&msg.key, percent_encoding::NON_ALPHANUMERIC)
+        );
+        let settings = self.settings.clone();
+        let (payer, e2e) = (msg.payer_document.clone(), msg.end_to_end_id.clone());
+        let started = Instant::now();
+        Box::pin(
+            async move {
+                let headers = [
+                    ("User-Agent", USER_AGENT),
+                    ("Accept", "application/xml"),
+                    ("PI-RequestingParticipant", settings.ispb.as_str()),
+                    ("PI-PayerId", payer.as_str()),
+                    ("PI-EndToEndId", e2e.as_str()),
+                ];
+                let res = http
+                    .send("GET", &path, &headers, b"", DICT_TIMEOUT)
+                    .await
+                    .map_err(|e| DictError::Unavailable(e.to_string()))?;
+                let cache = res.header("cache-control").and_then(max_age);
+                let doc = answer(&settings, res.status, &res.body)?;
+                Ok((entry_of(&doc)?, cache))
+            }
+            .into_actor(self)
+            .map(move |got: Result<(Entry, Option<Duration>), DictError>, act, _| {
+                metrics::histogram!("pixgw_dict_lookup_seconds").record(started.elapsed().as_secs_f64());
+                let result = match &got {
+                    Ok(_) => "found",
+                    Err(DictError::NotFound) => "not_found",
+                    Err(DictError::RateLimited(_)) => "rate_limited",
+                    Err(_) => "error",
+                };
+                metrics::counter!("pixgw_dict_lookups_total", "result" => result).increment(1);
+                match got {
+                    Ok((entry, cache)) => {
+                        act.buckets.charge(&msg.payer_document, true, Instant::now());
+                        if let Some(age) = cache {
+                            if act.cache.len() >= CACHE_ENTRIES_MAX {
+                                let now = Instant::now();
+                                act.cache.retain(|_, (_, until)| *until > now);
+                                if act.cache.len() >= CACHE_ENTRIES_MAX {
+                                    act.cache.clear();
+                                }
+                            }
+                            act.cache.insert(msg.key.clone(), (entry.clone(), Instant::now() + age));
+                        }
+                        Ok(entry)
+                    }
+                    Err(DictError::NotFound) => {
+                        act.buckets.charge(&msg.payer_document, false, Instant::now());
+                        Err(DictError::NotFound)
+                    }
+                    Err(e) => Err(e),
+                }
+            }),
+        )
+    }
+}
+
+impl DictClient {
+    /// Signs a write request and posts it; answers the DICT's document.
+    fn signed_post(&self, path: &str, body: String) -> ResponseFuture<Result<Document, DictError>> {
+        let signed =
+            dsig::sign_dict(&body, &self.settings.signer).map_err(|e| DictError::Unavailable(e.to_string()));
+        let http = self.http.clone();
+        let path = format!("{}{path}", self.base_path);
+        let settings = self.settings.clone();
+        Box::pin(async move {
+            let http = http.ok_or_else(|| DictError::Unavailable("no client".into()))?;
+            let headers = [
+                ("User-Agent", USER_AGENT),
+                ("Content-Type", "application/xml"),
+                ("Accept", "application/xml"),
+            ];
+            let res = http
+                .send("POST", &path, &headers, signed?.as_bytes(), DICT_TIMEOUT)
+                .await
+                .map_err(|e| DictError::Unavailable(e.to_string()))?;
+            answer(&settings, res.status, &res.body)
+        })
+    }
+}
+
+impl Handler<Register> for DictClient {
+    type Result = ResponseFuture<Result<Entry, DictError>>;
+
+    fn handle(&mut self, msg: Register, _: &mut Context<Self>) -> Self::Result {
+        let body = create_request(&msg.0, "USER_REQUESTED", &uuid::Uuid::new_v4());
+        let sent = self.signed_post("/entries/", body);
+        Box::pin(async move { entry_of(&sent.await?) })
+    }
+}
+
+impl Handler<Remove> for DictClient {
+    type Result = ResponseFuture<Result<(), DictError>>;
+
+    fn handle(&mut self, msg: Remove, _: &mut Context<Self>) -> Self::Result {
+        self.cache.remove(&msg.key);
+        let body = delete_request(&msg.key, &self.settings.ispb, &msg.reason);
+        let path = format!(
+            "/entries/{}/delete",
+            percent_encoding::utf8_percent_encode(&msg.key, percent_encoding::NON_ALPHANUMERIC)
+        );
+        let sent = self.signed_post(&path, body);
+        Box::pin(async move { sent.await.map(|_| ()) })
+    }
+}
+
+/// An entry for one of pixgw's accounts, to register.
+pub fn account_entry(
+    ispb: &Ispb,
+    key: &str,
+    key_type: &str,
+    account: u64,
+    document: &str,
+    name: &str,
+    opened: chrono::DateTime<chrono::Utc>,
+) -> Entry {
+    Entry {
+        key: key.to_owned(),
+        key_type: key_type.to_owned(),
+        participant: ispb.clone(),
+        branch: None,
+        account_number: account.to_string(),
+        account_type: "TRAN".into(),
+        opening_date: opened,
+        owner_type: super::dict::owner_type_of(document).into(),
+        tax_id: document.to_owned(),
+        name: name.chars().take(super::dict::OWNER_NAME_LEN_MAX).collect(),
+        trade_name: None,
+        creation_date: opened,
+        key_ownership_date: opened,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_control_caches_for_max_age_and_never_when_told_not_to() {
+        assert_eq!(max_age("private, max-age=60"), Some(Duration::from_secs(60)));
+        assert_eq!(max_age("max-age=0"), None);
+        assert_eq!(max_age("no-store"), None);
+        assert_eq!(max_age("max-age=60, no-cache"), None);
+        assert_eq!(max_age("private"), None);
+    }
+
+    #[test]
+    fn a_persons_typos_empty_its_bucket_here_and_it_refills_two_a_minute() {
+        let mut b = Buckets::default();
+        let t0 = Instant::now();
+        for _ in 0..5 {
+            assert!(b.admit("52998224725", t0).is_ok());
+            b.charge("52998224725", false, t0);
+        }
+        let wait = b.admit("52998224725", t0).unwrap_err();
+        assert_eq!(wait, Duration::from_secs(30), "one token at two a minute");
+        assert!(b.admit("11222333000181", t0).is_ok(), "a company's bucket is its own");
+        assert!(b.admit("52998224725", t0 + Duration::from_secs(30)).is_ok());
+        // Hits cost one: a company looks up 1,000 keys before it waits.
+        for _ in 0..1000 {
+            assert!(b.admit("11222333000181", t0).is_ok());
+            b.charge("11222333000181", true, t0);
+        }
+        assert!(b.admit("11222333000181", t0).is_err());
+    }
+}

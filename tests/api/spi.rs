@@ -1,0 +1,203 @@
+//! The SPI rail, end to end: `pixgw spi-sim` as a child process (ICOM, the SPI and the DICT
+//! over mutual TLS, with its own PKI) and `pixgw serve --rail spi` against it. Money moves
+//! between the simulator's settlement accounts, and pixgw's ledger must agree with them.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+/// The simulator, running.
+pub struct Sim {
+    child: Child,
+    /// Kept so the PKI and settings outlive the process.
+    _dir: Arc<tempfile::TempDir>,
+    pub control: String,
+    pub config: PathBuf,
+    pub client: awc::Client,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub const ISPB: &str = "1234ABCD";
+
+impl Sim {
+    pub fn start(extra: &[&str]) -> Sim {
+        let dir = Arc::new(tempfile::tempdir().unwrap());
+        let mut child = Command::new(bin())
+            .args(["spi-sim", "--dir"])
+            .arg(dir.path())
+            .args(["--participant", ISPB, "--long-poll-ms", "500", "--stream-idle-ms", "3000"])
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn pixgw spi-sim");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        out.read_line(&mut first).unwrap();
+        let mut second = String::new();
+        out.read_line(&mut second).unwrap();
+        std::thread::spawn(move || for _ in out.lines() {});
+        let control = first
+            .split(" control ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("unexpected banner: {first:?}"))
+            .trim()
+            .to_owned();
+        let config = PathBuf::from(second.trim().strip_prefix("pixgw settings for it: ").unwrap());
+        Sim { child, _dir: dir, control, config, client: client() }
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        send(self.client.post(format!("{}{path}", self.control)), Some(body)).await
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        send(self.client.get(format!("{}{path}", self.control)), None).await
+    }
+
+    /// A participant's settlement account, in centavos.
+    pub async fn balance_cents(&self, ispb: &str) -> i128 {
+        let (s, b) = self.get("/sim/participants").await;
+        assert_eq!(s, 200, "{b}");
+        let p = b["participants"].as_array().unwrap().iter().find(|p| p["ispb"] == ispb).unwrap().clone();
+        p["balanceCents"].as_str().unwrap().parse().unwrap()
+    }
+
+    /// The simulator's payer pays one of pixgw's accounts by its number.
+    pub async fn pay_account(&self, account: u64, document: &str, amount: &str) -> String {
+        let body = json!({"toAccount": {"ispb": ISPB, "number": account.to_string(), "document": document}, "amount": amount});
+        let (s, b) = self.post("/sim/pix", body).await;
+        assert_eq!(s, 201, "{b}");
+        b["endToEndId"].as_str().unwrap().to_owned()
+    }
+
+    /// Polls a payment until the SPI settled or rejected it (bounded: 15 s).
+    pub async fn wait_payment(&self, id: &str) -> Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let (s, p) = self.get(&format!("/sim/payments/{id}")).await;
+            if s == 200 && p["stage"] != "AWAITING_RECEIVER" {
+                return p;
+            }
+            assert!(std::time::Instant::now() < deadline, "the SPI did not settle {id}: {p}");
+            actix_rt::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// pixgw on the SPI rail of `sim`.
+pub async fn spawn_on(sim: &Sim) -> TestApp {
+    let opts = Options {
+        env: vec![("PIXGW_CONFIG".into(), sim.config.display().to_string())],
+        ..Options::default()
+    };
+    spawn_with(opts).await
+}
+
+/// A live account with a token: (account id, token).
+pub async fn live_account(app: &TestApp, name: &str) -> (u64, String) {
+    let (id, client_id, secret, pem) = app.new_account(name).await;
+    let (s, t) = app.token_with(&pem, &client_id, &secret).await;
+    assert_eq!(s, 201, "{t}");
+    (id, t["access_token"].as_str().unwrap().to_owned())
+}
+
+/// Polls the account's balance until it is `net` (bounded: 15 s).
+pub async fn wait_balance(app: &TestApp, token: &str, net: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, _, have) = app.balance(token).await;
+        if have == net {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "the balance stayed {have}, not {net}");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn cash_out(key: &str, key_type: &str, document: &str, external_id: &str, value: &str) -> String {
+    format!(
+        r#"{{"value": {value}, "externalId": "{external_id}", "details": {{"key": "{key}", "keyType": "{key_type}", "name": "Payee", "document": "{document}"}}}}"#
+    )
+}
+
+#[actix_rt::test]
+async fn money_arrives_and_leaves_through_the_spi_and_both_books_agree() {
+    let sim = Sim::start(&[]);
+    let app = spawn_on(&sim).await;
+    let (account, token) = live_account(&app, "Loja Real").await;
+    let ours_before = sim.balance_cents(ISPB).await;
+
+    // Money in: the simulator's payer pays the account by its number.
+    let e2e = sim.pay_account(account, "52998224725", "100.00").await;
+    let p = sim.wait_payment(&e2e).await;
+    assert_eq!(p["stage"], "SETTLED", "{p}");
+    wait_balance(&app, &token, "100.00").await;
+    let (s, list) = app.get_with("/api/transactions?type=PAYMENT", &token).await;
+    assert_eq!(s, 200, "{list}");
+    let received = &list["data"][0];
+    assert_eq!(received["endToEndId"], e2e.as_str());
+    assert_eq!(received["counterpart"]["bank"]["bankISPB"], "99999A03");
+
+    // Money out, to a key of the DICT: the debit waits for the SPI's settlement.
+    let (key, doc, _) = directory_key("EMAIL", 0);
+    let (s, b) = app
+        .post_raw("/api/pix/cash-out", &token, &cash_out(&key, "EMAIL", &doc, "out-1", "10.00"), &[])
+        .await;
+    assert_eq!(s, 201, "{b}");
+    let tx = app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;
+    assert_eq!(tx["status"], "CONFIRMED", "{tx}");
+    let out_e2e = tx["endToEndId"].as_str().unwrap().to_owned();
+    assert!(out_e2e.starts_with(&format!("E{ISPB}")), "{out_e2e}");
+    let p = sim.wait_payment(&out_e2e).await;
+    assert_eq!(p["stage"], "SETTLED", "{p}");
+    assert_eq!(app.balance(&token).await, ("90.00".into(), "0.00".into(), "90.00".into()));
+    assert_eq!(
+        sim.balance_cents(ISPB).await - ours_before,
+        9_000,
+        "the settlement account moved as the ledger did"
+    );
+
+    // A receiver that refuses (a blocked account): ERROR with the SPI's reason, money back.
+    let (s, b) = app
+        .post_raw(
+            "/api/pix/cash-out",
+            &token,
+            &cash_out("ac06@rejeita.spi-sim.pixgw", "EMAIL", "52998224725", "out-2", "5.00"),
+            &[],
+        )
+        .await;
+    assert_eq!(s, 201, "{b}");
+    let tx = app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;
+    assert_eq!(tx["status"], "ERROR", "{tx}");
+    assert_eq!(tx["errorCode"], "BLOCKED_ACCOUNT", "{tx}");
+    assert!(tx["errorMessage"].as_str().unwrap().contains("AC06"), "{tx}");
+    assert_eq!(app.balance(&token).await, ("90.00".into(), "0.00".into(), "90.00".into()));
+
+    // A key the DICT does not know: refused before any debit.
+    let (s, b) = app
+        .post_raw(
+            "/api/pix/cash-out",
+            &token,
+            &cash_out("ninguem@nada.example", "EMAIL", "52998224725", "out-3", "1.00"),
+            &[],
+        )
+        .await;
+    assert_extended(&b, 400, "PIX_KEY_NOT_FOUND");
+    assert_eq!(s, 400);
+    assert_eq!(app.balance(&token).await, ("90.00".into(), "0.00".into(), "90.00".into()));
+    assert_eq!(sim.balance_cents(ISPB).await - ours_before, 9_000);
+}
