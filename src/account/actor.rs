@@ -397,6 +397,11 @@ impl AccountActor {
         }
     }
 
+    /// The key the account's new charges carry from now on.
+    pub(super) fn set_receiving_key(&mut self, key: String) {
+        self.account.receiving_key = key.into_boxed_str();
+    }
+
     /// The account holder's CPF or CNPJ.
     pub(super) fn account_document(&self) -> &str {
         &self.account.document

@@ -409,6 +409,14 @@ impl Handler<SettingsChanged> for AccountActor {
     }
 }
 
+impl Handler<ReceivingKeyChanged> for AccountActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: ReceivingKeyChanged, _: &mut Context<Self>) {
+        self.set_receiving_key(msg.0);
+    }
+}
+
 impl Handler<CreateCharge> for AccountActor {
     type Result = ResponseActFuture<Self, Result<Transaction, CommandError>>;
 

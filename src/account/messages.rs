@@ -99,6 +99,11 @@ pub struct Tick;
 #[rtype(result = "()")]
 pub struct SettingsChanged(pub AccountSettings);
 
+/// The account's receiving key (the one its new charges carry) is now this one.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ReceivingKeyChanged(pub String);
+
 #[derive(Message, Clone)]
 #[rtype(result = "Result<Transaction, CommandError>")]
 pub struct CreateCharge(pub ChargeRequest);

@@ -541,3 +541,186 @@ pub async fn backup(_: Admin, state: web::Data<AppState>) -> Result<HttpResponse
         .insert_header((actix_web::http::header::CONTENT_ENCODING, "identity"))
         .streaming(body))
 }
+
+/// A key registered for an account.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyResponse {
+    key: String,
+    /// CPF, CNPJ, EMAIL, PHONE or EVP.
+    key_type: String,
+    registered_at: String,
+    /// Whether it is the key the account's new charges carry.
+    receiving: bool,
+}
+
+fn key_response(k: &crate::store::KeyRecord, receiving_key: &str) -> KeyResponse {
+    KeyResponse {
+        key: k.key.clone(),
+        key_type: k.key_type.clone(),
+        registered_at: iso(k.registered_at),
+        receiving: k.key == receiving_key,
+    }
+}
+
+/// A key registration's body: `{key}` (its type read from it), or `{keyType: "EVP"}` for a
+/// key the directory makes; `receiving` (default: true for an EVP) makes it the key the
+/// account's new charges carry.
+fn read_key_request(obj: &Map<String, Value>) -> Result<(String, String, bool), ApiError> {
+    use crate::domain::pix_key::parse_directory_key;
+    let mut f = Fields::new(obj);
+    f.only(&["key", "keyType", "receiving"]);
+    let key = f.string("key", false).map(str::to_owned);
+    let key_type = f.string("keyType", false).map(str::to_owned);
+    let receiving = f.boolean("receiving");
+    finish(std::mem::take(&mut f.violations))?;
+    let fail = |field: &str, m: &str| ApiError::Validation(vec![Violation::new(field, m)]);
+    let (key, key_type) = match (key, key_type) {
+        (Some(k), t) => {
+            let parsed = parse_directory_key(&k).map_err(|e| fail("key", &e.to_string()))?;
+            let name = parsed.key_type.directory_name().to_owned();
+            if t.as_deref().is_some_and(|t| t != name) {
+                return Err(fail("keyType", "is not the type of the key"));
+            }
+            (parsed.key, name)
+        }
+        (None, Some(t)) if t == "EVP" => (String::new(), t),
+        (None, Some(_)) => return Err(fail("key", "is required unless keyType is EVP")),
+        (None, None) => return Err(fail("key", "give key, or keyType EVP")),
+    };
+    let receiving = receiving.unwrap_or(key_type == "EVP");
+    Ok((key, key_type, receiving))
+}
+
+#[utoipa::path(
+    post, path = "/admin/accounts/{id}/keys", tag = "admin",
+    params(("id" = u64, Path)),
+    request_body(content = super::schemas::KeyRequest),
+    responses(
+        (status = 201, description = "Registered in the directory of the account's rail (the DICT on the SPI rail)", body = KeyResponse),
+        (status = 400, description = "Not a key, or a CPF/CNPJ key that is not the holder's document", body = ExtendedErrorBody),
+        (status = 404, body = ExtendedErrorBody),
+        (status = 409, description = "The key is another account's, or the directory refused it", body = ExtendedErrorBody),
+        (status = 503, description = "The directory did not answer; nothing was registered", body = ExtendedErrorBody),
+    ),
+    security(("admin" = []))
+)]
+pub async fn register_key(
+    _: Admin,
+    req: HttpRequest,
+    bytes: Bytes,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = account_id(&path)?;
+    let (key, key_type, receiving) = read_key_request(&request_object(&req, &bytes)?)?;
+    let account = admin::account(&state.repo, id)?;
+    let document = account.profile.document.to_string();
+    if matches!(key_type.as_str(), "CPF" | "CNPJ") && key != document {
+        return Err(ApiError::Validation(vec![Violation::new(
+            "key",
+            "a CPF or CNPJ key must be the holder's own document",
+        )]));
+    }
+    if !key.is_empty() {
+        if let Some(owner) = state.repo.account_by_receiving_key(&key)? {
+            if owner != id {
+                return Err(ApiError::Conflict("the key is another account's".into()));
+            }
+        }
+    }
+    let now = state.clock.now();
+    let registration = crate::rail::keys::Registration {
+        key: key.clone(),
+        key_type: key_type.clone(),
+        account: id,
+        holder_document: document,
+        holder_name: account.profile.name.as_str().to_owned(),
+        opened: account.created_at,
+    };
+    // A sandbox account's keys live in the simulator's world only.
+    let registered = if account.profile.sandbox {
+        if key.is_empty() {
+            uuid::Uuid::new_v4().to_string()
+        } else {
+            key
+        }
+    } else {
+        state.keys.register(registration).await.map_err(|e| match e {
+            crate::rail::keys::RegistrationError::Refused(why) => {
+                ApiError::Conflict(format!("the directory refused the key: {why}"))
+            }
+            crate::rail::keys::RegistrationError::Unavailable(why) => {
+                ApiError::Unavailable(crate::cause::Cause::msg(why))
+            }
+        })?
+    };
+    let record = crate::store::KeyRecord { key: registered.clone(), key_type, registered_at: now };
+    state.repo.register_key(&account, &record, receiving)?;
+    if receiving {
+        state.registry.receiving_key_changed(id, registered.clone());
+    }
+    tracing::info!(account = id.get(), key = %registered, receiving, "key registered");
+    let receiving_key = if receiving { registered } else { account.receiving_key };
+    Ok(HttpResponse::Created().json(key_response(&record, &receiving_key)))
+}
+
+#[utoipa::path(
+    get, path = "/admin/accounts/{id}/keys", tag = "admin",
+    params(("id" = u64, Path)),
+    responses((status = 200, body = [KeyResponse]), (status = 404, body = ExtendedErrorBody)),
+    security(("admin" = []))
+)]
+pub async fn list_keys(
+    _: Admin,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = account_id(&path)?;
+    let account = admin::account(&state.repo, id)?;
+    let keys: Vec<KeyResponse> =
+        state.repo.keys_of(id)?.iter().map(|k| key_response(k, &account.receiving_key)).collect();
+    Ok(HttpResponse::Ok().json(keys))
+}
+
+#[utoipa::path(
+    delete, path = "/admin/accounts/{id}/keys/{key}", tag = "admin",
+    params(("id" = u64, Path), ("key" = String, Path)),
+    responses(
+        (status = 204, description = "Removed from the directory and from the account"),
+        (status = 404, body = ExtendedErrorBody),
+        (status = 409, description = "The account's receiving key: register another receiving key first", body = ExtendedErrorBody),
+        (status = 503, body = ExtendedErrorBody),
+    ),
+    security(("admin" = []))
+)]
+pub async fn remove_key(
+    _: Admin,
+    path: web::Path<(String, String)>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (raw_id, key) = path.into_inner();
+    let id = account_id(&raw_id)?;
+    let account = admin::account(&state.repo, id)?;
+    if !state.repo.keys_of(id)?.iter().any(|k| k.key == key) {
+        return Err(ApiError::NotFound("no such key registered for this account".into()));
+    }
+    if account.receiving_key == key {
+        return Err(ApiError::Conflict(
+            "this is the account's receiving key: register another receiving key first".into(),
+        ));
+    }
+    if !account.profile.sandbox {
+        state.keys.remove(&key).await.map_err(|e| match e {
+            crate::rail::keys::RegistrationError::Refused(why) => {
+                ApiError::Conflict(format!("the directory refused: {why}"))
+            }
+            crate::rail::keys::RegistrationError::Unavailable(why) => {
+                ApiError::Unavailable(crate::cause::Cause::msg(why))
+            }
+        })?;
+    }
+    state.repo.remove_key(id, &key)?;
+    tracing::info!(account = id.get(), key, "key removed");
+    Ok(HttpResponse::NoContent().finish())
+}

@@ -847,6 +847,20 @@ pub struct CertificateRequest {
     pem: String,
 }
 
+/// `POST /admin/accounts/{id}/keys`: a key (`key`, its type read from it), or
+/// `keyType: EVP` alone for a key the directory makes.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
+pub struct KeyRequest {
+    /// A CPF or CNPJ (the holder's own), an e-mail, `+55` and a phone, or a UUID.
+    key: Option<String>,
+    /// CPF, CNPJ, EMAIL, PHONE or EVP; required alone for an EVP the directory makes.
+    key_type: Option<String>,
+    /// Make it the key the account's new charges carry (default: true for an EVP).
+    receiving: Option<bool>,
+}
+
 /// `POST /admin/clock` (test clock only): exactly one of `set` and `advanceSeconds`.
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]

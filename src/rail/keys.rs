@@ -54,6 +54,29 @@ pub enum LookupError {
     Unavailable(String),
 }
 
+/// A key to register for an account of this gateway, and who holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registration {
+    /// The key; empty for an EVP the directory makes.
+    pub key: String,
+    /// CPF, CNPJ, EMAIL, PHONE or EVP.
+    pub key_type: String,
+    pub account: AccountId,
+    pub holder_document: String,
+    pub holder_name: String,
+    pub opened: DateTime<Utc>,
+}
+
+/// Why a key was not registered or removed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistrationError {
+    /// The directory refused it (its reason).
+    #[error("the directory refused: {0}")]
+    Refused(String),
+    #[error("the key directory is unavailable: {0}")]
+    Unavailable(String),
+}
+
 /// The live accounts' directory.
 #[derive(Clone)]
 pub enum Live {
@@ -94,6 +117,52 @@ impl Keys {
                 rail: None,
             })),
             None => Answer::Unknown,
+        }
+    }
+
+    /// Registers a key of a live account in its rail's directory (the DICT, with a signed
+    /// request); the simulator's directory needs nothing registered (an EVP gets a fresh
+    /// key). Answers the key as registered.
+    pub async fn register(&self, r: Registration) -> Result<String, RegistrationError> {
+        match &self.live {
+            Live::Sim | Live::Closed => {
+                Ok(if r.key.is_empty() { uuid::Uuid::new_v4().to_string() } else { r.key })
+            }
+            Live::Dict { client, .. } => {
+                let entry = super::spi::directory::account_entry(
+                    &super::spi::message::Ispb::parse(gateway_ispb())
+                        .ok_or_else(|| RegistrationError::Unavailable("the ISPB".into()))?,
+                    &r.key,
+                    &r.key_type,
+                    r.account.get(),
+                    &r.holder_document,
+                    &r.holder_name,
+                    r.opened,
+                );
+                match client.send(super::spi::directory::Register(entry)).await {
+                    Ok(Ok(e)) => Ok(e.key),
+                    Ok(Err(DictError::Refused(why))) => Err(RegistrationError::Refused(why)),
+                    Ok(Err(e)) => Err(RegistrationError::Unavailable(e.to_string())),
+                    Err(e) => Err(RegistrationError::Unavailable(e.to_string())),
+                }
+            }
+        }
+    }
+
+    /// Removes a key of a live account from its rail's directory.
+    pub async fn remove(&self, key: &str) -> Result<(), RegistrationError> {
+        match &self.live {
+            Live::Sim | Live::Closed => Ok(()),
+            Live::Dict { client, .. } => {
+                let remove =
+                    super::spi::directory::Remove { key: key.to_owned(), reason: "USER_REQUESTED".into() };
+                match client.send(remove).await {
+                    Ok(Ok(())) | Ok(Err(DictError::NotFound)) => Ok(()),
+                    Ok(Err(DictError::Refused(why))) => Err(RegistrationError::Refused(why)),
+                    Ok(Err(e)) => Err(RegistrationError::Unavailable(e.to_string())),
+                    Err(e) => Err(RegistrationError::Unavailable(e.to_string())),
+                }
+            }
         }
     }
 

@@ -42,7 +42,10 @@
 //! whcfg/{id:020}/{type}     WebhookConfig (JSON): one endpoint per account and event type
 //! med/{id:020}/{med:020}    Med (JSON): the account's MED cases; a MED's id is also the id
 //!                           of its hold in the ledger
-//! rkey/{receivingKey}       u64: the account whose receiving key this is (on-us payments)
+//! rkey/{receivingKey}       u64: the account whose receiving key this is (on-us payments),
+//!                           and every key registered for an account in the directory
+//! akey/{id:020}/{key}       KeyRecord (JSON): a key registered for the account (its type,
+//!                           when), listed by account
 //! reqkey/{id:020}/{sha256}  RequestRecord (JSON): a request made with an Idempotency-Key
 //!                           (the SHA-256 of the key), started or with its response
 //! onus/{endToEndId}         OnUsCredit (JSON): a credit owed to an account of this gateway,
@@ -193,6 +196,14 @@ pub fn fingerprint_of(key: &[u8]) -> Option<Fingerprint> {
 
 pub fn receiving_key(key: &str) -> Vec<u8> {
     Key::new("rkey/").text(key).done()
+}
+
+pub fn account_key(id: AccountId, key: &str) -> Vec<u8> {
+    Key::new("akey/").id(id).text("/").text(key).done()
+}
+
+pub fn account_keys_prefix(id: AccountId) -> Vec<u8> {
+    Key::new("akey/").id(id).text("/").done()
 }
 
 pub fn ledger(id: AccountId) -> Vec<u8> {

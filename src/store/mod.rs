@@ -31,7 +31,7 @@ pub use journal::{JournalError, JournalOptions};
 pub use memory::MemoryStore;
 pub use paged::{PagedStore, Paging};
 pub use records::{
-    AccountRecord, AttemptOutcome, CertificateRecord, ClientRecord, DeliveryLog, DeliveryState,
+    AccountRecord, AttemptOutcome, CertificateRecord, ClientRecord, DeliveryLog, DeliveryState, KeyRecord,
     RequestRecord, StoredResponse, Undelivered, WebhookConfig,
 };
 pub use repo::{Repo, RepoError};

@@ -127,6 +127,16 @@ pub struct DeliveryLog {
     pub next_attempt_at: Option<DateTime<Utc>>,
 }
 
+/// A key registered for an account in the directory of its rail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyRecord {
+    pub key: String,
+    /// CPF, CNPJ, EMAIL, PHONE or EVP.
+    pub key_type: String,
+    pub registered_at: DateTime<Utc>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CertificateRecord {

@@ -201,3 +201,97 @@ async fn money_arrives_and_leaves_through_the_spi_and_both_books_agree() {
     assert_eq!(app.balance(&token).await, ("90.00".into(), "0.00".into(), "90.00".into()));
     assert_eq!(sim.balance_cents(ISPB).await - ours_before, 9_000);
 }
+
+#[actix_rt::test]
+async fn a_charge_is_paid_from_another_bank_by_its_code_and_money_goes_back_both_ways() {
+    let sim = Sim::start(&[]);
+    let app = spawn_on(&sim).await;
+    let (account, token) = live_account(&app, "Loja Real").await;
+    // The account's receiving key is registered in the DICT (which makes the EVP).
+    let (s, k) =
+        app.admin("POST", &format!("/admin/accounts/{account}/keys"), Some(json!({"keyType": "EVP"}))).await;
+    assert_eq!(s, 201, "{k}");
+    assert_eq!(k["receiving"], true);
+    let key = k["key"].as_str().unwrap().to_owned();
+    let (s, keys) = app.admin("GET", &format!("/admin/accounts/{account}/keys"), None).await;
+    assert_eq!((s, keys.as_array().unwrap().len()), (200, 1), "{keys}");
+    // A CPF key must be the holder's own document.
+    let (s, b) = app
+        .admin("POST", &format!("/admin/accounts/{account}/keys"), Some(json!({"key": "11144477735"})))
+        .await;
+    assert_eq!(s, 400, "{b}");
+
+    // A charge: its code carries the registered key and its reference.
+    let body = r#"{"transaction": {"value": 25.00, "description": "pedido", "externalId": "c1"}, "payer": {"fullName": "Ana", "document": "52998224725"}}"#;
+    let (s, charge) = app.post_raw("/api/pix/cash-in", &token, body, &[]).await;
+    assert_eq!(s, 201, "{charge}");
+    let code = pixgw::domain::brcode::parse(charge["pixCode"].as_str().unwrap()).unwrap();
+    assert_eq!(code.key.as_deref(), Some(key.as_str()));
+    let reference = code.txid.clone().unwrap();
+
+    // Another bank's payer pays a wrong amount: refused by the account, nothing moves.
+    let (s, b) = sim.post("/sim/pix", json!({"to": key, "amount": "24.99", "txId": reference})).await;
+    assert_eq!(s, 201, "{b}");
+    let p = sim.wait_payment(b["endToEndId"].as_str().unwrap()).await;
+    assert_eq!((p["stage"].as_str(), p["reason"].as_str()), (Some("REJECTED"), Some("AM09")), "{p}");
+    // The right amount pays it.
+    let (s, b) = sim
+        .post(
+            "/sim/pix",
+            json!({"to": key, "amount": "25.00", "txId": reference, "payerName": "Beto Pagador"}),
+        )
+        .await;
+    assert_eq!(s, 201, "{b}");
+    let e2e = b["endToEndId"].as_str().unwrap().to_owned();
+    assert_eq!(sim.wait_payment(&e2e).await["stage"], "SETTLED");
+    let paid = app.wait_final(&token, charge["transactionId"].as_str().unwrap()).await;
+    assert_eq!(paid["status"], "CONFIRMED", "{paid}");
+    assert_eq!(paid["endToEndId"], e2e.as_str());
+    wait_balance(&app, &token, "25.00").await;
+    // A second payment of the same charge is refused: it was paid.
+    let (_, b) = sim.post("/sim/pix", json!({"to": key, "amount": "25.00", "txId": reference})).await;
+    let p = sim.wait_payment(b["endToEndId"].as_str().unwrap()).await;
+    assert_eq!((p["stage"].as_str(), p["reason"].as_str()), (Some("REJECTED"), Some("DUPL")), "{p}");
+
+    // A devolução of part of it goes back to the payer's bank (pacs.004 out).
+    let devolucao = json!({"valor": "5.00", "descricao": "troca"});
+    let req = app.client.put(app.url(&format!("/pix/{e2e}/devolucao/d1"))).bearer_auth(&token);
+    let (s, d) = send(req, Some(devolucao)).await;
+    assert_eq!(s, 201, "{d}");
+    let rtr = d["rtrId"].as_str().unwrap().to_owned();
+    assert!(rtr.starts_with(&format!("D{ISPB}")), "{rtr}");
+    let p = sim.wait_payment(&rtr).await;
+    assert_eq!(p["stage"], "SETTLED", "{p}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, d) = app.get_with(&format!("/pix/{e2e}/devolucao/d1"), &token).await;
+        if d["status"] == "DEVOLVIDO" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{d}");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(app.balance(&token).await, ("20.00".into(), "0.00".into(), "20.00".into()));
+
+    // A cash-out of ours, then its payee's bank returns part of it (pacs.004 in).
+    let (k, doc, _) = directory_key("EMAIL", 1);
+    let (s, b) =
+        app.post_raw("/api/pix/cash-out", &token, &cash_out(&k, "EMAIL", &doc, "out-r", "8.00"), &[]).await;
+    assert_eq!(s, 201, "{b}");
+    let out = app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;
+    assert_eq!(out["status"], "CONFIRMED", "{out}");
+    wait_balance(&app, &token, "12.00").await;
+    let out_e2e = out["endToEndId"].as_str().unwrap();
+    let (s, r) = sim.post("/sim/return", json!({"endToEndId": out_e2e, "amount": "3.00"})).await;
+    assert_eq!(s, 201, "{r}");
+    let p = sim.wait_payment(r["returnId"].as_str().unwrap()).await;
+    assert_eq!(p["stage"], "SETTLED", "{p}");
+    wait_balance(&app, &token, "15.00").await;
+    let (_, list) = app.get_with("/api/transactions?type=REFUND_OUT", &token).await;
+    assert_eq!(list["data"][0]["endToEndId"], r["returnId"], "{list}");
+    // More than is left of the payment is refused.
+    let (_, r) = sim.post("/sim/return", json!({"endToEndId": out_e2e, "amount": "5.01"})).await;
+    let p = sim.wait_payment(r["returnId"].as_str().unwrap()).await;
+    assert_eq!(p["stage"], "REJECTED", "{p}");
+    wait_balance(&app, &token, "15.00").await;
+}

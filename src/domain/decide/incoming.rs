@@ -94,7 +94,9 @@ pub struct Named {
 
 /// Step 1: accept an incoming payment or return (a plan that writes its record), or refuse.
 pub fn accept(incoming: Incoming, named: Named) -> Result<Plan<()>, IncomingRefusal> {
-    if named.creditor_document != named.holder_document {
+    // A payment names its payee; a return goes back along a payment and names none.
+    let is_payment = matches!(incoming.kind, IncomingKind::Payment { .. });
+    if is_payment && named.creditor_document != named.holder_document {
         return Err(IncomingRefusal::DocumentMismatch);
     }
     match &incoming.kind {

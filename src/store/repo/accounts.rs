@@ -47,6 +47,43 @@ impl Repo {
         Ok(b)
     }
 
+    /// Records a key registered for an account: it resolves to the account (payments to it,
+    /// on us and from the rails) and is listed with the account; `receiving` makes it the
+    /// key the account's new charges carry.
+    pub fn register_key(
+        &self,
+        account: &AccountRecord,
+        key: &KeyRecord,
+        receiving: bool,
+    ) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        b.put(keys::receiving_key(&key.key), account.id.get().to_be_bytes().to_vec());
+        b.put(keys::account_key(account.id, &key.key), to_json(key)?);
+        if receiving {
+            let mut a = account.clone();
+            a.receiving_key = key.key.clone();
+            b.put(keys::account(a.id), to_json(&a)?);
+        }
+        self.commit(&b)
+    }
+
+    /// Forgets a key of an account (removed from the directory).
+    pub fn remove_key(&self, account: AccountId, key: &str) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        b.delete(keys::receiving_key(key));
+        b.delete(keys::account_key(account, key));
+        self.commit(&b)
+    }
+
+    /// The keys registered for an account, in key order.
+    pub fn keys_of(&self, account: AccountId) -> Result<Vec<KeyRecord>, RepoError> {
+        self.store
+            .scan_prefix(&keys::account_keys_prefix(account))?
+            .into_iter()
+            .map(|(k, v)| super::parse_json(&k, &v))
+            .collect()
+    }
+
     pub fn account(&self, id: AccountId) -> Result<Option<AccountRecord>, RepoError> {
         self.cached(&id, (|c| &c.accounts, |c| &mut c.accounts), || self.get_json(&keys::account(id)))
     }
