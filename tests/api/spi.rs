@@ -187,6 +187,40 @@ async fn money_arrives_and_leaves_through_the_spi_and_both_books_agree() {
     assert!(tx["errorMessage"].as_str().unwrap().contains("AC06"), "{tx}");
     assert_eq!(app.balance(&token).await, ("90.00".into(), "0.00".into(), "90.00".into()));
 
+    // A static QR code of another bank's key (no amount, a txid): QRES with its TxId.
+    let (qr_key, _, _) = directory_key("EMAIL", 3);
+    let code = pixgw::domain::brcode::generate(&pixgw::domain::brcode::BrCodeSpec {
+        single_use: false,
+        key: qr_key,
+        info: None,
+        amount: None,
+        merchant_name: "Padaria".into(),
+        merchant_city: "Recife".into(),
+        txid: Some("pedido42".into()),
+    });
+    let body = format!(r#"{{"value": 2.50, "qrCode": "{code}", "externalId": "qr-1"}}"#);
+    let (s, b) = app.post_raw("/api/pix/cash-out-qrcode", &token, &body, &[]).await;
+    assert_eq!(s, 201, "{b}");
+    let tx = app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;
+    assert_eq!(tx["status"], "CONFIRMED", "{tx}");
+    assert_eq!(app.balance(&token).await, ("87.50".into(), "0.00".into(), "87.50".into()));
+
+    // /dict/pix: the end-to-end id answered at once is the one the SPI settles with.
+    let (phone, phone_doc, _) = directory_key("PHONE", 0);
+    let transfer = format!(
+        r#"{{"pixKey": "{phone}", "payment": {{"currency": "BRL", "amount": 7.50}}, "priority": "HIGH", "creditorDocument": "{phone_doc}"}}"#
+    );
+    let idem = uuid::Uuid::new_v4().to_string();
+    let (s, t) = app.post_raw("/dict/pix", &token, &transfer, &[("x-idempotency-key", &idem)]).await;
+    assert_eq!(s, 201, "{t}");
+    let dict_e2e = t["endToEndId"].as_str().unwrap().to_owned();
+    assert_eq!(sim.wait_payment(&dict_e2e).await["stage"], "SETTLED");
+    wait_balance(&app, &token, "80.00").await;
+    let (_, list) = app.get_with(&format!("/api/transactions?endToEndId={dict_e2e}"), &token).await;
+    assert_eq!(list["data"][0]["status"], "Confirmado", "{list}");
+    let (s, again) = app.post_raw("/dict/pix", &token, &transfer, &[("x-idempotency-key", &idem)]).await;
+    assert_eq!((s, again["endToEndId"].as_str()), (200, Some(dict_e2e.as_str())), "a replay moves nothing");
+
     // A key the DICT does not know: refused before any debit.
     let (s, b) = app
         .post_raw(
@@ -198,8 +232,8 @@ async fn money_arrives_and_leaves_through_the_spi_and_both_books_agree() {
         .await;
     assert_extended(&b, 400, "PIX_KEY_NOT_FOUND");
     assert_eq!(s, 400);
-    assert_eq!(app.balance(&token).await, ("90.00".into(), "0.00".into(), "90.00".into()));
-    assert_eq!(sim.balance_cents(ISPB).await - ours_before, 9_000);
+    assert_eq!(app.balance(&token).await, ("80.00".into(), "0.00".into(), "80.00".into()));
+    assert_eq!(sim.balance_cents(ISPB).await - ours_before, 8_000);
 }
 
 #[actix_rt::test]
@@ -294,4 +328,98 @@ async fn a_charge_is_paid_from_another_bank_by_its_code_and_money_goes_back_both
     let p = sim.wait_payment(r["returnId"].as_str().unwrap()).await;
     assert_eq!(p["stage"], "REJECTED", "{p}");
     wait_balance(&app, &token, "15.00").await;
+}
+
+impl Sim {
+    /// Switches an outage of ICOM's sending or reading half on or off.
+    pub async fn outage(&self, sends: bool, reads: bool) {
+        let req = self.client.put(format!("{}/sim/icom", self.control));
+        let (s, b) = send(req, Some(json!({"sends": sends, "reads": reads}))).await;
+        assert_eq!(s, 204, "{b}");
+    }
+
+    /// A participant's row of the control route.
+    pub async fn participant(&self, ispb: &str) -> Value {
+        let (_, b) = self.get("/sim/participants").await;
+        b["participants"].as_array().unwrap().iter().find(|p| p["ispb"] == ispb).unwrap().clone()
+    }
+}
+
+/// SIGKILL, then the same server started again on its data dir.
+fn kill_9_and_start_again(app: &mut TestApp, sim: &Sim) {
+    let mut child = app.take_child().expect("a subprocess server");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let opts = Options {
+        env: vec![("PIXGW_CONFIG".into(), sim.config.display().to_string())],
+        ..Options::default()
+    };
+    app.start_again(&opts);
+}
+
+/// kill -9 at each step where a message is in flight: a payout written but not sent, a
+/// payout settled by the SPI but its answer not read, a payment in read and accepted but
+/// its answer not sent. Each is counted once on both sides: pixgw's balance and the
+/// simulator's settlement account move by the same amounts.
+#[actix_rt::test]
+async fn kill_9_at_each_step_of_a_payment_counts_it_once_on_both_sides() {
+    let sim = Sim::start(&["--timeout-ms", "60000"]);
+    let mut app = spawn_on(&sim).await;
+    let (account, token) = live_account(&app, "Loja Real").await;
+    let ours = sim.balance_cents(ISPB).await;
+    sim.pay_account(account, "52998224725", "100.00").await;
+    wait_balance(&app, &token, "100.00").await;
+    let (key, doc, _) = directory_key("EMAIL", 2);
+
+    // 1. Written, not sent: ICOM takes nothing, the server dies, comes back, sends it.
+    sim.outage(true, false).await;
+    let (s, b) =
+        app.post_raw("/api/pix/cash-out", &token, &cash_out(&key, "EMAIL", &doc, "k1", "10.00"), &[]).await;
+    assert_eq!(s, 201, "{b}");
+    let first = b["transactionId"].as_str().unwrap().to_owned();
+    kill_9_and_start_again(&mut app, &sim);
+    assert_eq!(
+        app.balance(&token).await,
+        ("100.00".into(), "10.00".into(), "90.00".into()),
+        "acknowledged: still held"
+    );
+    sim.outage(false, false).await;
+    assert_eq!(app.wait_final(&token, &first).await["status"], "CONFIRMED");
+
+    // 2. Sent and settled, its answer not read: the server dies, comes back, sends the
+    // same message again (taken once), and reads the answer.
+    sim.outage(false, true).await;
+    let (s, b) =
+        app.post_raw("/api/pix/cash-out", &token, &cash_out(&key, "EMAIL", &doc, "k2", "5.00"), &[]).await;
+    assert_eq!(s, 201, "{b}");
+    let second = b["transactionId"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while sim.participant(ISPB).await["paid"].as_u64() != Some(2) {
+        assert!(std::time::Instant::now() < deadline, "the SPI did not settle the second payment");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    kill_9_and_start_again(&mut app, &sim);
+    sim.outage(false, false).await;
+    assert_eq!(app.wait_final(&token, &second).await["status"], "CONFIRMED");
+    assert_eq!(sim.participant(ISPB).await["paid"], 2, "the message sent again was taken once");
+
+    // 3. A payment in, read and perhaps accepted, its answer not sent: the server dies
+    // before it confirms the read; the SPI delivers it again and it is credited once.
+    sim.outage(true, false).await;
+    let e2e = sim.pay_account(account, "52998224725", "20.00").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while sim.participant(ISPB).await["unconfirmed"].as_u64().unwrap_or(0) == 0 {
+        assert!(std::time::Instant::now() < deadline, "the payment was not read");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    kill_9_and_start_again(&mut app, &sim);
+    sim.outage(false, false).await;
+    assert_eq!(sim.wait_payment(&e2e).await["stage"], "SETTLED");
+    wait_balance(&app, &token, "105.00").await;
+    assert_eq!(app.balance(&token).await, ("105.00".into(), "0.00".into(), "105.00".into()));
+    let (_, list) = app.get_with("/api/transactions?type=PAYMENT", &token).await;
+    assert_eq!(list["metadata"]["total"], 2, "two payments in, each once: {list}");
+
+    // Both books agree: what the account holds is what the settlement account gained.
+    assert_eq!(sim.balance_cents(ISPB).await - ours, 10_500);
 }

@@ -67,7 +67,11 @@ pub fn payment(ispb: &Ispb, tx: &Transaction, payer: &Payer, now: DateTime<Utc>)
     if number.is_empty() {
         return Err("the payee's account has no number".into());
     }
-    let tx_id = tx.qr_txid.clone().filter(|_| instrument.tx_id_lengths().is_some());
+    // A static code without a txid writes `***` in its place: the message then has none.
+    let tx_id = tx.qr_txid.clone().filter(|t| {
+        instrument.tx_id_lengths().is_some_and(|range| range.contains(&t.len()))
+            && t.bytes().all(|b| b.is_ascii_alphanumeric())
+    });
     let t = CreditTransfer {
         end_to_end_id: tx.end_to_end_id.clone(),
         tx_id,

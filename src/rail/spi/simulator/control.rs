@@ -9,6 +9,7 @@
 //! | `GET /sim/participants` | every participant's settlement account |
 //! | `PUT /sim/participants/{ispb}/behaviour` | a virtual receiver's behaviour: `{"accept": true}`, `{"reject": "AC06"}` or `{"silent": true}` |
 //! | `GET /sim/stats` | counters of messages received, sent and refused |
+//! | `PUT /sim/icom` | an outage of ICOM: `{"sends": true}` makes sending answer 503, `{"reads": true}` reading; `{}` ends it |
 
 use std::time::Instant;
 
@@ -32,6 +33,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/sim/participants", web::get().to(participants))
         .route("/sim/participants/{ispb}/behaviour", web::put().to(behaviour))
         .route("/sim/stats", web::get().to(stats))
+        .route("/sim/icom", web::put().to(outage))
         .route("/healthz", web::get().to(|| async { HttpResponse::Ok().body("ok") }));
 }
 
@@ -203,6 +205,14 @@ async fn payment(id: web::Path<String>, sim: web::Data<Sim>) -> HttpResponse {
 }
 
 async fn participants(sim: web::Data<Sim>) -> HttpResponse {
+    // What waits in each real participant's streams: queued, and delivered unconfirmed.
+    let queues: std::collections::HashMap<String, (usize, usize)> = sim
+        .queues
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .map(|(i, q)| (i.to_string(), (q.pending.len(), q.streams.values().map(|(d, _)| d.len()).sum())))
+        .collect();
     let engine = sim.engine.lock().unwrap_or_else(|p| p.into_inner());
     let mut list: Vec<_> = engine
         .participants()
@@ -216,6 +226,8 @@ async fn participants(sim: web::Data<Sim>) -> HttpResponse {
                 "balanceCents": p.balance.to_string(),
                 "paid": p.paid,
                 "received": p.received,
+                "queued": queues.get(ispb.as_str()).map(|q| q.0),
+                "unconfirmed": queues.get(ispb.as_str()).map(|q| q.1),
             })
         })
         .collect();
@@ -247,6 +259,11 @@ async fn behaviour(
     } else {
         HttpResponse::NotFound().json(json!({"error": "no such virtual participant"}))
     }
+}
+
+async fn outage(body: web::Json<super::Outage>, sim: web::Data<Sim>) -> HttpResponse {
+    *sim.outage.lock().unwrap_or_else(|p| p.into_inner()) = body.into_inner();
+    HttpResponse::NoContent().finish()
 }
 
 async fn stats(sim: web::Data<Sim>) -> HttpResponse {

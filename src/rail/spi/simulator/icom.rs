@@ -148,6 +148,9 @@ async fn send(req: HttpRequest, path: web::Path<String>, body: Bytes, sim: web::
         Ok(p) => p,
         Err(r) => return r.response(),
     };
+    if sim.outage.lock().unwrap_or_else(|p| p.into_inner()).sends {
+        return problem(503, "unavailable", "ICOM is unavailable");
+    }
     let text = |name: header::HeaderName| {
         req.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned()
     };
@@ -293,6 +296,9 @@ async fn close(req: HttpRequest, path: web::Path<(String, String)>, sim: web::Da
 /// Answers the next read of stream `token`: up to ten messages as soon as one is there, or
 /// 204 after the long poll. The stream moves to a new token, named in `PI-Pull-Next`.
 async fn read(req: &HttpRequest, sim: &Sim, ispb: &Ispb, token: String) -> HttpResponse {
+    if sim.outage.lock().unwrap_or_else(|p| p.into_inner()).reads {
+        return problem(503, "unavailable", "ICOM is unavailable");
+    }
     let multipart = req
         .headers()
         .get(header::ACCEPT)

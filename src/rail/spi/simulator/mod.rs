@@ -118,6 +118,18 @@ pub struct Stats {
     pub streams_refused: u64,
 }
 
+/// Which of ICOM's halves answer 503 (an outage the control routes switch on and off).
+#[derive(Debug, Default, Clone, Copy, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outage {
+    /// Sending (`POST .../msgs`) answers 503: nothing is stored.
+    #[serde(default)]
+    pub sends: bool,
+    /// Reading (the streams) answers 503: nothing is delivered or confirmed.
+    #[serde(default)]
+    pub reads: bool,
+}
+
 /// Everything the simulator's servers share.
 pub struct Sim {
     pub engine: Mutex<Engine>,
@@ -130,6 +142,7 @@ pub struct Sim {
     pub tls_certs: HashMap<[u8; 32], Ispb>,
     pub directory: Mutex<dict::Directory>,
     pub stats: Mutex<Stats>,
+    pub outage: Mutex<Outage>,
     pub accept_unsigned: bool,
     pub spool: Option<PathBuf>,
     pub long_poll: Duration,
@@ -294,6 +307,7 @@ pub async fn start(args: SimArgs) -> anyhow::Result<Running> {
         tls_certs,
         directory: Mutex::new(directory),
         stats: Mutex::new(Stats::default()),
+        outage: Mutex::new(Outage::default()),
         accept_unsigned: args.accept_unsigned,
         spool: args.spool.clone(),
         long_poll: Duration::from_millis(args.long_poll_ms),
