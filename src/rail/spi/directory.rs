@@ -99,6 +99,14 @@ impl Buckets {
         let b = self.refill(payer, at);
         b.tokens -= if hit { COST_HIT } else { COST_MISS };
     }
+
+    /// Gives a token back: the payer sent a payment after a lookup (the DICT does the same
+    /// when a payment carries the lookup's end-to-end id).
+    pub fn paid(&mut self, payer: &str, at: Instant) {
+        let (size, _) = Buckets::policy(payer);
+        let b = self.refill(payer, at);
+        b.tokens = (b.tokens + COST_HIT).min(size);
+    }
 }
 
 /// The `max-age` of a `Cache-Control` header, if it allows caching.
@@ -123,6 +131,21 @@ pub struct Lookup {
     pub payer_document: String,
     /// The end-to-end id the payment will carry (`PI-EndToEndId`).
     pub end_to_end_id: String,
+}
+
+/// A payment was sent after a lookup by this payer: its bucket gets the token back.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Paid {
+    pub payer_document: String,
+}
+
+impl Handler<Paid> for DictClient {
+    type Result = ();
+
+    fn handle(&mut self, msg: Paid, _: &mut Context<Self>) {
+        self.buckets.paid(&msg.payer_document, Instant::now());
+    }
 }
 
 /// Register a key of an account of pixgw (an EVP with no key: the DICT makes one).

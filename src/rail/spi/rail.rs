@@ -200,6 +200,10 @@ impl SpiRail {
         if self.outbox.send(Outbound { body: Bytes::from(body), done: Some(done) }).is_err() {
             return;
         }
+        // A payment to a key looked up gives the payer's lookup token back.
+        if payout.tx.refund.is_none() && payout.tx.counterpart.key.is_some() {
+            self.dict.do_send(super::directory::Paid { payer_document: payout.payer.document.clone() });
+        }
         metrics::counter!("pixgw_spi_messages_sent_total", "kind" => if payout.tx.refund.is_some() { "pacs.004" } else { "pacs.008" }).increment(1);
         let reply_to = payout.reply_to;
         actix_web::rt::spawn(async move {

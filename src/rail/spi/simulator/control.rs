@@ -8,7 +8,8 @@
 //! | `GET /sim/payments/{id}` | a payment or return: payer, receiver, amount, stage, reason |
 //! | `GET /sim/participants` | every participant's settlement account |
 //! | `PUT /sim/participants/{ispb}/behaviour` | a virtual receiver's behaviour: `{"accept": true}`, `{"reject": "AC06"}` or `{"silent": true}` |
-//! | `GET /sim/stats` | counters of messages received, sent and refused |
+//! | `GET /sim/stats` | counters of messages received, sent and refused; real receivers' answer times (`answers`: count, p50, p99, max in ms, and SPI timeouts) |
+//! | `POST /sim/load` | the virtual payer pays `{to: key}` `count` times, `perSecond`, `amount` each (open loop) |
 //! | `PUT /sim/icom` | an outage of ICOM: `{"sends": true}` makes sending answer 503, `{"reads": true}` reading; `{}` ends it |
 
 use std::time::Instant;
@@ -34,6 +35,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/sim/participants/{ispb}/behaviour", web::put().to(behaviour))
         .route("/sim/stats", web::get().to(stats))
         .route("/sim/icom", web::put().to(outage))
+        .route("/sim/load", web::post().to(load))
         .route("/healthz", web::get().to(|| async { HttpResponse::Ok().body("ok") }));
 }
 
@@ -71,38 +73,34 @@ fn random(n: usize) -> Vec<u8> {
 }
 
 async fn pix(body: web::Json<PixRequest>, sim: web::Data<Sim>) -> HttpResponse {
-    let r = body.into_inner();
-    let Some(amount) = Money::parse(&r.amount).ok().filter(|m| !m.is_zero()) else {
-        return bad("amount must be a positive decimal with at most 2 places");
-    };
+    match pay(&sim, body.into_inner()) {
+        Ok(e2e) => HttpResponse::Created().json(json!({"endToEndId": e2e})),
+        Err((404, why)) => HttpResponse::NotFound().json(json!({"error": why})),
+        Err((_, why)) => bad(why),
+    }
+}
+
+/// The virtual payer pays: answers the payment's end-to-end id.
+fn pay(sim: &Sim, r: PixRequest) -> Result<String, (u16, String)> {
+    let bad = |why: &str| (400, why.to_owned());
+    let amount = Money::parse(&r.amount)
+        .ok()
+        .filter(|m| !m.is_zero())
+        .ok_or_else(|| bad("amount must be a positive decimal with at most 2 places"))?;
     let (creditor_document, creditor_account, proxy) = match (&r.to, &r.to_account) {
         (Some(key), None) => {
             let d = sim.directory.lock().unwrap_or_else(|p| p.into_inner());
-            let Some(e) = d.lookup(key) else {
-                return HttpResponse::NotFound().json(json!({"error": "no such key in the DICT"}));
-            };
+            let e = d.lookup(key).ok_or((404, "no such key in the DICT".to_owned()))?;
             let kind = AccountType::parse(&e.account_type).unwrap_or(AccountType::Current);
-            (
-                e.tax_id.clone(),
-                UserAccount {
-                    ispb: e.participant.clone(),
-                    branch: e.branch.clone(),
-                    number: e.account_number.clone(),
-                    kind,
-                },
-                Some(key.clone()),
-            )
+            let account = UserAccount { ispb: e.participant.clone(), branch: e.branch.clone(), number: e.account_number.clone(), kind };
+            (e.tax_id.clone(), account, Some(key.clone()))
         }
         (None, Some(a)) => {
-            let Some(ispb) = Ispb::parse(&a.ispb) else { return bad("toAccount.ispb is not an ISPB") };
+            let ispb = Ispb::parse(&a.ispb).ok_or_else(|| bad("toAccount.ispb is not an ISPB"))?;
             let kind = a.kind.as_deref().and_then(AccountType::parse).unwrap_or(AccountType::Payment);
-            (
-                a.document.clone(),
-                UserAccount { ispb, branch: a.branch.clone(), number: a.number.clone(), kind },
-                None,
-            )
+            (a.document.clone(), UserAccount { ispb, branch: a.branch.clone(), number: a.number.clone(), kind }, None)
         }
-        _ => return bad("give to (a key) or toAccount"),
+        _ => return Err(bad("give to (a key) or toAccount")),
     };
     let instrument = match (&r.tx_id, &proxy) {
         (Some(t), _) if t.len() > 25 => Instrument::DynamicQr,
@@ -110,10 +108,7 @@ async fn pix(body: web::Json<PixRequest>, sim: web::Data<Sim>) -> HttpResponse {
         (None, Some(_)) => Instrument::Key,
         (None, None) => Instrument::Manual,
     };
-    let payer = match Ispb::parse(VIRTUAL_PAYER) {
-        Some(p) => p,
-        None => return bad("the virtual payer's ISPB"),
-    };
+    let payer = Ispb::parse(VIRTUAL_PAYER).ok_or_else(|| bad("the virtual payer's ISPB"))?;
     let now = Utc::now();
     let e2e = end_to_end_id('E', &payer, now, &random(11));
     let tx = CreditTransfer {
@@ -125,28 +120,55 @@ async fn pix(body: web::Json<PixRequest>, sim: web::Data<Sim>) -> HttpResponse {
         initiator: None,
         debtor_name: r.payer_name.unwrap_or_else(|| "Pagador Simulado".into()),
         debtor_document: r.payer_document.unwrap_or_else(|| "11144477735".into()),
-        debtor_account: UserAccount {
-            ispb: payer.clone(),
-            branch: Some("1".into()),
-            number: "9999".into(),
-            kind: AccountType::Current,
-        },
+        debtor_account: UserAccount { ispb: payer.clone(), branch: Some("1".into()), number: "9999".into(), kind: AccountType::Current },
         creditor_document,
         creditor_account,
         proxy,
         purpose: Purpose::Payment,
         remittance: r.remittance,
     };
-    let m = Message::new(
-        payer.clone(),
-        Ispb::spi(),
-        msg_id(&payer, &random(23)),
-        now,
-        Body::CreditTransfers { priority: Priority::Immediate, txs: vec![tx] },
-    );
+    let m = Message::new(payer.clone(), Ispb::spi(), msg_id(&payer, &random(23)), now, Body::CreditTransfers { priority: Priority::Immediate, txs: vec![tx] });
     let out = sim.engine.lock().unwrap_or_else(|p| p.into_inner()).receive(&payer, m, Instant::now(), now);
     sim.dispatch(out);
-    HttpResponse::Created().json(json!({"endToEndId": e2e}))
+    Ok(e2e)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LoadRequest {
+    to: String,
+    count: u64,
+    per_second: f64,
+    amount: String,
+}
+
+/// The virtual payer pays `to` `count` times, `perSecond`, each one due at its own instant
+/// (an open loop: a late one does not delay the next).
+async fn load(body: web::Json<LoadRequest>, sim: web::Data<Sim>) -> HttpResponse {
+    let r = body.into_inner();
+    if r.count == 0 || !(r.per_second > 0.0 && r.per_second <= 10_000.0) {
+        return bad("count must be positive and perSecond between 0 and 10000");
+    }
+    let sim = sim.into_inner();
+    actix_web::rt::spawn(async move {
+        let start = tokio::time::Instant::now();
+        for i in 0..r.count {
+            tokio::time::sleep_until(start + std::time::Duration::from_secs_f64(i as f64 / r.per_second)).await;
+            let req = PixRequest {
+                to: Some(r.to.clone()),
+                to_account: None,
+                amount: r.amount.clone(),
+                tx_id: None,
+                payer_name: None,
+                payer_document: None,
+                remittance: None,
+            };
+            if let Err((_, why)) = pay(&sim, req) {
+                tracing::error!(why, "a payment of the load was not made");
+            }
+        }
+    });
+    HttpResponse::Accepted().json(json!({"count": r.count, "perSecond": r.per_second}))
 }
 
 #[derive(Deserialize)]
@@ -267,5 +289,8 @@ async fn outage(body: web::Json<super::Outage>, sim: web::Data<Sim>) -> HttpResp
 }
 
 async fn stats(sim: web::Data<Sim>) -> HttpResponse {
-    HttpResponse::Ok().json(sim.stats.lock().unwrap_or_else(|p| p.into_inner()).clone())
+    let answers = sim.engine.lock().unwrap_or_else(|p| p.into_inner()).answers();
+    let mut stats = serde_json::to_value(sim.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()).unwrap_or_default();
+    stats["answers"] = serde_json::to_value(answers).unwrap_or_default();
+    HttpResponse::Ok().json(stats)
 }

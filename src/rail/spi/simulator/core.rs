@@ -74,6 +74,20 @@ pub struct Payment {
     pub reason: Option<String>,
     #[serde(skip)]
     pub deadline: Instant,
+    /// When it was forwarded to its receiver (its answer's time counts from here).
+    #[serde(skip)]
+    pub forwarded: Instant,
+}
+
+/// How fast real receivers answered, and how often the SPI timed one out.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Answers {
+    pub count: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub timeouts: u64,
 }
 
 /// A message the SPI sends to a participant, before it is signed.
@@ -90,6 +104,9 @@ pub struct Engine {
     deadlines: BTreeSet<(Instant, String)>,
     seen_messages: HashSet<String>,
     timeout: Duration,
+    /// How long real receivers took to answer, in microseconds.
+    answer_times: hdrhistogram::Histogram<u64>,
+    timeouts: u64,
     /// Draws the random tails of the SPI's message ids.
     next_id: u64,
 }
@@ -106,6 +123,8 @@ impl Engine {
             deadlines: BTreeSet::new(),
             seen_messages: HashSet::new(),
             timeout,
+            answer_times: hdrhistogram::Histogram::new(3).unwrap_or_else(|_| unreachable!("3 significant digits")),
+            timeouts: 0,
             next_id: 0,
         }
     }
@@ -134,6 +153,19 @@ impl Engine {
 
     pub fn payment(&self, id: &str) -> Option<&Payment> {
         self.payments.get(id)
+    }
+
+    /// Real receivers' answer times and the timeouts so far.
+    pub fn answers(&self) -> Answers {
+        let h = &self.answer_times;
+        let ms = |us: u64| us as f64 / 1000.0;
+        Answers {
+            count: h.len(),
+            p50_ms: ms(h.value_at_quantile(0.5)),
+            p99_ms: ms(h.value_at_quantile(0.99)),
+            max_ms: ms(h.max()),
+            timeouts: self.timeouts,
+        }
     }
 
     /// The sum of every settlement account: the same before and after any settlement.
@@ -244,6 +276,7 @@ impl Engine {
             stage: Stage::AwaitingReceiver,
             reason: None,
             deadline: at + self.timeout,
+            forwarded: at,
         };
         let proxy = tx.proxy.clone();
         let body = Body::CreditTransfers { priority, txs: vec![tx] };
@@ -286,6 +319,7 @@ impl Engine {
             stage: Stage::AwaitingReceiver,
             reason: None,
             deadline: at + self.timeout,
+            forwarded: at,
         };
         self.start(from, &receiver, p, Body::Returns(vec![r]), None, now)
     }
@@ -340,6 +374,8 @@ impl Engine {
         if p.receiver != from.as_str() || p.stage != Stage::AwaitingReceiver {
             return Vec::new();
         }
+        let took = p.forwarded.elapsed().as_micros();
+        let _ = self.answer_times.record(u64::try_from(took).unwrap_or(u64::MAX).max(1));
         let id = id.clone();
         match r.status {
             TxStatus::Accepted => self.settle(&id, now),
@@ -411,6 +447,7 @@ impl Engine {
             if p.stage != Stage::AwaitingReceiver {
                 continue;
             }
+            self.timeouts += 1;
             out.extend(self.reject(&p.id, "AB03", now));
             if let Some(receiver) = Ispb::parse(&p.receiver).filter(|r| self.is_real(r)) {
                 out.push(self.status(&receiver, &p, TxStatus::Rejected, Some("AB03"), now));

@@ -234,6 +234,13 @@ pub fn receive(sim: &Sim, from: &Ispb, body: &[u8], resource: &str) {
     if message.from != *from || message.to != Ispb::spi() {
         return refuse(&msg_id, "AGNT", Some("AppHdr".into()), "Fr must be the sender and To the SPI".into());
     }
+    // A payment after a lookup gives the payer's token back.
+    if let Body::CreditTransfers { txs, .. } = &message.body {
+        let mut d = sim.directory.lock().unwrap_or_else(|p| p.into_inner());
+        for t in txs.iter().filter(|t| t.proxy.is_some()) {
+            d.refund_token(&t.debtor_document);
+        }
+    }
     let out = {
         let mut engine = sim.engine.lock().unwrap_or_else(|p| p.into_inner());
         engine.receive(from, message, Instant::now(), chrono::Utc::now())
