@@ -406,6 +406,8 @@ fn payment_step(tx: &Transaction) -> &'static str {
         (TxKind::CashIn, TxStatus::Error) => "charge ended unpaid",
         (TxKind::PixIn, _) => "received",
         (TxKind::RefundOut, _) => "refund received",
+        (TxKind::OperatorCredit, _) => "operator credit",
+        (TxKind::OperatorDebit, _) => "operator debit",
         (TxKind::RefundIn, TxStatus::Pending) => "refund accepted",
         (TxKind::RefundIn, TxStatus::Confirmed) => "refunded",
         (_, TxStatus::Pending) => "accepted",

@@ -45,6 +45,30 @@ impl AccountActor {
         }
     }
 
+    fn adjust(
+        &mut self,
+        req: crate::domain::decide::Adjustment,
+        ctx: &mut Context<Self>,
+    ) -> Result<PayOutcome, CommandError> {
+        self.view()?;
+        let stored = self.stored_keys(Some(&req.external_id()), None, ctx)?;
+        let mut ids = self.draw_ids(1, ctx)?;
+        let now = self.now();
+        match decide::adjust(&self.view()?, req, stored, now, &mut ids) {
+            Ok(PayDecision::Plan(plan)) => {
+                self.execute(*plan, ctx).map(|tx| PayOutcome { tx, replayed: false })
+            }
+            Ok(PayDecision::Replay(existing)) => {
+                match self.transaction(existing, ctx)? {
+                    Some(tx) => Ok(PayOutcome { tx, replayed: true }),
+                    None => Err(self
+                        .halt(&format!("transaction {existing} of an operator reference is missing"), ctx)),
+                }
+            }
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
     fn pix_in(&mut self, msg: PixIn, ctx: &mut Context<Self>) -> Result<Transaction, CommandError> {
         self.view()?;
         let mut ids = self.draw_ids(1, ctx)?;
@@ -406,6 +430,15 @@ impl Handler<SettingsChanged> for AccountActor {
 
     fn handle(&mut self, msg: SettingsChanged, _: &mut Context<Self>) {
         self.account.settings = msg.0;
+    }
+}
+
+impl Handler<Adjust> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<PayOutcome, CommandError>>;
+
+    fn handle(&mut self, msg: Adjust, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.adjust(msg.0, ctx);
+        self.reply_when_durable(reply)
     }
 }
 

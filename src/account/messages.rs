@@ -74,6 +74,12 @@ pub enum Collected {
     Refused(crate::domain::cobr::Failure),
 }
 
+/// The operator moves money into or out of the account; answers the transaction and
+/// whether the same reference was asked before.
+#[derive(Message, Clone)]
+#[rtype(result = "Result<PayOutcome, CommandError>")]
+pub struct Adjust(pub crate::domain::decide::Adjustment);
+
 /// A received PIX that funds the account (sandbox).
 #[derive(Message, Clone)]
 #[rtype(result = "Result<Transaction, CommandError>")]

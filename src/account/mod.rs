@@ -22,9 +22,9 @@ pub use actor::{AccountActor, Deps, ACCOUNT_IDLE_STOP_SECONDS};
 pub use inbound::{AcceptIncoming, Accounts, EndIncoming};
 pub use messages::{acknowledged, Early};
 pub use messages::{
-    CancelCharge, ChargeRequest, CloseMed, CommandError, CreateCharge, DictRequest, GetBalance, OpenMed, Pay,
-    PayCharge, PayOutcome, PayRequest, PixIn, ReceiveOnUs, Refund, RefundRequest, Refusal, ReturnPayment,
-    ReviseCharge, SettingsChanged, Tick, Traced,
+    Adjust, CancelCharge, ChargeRequest, CloseMed, CommandError, CreateCharge, DictRequest, GetBalance,
+    OpenMed, Pay, PayCharge, PayOutcome, PayRequest, PixIn, ReceiveOnUs, Refund, RefundRequest, Refusal,
+    ReturnPayment, ReviseCharge, SettingsChanged, Tick, Traced,
 };
 pub use on_us::{DeliverOnUs, OnUsCourier, ON_US_RETRY_AFTER};
 pub use recs::{ChangeCobr, ChangeRec, CreateCobr, CreateLocRec, CreateRec, RecRef};

@@ -100,6 +100,9 @@ fn shape_of(tx: &Transaction) -> Option<(EventType, Shape)> {
         }
         (TxKind::RefundIn, _) => (EventType::RefundIn, Shape::Flat),
         (TxKind::RefundOut, _) => (EventType::RefundOut, Shape::Flat),
+        // The operator's money goes to the webhooks of its direction.
+        (TxKind::OperatorCredit, _) => (EventType::CashIn, Shape::Flat),
+        (TxKind::OperatorDebit, _) => (EventType::CashOut, Shape::Flat),
     })
 }
 
@@ -138,6 +141,8 @@ pub fn flat_webhook(tx: &Transaction) -> Value {
         TxKind::PixIn | TxKind::CashIn => ("CashIn", "CREDIT"),
         TxKind::RefundIn => ("RefundIn", "DEBIT"),
         TxKind::RefundOut => ("RefundOut", "CREDIT"),
+        TxKind::OperatorCredit => ("OperatorCredit", "CREDIT"),
+        TxKind::OperatorDebit => ("OperatorDebit", "DEBIT"),
         TxKind::CashOut | TxKind::QrCashOut | TxKind::DictPix => ("CashOut", "DEBIT"),
     };
     let error = tx.error_code.filter(|_| tx.status == TxStatus::Error);
@@ -260,6 +265,8 @@ pub fn event_type_of(kind: TxKind) -> EventType {
         TxKind::CashOut | TxKind::QrCashOut | TxKind::DictPix => EventType::CashOut,
         TxKind::RefundIn => EventType::RefundIn,
         TxKind::RefundOut => EventType::RefundOut,
+        TxKind::OperatorCredit => EventType::CashIn,
+        TxKind::OperatorDebit => EventType::CashOut,
     }
 }
 

@@ -25,11 +25,20 @@ pub enum Operation {
     Withdraw,
     RefundIn,
     RefundOut,
+    /// Beyond the interface: the operator's money in and out.
+    OperatorCredit,
+    OperatorDebit,
 }
 
 impl Operation {
-    pub const ALL: [Operation; 4] =
-        [Operation::Payment, Operation::Withdraw, Operation::RefundIn, Operation::RefundOut];
+    pub const ALL: [Operation; 6] = [
+        Operation::Payment,
+        Operation::Withdraw,
+        Operation::RefundIn,
+        Operation::RefundOut,
+        Operation::OperatorCredit,
+        Operation::OperatorDebit,
+    ];
 
     pub fn of(kind: TxKind) -> Operation {
         match kind {
@@ -37,6 +46,8 @@ impl Operation {
             TxKind::CashOut | TxKind::QrCashOut | TxKind::DictPix => Operation::Withdraw,
             TxKind::RefundIn => Operation::RefundIn,
             TxKind::RefundOut => Operation::RefundOut,
+            TxKind::OperatorCredit => Operation::OperatorCredit,
+            TxKind::OperatorDebit => Operation::OperatorDebit,
         }
     }
 
@@ -50,6 +61,8 @@ impl Operation {
             Operation::Withdraw => "WITHDRAW",
             Operation::RefundIn => "REFUND_IN",
             Operation::RefundOut => "REFUND_OUT",
+            Operation::OperatorCredit => "OPERATOR_CREDIT",
+            Operation::OperatorDebit => "OPERATOR_DEBIT",
         }
     }
 
@@ -59,14 +72,16 @@ impl Operation {
             Operation::Withdraw => "Pix out",
             Operation::RefundIn => "Refund in",
             Operation::RefundOut => "Refund out",
+            Operation::OperatorCredit => "Operator credit",
+            Operation::OperatorDebit => "Operator debit",
         }
     }
 
     /// `CREDIT` for Pix in and Refund out, `DEBIT` for Pix out and Refund in.
     pub fn movement(self) -> &'static str {
         match self {
-            Operation::Payment | Operation::RefundOut => "CREDIT",
-            Operation::Withdraw | Operation::RefundIn => "DEBIT",
+            Operation::Payment | Operation::RefundOut | Operation::OperatorCredit => "CREDIT",
+            Operation::Withdraw | Operation::RefundIn | Operation::OperatorDebit => "DEBIT",
         }
     }
 
@@ -76,6 +91,8 @@ impl Operation {
             Operation::Withdraw => b'W',
             Operation::RefundIn => b'I',
             Operation::RefundOut => b'O',
+            Operation::OperatorCredit => b'C',
+            Operation::OperatorDebit => b'D',
         }
     }
 }

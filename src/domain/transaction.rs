@@ -69,11 +69,15 @@ pub enum TxKind {
     RefundIn,
     /// A counterparty returns part of a payment we made: a credit.
     RefundOut,
+    /// Money the operator put into the account (funding, a correction): a credit.
+    OperatorCredit,
+    /// Money the operator took out of the account (a correction): a debit.
+    OperatorDebit,
 }
 
 impl TxKind {
     /// Every kind.
-    pub const ALL: [TxKind; 7] = [
+    pub const ALL: [TxKind; 9] = [
         TxKind::CashOut,
         TxKind::QrCashOut,
         TxKind::DictPix,
@@ -81,6 +85,8 @@ impl TxKind {
         TxKind::CashIn,
         TxKind::RefundIn,
         TxKind::RefundOut,
+        TxKind::OperatorCredit,
+        TxKind::OperatorDebit,
     ];
 
     /// The name it is stored and shown under (`CASH_OUT`, `PIX_IN`, ...).
@@ -93,11 +99,13 @@ impl TxKind {
             TxKind::CashIn => "CASH_IN",
             TxKind::RefundIn => "REFUND_IN",
             TxKind::RefundOut => "REFUND_OUT",
+            TxKind::OperatorCredit => "OPERATOR_CREDIT",
+            TxKind::OperatorDebit => "OPERATOR_DEBIT",
         }
     }
 
     pub fn is_debit(self) -> bool {
-        !matches!(self, TxKind::PixIn | TxKind::CashIn | TxKind::RefundOut)
+        !matches!(self, TxKind::PixIn | TxKind::CashIn | TxKind::RefundOut | TxKind::OperatorCredit)
     }
 }
 

@@ -100,6 +100,13 @@ pub async fn create_account(
             "a production server (--production) makes no sandbox accounts",
         )]));
     }
+    if !opening.is_zero() && state.production {
+        // Money in production comes from somewhere: an operator credit records where.
+        return Err(ApiError::Validation(vec![Violation::new(
+            "initialBalance",
+            "a production server opens every account empty: fund it with an operator credit (POST /admin/accounts/{id}/adjustments)",
+        )]));
+    }
     let created = admin::create_account(&state.repo, profile, opening, None, state.clock.now())?;
     tracing::info!(account = created.record.id.get(), "account created");
     Ok(HttpResponse::Created().json(CreatedAccountResponse {
@@ -723,4 +730,98 @@ pub async fn remove_key(
     state.repo.remove_key(id, &key)?;
     tracing::info!(account = id.get(), key, "key removed");
     Ok(HttpResponse::NoContent().finish())
+}
+
+/// An operator's move, as answered.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AdjustmentResponse {
+    transaction_id: String,
+    /// The numeric transaction id.
+    id: u64,
+    /// `OPERATOR_CREDIT` or `OPERATOR_DEBIT`.
+    operation: &'static str,
+    #[schema(value_type = f64)]
+    amount: Value,
+    reason: Option<String>,
+    reference: String,
+    status: &'static str,
+    processed_at: Option<String>,
+}
+
+#[utoipa::path(
+    post, path = "/admin/accounts/{id}/adjustments", tag = "admin",
+    params(("id" = u64, Path)),
+    request_body(content = super::schemas::AdjustmentRequest),
+    responses(
+        (status = 201, description = "Made: a transaction of its own, final, with its webhook", body = AdjustmentResponse),
+        (status = 200, description = "The same reference again: the first move, nothing moved", body = AdjustmentResponse),
+        (status = 400, description = "Invalid body, or PIX_INSUFFICIENT_BALANCE for a debit", body = ExtendedErrorBody),
+        (status = 404, body = ExtendedErrorBody),
+    ),
+    security(("admin" = []))
+)]
+pub async fn adjust(
+    _: Admin,
+    req: HttpRequest,
+    bytes: Bytes,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    use crate::domain::decide::{Adjustment, ADJUSTMENT_REASON_LEN_MAX, ADJUSTMENT_REFERENCE_LEN_MAX};
+    let id = account_id(&path)?;
+    let obj = request_object(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    f.only(&["type", "amount", "reason", "reference"]);
+    let credit = match f.string("type", true) {
+        Some("CREDIT") => Some(true),
+        Some("DEBIT") => Some(false),
+        Some(_) => {
+            f.fail("type", "must be CREDIT or DEBIT");
+            None
+        }
+        None => None,
+    };
+    let value = match obj.get("amount") {
+        None | Some(Value::Null) => {
+            f.fail("amount", "is required (a decimal string such as \"100.00\")");
+            None
+        }
+        Some(_) => f.money_string("amount").filter(|m| !m.is_zero()),
+    };
+    if value.is_none()
+        && obj
+            .get("amount")
+            .is_some_and(|v| v.as_str().is_some_and(|t| Money::parse(t).is_ok_and(|m| m.is_zero())))
+    {
+        f.fail("amount", "must be at least 0.01");
+    }
+    let reason = f.text("reason", true, ADJUSTMENT_REASON_LEN_MAX).map(str::to_owned);
+    let reference = f.text("reference", true, ADJUSTMENT_REFERENCE_LEN_MAX).map(str::to_owned);
+    finish(std::mem::take(&mut f.violations))?;
+    let (Some(credit), Some(value), Some(reason), Some(reference)) = (credit, value, reason, reference)
+    else {
+        return Err(ApiError::internal("validated fields missing"));
+    };
+    admin::account(&state.repo, id)?;
+    let adjustment = Adjustment { credit, value, reason, reference: reference.clone(), operator: None };
+    let outcome = state
+        .registry
+        .get(id)?
+        .send(crate::account::Adjust(adjustment))
+        .await
+        .map_err(|e| ApiError::Unavailable(crate::cause::Cause::msg(e.to_string())))??;
+    let tx = &outcome.tx;
+    tracing::info!(account = id.get(), local_id = tx.local_id, credit, amount = %tx.value, reference, replayed = outcome.replayed, "operator adjustment");
+    let body = AdjustmentResponse {
+        transaction_id: tx.transaction_id.to_string(),
+        id: tx.local_id,
+        operation: tx.kind.as_str(),
+        amount: crate::domain::events::money_number(tx.value),
+        reason: tx.description.clone(),
+        reference,
+        status: tx.status.as_str(),
+        processed_at: tx.processed_at.map(iso),
+    };
+    Ok(if outcome.replayed { HttpResponse::Ok().json(body) } else { HttpResponse::Created().json(body) })
 }

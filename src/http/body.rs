@@ -322,6 +322,16 @@ impl<'a> Fields<'a> {
     pub fn external_id(&mut self, field: &str, required: bool) -> Option<&'a str> {
         use crate::domain::cobr::DEBIT_EXTERNAL_ID_PREFIX;
         let id = self.text(field, required, crate::domain::transaction::EXTERNAL_ID_LEN_MAX)?;
+        if id.starts_with(crate::domain::decide::OPERATOR_EXTERNAL_ID_PREFIX) {
+            self.fail(
+                field,
+                format!(
+                    "must not begin with {}, kept for the operator's moves",
+                    crate::domain::decide::OPERATOR_EXTERNAL_ID_PREFIX
+                ),
+            );
+            return None;
+        }
         if id.starts_with(DEBIT_EXTERNAL_ID_PREFIX) {
             self.fail(
                 field,

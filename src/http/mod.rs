@@ -235,6 +235,7 @@ fn table() -> RouteTable {
     t.add(a, Method::DELETE, "/admin/accounts/{id}/certificates/{fingerprint}", admin::revoke_certificate);
     t.add(a, Method::POST, "/admin/accounts/{id}/secret", admin::rotate_secret);
     t.add(a, Method::POST, "/admin/accounts/{id}/keys", admin::register_key);
+    t.add(a, Method::POST, "/admin/accounts/{id}/adjustments", admin::adjust);
     t.add(a, Method::GET, "/admin/accounts/{id}/keys", admin::list_keys);
     t.add(a, Method::DELETE, "/admin/accounts/{id}/keys/{key}", admin::remove_key);
     t.add(a, Method::POST, "/admin/clock", admin::move_clock);

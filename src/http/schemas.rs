@@ -861,6 +861,23 @@ pub struct KeyRequest {
     receiving: Option<bool>,
 }
 
+/// `POST /admin/accounts/{id}/adjustments`: an operator's move of money.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
+pub struct AdjustmentRequest {
+    /// `CREDIT` (into the account) or `DEBIT` (out of it).
+    #[serde(rename = "type")]
+    kind: String,
+    /// A decimal string with at most 2 places, at least 0.01.
+    amount: String,
+    /// Why, for the record (1 to 140 characters).
+    reason: String,
+    /// The operator's own id of this move (1 to 64 characters): the same reference again
+    /// answers the first move and moves nothing.
+    reference: String,
+}
+
 /// `POST /admin/clock` (test clock only): exactly one of `set` and `advanceSeconds`.
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -233,7 +233,8 @@ macro_rules! codes {
 
 codes!(TxKind, kind_code, kind_of, {
     TxKind::CashOut => 1, TxKind::QrCashOut => 2, TxKind::DictPix => 3, TxKind::PixIn => 4,
-    TxKind::CashIn => 5, TxKind::RefundIn => 6, TxKind::RefundOut => 7,
+    TxKind::CashIn => 5, TxKind::RefundIn => 6, TxKind::RefundOut => 7, TxKind::OperatorCredit => 8,
+    TxKind::OperatorDebit => 9,
 });
 codes!(TxStatus, status_code, status_of, {
     TxStatus::Pending => 1, TxStatus::Confirmed => 2, TxStatus::Error => 3,

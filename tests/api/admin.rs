@@ -5,7 +5,7 @@ use chrono::{DateTime, Duration, Utc};
 use pixgw::auth::certs;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_extended, cert, send, spawn_app, spawn_with, Options};
+use crate::helpers::{assert_extended, cert, send, spawn_app, spawn_with, Options, TestApp};
 
 #[actix_rt::test]
 async fn admin_routes_refuse_a_missing_or_wrong_admin_token() {
@@ -250,4 +250,58 @@ async fn the_test_clock_can_be_enabled_by_environment() {
     .await;
     let (s, body) = app.admin("POST", "/admin/clock", Some(json!({"advanceSeconds": 5}))).await;
     assert_eq!(s, 200, "{body}");
+}
+
+/// The operator's money: a credit and a debit are transactions of their own, final at once,
+/// listed with their kind; a reference is one move however often it is asked; a debit
+/// beyond the balance moves nothing.
+#[actix_rt::test]
+async fn operator_credits_and_debits_are_ledger_transactions_made_once_per_reference() {
+    let app = TestApp::spawn_fast().await;
+    let (id, client_id, secret, pem) = app.new_account("Loja").await;
+    let (_, t) = app.token_with(&pem, &client_id, &secret).await;
+    let token = t["access_token"].as_str().unwrap().to_owned();
+    let path = format!("/admin/accounts/{id}/adjustments");
+    let credit =
+        json!({"type": "CREDIT", "amount": "100.00", "reason": "aporte inicial", "reference": "f-1"});
+    let (s, b) = app.admin("POST", &path, Some(credit.clone())).await;
+    assert_eq!(s, 201, "{b}");
+    assert_eq!((b["operation"].as_str(), b["status"].as_str()), (Some("OPERATOR_CREDIT"), Some("CONFIRMED")));
+    let (s, again) = app.admin("POST", &path, Some(credit)).await;
+    assert_eq!(
+        (s, &again["transactionId"]),
+        (200, &b["transactionId"]),
+        "the same reference: the first move"
+    );
+    let debit = json!({"type": "DEBIT", "amount": "30.00", "reason": "estorno", "reference": "c-1"});
+    let (s, b) = app.admin("POST", &path, Some(debit)).await;
+    assert_eq!(s, 201, "{b}");
+    assert_eq!(app.balance(&token).await, ("70.00".into(), "0.00".into(), "70.00".into()));
+    let too_much = json!({"type": "DEBIT", "amount": "70.01", "reason": "x", "reference": "c-2"});
+    let (s, b) = app.admin("POST", &path, Some(too_much)).await;
+    assert_extended(&b, 400, "PIX_INSUFFICIENT_BALANCE");
+    assert_eq!(s, 400);
+    for bad in [
+        json!({"type": "GIFT", "amount": "1.00", "reason": "x", "reference": "r"}),
+        json!({"type": "CREDIT", "amount": "0.00", "reason": "x", "reference": "r"}),
+        json!({"type": "CREDIT", "amount": "1.005", "reason": "x", "reference": "r"}),
+        json!({"type": "CREDIT", "amount": "1.00", "reference": "r"}),
+        json!({"type": "CREDIT", "amount": "1.00", "reason": "x"}),
+    ] {
+        let (s, b) = app.admin("POST", &path, Some(bad.clone())).await;
+        assert_eq!(s, 400, "{bad}: {b}");
+    }
+    assert_eq!(
+        app.balance(&token).await,
+        ("70.00".into(), "0.00".into(), "70.00".into()),
+        "refusals moved nothing"
+    );
+    let (_, list) = app.get_with("/api/transactions?type=OPERATOR_CREDIT", &token).await;
+    assert_eq!(list["metadata"]["total"], 1, "{list}");
+    assert_eq!(list["data"][0]["operationType"], "Operator credit");
+    assert_eq!(list["data"][0]["movementType"], "CREDIT");
+    // A client may not take the operator's references.
+    let body = r#"{"value": 1.00, "externalId": "operator:f-2", "details": {"key": "a@b.co", "keyType": "EMAIL", "name": "N", "document": "52998224725"}}"#;
+    let (s, b) = app.post_raw("/api/pix/cash-out", &token, body, &[]).await;
+    assert_eq!(s, 400, "{b}");
 }

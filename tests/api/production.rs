@@ -106,6 +106,11 @@ async fn a_production_server_has_no_sandbox_and_makes_accounts_with_pixgw_accoun
         )
         .await;
     assert_eq!(s, 400, "{b}");
+    // Nor does money appear without a transaction: an opening balance is refused.
+    let opening = json!({"name": "L", "document": "52998224725", "initialBalance": "10.00"});
+    let (s, b) = app.admin("POST", "/admin/accounts", Some(opening)).await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b.to_string().contains("operator credit"), "{b}");
 
     // pixgw account create: an account, its certificate registered, its files owner-only.
     let out = app.data_dir().join("acme");

@@ -11,6 +11,7 @@
 //! send it to the bank, forget a closed charge) follows from the records the plan writes,
 //! so no rule lives in the actor.
 
+mod adjust;
 mod charges;
 mod incoming;
 mod med;
@@ -19,6 +20,9 @@ mod pay;
 mod recurrences;
 mod refunds;
 
+pub use adjust::{
+    adjust, Adjustment, ADJUSTMENT_REASON_LEN_MAX, ADJUSTMENT_REFERENCE_LEN_MAX, OPERATOR_EXTERNAL_ID_PREFIX,
+};
 pub use charges::{
     amount_due, cancel_charge, create_charge, expire_charge, pay_charge, revise_charge, ChargeOutcome,
     ChargeRequest, ChargeState, Offer, Payer,
@@ -72,8 +76,8 @@ impl Account<'_> {
             TxKind::DictPix => fees.dict_pix,
             TxKind::PixIn | TxKind::CashIn => fees.cash_in,
             TxKind::RefundIn => fees.refund,
-            // Money of ours coming back carries no fee.
-            TxKind::RefundOut => FeeRule::default(),
+            // Money of ours coming back, and the operator's, carry no fee.
+            TxKind::RefundOut | TxKind::OperatorCredit | TxKind::OperatorDebit => FeeRule::default(),
         }
     }
 }

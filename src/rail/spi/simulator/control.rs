@@ -92,13 +92,22 @@ fn pay(sim: &Sim, r: PixRequest) -> Result<String, (u16, String)> {
             let d = sim.directory.lock().unwrap_or_else(|p| p.into_inner());
             let e = d.lookup(key).ok_or((404, "no such key in the DICT".to_owned()))?;
             let kind = AccountType::parse(&e.account_type).unwrap_or(AccountType::Current);
-            let account = UserAccount { ispb: e.participant.clone(), branch: e.branch.clone(), number: e.account_number.clone(), kind };
+            let account = UserAccount {
+                ispb: e.participant.clone(),
+                branch: e.branch.clone(),
+                number: e.account_number.clone(),
+                kind,
+            };
             (e.tax_id.clone(), account, Some(key.clone()))
         }
         (None, Some(a)) => {
             let ispb = Ispb::parse(&a.ispb).ok_or_else(|| bad("toAccount.ispb is not an ISPB"))?;
             let kind = a.kind.as_deref().and_then(AccountType::parse).unwrap_or(AccountType::Payment);
-            (a.document.clone(), UserAccount { ispb, branch: a.branch.clone(), number: a.number.clone(), kind }, None)
+            (
+                a.document.clone(),
+                UserAccount { ispb, branch: a.branch.clone(), number: a.number.clone(), kind },
+                None,
+            )
         }
         _ => return Err(bad("give to (a key) or toAccount")),
     };
@@ -120,14 +129,25 @@ fn pay(sim: &Sim, r: PixRequest) -> Result<String, (u16, String)> {
         initiator: None,
         debtor_name: r.payer_name.unwrap_or_else(|| "Pagador Simulado".into()),
         debtor_document: r.payer_document.unwrap_or_else(|| "11144477735".into()),
-        debtor_account: UserAccount { ispb: payer.clone(), branch: Some("1".into()), number: "9999".into(), kind: AccountType::Current },
+        debtor_account: UserAccount {
+            ispb: payer.clone(),
+            branch: Some("1".into()),
+            number: "9999".into(),
+            kind: AccountType::Current,
+        },
         creditor_document,
         creditor_account,
         proxy,
         purpose: Purpose::Payment,
         remittance: r.remittance,
     };
-    let m = Message::new(payer.clone(), Ispb::spi(), msg_id(&payer, &random(23)), now, Body::CreditTransfers { priority: Priority::Immediate, txs: vec![tx] });
+    let m = Message::new(
+        payer.clone(),
+        Ispb::spi(),
+        msg_id(&payer, &random(23)),
+        now,
+        Body::CreditTransfers { priority: Priority::Immediate, txs: vec![tx] },
+    );
     let out = sim.engine.lock().unwrap_or_else(|p| p.into_inner()).receive(&payer, m, Instant::now(), now);
     sim.dispatch(out);
     Ok(e2e)
@@ -153,7 +173,8 @@ async fn load(body: web::Json<LoadRequest>, sim: web::Data<Sim>) -> HttpResponse
     actix_web::rt::spawn(async move {
         let start = tokio::time::Instant::now();
         for i in 0..r.count {
-            tokio::time::sleep_until(start + std::time::Duration::from_secs_f64(i as f64 / r.per_second)).await;
+            tokio::time::sleep_until(start + std::time::Duration::from_secs_f64(i as f64 / r.per_second))
+                .await;
             let req = PixRequest {
                 to: Some(r.to.clone()),
                 to_account: None,
@@ -290,7 +311,8 @@ async fn outage(body: web::Json<super::Outage>, sim: web::Data<Sim>) -> HttpResp
 
 async fn stats(sim: web::Data<Sim>) -> HttpResponse {
     let answers = sim.engine.lock().unwrap_or_else(|p| p.into_inner()).answers();
-    let mut stats = serde_json::to_value(sim.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()).unwrap_or_default();
+    let mut stats =
+        serde_json::to_value(sim.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()).unwrap_or_default();
     stats["answers"] = serde_json::to_value(answers).unwrap_or_default();
     HttpResponse::Ok().json(stats)
 }

@@ -123,7 +123,8 @@ impl Engine {
             deadlines: BTreeSet::new(),
             seen_messages: HashSet::new(),
             timeout,
-            answer_times: hdrhistogram::Histogram::new(3).unwrap_or_else(|_| unreachable!("3 significant digits")),
+            answer_times: hdrhistogram::Histogram::new(3)
+                .unwrap_or_else(|_| unreachable!("3 significant digits")),
             timeouts: 0,
             next_id: 0,
         }
