@@ -109,6 +109,11 @@ pub fn metrics_handle() -> &'static PrometheusHandle {
             ("pixgw_checkpoint_seconds", CHECKPOINT_BUCKETS_SECONDS),
             ("pixgw_checkpoint_paused_seconds", CHECKPOINT_BUCKETS_SECONDS),
             ("pixgw_commit_backpressure_seconds", CHECKPOINT_BUCKETS_SECONDS),
+            ("pixgw_icom_send_seconds", RAIL_BUCKETS_SECONDS),
+            ("pixgw_icom_read_seconds", RAIL_BUCKETS_SECONDS),
+            ("pixgw_spi_answer_seconds", RAIL_BUCKETS_SECONDS),
+            ("pixgw_spi_stream_lag_seconds", RAIL_BUCKETS_SECONDS),
+            ("pixgw_dict_lookup_seconds", RAIL_BUCKETS_SECONDS),
         ];
         let recorder = buckets
             .iter()
@@ -125,6 +130,11 @@ pub fn metrics_handle() -> &'static PrometheusHandle {
         handle
     })
 }
+
+/// Buckets of the rails' exchanges, in seconds: answers are due within a second or two, a
+/// long poll lasts some seconds, and the SPI's limits are tens of seconds.
+const RAIL_BUCKETS_SECONDS: &[f64] =
+    &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1.0, 2.3, 5.0, 10.0, 30.0, 60.0];
 
 /// Buckets of checkpoints and backpressure waits, in seconds.
 const CHECKPOINT_BUCKETS_SECONDS: &[f64] =
@@ -148,6 +158,76 @@ pub const TOKEN_FAILURE_CODES: [&str; 11] = [
     "PUB_AUTH_UPSTREAM_UNAVAILABLE",
 ];
 
+/// The SPI rail's metrics (docs/deploy.md "Operating the SPI rail").
+fn describe_rails() {
+    use metrics::{describe_counter, describe_histogram, Unit};
+    describe_counter!(
+        "pixgw_spi_messages_sent_total",
+        "Messages sent to the SPI, by kind (pacs.008, pacs.004, pacs.002)"
+    );
+    describe_counter!(
+        "pixgw_spi_messages_received_total",
+        "Messages read from the SPI that verified and followed the catalogue, by kind"
+    );
+    describe_counter!(
+        "pixgw_spi_messages_refused_total",
+        "Messages read from the SPI and refused, crediting nothing, by why: xml, signature, catalogue, address"
+    );
+    describe_counter!("pixgw_spi_admi002_total", "Messages of ours the SPI refused (admi.002), by reason");
+    describe_counter!("pixgw_spi_rejections_total", "Rejections (RJCT) the SPI reported, by reason");
+    describe_counter!("pixgw_spi_timeouts_total", "Payments the SPI timed out (AB03)");
+    describe_counter!(
+        "pixgw_spi_arrivals_refused_total",
+        "Payments in this gateway refused, by the reason it answered"
+    );
+    describe_histogram!(
+        "pixgw_spi_answer_seconds",
+        Unit::Seconds,
+        "Time from reading a payment or return in to ICOM taking the answer (pacs.002), by what it answers"
+    );
+    describe_histogram!(
+        "pixgw_spi_stream_lag_seconds",
+        Unit::Seconds,
+        "Time from the SPI's creation of a message (its CreDt) to this gateway reading it"
+    );
+    describe_histogram!("pixgw_icom_send_seconds", Unit::Seconds, "Time ICOM took to answer a send");
+    describe_histogram!(
+        "pixgw_icom_read_seconds",
+        Unit::Seconds,
+        "Time ICOM took to answer a read (long polls included)"
+    );
+    describe_counter!("pixgw_icom_throttled_total", "ICOM answers 429 (tokens or streams), by direction");
+    describe_counter!(
+        "pixgw_icom_unavailable_total",
+        "ICOM failures that are tried again (5xx, network), by direction"
+    );
+    describe_counter!("pixgw_icom_refused_total", "Sends ICOM refused with a 4xx (the payout fails)");
+    describe_counter!(
+        "pixgw_dict_lookups_total",
+        "DICT lookups, by result: found, not_found, rate_limited, limited_here, cached, error"
+    );
+    describe_histogram!("pixgw_dict_lookup_seconds", Unit::Seconds, "Time the DICT took to answer a lookup");
+}
+
+/// The SPI rail's counters at zero, called when that rail starts: a rate, and the first
+/// `increase` an alert takes, then count the first event too. Counters labelled by a reason
+/// the SPI names are not known in advance; their alerts also fire on a series that is new.
+pub fn zero_spi_counters() {
+    for name in ["pixgw_spi_timeouts_total", "pixgw_icom_refused_total"] {
+        metrics::counter!(name).absolute(0);
+    }
+    for why in ["xml", "signature", "catalogue", "address"] {
+        metrics::counter!("pixgw_spi_messages_refused_total", "why" => why).absolute(0);
+    }
+    for direction in ["send", "read"] {
+        metrics::counter!("pixgw_icom_throttled_total", "direction" => direction).absolute(0);
+        metrics::counter!("pixgw_icom_unavailable_total", "direction" => direction).absolute(0);
+    }
+    for result in ["found", "not_found", "rate_limited", "limited_here", "cached", "error"] {
+        metrics::counter!("pixgw_dict_lookups_total", "result" => result).absolute(0);
+    }
+}
+
 /// `# HELP` for every family, and every counter present at zero from the start (so a rate
 /// works before the first event), with the label sets that are known in advance.
 fn describe_and_zero() {
@@ -167,6 +247,7 @@ fn describe_and_zero() {
         "Amounts of the payments that reached a final status, in centavos, by operation and status"
     );
     describe_counter!("pixgw_token_failures_total", "Failed token requests, by error code");
+    describe_rails();
     describe_histogram!(
         "pixgw_commit_seconds",
         Unit::Seconds,

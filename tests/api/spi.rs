@@ -234,6 +234,34 @@ async fn money_arrives_and_leaves_through_the_spi_and_both_books_agree() {
     assert_eq!(s, 400);
     assert_eq!(app.balance(&token).await, ("80.00".into(), "0.00".into(), "80.00".into()));
     assert_eq!(sim.balance_cents(ISPB).await - ours_before, 8_000);
+
+    // Every rail metric the alerts and the dashboard of deploy/ read is exported now that
+    // money moved both ways, but those a refusal of ours makes (admi.002, an arrival refused).
+    let mut res = app.client.get(app.url("/metrics")).send().await.unwrap();
+    let text = String::from_utf8(res.body().await.unwrap().to_vec()).unwrap();
+    for file in ["deploy/prometheus/pixgw-alerts.yml", "deploy/grafana/pixgw.json"] {
+        let rules =
+            std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap();
+        let used: Vec<String> = crate::errors::metric_names(&rules)
+            .into_iter()
+            .filter(|n| crate::errors::is_rail_metric(n))
+            .collect();
+        assert!(used.len() >= 7, "{file}: {used:?}");
+        for name in used {
+            if ["pixgw_spi_admi002_total", "pixgw_spi_arrivals_refused_total"].contains(&name.as_str()) {
+                continue;
+            }
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .fold(name.as_str(), |n, s| n.strip_suffix(s).unwrap_or(n));
+            assert!(
+                text.contains(&format!("# TYPE {family} ")),
+                "{file} reads {name}, which /metrics does not export\n{text}"
+            );
+        }
+    }
+    let rejected = r#"pixgw_spi_rejections_total{reason="AC06"} 1"#;
+    assert!(text.contains(rejected), "{text}");
 }
 
 #[actix_rt::test]

@@ -116,6 +116,7 @@ pub struct Started {
 /// client. It reads nothing until [`Started::read`] gives it the accounts to carry what it
 /// reads to.
 pub fn start(settings: SpiSettings, on_us: OnUsResolver) -> Started {
+    crate::telemetry::zero_spi_counters();
     let arbiter = Arbiter::new();
     let handle = arbiter.handle();
     // The arbiter lives as long as the process.
@@ -438,6 +439,8 @@ async fn handle_batch(
         let read_at = Instant::now();
         let Some(message) = check(settings, &part.body, part.resource_id.as_deref()) else { continue };
         metrics::counter!("pixgw_spi_messages_received_total", "kind" => message.kind().name()).increment(1);
+        let lag = (Utc::now() - message.created).to_std().unwrap_or_default();
+        metrics::histogram!("pixgw_spi_stream_lag_seconds").record(lag.as_secs_f64());
         match message.body {
             Body::CreditTransfers { txs, .. } => {
                 let mut reports = Vec::with_capacity(txs.len());
