@@ -316,7 +316,11 @@ fn start_rails(
                 Arc::new(move |id| {
                     documents.account(id).ok().flatten().map(|a| a.profile.document.to_string())
                 });
-            let live = Live::Dict { client: started.dict.clone(), payer_document };
+            let live = Live::Dict {
+                client: started.dict.clone(),
+                cache: started.dict_cache.clone(),
+                payer_document,
+            };
             (started.rail.clone().recipient(), keys(live), Some(started))
         }
         (RailKind::Spi, None) => anyhow::bail!("--rail spi needs the [spi] settings"),

@@ -17,7 +17,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::sim::directory::Directory;
-use super::spi::directory::{DictClient, DictError, Lookup};
+use super::spi::directory::{DictClient, DictError, EntryCache, Lookup};
 use crate::domain::ids::AccountId;
 use crate::domain::pix_key::DirectoryKey;
 use crate::domain::transaction::{end_to_end_id, gateway_ispb, BankInfo, RailDetails};
@@ -84,6 +84,8 @@ pub enum Live {
     Closed,
     Dict {
         client: actix::Addr<DictClient>,
+        /// Read first: a fresh answer needs no trip to the client's thread.
+        cache: EntryCache,
         payer_document: Arc<dyn Fn(AccountId) -> Option<String> + Send + Sync>,
     },
 }
@@ -181,15 +183,21 @@ impl Keys {
         match &self.live {
             Live::Sim => Ok(self.in_simulator(key)),
             Live::Closed => Ok(Answer::Closed),
-            Live::Dict { client, payer_document } => {
-                let payer_document = payer_document(payer)
-                    .ok_or_else(|| LookupError::Unavailable("the payer's document".into()))?;
-                let lookup = Lookup {
-                    key: key.key.clone(),
-                    payer_document,
-                    end_to_end_id: end_to_end_id.unwrap_or_default().to_owned(),
+            Live::Dict { client, cache, payer_document } => {
+                let found = match cache.get(&key.key, std::time::Instant::now()) {
+                    Some(e) => Ok(Ok(e)),
+                    None => {
+                        let payer_document = payer_document(payer)
+                            .ok_or_else(|| LookupError::Unavailable("the payer's document".into()))?;
+                        let lookup = Lookup {
+                            key: key.key.clone(),
+                            payer_document,
+                            end_to_end_id: end_to_end_id.unwrap_or_default().to_owned(),
+                        };
+                        client.send(lookup).await
+                    }
                 };
-                match client.send(lookup).await {
+                match found {
                     Ok(Ok(e)) => Ok(Answer::Found(Box::new(Payee {
                         name: e.name.clone(),
                         document: e.tax_id.clone(),

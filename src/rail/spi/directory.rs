@@ -8,7 +8,9 @@
 //! 20 tokens, a hit 1; a person's holds 100, refilled 2 a minute, a company's 1,000, 20 a
 //! minute), so one client's typos are refused here with a clear error before they can empty
 //! the participant's budget; a 429 from the DICT is passed on the same way, never retried.
-//! Answers are cached for as long as their `Cache-Control` says (`max-age`), per key.
+//! Answers are cached for as long as their `Cache-Control` says (`max-age`), per key, in an
+//! [`EntryCache`] that request handlers read on their own thread: a cash-out to a key looked
+//! up recently costs no trip to this actor.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -47,6 +49,47 @@ pub enum DictError {
     /// The DICT did not answer, or answered something that does not verify.
     #[error("the DICT is unavailable: {0}")]
     Unavailable(String),
+}
+
+/// The DICT's answers still fresh, by key; shared between the client actor (which fills it)
+/// and the request handlers (which read it first).
+#[derive(Clone, Default)]
+pub struct EntryCache(std::sync::Arc<std::sync::Mutex<HashMap<String, (Entry, Instant)>>>);
+
+impl EntryCache {
+    fn locked(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Entry, Instant)>> {
+        // A panic while holding it leaves a map that is still a valid cache.
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The entry of `key`, if its answer is still fresh at `now`.
+    pub fn get(&self, key: &str, now: Instant) -> Option<Entry> {
+        let hit = self.locked().get(key).filter(|(_, until)| *until > now).map(|(e, _)| e.clone());
+        if hit.is_some() {
+            metrics::counter!("pixgw_dict_lookups_total", "result" => "cached").increment(1);
+        }
+        hit
+    }
+
+    /// Keeps `entry` until `until`; a full cache drops what expired, then everything.
+    fn put(&self, key: String, entry: Entry, until: Instant, now: Instant) {
+        let mut cache = self.locked();
+        if cache.len() >= CACHE_ENTRIES_MAX && !cache.contains_key(&key) {
+            cache.retain(|_, (_, u)| *u > now);
+            if cache.len() >= CACHE_ENTRIES_MAX {
+                cache.clear();
+            }
+        }
+        cache.insert(key, (entry, until));
+    }
+
+    pub fn len(&self) -> usize {
+        self.locked().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -167,19 +210,19 @@ pub struct DictClient {
     http: Option<super::http1::Client>,
     /// The path the API's routes start with (`/api/v2`).
     base_path: String,
-    cache: HashMap<String, (Entry, Instant)>,
+    cache: EntryCache,
     buckets: Buckets,
 }
 
 const USER_AGENT: &str = concat!("pixgw/", env!("CARGO_PKG_VERSION"));
 
 impl DictClient {
-    pub fn new(settings: SpiSettings) -> DictClient {
+    pub fn new(settings: SpiSettings, cache: EntryCache) -> DictClient {
         let http = super::http1::Client::new(std::sync::Arc::clone(&settings.tls), &settings.dict_url)
             .map_err(|e| tracing::error!(error = %e, "no DICT client"))
             .ok();
         let base_path = super::http1::split_url(&settings.dict_url).map(|(_, _, p)| p).unwrap_or_default();
-        DictClient { settings, http, base_path, cache: HashMap::new(), buckets: Buckets::default() }
+        DictClient { settings, http, base_path, cache, buckets: Buckets::default() }
     }
 }
 
@@ -220,11 +263,8 @@ impl Handler<Lookup> for DictClient {
 
     fn handle(&mut self, msg: Lookup, _: &mut Context<Self>) -> Self::Result {
         let now = Instant::now();
-        if let Some((entry, until)) = self.cache.get(&msg.key) {
-            if *until > now {
-                metrics::counter!("pixgw_dict_lookups_total", "result" => "cached").increment(1);
-                return Box::pin(fut::ready(Ok(entry.clone())));
-            }
+        if let Some(entry) = self.cache.get(&msg.key, now) {
+            return Box::pin(fut::ready(Ok(entry)));
         }
         if let Err(wait) = self.buckets.admit(&msg.payer_document, now) {
             metrics::counter!("pixgw_dict_lookups_total", "result" => "limited_here").increment(1);
@@ -272,14 +312,8 @@ impl Handler<Lookup> for DictClient {
                     Ok((entry, cache)) => {
                         act.buckets.charge(&msg.payer_document, true, Instant::now());
                         if let Some(age) = cache {
-                            if act.cache.len() >= CACHE_ENTRIES_MAX {
-                                let now = Instant::now();
-                                act.cache.retain(|_, (_, until)| *until > now);
-                                if act.cache.len() >= CACHE_ENTRIES_MAX {
-                                    act.cache.clear();
-                                }
-                            }
-                            act.cache.insert(msg.key.clone(), (entry.clone(), Instant::now() + age));
+                            let now = Instant::now();
+                            act.cache.put(msg.key.clone(), entry.clone(), now + age, now);
                         }
                         Ok(entry)
                     }
@@ -332,7 +366,7 @@ impl Handler<Remove> for DictClient {
     type Result = ResponseFuture<Result<(), DictError>>;
 
     fn handle(&mut self, msg: Remove, _: &mut Context<Self>) -> Self::Result {
-        self.cache.remove(&msg.key);
+        self.cache.locked().remove(&msg.key);
         let body = delete_request(&msg.key, &self.settings.ispb, &msg.reason);
         let path = format!(
             "/entries/{}/delete",
@@ -373,6 +407,42 @@ pub fn account_entry(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cached_answer_is_read_until_its_max_age_and_not_after() {
+        let opened = chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        let ispb = Ispb::parse("1234ABCD").unwrap();
+        let entry = account_entry(&ispb, "a@b.com", "EMAIL", 7, "52998224725", "Ana", opened);
+        let cache = EntryCache::default();
+        let t0 = Instant::now();
+        assert!(cache.get("a@b.com", t0).is_none());
+        cache.put("a@b.com".into(), entry.clone(), t0 + Duration::from_secs(60), t0);
+        assert_eq!(cache.get("a@b.com", t0 + Duration::from_secs(59)), Some(entry.clone()));
+        assert!(cache.get("a@b.com", t0 + Duration::from_secs(60)).is_none(), "expired at max-age");
+        // Clones share one cache: the client fills it, the handlers read it.
+        let reader = cache.clone();
+        cache.put("c@d.com".into(), entry, t0 + Duration::from_secs(5), t0);
+        assert_eq!(reader.len(), 2);
+    }
+
+    #[test]
+    fn a_full_cache_drops_what_expired_before_anything_fresh() {
+        let opened = chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        let ispb = Ispb::parse("1234ABCD").unwrap();
+        let entry = account_entry(&ispb, "k", "EVP", 7, "52998224725", "Ana", opened);
+        let cache = EntryCache::default();
+        let t0 = Instant::now();
+        for i in 0..CACHE_ENTRIES_MAX {
+            // Every other entry has expired by t0 + 10 s.
+            let age = if i % 2 == 0 { 5 } else { 60 };
+            cache.put(format!("k{i}"), entry.clone(), t0 + Duration::from_secs(age), t0);
+        }
+        assert_eq!(cache.len(), CACHE_ENTRIES_MAX);
+        let later = t0 + Duration::from_secs(10);
+        cache.put("new".into(), entry, later + Duration::from_secs(60), later);
+        assert_eq!(cache.len(), CACHE_ENTRIES_MAX / 2 + 1);
+        assert!(cache.get("k1", later).is_some() && cache.get("new", later).is_some());
+    }
 
     #[test]
     fn cache_control_caches_for_max_age_and_never_when_told_not_to() {

@@ -1,8 +1,16 @@
 //! The SPI rail: live accounts' payouts leave as signed ISO 20022 messages through ICOM, and
 //! what the SPI sends pixgw is read from its streams and carried to the accounts.
 //!
-//! It runs on a thread of its own (the ICOM client is not `Send`): one actor takes
-//! [`Payout`]s, [`SENDERS`] tasks post what waits to be sent, and `streams` tasks read.
+//! It runs on two threads of its own (the ICOM client is not `Send`). The *inbound* thread
+//! holds what has a deadline or a client waiting: the DICT client (a cash-out waits for its
+//! lookup), the `streams` readers, and [`SENDERS`] tasks posting the answers to what they
+//! read (the SPI times out an arrival answered late). The *payout* thread holds the actor
+//! that takes [`Payout`]s, makes and signs their messages, and [`SENDERS`] tasks posting
+//! them. It runs only on CPU time nothing else wants ([`run_this_thread_when_idle`]): a
+//! payout's debit is already durable and acknowledged, so when clients and the rail want
+//! the same cores the acknowledgements go first and the payouts follow in the time left,
+//! instead of every acknowledgement waiting behind an RSA signature (docs/decisions.md
+//! "The SPI rail").
 //!
 //! **Sending, exactly once.** A payout reaches the rail only once its pending debit is
 //! durable; at every start each pending debit is handed over again. Its message is made
@@ -30,7 +38,7 @@ use actix_web::web::Bytes;
 use chrono::Utc;
 use tokio::sync::{mpsc, oneshot};
 
-use super::directory::{DictClient, DictError, Lookup};
+use super::directory::{DictClient, DictError, EntryCache, Lookup};
 use super::dsig::{self, Profile};
 use super::icom::{IcomClient, IcomError, Pulled, MESSAGES_PER_REQUEST_MAX};
 use super::message::{Body, CreditTransfer, Ispb, Message, Return, StatusReport, TxStatus};
@@ -43,7 +51,7 @@ use crate::domain::transaction::{gateway_ispb, ErrorCode, RailDetails, RailOutco
 use crate::rail::sim::bank::OnUsResolver;
 use crate::rail::{Arrival, ArrivalTo, Inbound, Payout, Refuse, Settled};
 
-/// Tasks posting messages at once.
+/// Tasks posting messages at once, on each of the two threads.
 pub const SENDERS: usize = 2;
 /// The longest a transient failure makes a sender or reader wait before trying again.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -107,36 +115,53 @@ pub struct SpiRail {
 pub struct Started {
     pub rail: Addr<SpiRail>,
     pub dict: Addr<DictClient>,
+    /// The DICT's fresh answers, which request handlers read before asking `dict`.
+    pub dict_cache: EntryCache,
     handle: ArbiterHandle,
     settings: SpiSettings,
     outbox: mpsc::UnboundedSender<Outbound>,
 }
 
-/// Starts the rail on a thread of its own: the payout actor, the senders and the DICT
-/// client. It reads nothing until [`Started::read`] gives it the accounts to carry what it
-/// reads to.
+/// Starts the rail on its two threads: the payout actor and its senders, the DICT client
+/// and the answers' senders. It reads nothing until [`Started::read`] gives it the accounts
+/// to carry what it reads to.
 pub fn start(settings: SpiSettings, on_us: OnUsResolver) -> Started {
     crate::telemetry::zero_spi_counters();
-    let arbiter = Arbiter::new();
-    let handle = arbiter.handle();
-    // The arbiter lives as long as the process.
-    std::mem::forget(arbiter);
-    let (tx, rx) = mpsc::unbounded_channel::<Outbound>();
+    // Both arbiters live as long as the process.
+    let inbound = Arbiter::new();
+    let in_handle = inbound.handle();
+    std::mem::forget(inbound);
+    let payouts = Arbiter::new();
+    let out_handle = payouts.handle();
+    std::mem::forget(payouts);
+    out_handle.spawn(async { run_this_thread_when_idle() });
+
     let dict_settings = settings.clone();
-    let dict = DictClient::start_in_arbiter(&handle, move |_| DictClient::new(dict_settings));
+    let dict_cache = EntryCache::default();
+    let client_cache = dict_cache.clone();
+    let dict =
+        DictClient::start_in_arbiter(&in_handle, move |_| DictClient::new(dict_settings, client_cache));
+    let (payouts_tx, payouts_rx) = mpsc::unbounded_channel::<Outbound>();
     let rail_settings = settings.clone();
     let rail_dict = dict.clone();
-    let outbox = tx.clone();
-    let rail = SpiRail::start_in_arbiter(&handle, move |_| SpiRail {
+    let rail = SpiRail::start_in_arbiter(&out_handle, move |_| SpiRail {
         settings: rail_settings,
-        outbox,
+        outbox: payouts_tx,
         dict: rail_dict,
         on_us,
     });
+    spawn_senders(&out_handle, &settings, payouts_rx);
+    let (answers_tx, answers_rx) = mpsc::unbounded_channel::<Outbound>();
+    spawn_senders(&in_handle, &settings, answers_rx);
+    Started { rail, dict, dict_cache, handle: in_handle, settings, outbox: answers_tx }
+}
+
+/// [`SENDERS`] tasks on `thread` posting what `rx` receives.
+fn spawn_senders(thread: &ArbiterHandle, settings: &SpiSettings, rx: mpsc::UnboundedReceiver<Outbound>) {
     let rx = Arc::new(tokio::sync::Mutex::new(rx));
-    let sender_settings = settings.clone();
-    handle.spawn(async move {
-        match icom_client(&sender_settings) {
+    let settings = settings.clone();
+    thread.spawn(async move {
+        match icom_client(&settings) {
             Some(icom) => {
                 for _ in 0..SENDERS {
                     actix_web::rt::spawn(sender(icom.clone(), Arc::clone(&rx)));
@@ -145,7 +170,26 @@ pub fn start(settings: SpiSettings, on_us: OnUsResolver) -> Started {
             None => tracing::error!("the SPI rail cannot send: no ICOM client"),
         }
     });
-    Started { rail, dict, handle, settings, outbox: tx }
+}
+
+/// Puts the calling thread under the idle scheduling policy (Linux's `SCHED_IDLE`; elsewhere
+/// this does nothing): it runs on whatever CPU time no other thread wants, and any thread
+/// of normal policy that wakes takes the core from it at once. A failure is logged: the
+/// rail works without it.
+pub fn run_this_thread_when_idle() {
+    #[cfg(target_os = "linux")]
+    {
+        use thread_priority::unix::{
+            set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
+            ThreadSchedulePolicy,
+        };
+        let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
+        if let Err(e) =
+            set_thread_priority_and_policy(thread_native_id(), thread_priority::ThreadPriority::Min, idle)
+        {
+            tracing::warn!(error = ?e, "the payout thread keeps its scheduling policy");
+        }
+    }
 }
 
 fn icom_client(settings: &SpiSettings) -> Option<IcomClient> {
@@ -637,6 +681,31 @@ mod tests {
         }
         assert!(is_operator_reason("AM04"));
         assert!(!is_operator_reason("AC06"));
+    }
+
+    /// The scheduling policy of the calling thread, from /proc (field 41 of its stat line).
+    #[cfg(target_os = "linux")]
+    fn policy_of_this_thread() -> u32 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        // The command name (field 2) may hold spaces; the fields after its ')' do not.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        rest.split(' ').nth(38).unwrap().parse().unwrap()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_payout_thread_runs_when_idle_and_no_other_thread_does() {
+        const SCHED_OTHER: u32 = 0;
+        const SCHED_IDLE: u32 = 5;
+        let before = policy_of_this_thread();
+        let idle = std::thread::spawn(|| {
+            run_this_thread_when_idle();
+            policy_of_this_thread()
+        })
+        .join()
+        .unwrap();
+        assert_eq!((before, idle), (SCHED_OTHER, SCHED_IDLE));
+        assert_eq!(policy_of_this_thread(), SCHED_OTHER, "the caller's thread is untouched");
     }
 
     #[test]
