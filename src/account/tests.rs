@@ -759,3 +759,57 @@ async fn an_on_us_charge_debits_its_payer_once_however_often_it_is_asked_for() {
     assert_eq!(debits.len(), 1, "one debit in all: {debits:?}");
     assert_eq!(debits[0].qr_txid.as_deref(), Some("COBR/t1"), "its credit will name the charge");
 }
+
+/// Money in from a real rail, in the SPI's two steps, each repeated as the rail repeats
+/// what it is not sure was done: accepting twice writes one record and moves nothing,
+/// settling twice credits once, a rejected arrival goes without a credit, and a refusal
+/// writes nothing.
+#[actix_rt::test]
+async fn an_arrival_is_accepted_once_credited_once_and_a_rejected_one_credits_nothing() {
+    use crate::domain::decide::{Incoming, IncomingKind, IncomingRefusal};
+    let f = fixture("0.00");
+    let addr = f.actor();
+    let arrival = |id: &str, value: &str, document: &str| AcceptIncoming {
+        incoming: Incoming {
+            id: id.into(),
+            payee: f.account,
+            value: m(value),
+            payer_name: "Ana".into(),
+            payer_document: "52998224725".into(),
+            payer_ispb: "99999A03".into(),
+            paid_at: f.clock.now(),
+            kind: IncomingKind::Payment { reference: None },
+        },
+        creditor_document: document.into(),
+    };
+    let ours = "11222333000181";
+    let end = |id: &str, settled: bool| EndIncoming { id: id.into(), settled };
+
+    assert_eq!(addr.send(arrival("E1", "10.00", ours)).await.unwrap().unwrap(), Ok(()));
+    assert_eq!(addr.send(arrival("E1", "10.00", ours)).await.unwrap().unwrap(), Ok(()));
+    assert!(f.repo.incoming("E1").unwrap().is_some(), "accepted durably");
+    assert_eq!(f.balance(&addr).await.available, m("0.00"), "accepting moves no money");
+
+    assert!(addr.send(end("E1", true)).await.unwrap().unwrap());
+    assert!(addr.send(end("E1", true)).await.unwrap().unwrap(), "settled already: done");
+    assert_eq!(f.balance(&addr).await.available, m("10.00"), "credited once");
+    assert!(f.repo.incoming("E1").unwrap().is_none(), "the record went with the credit");
+    // The SPI delivers the settled payment's pacs.008 once more: the same answer, no record.
+    assert_eq!(addr.send(arrival("E1", "10.00", ours)).await.unwrap().unwrap(), Ok(()));
+    assert!(f.repo.incoming("E1").unwrap().is_none());
+
+    assert_eq!(addr.send(arrival("E2", "5.00", ours)).await.unwrap().unwrap(), Ok(()));
+    assert!(addr.send(end("E2", false)).await.unwrap().unwrap());
+    assert!(f.repo.incoming("E2").unwrap().is_none());
+    assert!(!addr.send(end("E2", true)).await.unwrap().unwrap(), "nothing waits under E2 any more");
+
+    let refused = addr.send(arrival("E3", "5.00", "52998224725")).await.unwrap().unwrap();
+    assert_eq!(refused, Err(IncomingRefusal::DocumentMismatch));
+    assert!(f.repo.incoming("E3").unwrap().is_none(), "a refusal writes nothing");
+
+    assert_eq!(f.balance(&addr).await.available, m("10.00"));
+    let received: Vec<_> =
+        f.repo.transactions_of(f.account).unwrap().into_iter().filter(|t| t.kind == TxKind::PixIn).collect();
+    assert_eq!(received.len(), 1, "one received PIX: {received:?}");
+    assert_eq!(received[0].end_to_end_id, "E1");
+}
