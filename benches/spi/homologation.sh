@@ -13,8 +13,8 @@
 #   - pixgw's CPU time per transaction (user + system, from /proc), beside the floor of one
 #     RSA-2048 signature (`openssl speed rsa2048`);
 #   - the schema check of every message either side wrote (xmllint, data/spi/xsd).
-#   - ledger against settlement: pixgw's two accounts against the simulator's account of
-#     participant 1234ABCD.
+#   - ledger against settlement: pixgw's two accounts, and the reconciliation read's net,
+#     against the simulator's account of participant 1234ABCD.
 #
 #   BIN=target/release/pixgw benches/spi/homologation.sh          # N=20000 DURATION=60
 #   N=2000 DURATION=20 benches/spi/homologation.sh
@@ -144,8 +144,12 @@ curl -s "$control/sim/stats" >"$OUT/sim-stats.json"
 # settlement account gained (every fee is 0 here).
 ledger=$(python3 -c "from decimal import Decimal as D; print(D('$(gross payer)') + D('$(gross payee)'))")
 settled=$(python3 -c "from decimal import Decimal as D; print((D('$(settlement)') - D('$settlement_before')) / 100)")
-echo "   ledger (both accounts) $ledger; settlement account moved $settled"
-echo "{\"ledger\": \"$ledger\", \"settlement\": \"$settled\"}" >"$OUT/books.json"
+# The reconciliation read over the whole run: the ledger's net for the settlement account.
+from=$(python3 -c "import datetime; print((datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)).strftime('%Y-%m-%dT%H:%M:%SZ'))")
+to=$(python3 -c "import datetime; print((datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)).strftime('%Y-%m-%dT%H:%M:%SZ'))")
+reconciled=$(admin GET "/admin/rail/reconciliation?from=$from&to=$to" | python3 -c 'import json,sys; print(json.load(sys.stdin)["net"])')
+echo "   ledger (both accounts) $ledger; reconciliation net $reconciled; settlement account moved $settled"
+echo "{\"ledger\": \"$ledger\", \"reconciliation\": \"$reconciled\", \"settlement\": \"$settled\"}" >"$OUT/books.json"
 curl -s "$control/sim/participants" >"$OUT/participants.json"
 rsa=$(openssl speed -seconds 2 rsa2048 2>/dev/null | awk '/^rsa +2048 bits/ {sub("s", "", $4); print $4 * 1000}')
 

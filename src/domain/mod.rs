@@ -25,6 +25,7 @@ pub mod pix_key;
 pub mod qr_image;
 pub mod rate;
 pub mod rec;
+pub mod reconcile;
 pub mod recurrence;
 pub mod refunds;
 pub mod scenario;

@@ -825,3 +825,134 @@ pub async fn adjust(
     };
     Ok(if outcome.replayed { HttpResponse::Ok().json(body) } else { HttpResponse::Created().json(body) })
 }
+
+/// Query parameters of `GET /admin/rail/reconciliation`.
+const RECONCILIATION_PARAMS: [&str; 2] = ["from", "to"];
+
+/// A count and a sum (a decimal string, two places).
+#[derive(Serialize, ToSchema)]
+pub struct SumResponse {
+    count: u64,
+    amount: String,
+}
+
+/// Open items: how many, how much, and since when the oldest.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenResponse {
+    count: u64,
+    amount: String,
+    oldest: Option<String>,
+}
+
+/// `GET /admin/rail/reconciliation`: the settlement account's movement by the ledger.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReconciliationResponse {
+    /// This participant's ISPB.
+    ispb: String,
+    /// The rail live accounts pay on: `spi`, `sim` or `none`.
+    rail: &'static str,
+    from: String,
+    to: String,
+    /// Settled in the window with other institutions, by what the SPI reported.
+    sent: SumResponse,
+    returns_sent: SumResponse,
+    received: SumResponse,
+    returns_received: SumResponse,
+    /// What the settlement account should have gained (negative: lost), received and
+    /// returned-in less sent and returned-out: the figure to hold against the SPI's statement.
+    net: String,
+    /// Operators' moves in the window (funding; never through the SPI).
+    operator_credits: SumResponse,
+    operator_debits: SumResponse,
+    /// Now, whatever the window: payouts waiting for the SPI's report, their amount blocked.
+    payouts_pending: OpenResponse,
+    /// Now: payments accepted from other institutions that the SPI has not reported settled.
+    arrivals_accepted: OpenResponse,
+}
+
+fn two_places(d: rust_decimal::Decimal) -> String {
+    format!("{:.2}", d.round_dp(2))
+}
+
+fn sum_response(s: crate::domain::reconcile::Sum) -> SumResponse {
+    SumResponse { count: s.count, amount: two_places(s.amount) }
+}
+
+fn open_response(o: crate::domain::reconcile::Open) -> OpenResponse {
+    OpenResponse { count: o.sum.count, amount: two_places(o.sum.amount), oldest: o.oldest.map(iso) }
+}
+
+#[utoipa::path(
+    get, path = "/admin/rail/reconciliation", tag = "admin",
+    params(
+        ("from" = String, Query, description = "RFC 3339: the window's start (included)"),
+        ("to" = String, Query, description = "RFC 3339: the window's end (excluded); at most 31 days after from"),
+    ),
+    responses(
+        (status = 200, description = "The ledger's view of the settlement account over the window", body = ReconciliationResponse),
+        (status = 400, body = ExtendedErrorBody),
+    ),
+    security(("admin" = []))
+)]
+pub async fn reconciliation(
+    _: Admin,
+    query: web::Query<std::collections::HashMap<String, String>>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    use crate::domain::reconcile::{report, WINDOW_DAYS_MAX};
+    let q = query.into_inner();
+    let mut v = Vec::new();
+    super::body::known_params(&q, &RECONCILIATION_PARAMS, &mut v);
+    let mut instant = |name: &str| match q.get(name).map(|t| DateTime::parse_from_rfc3339(t)) {
+        Some(Ok(t)) => Some(t.with_timezone(&Utc)),
+        Some(Err(_)) => {
+            v.push(Violation::new(name, "must be an RFC 3339 date-time"));
+            None
+        }
+        None => {
+            v.push(Violation::new(name, "is required (an RFC 3339 date-time)"));
+            None
+        }
+    };
+    let (from, to) = (instant("from"), instant("to"));
+    if let (Some(a), Some(b)) = (from, to) {
+        if a >= b {
+            v.push(Violation::new("from", "must be before to"));
+        } else if b - a > chrono::Duration::days(WINDOW_DAYS_MAX) {
+            v.push(Violation::new("to", format!("must be at most {WINDOW_DAYS_MAX} days after from")));
+        }
+    }
+    finish(v)?;
+    let (Some(from), Some(to)) = (from, to) else {
+        return Err(ApiError::internal("validated fields missing"));
+    };
+    // Live accounts only: a sandbox account's payments never leave the simulator.
+    let mut txs = Vec::new();
+    for id in 1..state.repo.next_account_id()?.get() {
+        let Some(id) = AccountId::new(id) else { continue };
+        match state.repo.account(id)? {
+            Some(a) if !a.profile.sandbox => txs.extend(state.repo.transactions_of(id)?),
+            _ => {}
+        }
+    }
+    let accepted = state.repo.incoming_all()?;
+    let ours = crate::domain::transaction::gateway_ispb();
+    let r = report(&txs, &accepted, from, to, ours);
+    Ok(HttpResponse::Ok().json(ReconciliationResponse {
+        ispb: ours.to_owned(),
+        rail: state.keys.rail_name(),
+        from: iso(from),
+        to: iso(to),
+        sent: sum_response(r.sent),
+        returns_sent: sum_response(r.returns_sent),
+        received: sum_response(r.received),
+        returns_received: sum_response(r.returns_received),
+        net: two_places(r.net),
+        operator_credits: sum_response(r.operator_credits),
+        operator_debits: sum_response(r.operator_debits),
+        payouts_pending: open_response(r.payouts_pending),
+        arrivals_accepted: open_response(r.arrivals_accepted),
+    }))
+}

@@ -215,6 +215,10 @@ const SUMMARIES: &[(&str, &str)] = &[
     ("POST /admin/accounts/{id}/keys", "Admin: register a key of an account in its rail's directory"),
     ("POST /admin/accounts/{id}/adjustments", "Admin: put money into or take it out of an account"),
     ("GET /admin/accounts/{id}/keys", "Admin: the keys registered for an account"),
+    (
+        "GET /admin/rail/reconciliation",
+        "Admin: the settlement account's movement by the ledger, and open items",
+    ),
     ("DELETE /admin/accounts/{id}/keys/{key}", "Admin: remove a key of an account from the directory"),
     ("POST /admin/clock", "Admin: move the test clock forward"),
     ("GET /admin/backup", "Admin: stream an online backup of the embedded store"),
@@ -380,6 +384,7 @@ fn default_description(status: &str) -> &'static str {
         admin::register_key,
         admin::adjust,
         admin::list_keys,
+        admin::reconciliation,
         admin::remove_key,
         admin::move_clock,
         admin::backup,

@@ -98,6 +98,15 @@ pub struct Keys {
 }
 
 impl Keys {
+    /// The rail live accounts pay on, as `--rail` names it.
+    pub fn rail_name(&self) -> &'static str {
+        match self.live {
+            Live::Sim => "sim",
+            Live::Closed => "none",
+            Live::Dict { .. } => "spi",
+        }
+    }
+
     /// The end-to-end id a payment must carry from the moment it is decided, when the
     /// account's rail needs it before (the DICT lookup names it).
     pub fn payment_id(&self, sandbox: bool, now: DateTime<Utc>) -> Option<String> {

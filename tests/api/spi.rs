@@ -235,6 +235,29 @@ async fn money_arrives_and_leaves_through_the_spi_and_both_books_agree() {
     assert_eq!(app.balance(&token).await, ("80.00".into(), "0.00".into(), "80.00".into()));
     assert_eq!(sim.balance_cents(ISPB).await - ours_before, 8_000);
 
+    // The reconciliation read: the ledger's view of the settlement account agrees with the
+    // SPI's (one PIX in, three payments out; the rejected one moved nothing).
+    let now = chrono::Utc::now();
+    let window = format!(
+        "from={}&to={}",
+        (now - chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        (now + chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
+    let (s, r) = app.admin("GET", &format!("/admin/rail/reconciliation?{window}"), None).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!((r["ispb"].as_str(), r["rail"].as_str()), (Some(ISPB), Some("spi")), "{r}");
+    assert_eq!(r["received"], json!({"count": 1, "amount": "100.00"}), "{r}");
+    assert_eq!(r["sent"], json!({"count": 3, "amount": "20.00"}), "{r}");
+    assert_eq!(r["net"], "80.00", "the settlement account moved 8,000 centavos: {r}");
+    assert_eq!(r["payoutsPending"]["count"], 0, "{r}");
+    assert_eq!(r["arrivalsAccepted"]["count"], 0, "{r}");
+    let (s, bad) = app
+        .admin("GET", "/admin/rail/reconciliation?from=2026-01-01T00:00:00Z&to=2026-03-01T00:00:00Z", None)
+        .await;
+    assert_extended(&bad, 400, "HTTP_ERROR");
+    assert_eq!(s, 400);
+    assert!(bad.to_string().contains("at most 31 days"), "{bad}");
+
     // Every rail metric the alerts and the dashboard of deploy/ read is exported now that
     // money moved both ways, but those a refusal of ours makes (admi.002, an arrival refused).
     let mut res = app.client.get(app.url("/metrics")).send().await.unwrap();
