@@ -180,7 +180,7 @@ fn a_database_with_a_newer_schema_refuses_to_start() {
 
 /// Starts `pixgw serve --store url` on a data dir of its own; answers once it serves as
 /// the leader (or, with `leader` false, once it is up).
-async fn node(url: &str, extra: &[(&str, &str)], leader: bool) -> TestApp {
+pub(crate) async fn node(url: &str, extra: &[(&str, &str)], leader: bool) -> TestApp {
     let dir = Arc::new(tempfile::tempdir().unwrap());
     let mut env =
         vec![("PIXGW_DATABASE_URL".to_owned(), url.to_owned()), ("PIXGW_SIM_SETTLE_MS".into(), "20".into())];
@@ -194,7 +194,7 @@ async fn node(url: &str, extra: &[(&str, &str)], leader: bool) -> TestApp {
 }
 
 /// Waits until `/healthz` of `base` says `role`.
-async fn wait_role(base: &str, role: &str, within: Duration) -> Duration {
+pub(crate) async fn wait_role(base: &str, role: &str, within: Duration) -> Duration {
     let started = Instant::now();
     let c = client();
     loop {

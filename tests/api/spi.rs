@@ -474,3 +474,85 @@ async fn kill_9_at_each_step_of_a_payment_counts_it_once_on_both_sides() {
     // Both books agree: what the account holds is what the settlement account gained.
     assert_eq!(sim.balance_cents(ISPB).await - ours, 10_500);
 }
+
+/// A failover on PostgreSQL in the middle of SPI traffic: the leader is killed while
+/// cash-outs stream out and the simulator's payer pays in; the standby takes over the rail
+/// (payouts written and not answered go out again under the same message ids, what the dead
+/// leader read and did not confirm is delivered again) and each side counts every payment
+/// once: the ledger equals the settlement account's movement.
+#[actix_rt::test]
+async fn kill_9_of_the_leader_on_postgres_mid_traffic_counts_every_payment_once_on_both_sides() {
+    use crate::postgres::{node, wait_role};
+    let Some(cluster) = crate::pg_cluster::PgCluster::start("spi_failover") else { return };
+    let url = cluster.database("spi");
+    let sim = Sim::start(&[]);
+    let config = sim.config.display().to_string();
+    let env = [("PIXGW_CONFIG", config.as_str())];
+    let mut a = node(&url, &env, true).await;
+    a.creds = read_credentials(&a.data_dir());
+    let (account, token) = live_account(&a, "Loja Real").await;
+    let limits = json!({"limits": {"daily": "100000", "nightly": "100000"}});
+    assert_eq!(a.admin("PATCH", &format!("/admin/accounts/{account}"), Some(limits)).await.0, 200);
+    let (s, k) =
+        a.admin("POST", &format!("/admin/accounts/{account}/keys"), Some(json!({"keyType": "EVP"}))).await;
+    assert_eq!(s, 201, "{k}");
+    let key = k["key"].as_str().unwrap().to_owned();
+    let ours_before = sim.balance_cents(ISPB).await;
+    sim.pay_account(account, "52998224725", "500.00").await;
+    wait_balance(&a, &token, "500.00").await;
+    let mut b = node(&url, &env, false).await;
+    b.creds = a.creds.clone();
+    wait_role(&b.base, "standby", Duration::from_secs(10)).await;
+
+    // Money in through the kill, at a steady rate, and money out until the kill.
+    let (s, l) =
+        sim.post("/sim/load", json!({"to": key, "count": 150, "perSecond": 50, "amount": "1.00"})).await;
+    assert_eq!(s, 202, "{l}");
+    let body_of = |ext: &str| cash_out_body(ext, "1.00");
+    let (acked, _) = crate::recovery::stream_then_kill(&mut a, &token, 8, 60, 0, &body_of).await;
+    assert!(acked.len() >= 60, "killed after 60 acknowledgements: {}", acked.len());
+    wait_role(&b.base, "leader", Duration::from_secs(20)).await;
+
+    // Until everything settled: the 150 payments in, every payout of the account.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let ledger = loop {
+        let (_, p) = sim.get("/sim/participants").await;
+        let ours = p["participants"].as_array().unwrap().iter().find(|p| p["ispb"] == ISPB).unwrap().clone();
+        let (gross, blocked, _) = b.balance(&token).await;
+        if ours["received"] == 151 && blocked == "0.00" && ours["unconfirmed"] == 0 && ours["queued"] == 0 {
+            break gross;
+        }
+        assert!(std::time::Instant::now() < deadline, "not settled after 60 s: {ours}, blocked {blocked}");
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    };
+    let ledger_cents: i128 = ledger.replace('.', "").parse().unwrap();
+    assert_eq!(
+        sim.balance_cents(ISPB).await - ours_before,
+        ledger_cents,
+        "the ledger is the settlement account"
+    );
+
+    // Every acknowledged cash-out is stored once and settled; every PIX in credited once.
+    for (ext, id) in &acked {
+        let (s, t) = b.get_with(&format!("/api/transactions/{id}"), &token).await;
+        assert_eq!(s, 200, "{ext}: {t}");
+        assert_eq!(t["status"], "CONFIRMED", "{ext}: {t}");
+    }
+    let mut received = Vec::new();
+    for page in 1.. {
+        let (s, list) =
+            b.get_with(&format!("/api/transactions?type=PAYMENT&size=100&page={page}"), &token).await;
+        assert_eq!(s, 200, "{list}");
+        let data = list["data"].as_array().unwrap();
+        received.extend(
+            data.iter()
+                .filter(|t| t["operationType"] == "Pix in")
+                .map(|t| t["endToEndId"].as_str().unwrap().to_owned()),
+        );
+        if list["metadata"]["hasNext"] != true {
+            break;
+        }
+    }
+    let unique: std::collections::HashSet<&String> = received.iter().collect();
+    assert_eq!((received.len(), unique.len()), (151, 151), "each PIX in credited once");
+}
