@@ -50,12 +50,27 @@ pid=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
 [ ! -e "$dir/run/demo" ] || fail "a production start made the Demo account's files"
 PIXGW_ADMIN_TOKEN=$(cat "$dir/admin-token") "$BIN" account create --url "http://127.0.0.1:$port" \
-  --name "Acme Pagamentos" --document 11222333000181 --cert "$dir/client.pem" --initial-balance 10.00 \
+  --name "Acme Pagamentos" --document 11222333000181 --cert "$dir/client.pem" \
   --out "$dir/acme" >"$dir/create.out" || fail "pixgw account create: $(cat "$dir/create.out")"
 creds="$dir/acme/credentials.json"
 field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$creds" "$1"; }
-client_id=$(field clientId) secret=$(field clientSecret)
+client_id=$(field clientId) secret=$(field clientSecret) acme=$(field accountId)
 echo "ok   production start, no Demo; pixgw account create --cert registered the CA's certificate"
+
+# A production account opens empty; the operator funds it, and a second account of this
+# gateway gets a key (on --rail none, the only payees there are).
+admin() {
+  curl -s -X "$1" "http://127.0.0.1:$port$2" -H "Authorization: Bearer $(cat "$dir/admin-token")" \
+    -H 'Content-Type: application/json' ${3:+-d "$3"}
+}
+funded=$(admin POST "/admin/accounts/$acme/adjustments" \
+  '{"type": "CREDIT", "amount": "10.00", "reason": "opening funds", "reference": "ci-1"}' |
+  python3 -c 'import json,sys; print(json.load(sys.stdin).get("operation", ""))')
+[ "$funded" = OPERATOR_CREDIT ] || fail "an operator credit: $funded"
+shop=$(admin POST /admin/accounts '{"name": "Loja", "document": "52998224725"}' |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["accountId"])')
+evp=$(admin POST "/admin/accounts/$shop/keys" '{"keyType": "EVP"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
+echo "ok   production: funded by an operator credit; a second account with a key"
 
 # nginx in front, with the configuration of docs/deploy.md.
 nport=$(free_port)
@@ -76,12 +91,18 @@ code=$(curl -s "${tls[@]}" -o "$dir/fund.json" -w '%{http_code}' -X POST "$front
   -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d '{"amount": 10}')
 [ "$code" = 403 ] || fail "a sandbox route in production: $code $(cat "$dir/fund.json")"
 echo "ok   production: the sandbox routes answer 403"
-read -r key doc < <(python3 -c 'import json; k=[k for k in json.load(open("data/dict.json"))["keys"] if k["keyType"]=="EMAIL"][0]; print(k["key"], k["document"])')
-cash_out=$(printf '{"value": 1.5, "externalId": "via-nginx", "details": {"key": "%s", "keyType": "EMAIL", "name": "P", "document": "%s"}}' "$key" "$doc")
+cash_out=$(printf '{"value": 1.5, "externalId": "via-nginx", "details": {"key": "%s", "keyType": "RANDOM", "name": "Loja", "document": "52998224725"}}' "$evp")
 code=$(curl -s "${tls[@]}" -o "$dir/out.json" -w '%{http_code}' -X POST "$front/api/pix/cash-out" \
   -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d "$cash_out")
 [ "$code" = 201 ] || fail "a cash-out through nginx: $code $(cat "$dir/out.json")"
-echo "ok   a cash-out through nginx: 201"
+echo "ok   a cash-out through nginx to an account of this gateway: 201"
+read -r key doc < <(python3 -c 'import json; k=[k for k in json.load(open("data/dict.json"))["keys"] if k["keyType"]=="EMAIL"][0]; print(k["key"], k["document"])')
+outside=$(printf '{"value": 1.5, "externalId": "outside", "details": {"key": "%s", "keyType": "EMAIL", "name": "P", "document": "%s"}}' "$key" "$doc")
+code=$(curl -s "${tls[@]}" -o "$dir/out.json" -w '%{http_code}' -X POST "$front/api/pix/cash-out" \
+  -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d "$outside")
+grep -q PIX_EXTERNAL_PAYOUTS_DISABLED "$dir/out.json" && [ "$code" = 400 ] ||
+  fail "a payout to another institution on --rail none: $code $(cat "$dir/out.json")"
+echo "ok   --rail none: a payout to another institution is refused (PIX_EXTERNAL_PAYOUTS_DISABLED)"
 
 # A header the client sends itself is overwritten by nginx with the real one.
 forged=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(open(sys.argv[1]).read(), safe=""))' "$dir/ca.pem")
