@@ -125,18 +125,10 @@ fn text(t: &str, out: &mut String) {
     }
 }
 
+/// An attribute value as canonical XML writes it: `&`, `<`, `"`, tab, LF and CR escaped,
+/// exactly the set [`super::xml::escape_attr`] escapes for the writer.
 fn attr_text(t: &str, out: &mut String) {
-    for c in t.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '"' => out.push_str("&quot;"),
-            '\t' => out.push_str("&#x9;"),
-            '\n' => out.push_str("&#xA;"),
-            '\r' => out.push_str("&#xD;"),
-            c => out.push(c),
-        }
-    }
+    out.push_str(&super::xml::escape_attr(t));
 }
 
 #[cfg(test)]
