@@ -274,9 +274,7 @@ async fn money_arrives_and_leaves_through_the_spi_and_both_books_agree() {
             if ["pixgw_spi_admi002_total", "pixgw_spi_arrivals_refused_total"].contains(&name.as_str()) {
                 continue;
             }
-            let family = ["_bucket", "_sum", "_count"]
-                .iter()
-                .fold(name.as_str(), |n, s| n.strip_suffix(s).unwrap_or(n));
+            let family = crate::errors::family_of(&name);
             assert!(
                 text.contains(&format!("# TYPE {family} ")),
                 "{file} reads {name}, which /metrics does not export\n{text}"
