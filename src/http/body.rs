@@ -23,10 +23,18 @@ pub async fn read_within_deadline(
     mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    // A request that announces no body (most reads) has nothing to wait for.
+    // An Idempotency-Key on a route that takes none is refused once the body is read (so
+    // the connection stays usable), before anything runs.
+    use super::idempotency::{gate, refusal, Gate};
+    let key = gate(&req);
+    // A request that announces no body (most reads, a DELETE) has nothing to wait for.
     let headers = req.headers();
     if !headers.contains_key(header::CONTENT_LENGTH) && !headers.contains_key(header::TRANSFER_ENCODING) {
-        return Ok(next.call(req).await?.map_into_boxed_body());
+        return match key {
+            Gate::Honour => super::idempotency::idempotency(req, next, actix_web::web::Bytes::new()).await,
+            Gate::Refuse => Ok(refusal(req)),
+            Gate::Pass => Ok(next.call(req).await?.map_into_boxed_body()),
+        };
     }
     let deadline = req
         .app_data::<actix_web::web::Data<super::AppState>>()
@@ -34,9 +42,11 @@ pub async fn read_within_deadline(
     let mut payload = req.take_payload();
     let refused = match read_body(&mut payload, deadline).await {
         Ok(Ok(body)) => {
-            // A client POST with an Idempotency-Key goes through its record first.
-            if super::idempotency::wanted(&req) {
-                return super::idempotency::idempotency(req, next, body).await;
+            // A client's write with an Idempotency-Key goes through its record first.
+            match key {
+                Gate::Honour => return super::idempotency::idempotency(req, next, body).await,
+                Gate::Refuse => return Ok(refusal(req)),
+                Gate::Pass => {}
             }
             req.set_payload(actix_web::dev::Payload::from(body));
             return Ok(next.call(req).await?.map_into_boxed_body());

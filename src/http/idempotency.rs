@@ -1,5 +1,8 @@
 //! The `Idempotency-Key` header (the IETF httpapi draft; what Stripe and Mercado Pago do) on
-//! the POST routes of clients that create something.
+//! every write of a client: each POST, PUT, PATCH and DELETE of families A and B (the
+//! sandbox's included), whatever else the route does to be idempotent. The token route and
+//! the operators' routes refuse it with 400, so a client never believes a key protected a
+//! request it did not; a read (GET) ignores it, since repeating a read is always safe.
 //!
 //! A request with the header is recorded per account under its key, with a digest of its
 //! method, path and body, durably **before** it runs. Then:
@@ -19,10 +22,10 @@
 //! included: the record stays as it was written before the request ran, and a repeat is 409
 //! "interrupted" until the client finds the payment by its externalId. Keys are kept for
 //! [`IDEMPOTENCY_KEY_TTL_HOURS`] on the server clock. The interface's own rules are
-//! untouched: a repeated externalId is still 400, and `/dict/pix` keeps its
-//! `x-idempotency-key`. The routes of operators are left out: creating an account and
-//! rotating a secret answer secrets, which are never stored, and registering a certificate
-//! is idempotent already.
+//! untouched and apply inside this layer: a repeated externalId is still 400, and
+//! `/dict/pix` still requires its `x-idempotency-key`. The operators' routes are left out:
+//! creating an account and rotating a secret answer secrets, which are never stored, and
+//! every other operator write is idempotent by its own reference.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -59,19 +62,38 @@ impl InFlight {
     }
 }
 
-/// The POST routes a key applies to: a client's, that create something.
-fn applies(method: &Method, path: &str) -> bool {
-    *method == Method::POST && applies_to_path(path)
+/// What an `Idempotency-Key` does on a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyUse {
+    /// A client's write: the key is honoured.
+    Honoured,
+    /// The token route and the operators' routes: a key is refused with 400.
+    Refused,
+    /// A read: repeating it is safe, so the key is not looked at.
+    Ignored,
 }
 
-/// Whether a POST on this path takes a key (also used to document it).
-pub fn applies_to_path(path: &str) -> bool {
-    // `POST /rec` and `POST /solicrec` make a record with an id the server chooses and have
-    // no `PUT` twin, so a retry needs the key to be safe; `POST /cobr` takes it too, as its
-    // siblings do (a cob is made safely with `PUT /cob/{txid}`).
-    let pix_automatico = path == "/rec" || path == "/solicrec" || path == "/cobr";
-    (path.starts_with("/api/") || path.starts_with("/sandbox/") || pix_automatico)
-        && path != "/api/auth/token"
+/// What a key does on `method path`; `path` is a request's path or a route's template
+/// (the documentation asks with templates), which share their prefixes.
+pub fn key_use(method: &Method, path: &str) -> KeyUse {
+    if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
+        KeyUse::Ignored
+    } else if path == TOKEN_PATH || path == "/admin" || path.starts_with("/admin/") {
+        KeyUse::Refused
+    } else {
+        KeyUse::Honoured
+    }
+}
+
+const TOKEN_PATH: &str = "/api/auth/token";
+
+/// The refusal of a key on a route that takes none.
+fn refused_here() -> ApiError {
+    ApiError::Validation(vec![Violation::new(
+        "Idempotency-Key",
+        "is not taken on this route: only a client's writes honour it (the token route and the \
+         operators' routes refuse it, reads ignore it)",
+    )])
 }
 
 /// Whether a key is well formed: 1 to 255 visible ASCII characters.
@@ -108,13 +130,37 @@ fn refuse_with(req: ServiceRequest, e: ApiError, retry_soon: bool) -> ServiceRes
     ServiceResponse::new(request, res)
 }
 
-/// Whether a request carries a key on a route it applies to.
-pub fn wanted(req: &ServiceRequest) -> bool {
-    req.headers().contains_key(IDEMPOTENCY_KEY_HEADER) && applies(req.method(), req.path())
+/// What a request's key asks of the layer before its route runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// No key, or a key a read ignores: the request goes on as it is.
+    Pass,
+    /// A key on a client's write: [`idempotency`] carries the request out.
+    Honour,
+    /// A key on a route that takes none: [`refusal`] answers it.
+    Refuse,
 }
 
-/// Carries out a request that [`wanted`] a key; `body` is its whole body, read before
-/// routing (`body::read_within_deadline`, which calls this).
+/// Sorts a request by its key and route.
+pub fn gate(req: &ServiceRequest) -> Gate {
+    if !req.headers().contains_key(IDEMPOTENCY_KEY_HEADER) {
+        return Gate::Pass;
+    }
+    match key_use(req.method(), req.path()) {
+        KeyUse::Ignored => Gate::Pass,
+        KeyUse::Honoured => Gate::Honour,
+        KeyUse::Refused => Gate::Refuse,
+    }
+}
+
+/// The 400 of a key sent to a route that takes none; nothing of the request has run.
+pub fn refusal(req: ServiceRequest) -> ServiceResponse<BoxBody> {
+    refuse(req, refused_here())
+}
+
+/// Carries out a request that [`gate`] sorted as [`Gate::Honour`]; `body` is its whole body
+/// (empty when none was announced), read before routing (`body::read_within_deadline`,
+/// which calls this).
 pub async fn idempotency(
     mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -270,15 +316,33 @@ mod tests {
     }
 
     #[test]
-    fn client_posts_that_create_something_take_a_key_and_no_others() {
-        assert!(applies(&Method::POST, "/api/pix/cash-out"));
-        assert!(applies(&Method::POST, "/sandbox/pix-in"));
-        assert!(!applies(&Method::POST, "/api/auth/token"));
-        assert!(!applies(&Method::POST, "/dict/pix"));
-        assert!(!applies(&Method::POST, "/admin/accounts"));
-        assert!(applies(&Method::POST, "/rec") && applies(&Method::POST, "/solicrec"));
-        assert!(!applies(&Method::POST, "/cob"), "a cob is made safely with PUT");
-        assert!(!applies(&Method::GET, "/api/transactions"));
-        assert!(!applies(&Method::PUT, "/cob/abc"));
+    fn every_client_write_honours_a_key_the_token_and_operator_routes_refuse_it_and_reads_ignore_it() {
+        use KeyUse::*;
+        for (method, path) in [
+            (Method::POST, "/api/pix/cash-out"),
+            (Method::POST, "/sandbox/pix-in"),
+            (Method::POST, "/dict/pix"),
+            (Method::POST, "/cob"),
+            (Method::POST, "/locrec"),
+            (Method::POST, "/rec"),
+            (Method::PUT, "/cob/abc"),
+            (Method::PATCH, "/cobv/abc"),
+            (Method::DELETE, "/webhookrec"),
+            (Method::DELETE, "/api/webhooks/cash_in"),
+        ] {
+            assert_eq!(key_use(&method, path), Honoured, "{method} {path}");
+        }
+        for (method, path) in [
+            (Method::POST, "/api/auth/token"),
+            (Method::POST, "/admin/accounts"),
+            (Method::PATCH, "/admin/accounts/1"),
+            (Method::DELETE, "/admin/accounts/1/keys/k"),
+        ] {
+            assert_eq!(key_use(&method, path), Refused, "{method} {path}");
+        }
+        // A path that only begins like an operator's is a client's.
+        assert_eq!(key_use(&Method::POST, "/administer"), Honoured);
+        assert_eq!(key_use(&Method::GET, "/api/transactions"), Ignored);
+        assert_eq!(key_use(&Method::HEAD, "/cob/abc"), Ignored);
     }
 }

@@ -1,8 +1,11 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations. A unit test checks
 //! that every route of the route table is described here.
 
+use actix_web::http::Method;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
+
+use super::idempotency::{key_use, KeyUse};
 
 use super::{
     admin, automatic, balance, charges, cob, cobr, cobv, dict, error, me, med, ops, pix, rec, received,
@@ -24,35 +27,45 @@ impl Modify for Security {
     }
 }
 
-/// The `Idempotency-Key` header on every client POST it applies to (`idempotency.rs`).
+/// The `Idempotency-Key` header on every client write that honours it (`idempotency.rs`).
 struct IdempotencyKey;
 
 impl Modify for IdempotencyKey {
     fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
-        use utoipa::openapi::schema::{ObjectBuilder, Type};
-        use utoipa::openapi::Required;
         for (path, item) in doc.paths.paths.iter_mut() {
-            let Some(op) = item.post.as_mut() else { continue };
-            if !super::idempotency::applies_to_path(path) {
-                continue;
+            for (method, op) in [
+                (Method::POST, item.post.as_mut()),
+                (Method::PUT, item.put.as_mut()),
+                (Method::PATCH, item.patch.as_mut()),
+                (Method::DELETE, item.delete.as_mut()),
+            ] {
+                let Some(op) = op else { continue };
+                if key_use(&method, path) == KeyUse::Honoured {
+                    op.parameters.get_or_insert_with(Vec::new).push(idempotency_key_header().into());
+                }
             }
-            let header = ParameterBuilder::new()
-                .name("Idempotency-Key")
-                .parameter_in(ParameterIn::Header)
-                .required(Required::False)
-                .description(Some(
-                    "1 to 255 visible ASCII characters, per account, kept 24 h: a repeat with the same \
-                     request answers the first response (Idempotent-Replayed: true); another request \
-                     under the key is 422; one still running or interrupted is 409",
-                ))
-                .schema(Some(
-                    ObjectBuilder::new().schema_type(Type::String).min_length(Some(1)).max_length(Some(255)),
-                ))
-                .build();
-            op.parameters.get_or_insert_with(Vec::new).push(header.into());
         }
     }
+}
+
+/// The header's documentation on a route that honours it.
+fn idempotency_key_header() -> utoipa::openapi::path::Parameter {
+    use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    use utoipa::openapi::Required;
+    ParameterBuilder::new()
+        .name("Idempotency-Key")
+        .parameter_in(ParameterIn::Header)
+        .required(Required::False)
+        .description(Some(
+            "1 to 255 visible ASCII characters, per account, kept 24 h: a repeat with the same \
+             request answers the first response (Idempotent-Replayed: true); another request \
+             under the key is 422; one still running or interrupted is 409",
+        ))
+        .schema(Some(
+            ObjectBuilder::new().schema_type(Type::String).min_length(Some(1)).max_length(Some(255)),
+        ))
+        .build()
 }
 
 /// The statuses every route of a kind can answer, whatever its handler does: 400 for a
@@ -106,7 +119,17 @@ impl Modify for CommonResponses {
                     "400",
                     "X-Sandbox-Scenario was sent to a route that takes none, or the request breaks a rule",
                 );
-                if method == HttpMethod::Post && super::idempotency::applies_to_path(path) {
+                let m = match method {
+                    HttpMethod::Post => Method::POST,
+                    HttpMethod::Put => Method::PUT,
+                    HttpMethod::Patch => Method::PATCH,
+                    HttpMethod::Delete => Method::DELETE,
+                    _ => Method::GET,
+                };
+                if key_use(&m, path) == KeyUse::Refused {
+                    add("400", "The request breaks a rule (an Idempotency-Key, which this route does not take, among them)");
+                }
+                if key_use(&m, path) == KeyUse::Honoured {
                     add("400", "The request breaks a rule (a malformed Idempotency-Key among them); the body says which");
                     add("409", "A request under this Idempotency-Key is still running, or was interrupted");
                     add("422", "This Idempotency-Key was used for another request");
@@ -574,17 +597,42 @@ mod tests {
     }
 
     #[test]
-    fn client_posts_document_the_idempotency_key_and_the_token_route_does_not() {
+    fn every_client_write_documents_the_idempotency_key_and_the_token_and_operator_routes_do_not() {
         let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
-        let has_key = |path: &str| {
-            doc["paths"][path]["post"]["parameters"]
+        let has_key = |method: &str, path: &str| {
+            doc["paths"][path][method]["parameters"]
                 .as_array()
                 .is_some_and(|ps| ps.iter().any(|p| p["name"] == "Idempotency-Key" && p["in"] == "header"))
         };
-        assert!(has_key("/api/pix/cash-out"));
-        assert!(has_key("/sandbox/pix-in"));
-        assert!(!has_key("/api/auth/token"));
-        assert!(!has_key("/dict/pix"));
-        assert!(!has_key("/admin/accounts"));
+        for (method, path) in [
+            ("post", "/api/pix/cash-out"),
+            ("post", "/sandbox/pix-in"),
+            ("post", "/dict/pix"),
+            ("post", "/cob"),
+            ("put", "/cob/{txid}"),
+            ("patch", "/cobv/{txid}"),
+            ("post", "/locrec"),
+            ("put", "/pix/{e2eid}/devolucao/{id}"),
+            ("delete", "/webhookrec"),
+        ] {
+            assert!(has_key(method, path), "{method} {path}");
+        }
+        for (method, path) in [
+            ("post", "/api/auth/token"),
+            ("post", "/admin/accounts"),
+            ("get", "/cob/{txid}"),
+            ("get", "/api/balance"),
+        ] {
+            assert!(!has_key(method, path), "{method} {path}");
+        }
+        // Every write of the document is one or the other, by the same rule the server applies.
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for method in ["post", "put", "patch", "delete"] {
+                if item.get(method).is_some() {
+                    let operator = path == "/api/auth/token" || path.starts_with("/admin/");
+                    assert_eq!(has_key(method, path), !operator, "{method} {path}");
+                }
+            }
+        }
     }
 }

@@ -149,3 +149,115 @@ async fn a_500_that_recorded_nothing_lets_the_retry_with_the_same_key_run() {
     let (_, blocked, available) = app.balance(&token).await;
     assert_eq!(available, "90.00", "blocked {blocked}: one cash-out, not two");
 }
+
+/// Any method with an Idempotency-Key (or none); answers (status, replayed?, body).
+async fn with_key(
+    app: &TestApp,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<&str>,
+    key: Option<&str>,
+) -> (u16, bool, Value) {
+    let method = awc::http::Method::from_bytes(method.as_bytes()).unwrap();
+    let mut req = app.client.request(method, app.url(path)).bearer_auth(token);
+    if let Some(k) = key {
+        req = req.insert_header(("Idempotency-Key", k));
+    }
+    let mut res = match body {
+        Some(b) => req.content_type("application/json").send_body(b.to_owned()).await.unwrap(),
+        None => req.send().await.unwrap(),
+    };
+    let replayed = res.headers().get("idempotent-replayed").is_some_and(|v| v == "true");
+    let json = res.json().await.unwrap_or(Value::Null);
+    (res.status().as_u16(), replayed, json)
+}
+
+#[actix_rt::test]
+async fn every_client_write_honours_the_key_and_the_routes_that_take_none_refuse_it() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    app.fund(&token, "100").await;
+    let (phone, _, _) = crate::helpers::directory_key("PHONE", 0);
+    let dict = format!(
+        r#"{{"pixKey": "{phone}", "payment": {{"currency": "BRL", "amount": 10}}, "description": "rent"}}"#
+    );
+    let cob = r#"{"calendario": {"expiracao": 3600}, "valor": {"original": "7.50"}}"#;
+    // Each of these made a second record (or moved money twice) with the same key before.
+    let mut firsts = Vec::new();
+    for (method, path, body) in [
+        ("POST", "/dict/pix", Some(dict.as_str())),
+        ("POST", "/cob", Some(cob)),
+        ("POST", "/locrec", Some("{}")),
+        ("PUT", "/cob/aaaabbbbccccddddeeeeffff0000111122", Some(cob)),
+    ] {
+        let key = format!("once-{path}");
+        // /dict/pix asks for its own key too; a fresh one each time, as a careless client
+        // would send: the Idempotency-Key is what says the request is the same.
+        let headers_of = || (path == "/dict/pix").then(|| uuid::Uuid::new_v4().to_string());
+        let send = |x: Option<String>| {
+            let app = &app;
+            let token = token.clone();
+            let key = key.clone();
+            async move {
+                let method = awc::http::Method::from_bytes(method.as_bytes()).unwrap();
+                let mut req = app
+                    .client
+                    .request(method, app.url(path))
+                    .bearer_auth(&token)
+                    .insert_header(("Idempotency-Key", key.as_str()))
+                    .content_type("application/json");
+                if let Some(x) = x {
+                    req = req.insert_header(("x-idempotency-key", x));
+                }
+                let mut res = req.send_body(body.unwrap().to_owned()).await.unwrap();
+                let replayed = res.headers().get("idempotent-replayed").is_some_and(|v| v == "true");
+                let json: Value = res.json().await.unwrap_or(Value::Null);
+                (res.status().as_u16(), replayed, json)
+            }
+        };
+        let (s, replayed, first) = send(headers_of()).await;
+        assert_eq!((s, replayed), (201, false), "{method} {path}: {first}");
+        let (s, replayed, again) = send(headers_of()).await;
+        assert_eq!((s, replayed, &again), (201, true, &first), "{method} {path}: the first answer again");
+        firsts.push(first);
+    }
+    assert_eq!(app.balance(&token).await.2, "90.00", "the /dict/pix transfer moved money once");
+    // One cob made by POST and one by PUT: the list shows two, not four.
+    let made: chrono::DateTime<chrono::Utc> =
+        firsts[1]["calendario"]["criacao"].as_str().unwrap().parse().unwrap();
+    let range = format!(
+        "inicio={}&fim={}",
+        (made - chrono::Duration::days(1)).format("%Y-%m-%dT%H:%M:%SZ"),
+        (made + chrono::Duration::days(1)).format("%Y-%m-%dT%H:%M:%SZ")
+    );
+    let (s, list) = app.get_with(&format!("/cob?{range}"), &token).await;
+    assert_eq!(s, 200, "{list}");
+    assert_eq!(list["cobs"].as_array().unwrap().len(), 2, "{list}");
+    let (s, locs) = app.get_with(&format!("/locrec?{range}"), &token).await;
+    assert_eq!(s, 200, "{locs}");
+    assert_eq!(locs["loc"].as_array().unwrap().len(), 1, "{locs}");
+
+    // A PATCH too: the second answers what the first did, not 409 "no longer ATIVA".
+    let txid = "aaaabbbbccccddddeeeeffff0000111122";
+    let patch = r#"{"status": "REMOVIDA_PELO_USUARIO_RECEBEDOR"}"#;
+    let (s, r1, first) =
+        with_key(&app, "PATCH", &format!("/cob/{txid}"), &token, Some(patch), Some("p")).await;
+    assert_eq!((s, r1), (200, false), "{first}");
+    let (s, r2, again) =
+        with_key(&app, "PATCH", &format!("/cob/{txid}"), &token, Some(patch), Some("p")).await;
+    assert_eq!((s, r2, &again), (200, true, &first), "not 409 'no longer ATIVA'");
+
+    // The token route and the operators' routes take no key: 400 naming it, and nothing runs.
+    let (s, _, b) = with_key(&app, "POST", "/api/auth/token", "", Some("{}"), Some("t")).await;
+    assert_eq!(s, 400, "{b}");
+    assert_extended(&b, 400, "HTTP_ERROR");
+    assert!(b.to_string().contains("Idempotency-Key"), "{b}");
+    let (s, _, b) =
+        with_key(&app, "POST", "/admin/accounts", &app.creds.admin_token, Some("{}"), Some("t")).await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b.to_string().contains("Idempotency-Key"), "{b}");
+    // A read ignores it.
+    let (s, replayed, b) = with_key(&app, "GET", "/api/balance", &token, None, Some("r")).await;
+    assert_eq!((s, replayed), (200, false), "{b}");
+}
