@@ -24,7 +24,7 @@ use crate::auth::secrets;
 use crate::domain::account::{AccountName, AccountProfile};
 use crate::domain::document::TaxId;
 use crate::domain::money::Money;
-use crate::store::keys::{ADMIN_TOKEN_HASH, CLOCK_OFFSET, DATA_VERSION, DEMO_ACCOUNT, JWT_KEY};
+use crate::store::keys::{ADMIN_TOKEN_HASH, CLOCK_OFFSET, DATA_VERSION, DEMO_ACCOUNT, JWT_KEY, LOCATION_KEY};
 use crate::store::Repo;
 
 /// The data version this release writes: a release that changes what the store holds in a
@@ -52,6 +52,8 @@ pub struct DemoCredentials {
 
 pub struct Boot {
     pub jwt_key: Vec<u8>,
+    /// The MAC key of payload locations (`domain::location`).
+    pub location_key: Vec<u8>,
     /// Hash of the generated admin token, if one was ever generated.
     pub stored_admin_token_hash: Option<String>,
     pub clock_offset_ms: i64,
@@ -75,16 +77,20 @@ pub fn load_or_init(
     production: bool,
 ) -> anyhow::Result<Boot> {
     check_data_version(repo)?;
-    let jwt_key = match repo.meta(JWT_KEY)? {
-        Some(k) => k,
-        None => {
-            let k = secrets::random_bytes::<{ secrets::SECRET_BYTES }>()
-                .map_err(|e| anyhow::anyhow!("random: {e}"))?
-                .to_vec();
-            repo.put_meta(JWT_KEY, &k)?;
-            k
-        }
+    let stored_or_new = |name: &[u8]| -> anyhow::Result<Vec<u8>> {
+        Ok(match repo.meta(name)? {
+            Some(k) => k,
+            None => {
+                let k = secrets::random_bytes::<{ secrets::SECRET_BYTES }>()
+                    .map_err(|e| anyhow::anyhow!("random: {e}"))?
+                    .to_vec();
+                repo.put_meta(name, &k)?;
+                k
+            }
+        })
     };
+    let jwt_key = stored_or_new(JWT_KEY)?;
+    let location_key = stored_or_new(LOCATION_KEY)?;
     let clock_offset_ms =
         repo.meta(CLOCK_OFFSET)?.and_then(|b| b.try_into().ok().map(i64::from_be_bytes)).unwrap_or(0);
     let dir = demo_dir(data_dir);
@@ -97,7 +103,15 @@ pub fn load_or_init(
     };
     let stored_admin_token_hash =
         repo.meta(ADMIN_TOKEN_HASH)?.map(|b| String::from_utf8_lossy(&b).into_owned());
-    Ok(Boot { jwt_key, stored_admin_token_hash, clock_offset_ms, demo_dir: dir, created_demo, production })
+    Ok(Boot {
+        jwt_key,
+        location_key,
+        stored_admin_token_hash,
+        clock_offset_ms,
+        demo_dir: dir,
+        created_demo,
+        production,
+    })
 }
 
 /// Refuses a store a newer release has served from (it may hold what this one would

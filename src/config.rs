@@ -303,6 +303,18 @@ pub struct ServeArgs {
     /// The simulator's key directory (default: the data/dict.json built into the binary).
     #[arg(long, env = "PIXGW_DICT_FILE")]
     pub dict_file: Option<PathBuf>,
+    /// The public host (with a port, if any) of this gateway's payload locations: with it,
+    /// every cob and cobv gets a dynamic QR code (`pixCopiaECola`) whose location any bank's
+    /// app reads at `https://{host}/qr/...`, a JWS signed with --payload-cert.
+    #[arg(long, env = "PIXGW_PAYLOAD_HOST")]
+    pub payload_host: Option<String>,
+    /// The certificate (PEM, RSA; its chain may follow it) that signs the payloads; default:
+    /// the SPI rail's signing certificate.
+    #[arg(long, env = "PIXGW_PAYLOAD_CERT")]
+    pub payload_cert: Option<PathBuf>,
+    /// The private key (PEM) of --payload-cert.
+    #[arg(long, env = "PIXGW_PAYLOAD_KEY")]
+    pub payload_key: Option<PathBuf>,
     /// HTTP worker threads (default: one per core).
     #[arg(long, env = "PIXGW_WORKERS")]
     pub workers: Option<usize>,
@@ -357,6 +369,9 @@ pub struct FileConfig {
     pub sim_settle_ms: Option<u64>,
     pub rail: Option<crate::rail::RailKind>,
     pub dict_file: Option<PathBuf>,
+    pub payload_host: Option<String>,
+    pub payload_cert: Option<PathBuf>,
+    pub payload_key: Option<PathBuf>,
     pub require_client_cert: Option<bool>,
     pub body_timeout_ms: Option<u64>,
     pub webhook_allow_http: Option<bool>,
@@ -402,6 +417,59 @@ pub struct Settings {
     pub lease: crate::store::postgres::lease::LeaseTimes,
     /// Loaded and checked when `rail` is `spi`.
     pub spi: Option<crate::rail::spi::settings::SpiSettings>,
+    /// The payload locations' host and signer, when `payload_host` is set.
+    pub payload: Option<PayloadSettings>,
+}
+
+/// What serving payload locations needs: where, and who signs.
+#[derive(Clone, Debug)]
+pub struct PayloadSettings {
+    pub host: crate::domain::location::LocationHost,
+    pub signer: std::sync::Arc<crate::rail::spi::pki::Signer>,
+    /// The signer's certificate and its chain, leaf first.
+    pub chain: Vec<crate::rail::spi::pki::Certificate>,
+}
+
+/// The payload settings from the host, the certificate and key files, or the SPI rail's
+/// signer when no files are given.
+fn payload_settings(
+    host: Option<String>,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    spi: Option<&crate::rail::spi::settings::SpiSettings>,
+) -> Result<Option<PayloadSettings>, ConfigError> {
+    use crate::rail::spi::pki::{Certificate, Signer};
+    let Some(host) = host else {
+        if cert.is_some() || key.is_some() {
+            return Err(ConfigError::Payload(
+                "a payload certificate without --payload-host serves nothing".into(),
+            ));
+        }
+        return Ok(None);
+    };
+    let host = crate::domain::location::LocationHost::parse(&host)
+        .map_err(|e| ConfigError::Payload(format!("--payload-host {host:?} {e}")))?;
+    let (signer, chain) = match (cert, key, spi) {
+        (Some(cert), Some(key), _) => {
+            let read = |p: &PathBuf| {
+                std::fs::read(p).map_err(|e| ConfigError::Payload(format!("reading {}: {e}", p.display())))
+            };
+            let (cert_pem, key_pem) = (read(&cert)?, read(&key)?);
+            let what = cert.display().to_string();
+            let signer = Signer::from_pem(&key_pem, &cert_pem, &what)
+                .map_err(|e| ConfigError::Payload(e.to_string()))?;
+            let chain = Certificate::all_from_pem(&cert_pem, &what)
+                .map_err(|e| ConfigError::Payload(e.to_string()))?;
+            (std::sync::Arc::new(signer), chain)
+        }
+        (None, None, Some(spi)) => (std::sync::Arc::clone(&spi.signer), vec![spi.signer.cert.clone()]),
+        (None, None, None) => return Err(ConfigError::Payload(
+            "--payload-host needs --payload-cert and --payload-key (or the SPI rail's signing certificate)"
+                .into(),
+        )),
+        _ => return Err(ConfigError::Payload("--payload-cert and --payload-key go together".into())),
+    };
+    Ok(Some(PayloadSettings { host, signer, chain }))
 }
 
 impl std::fmt::Debug for Settings {
@@ -449,6 +517,7 @@ impl Settings {
             admin_token = if self.admin_token.is_some() { "from settings" } else { "stored" },
             sim_settle_ms = self.sim_settle_ms,
             rail = self.rail.as_str(),
+            payload_host = self.payload.as_ref().map(|p| p.host.as_str().to_owned()),
             dict_file = shown(&self.dict_file),
             require_client_cert = self.require_client_cert,
             body_timeout_ms = self.body_timeout_ms,
@@ -490,6 +559,8 @@ pub enum ConfigError {
     AdminTokenFile(PathBuf, String),
     #[error("--rail spi: {0}")]
     Rail(String),
+    #[error("payload locations: {0}")]
+    Payload(String),
 }
 
 /// A journal segment's size unless configured, and the largest accepted (MiB).
@@ -532,6 +603,12 @@ impl Settings {
             }
             _ => None,
         };
+        let payload = payload_settings(
+            args.payload_host.clone().or(file.payload_host),
+            args.payload_cert.clone().or(file.payload_cert),
+            args.payload_key.clone().or(file.payload_key),
+            spi.as_ref(),
+        )?;
         let require_client_cert = args.require_client_cert || file.require_client_cert.unwrap_or(false);
         if production {
             let allow_without_cert =
@@ -588,6 +665,7 @@ impl Settings {
             store,
             lease,
             spi,
+            payload,
             body_timeout_ms,
             data_dir: args
                 .data_dir

@@ -192,6 +192,18 @@ impl Application {
             tracing::info!(accounts = resumed.len(), "resumed accounts with pending payments");
         }
         let webhook_allow_http = settings.webhook_allow_http;
+        let locations = match &settings.payload {
+            Some(p) => Some(Arc::new(
+                http::payload::Locations::new(
+                    p.host.clone(),
+                    Arc::clone(&p.signer),
+                    p.chain.clone(),
+                    boot.location_key.clone(),
+                )
+                .map_err(|e| anyhow::anyhow!("payload locations: {e}"))?,
+            )),
+            None => None,
+        };
         let state = web::Data::new(AppState {
             repo,
             clock,
@@ -217,6 +229,7 @@ impl Application {
                 chrono::Duration::seconds(crate::http::med::MED_LIST_WINDOW_SECONDS),
             )),
             gate,
+            locations,
         });
         telemetry::metrics_handle();
 

@@ -267,6 +267,26 @@ pub fn generate(spec: &BrCodeSpec) -> String {
     out + &format!("{crc:04X}")
 }
 
+/// A dynamic code: single use (field 01 = 12), its merchant account holding the charge's
+/// payload location (sub-field 25) instead of a key, no amount (the payload says it, and a
+/// cobv's changes by the day) and the txid field `***`, as the BR Code manual asks of a code
+/// whose charge lives at a location.
+pub fn generate_dynamic(location: &str, merchant_name: &str, merchant_city: &str) -> String {
+    let cut = |s: String, n: usize| s.chars().take(n).collect::<String>();
+    let mut out = field(0, "01");
+    out += &field(1, "12");
+    out += &field(26, &(field(0, PIX_GUI) + &field(25, location)));
+    out += &field(52, "0000");
+    out += &field(53, "986");
+    out += &field(58, "BR");
+    out += &field(59, &cut(fold_ascii(merchant_name), MERCHANT_NAME_LEN_MAX));
+    out += &field(60, &cut(fold_ascii(merchant_city), MERCHANT_CITY_LEN_MAX));
+    out += &field(62, &field(5, "***"));
+    out += "6304";
+    let crc = crc16(out.as_bytes());
+    out + &format!("{crc:04X}")
+}
+
 /// The code of Pix Automático's journey 2: it carries only a recurrence's location (in the
 /// template of ID 80, as the arrangement places it), no key and no amount, so no payment
 /// can be made with it; the payer's institution reads the recurrence there.
@@ -293,6 +313,21 @@ mod tests {
     #[test]
     fn crc16_ccitt_false_check_value() {
         assert_eq!(crc16(b"123456789"), 0x29B1);
+    }
+
+    #[test]
+    fn a_dynamic_code_carries_its_location_and_no_key_or_amount_under_a_valid_crc() {
+        let location = "pix.example.com/qr/AbCdEfGhIjKlMnOpQrStUvWxYz0";
+        let code = generate_dynamic(location, "Loja São João", "São Paulo");
+        let read = parse(&code).unwrap();
+        assert_eq!(read.url.as_deref(), Some(location));
+        assert_eq!(read.point_of_initiation.as_deref(), Some("12"));
+        assert_eq!((read.key, read.amount), (None, None));
+        assert_eq!(read.txid.as_deref(), Some("***"));
+        assert_eq!(
+            (read.merchant_name.as_str(), read.merchant_city.as_str()),
+            ("Loja Sao Joao", "Sao Paulo")
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod ids;
 pub mod ledger;
 pub mod limits;
 pub mod listing;
+pub mod location;
 pub mod med;
 pub mod money;
 pub mod pix_key;

@@ -56,7 +56,7 @@ pub(super) fn status(t: &Transaction) -> &'static str {
     }
 }
 
-fn view(t: &Transaction) -> Value {
+pub(super) fn view(t: &Transaction) -> Value {
     let (Some(charge), Some(cob)) = (t.charge.as_ref(), t.charge.as_ref().and_then(|c| c.cob.as_ref()))
     else {
         return Value::Null;
@@ -253,7 +253,7 @@ pub async fn put_cob(
     let receiving_key = receiving_key(&state, &caller)?;
     let request = read_cob(&request_object(&req, &bytes)?, txid, &receiving_key)?;
     let tx = ask(&state, &caller, CreateCharge(request)).await??;
-    Ok(HttpResponse::Created().json(view(&tx)))
+    Ok(HttpResponse::Created().json(super::payload::with_code(&state, view(&tx), &tx)))
 }
 
 #[utoipa::path(
@@ -279,7 +279,7 @@ pub async fn post_cob(
     let txid = uuid::Uuid::new_v4().simple().to_string();
     let request = read_cob(&request_object(&req, &bytes)?, txid, &receiving_key)?;
     let tx = ask(&state, &caller, CreateCharge(request)).await??;
-    Ok(HttpResponse::Created().json(view(&tx)))
+    Ok(HttpResponse::Created().json(super::payload::with_code(&state, view(&tx), &tx)))
 }
 
 const COB_LIST_PARAMS: [&str; 7] =
@@ -364,13 +364,14 @@ pub(super) fn list(
     }
     let paid: Vec<&Transaction> = page.iter().filter(|t| super::received::is_received(t)).collect();
     let refunds = state.repo.refunds_of(caller.account_id, &paid)?;
-    let cobs: Vec<Value> = page.iter().map(|t| view_with_pix(t, &refunds)).collect();
+    let cobs: Vec<Value> = page.iter().map(|t| view_with_pix(state, t, &refunds)).collect();
     Ok(HttpResponse::Ok().json(json!({"parametros": parametros, "cobs": cobs})))
 }
 
 /// The view of a cob or cobv with, once it is paid, the PIX that paid it and that PIX's
 /// refunds.
 pub(super) fn view_with_pix(
+    state: &AppState,
     t: &Transaction,
     refunds: &std::collections::HashMap<u64, Vec<Transaction>>,
 ) -> Value {
@@ -380,7 +381,7 @@ pub(super) fn view_with_pix(
         let none = Vec::new();
         v["pix"] = json!([super::received::pix_view(t, &chave, refunds.get(&t.local_id).unwrap_or(&none))]);
     }
-    v
+    super::payload::with_code(state, v, t)
 }
 
 /// The caller's cob (or, with `due_date`, cobv) with this txid.
@@ -412,7 +413,7 @@ pub async fn get_cob(
 ) -> Result<HttpResponse, ApiError> {
     let cob = find(&state, &caller, &path.into_inner(), false)?;
     let refunds = state.repo.refunds_of(caller.account_id, &[&cob])?;
-    Ok(HttpResponse::Ok().json(view_with_pix(&cob, &refunds)))
+    Ok(HttpResponse::Ok().json(view_with_pix(&state, &cob, &refunds)))
 }
 
 #[utoipa::path(
@@ -445,7 +446,7 @@ pub async fn patch_cob(
         return Err(ApiError::Validation(f.violations));
     }
     let tx = ask(&state, &caller, CancelCharge { local_id: cob.local_id }).await??;
-    Ok(HttpResponse::Ok().json(view(&tx)))
+    Ok(HttpResponse::Ok().json(super::payload::with_code(&state, view(&tx), &tx)))
 }
 
 #[cfg(test)]

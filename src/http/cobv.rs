@@ -496,7 +496,11 @@ pub async fn put_cobv(
     let today = payment_day(state.clock.now());
     let request = read_cobv(&request_object(&req, &bytes)?, txid, &receiving_key, today)?;
     let tx = ask(&state, &caller, CreateCharge(request)).await??;
-    Ok(HttpResponse::Created().insert_header(etag(&tx)).json(with_price_of_day(view(&tx), &tx, today)))
+    Ok(HttpResponse::Created().insert_header(etag(&tx)).json(with_price_of_day(
+        super::payload::with_code(&state, view(&tx), &tx),
+        &tx,
+        today,
+    )))
 }
 
 /// The `ETag` of a cobv: its revision, as a strong entity tag.
@@ -563,7 +567,7 @@ pub async fn get_cobv(
     let refunds = state.repo.refunds_of(caller.account_id, &[&cobv])?;
     let today = payment_day(state.clock.now());
     Ok(HttpResponse::Ok().insert_header(etag(&cobv)).json(with_price_of_day(
-        view_with_pix(&cobv, &refunds),
+        view_with_pix(&state, &cobv, &refunds),
         &cobv,
         today,
     )))
@@ -615,7 +619,11 @@ pub async fn patch_cobv(
             return Err(ApiError::Validation(f.violations));
         }
         let tx = ask(&state, &caller, CancelCharge { local_id: cobv.local_id }).await??;
-        return Ok(HttpResponse::Ok().insert_header(etag(&tx)).json(view(&tx)));
+        return Ok(HttpResponse::Ok().insert_header(etag(&tx)).json(super::payload::with_code(
+            &state,
+            view(&tx),
+            &tx,
+        )));
     }
     // A cobv no longer ATIVA is a state conflict, whatever the revision says (its terms
     // may not even be payable today any more).
@@ -635,7 +643,11 @@ pub async fn patch_cobv(
     let today = payment_day(state.clock.now());
     let request = read_cobv(&merged, txid, &receiving_key, today)?;
     let tx = ask(&state, &caller, ReviseCharge { local_id: cobv.local_id, request, based_on }).await??;
-    Ok(HttpResponse::Ok().insert_header(etag(&tx)).json(with_price_of_day(view(&tx), &tx, today)))
+    Ok(HttpResponse::Ok().insert_header(etag(&tx)).json(with_price_of_day(
+        super::payload::with_code(&state, view(&tx), &tx),
+        &tx,
+        today,
+    )))
 }
 
 #[utoipa::path(

@@ -24,6 +24,7 @@ pub mod me;
 pub mod med;
 pub mod openapi;
 pub mod ops;
+pub mod payload;
 pub mod payments;
 pub mod pix;
 pub mod rec;
@@ -108,6 +109,8 @@ pub struct AppState {
     pub med_list_rate: std::sync::Mutex<crate::domain::rate::RateWindow>,
     /// Whether the API may be served now (a node on a shared database); `None`: always.
     pub gate: gate::SharedGate,
+    /// The payload locations of dynamic QR codes (`--payload-host`); `None`: not served.
+    pub locations: Option<Arc<payload::Locations>>,
 }
 
 /// Registers routes grouped by path (so one path answers several methods and 405 for the
@@ -219,6 +222,9 @@ fn table() -> RouteTable {
     t.add(a, Method::DELETE, "/api/webhooks/{eventType}", webhooks::remove);
     t.add(a, Method::POST, "/api/resend-webhook/{transactionIdentifier}", webhooks::resend);
     t.add(b, Method::POST, "/dict/pix", dict::dict_pix);
+    t.add(b, Method::GET, "/qr/jwks", payload::jwks);
+    t.add(b, Method::GET, "/qr/cobv/{token}", payload::cobv_payload);
+    t.add(b, Method::GET, "/qr/{token}", payload::cob_payload);
     t.add(b, Method::GET, "/accounts/balances", balance::balances);
     t.add(b, Method::GET, "/balance", balance::plain_balance);
     t.add(a, Method::POST, "/sandbox/pix-in", sandbox::pix_in);

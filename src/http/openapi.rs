@@ -8,8 +8,8 @@ use utoipa::{Modify, OpenApi};
 use super::idempotency::{key_use, KeyUse};
 
 use super::{
-    admin, automatic, balance, charges, cob, cobr, cobv, dict, error, me, med, ops, pix, rec, received,
-    refunds, sandbox, schemas, token, transactions, webhooks,
+    admin, automatic, balance, charges, cob, cobr, cobv, dict, error, me, med, ops, payload, pix, rec,
+    received, refunds, sandbox, schemas, token, transactions, webhooks,
 };
 
 struct Security;
@@ -245,6 +245,9 @@ const SUMMARIES: &[(&str, &str)] = &[
     ("DELETE /admin/accounts/{id}/keys/{key}", "Admin: remove a key of an account from the directory"),
     ("POST /admin/clock", "Admin: move the test clock forward"),
     ("GET /admin/backup", "Admin: stream an online backup of the embedded store"),
+    ("GET /qr/{token}", "A cob's payload location: what a payer's bank reads from its dynamic QR code (JWS)"),
+    ("GET /qr/cobv/{token}", "A cobv's payload location, priced on the day the payer means to pay (JWS)"),
+    ("GET /qr/jwks", "The keys that verify the payload locations' signatures"),
     ("GET /healthz", "Whether this node serves, and its role"),
     ("GET /metrics", "Prometheus metrics"),
     ("GET /openapi.json", "This document"),
@@ -411,6 +414,9 @@ fn default_description(status: &str) -> &'static str {
         admin::remove_key,
         admin::move_clock,
         admin::backup,
+        payload::cob_payload,
+        payload::cobv_payload,
+        payload::jwks,
         ops::healthz,
         ops::metrics,
         ops::openapi,

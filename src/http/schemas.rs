@@ -533,6 +533,9 @@ pub struct CobvView {
     loc: CobLoc,
     /// The BR Code that pays it (without an amount: it is priced on the day it is paid).
     location: String,
+    /// With `--payload-host`: the dynamic BR Code whose location any bank's app reads the
+    /// cobv from, priced on the day it is paid.
+    pix_copia_e_cola: Option<String>,
     status: CobStatus,
     devedor: CobvDevedor,
     valor: CobvValor,
@@ -967,6 +970,9 @@ pub struct CobView {
     loc: CobLoc,
     /// The BR Code that pays it.
     location: String,
+    /// With `--payload-host`: the dynamic BR Code whose location any bank's app reads the
+    /// cob from.
+    pix_copia_e_cola: Option<String>,
     status: CobStatus,
     valor: CobValorView,
     /// The account's receiving key.

@@ -4,6 +4,7 @@
 //! # Key layout (one sled tree; integers big-endian, ids zero-padded so keys sort)
 //! ```text
 //! meta/jwt_key              32 random bytes: the HS256 key that signs access tokens
+//! meta/location_key         32 random bytes: the MAC key of payload locations' tokens
 //! meta/admin_token_hash     hex SHA-256 of the generated admin token
 //! meta/clock_offset_ms      i64: the test clock's offset from the system clock
 //! meta/demo_account         u64: the id of the Demo account made on first start
@@ -96,6 +97,9 @@ pub const PAGES: &[Paging] = &[
 ];
 
 pub const JWT_KEY: &[u8] = b"meta/jwt_key";
+/// The key of the payload locations' MACs (`domain::location`): kept apart from the
+/// token-signing key so that rotating one never moves the other.
+pub const LOCATION_KEY: &[u8] = b"meta/location_key";
 pub const ADMIN_TOKEN_HASH: &[u8] = b"meta/admin_token_hash";
 pub const CLOCK_OFFSET: &[u8] = b"meta/clock_offset_ms";
 pub const DEMO_ACCOUNT: &[u8] = b"meta/demo_account";

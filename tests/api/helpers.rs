@@ -168,6 +168,7 @@ pub async fn spawn_in_process(storage: Storage) -> TestApp {
         store: Default::default(),
         lease: Default::default(),
         spi: None,
+        payload: None,
     };
     let app = Application::build_with_storage(settings, storage).unwrap();
     let base = format!("http://{}", app.address());

@@ -21,6 +21,7 @@ mod med;
 mod money_in;
 mod money_out;
 mod on_us;
+mod payload;
 mod pg_cluster;
 mod postgres;
 mod production;

@@ -54,6 +54,9 @@ pub enum ApiError {
     Forbidden(&'static str),
     #[error("not found: {0}")]
     NotFound(String),
+    /// What was here is gone for good (a payload location whose charge ended).
+    #[error("gone: {0}")]
+    Gone(String),
     #[error("conflict: {0}")]
     Conflict(String),
     /// An `If-Match` that names another version than the current one (412).
@@ -167,6 +170,9 @@ impl ApiError {
             }
             ApiError::NotFound(m) => {
                 simple(StatusCode::NOT_FOUND, "NOT_FOUND", m.clone(), "The resource was not found.")
+            }
+            ApiError::Gone(m) => {
+                simple(StatusCode::GONE, "GONE", m.clone(), "The resource is no longer available.")
             }
             ApiError::Conflict(m) => simple(
                 StatusCode::CONFLICT,

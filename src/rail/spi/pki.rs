@@ -84,6 +84,19 @@ impl Certificate {
         Certificate::all_from_pem(&bytes, &what)
     }
 
+    /// The RSA key's modulus and public exponent, big-endian without leading zeros (as a
+    /// JWK's `n` and `e` carry them).
+    pub fn rsa_components(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        let (_, cert) = X509Certificate::from_der(&self.der).ok()?;
+        match cert.public_key().parsed().ok()? {
+            x509_parser::public_key::PublicKey::RSA(k) => {
+                let strip = |b: &[u8]| b.iter().skip_while(|x| **x == 0).copied().collect::<Vec<u8>>();
+                Some((strip(k.modulus), strip(k.exponent)))
+            }
+            _ => None,
+        }
+    }
+
     /// Whether `signature` is this certificate's key's RSA-SHA256 signature of `data`.
     pub fn verifies(&self, data: &[u8], signature: &[u8]) -> bool {
         UnparsedPublicKey::new(&RSA_PKCS1_2048_8192_SHA256, &self.public_key).verify(data, signature).is_ok()
