@@ -44,6 +44,17 @@
 //! Dependency direction: `http` -> `account` / `admin` / `webhooks` -> `store` / `sim` ->
 //! `domain`; nothing imports `http` but `startup` and `node`. `load` is a client of the public API only.
 
+/// `println!` that never panics: when stdout is closed (`pixgw account create ... | head -1`)
+/// the line is dropped. A command that did its work must not then crash, or a script that
+/// retries on failure runs it twice (and makes a second account).
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 pub mod account;
 pub mod admin;
 pub mod auth;

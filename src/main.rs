@@ -55,10 +55,10 @@ fn create_account(args: AccountCreateArgs) -> ExitCode {
         match pixgw::provision::create(&req, chrono::Utc::now()).await {
             Ok(made) => {
                 let dir = made.out.display();
-                println!("account {} created; client {}", made.account_id, made.client_id);
-                println!("files (owner-only) in {dir}: credentials.json, token-request.json, client-cert.pem, client-cert.urlencoded, and client-key.pem unless --cert brought the certificate");
-                println!("get a token:");
-                println!(
+                pixgw::say!("account {} created; client {}", made.account_id, made.client_id);
+                pixgw::say!("files (owner-only) in {dir}: credentials.json, token-request.json, client-cert.pem, client-cert.urlencoded, and client-key.pem unless --cert brought the certificate");
+                pixgw::say!("get a token:");
+                pixgw::say!(
                     "  curl -s -X POST {}/api/auth/token -H 'Content-Type: application/json' \\\n    \
                      -H \"X-SSL-Client-Cert: $(cat {dir}/client-cert.urlencoded)\" -d @{dir}/token-request.json",
                     req.url.trim_end_matches('/')
@@ -77,7 +77,7 @@ fn backup(args: &BackupArgs) -> ExitCode {
     actix_web::rt::System::new().block_on(async move {
         match pixgw::maintenance::backup(&args.url, &args.admin_token, &args.to).await {
             Ok(m) => {
-                println!(
+                pixgw::say!(
                     "backup written to {}: {} keys and {} journal records, through record {} ({} bytes, sha256 {})",
                     args.to.display(),
                     m.summary.pairs,
@@ -99,7 +99,7 @@ fn backup(args: &BackupArgs) -> ExitCode {
 fn restore(args: &RestoreArgs) -> ExitCode {
     match pixgw::maintenance::restore(&args.from, &args.data_dir) {
         Ok(s) => {
-            println!(
+            pixgw::say!(
                 "restored {} into {}: the state after journal record {} (taken {})",
                 args.from.display(),
                 args.data_dir.display(),
@@ -125,7 +125,10 @@ fn migrate(args: &MigrateArgs) -> ExitCode {
     };
     match pixgw::maintenance::migrate(&args.from, &url) {
         Ok(rows) => {
-            println!("moved {} into {url}: {rows} rows; start the nodes with --store", args.from.display());
+            pixgw::say!(
+                "moved {} into {url}: {rows} rows; start the nodes with --store",
+                args.from.display()
+            );
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -105,8 +105,8 @@ pub async fn serve(settings: Settings, url: PgUrl) -> anyhow::Result<()> {
     };
     let listener = TcpListener::bind(listen).with_context(|| format!("binding {listen}"))?;
     let address = listener.local_addr()?;
-    println!("pixgw listening on http://{address}");
-    println!("store: {url} (node {name}; the node holding the lease serves)");
+    crate::say!("pixgw listening on http://{address}");
+    crate::say!("store: {url} (node {name}; the node holding the lease serves)");
     let pg = Pg::new(url, name.clone()).map_err(anyhow::Error::msg)?;
     let times = settings.lease;
 
@@ -155,12 +155,12 @@ pub async fn serve(settings: Settings, url: PgUrl) -> anyhow::Result<()> {
     let gate: Arc<dyn http::gate::Gate> = leadership.clone();
     let app = Application::build_on(settings, storage, listener, Some(gate))?;
     if app.boot.created_demo {
-        println!(
+        crate::say!(
             "first start: created the Demo sandbox account; credentials in {}",
             app.boot.demo_dir.display()
         );
     }
-    println!("role: leader (epoch {epoch})");
+    crate::say!("role: leader (epoch {epoch})");
     metrics::gauge!("pixgw_serving").set(1.0);
 
     let gave_up: Arc<Mutex<Option<String>>> = Arc::default();

@@ -645,7 +645,7 @@ pub async fn run(s: LoadSettings) -> anyhow::Result<bool> {
         eprintln!("report: {}", path.display());
     }
     if s.json {
-        println!("{}", serde_json::to_string_pretty(&summary).unwrap_or_default());
+        crate::say!("{}", serde_json::to_string_pretty(&summary).unwrap_or_default());
     } else {
         print_summary(&summary);
     }
@@ -920,34 +920,34 @@ fn print_summary(v: &Value) {
         "curve" => "open loop, a latency curve".to_owned(),
         other => format!("{other} loop"),
     };
-    println!(
+    crate::say!(
         "{} ({mode}): {} requests in {:.1} s = {:.0} requests/s",
         v["scenario"].as_str().unwrap_or(""),
         v["requests"],
         v["seconds"].as_f64().unwrap_or(0.0),
         v["requestsPerSecond"].as_f64().unwrap_or(0.0)
     );
-    println!("latency ms: {}", percentiles(l));
+    crate::say!("latency ms: {}", percentiles(l));
     if v["mode"] == "open" || v["mode"] == "curve" {
         for (name, key) in [
             ("  of which the server's (from the actual send)", "serviceMs"),
             ("  client's lateness in sending", "lateMs"),
         ] {
-            println!("{name} ms: {}", percentiles(&v[key]));
+            crate::say!("{name} ms: {}", percentiles(&v[key]));
         }
     }
     if v["serverClock"].is_object() {
-        println!("the server's own clock (cash-out route): {}", server_clock::describe(&v["serverClock"]));
+        crate::say!("the server's own clock (cash-out route): {}", server_clock::describe(&v["serverClock"]));
     }
     if let Some(rows) = v["curve"]["rates"].as_array() {
         print_curve(rows, &v["curve"]["slo"]);
     }
-    println!("by status: {}", v["byStatus"]);
+    crate::say!("by status: {}", v["byStatus"]);
     for e in v["errors"].as_array().into_iter().flatten() {
-        println!("  {} {}: {}", e["status"], e["code"].as_str().unwrap_or(""), e["count"]);
+        crate::say!("  {} {}: {}", e["status"], e["code"].as_str().unwrap_or(""), e["count"]);
     }
     for c in v["consistency"]["checks"].as_array().into_iter().flatten() {
-        println!(
+        crate::say!(
             "{} {}: {}",
             if c["ok"] == true { "ok  " } else { "FAIL" },
             c["check"].as_str().unwrap_or(""),
@@ -971,19 +971,19 @@ fn percentiles(q: &Value) -> String {
 
 /// The latency curve as a table, then what `--slo` found.
 fn print_curve(rows: &[Value], slo: &Value) {
-    println!("server's share of latency (ms, from the actual send) by rate; the client's lateness apart:");
+    crate::say!("server's share of latency (ms, from the actual send) by rate; the client's lateness apart:");
     let line = |cells: &[String]| cells.iter().map(|c| format!("{c:>11}")).collect::<Vec<_>>().join(" ");
-    println!("{}", line(&report::CURVE_COLUMNS.map(str::to_owned)));
+    crate::say!("{}", line(&report::CURVE_COLUMNS.map(str::to_owned)));
     let search = slo["search"].as_array().cloned().unwrap_or_default();
     for r in rows.iter().chain(search.iter()) {
-        println!("{}", line(&report::curve_cells(r)));
+        crate::say!("{}", line(&report::curve_cells(r)));
     }
     if let Some(bound) = slo["boundMs"].as_f64() {
         match slo["highestRate"].as_f64() {
             Some(rate) => {
-                println!("highest rate with the server's p99 within {bound} ms and no error: {rate:.0}/s")
+                crate::say!("highest rate with the server's p99 within {bound} ms and no error: {rate:.0}/s")
             }
-            None => println!("no rate kept the server's p99 within {bound} ms without an error"),
+            None => crate::say!("no rate kept the server's p99 within {bound} ms without an error"),
         }
     }
 }

@@ -123,9 +123,9 @@ pub async fn run(addr: SocketAddr, secret: Option<String>, status: u16) -> anyho
         .workers(1)
         .bind(addr)?;
     let bound = server.addrs().first().copied().unwrap_or(addr);
-    println!("listening on http://{bound}");
+    crate::say!("listening on http://{bound}");
     if secret.is_none() {
-        println!("no --secret: signatures are shown but not checked");
+        crate::say!("no --secret: signatures are shown but not checked");
     }
     let _ = std::io::stdout().flush();
     server.run().await?;

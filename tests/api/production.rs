@@ -156,6 +156,30 @@ async fn a_production_server_has_no_sandbox_and_makes_accounts_with_pixgw_accoun
     let sandbox = create_account(&app, &app.data_dir().join("sandbox"), true);
     assert!(!sandbox.status.success());
     assert!(String::from_utf8_lossy(&sandbox.stderr).contains("no sandbox accounts"), "{sandbox:?}");
+
+    // Its report to a pipe whose reader is gone (`... | head -1` after its line) is dropped,
+    // not a panic: the account was made, and the exit status says so, so a script that
+    // retries on failure does not make a second one.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let piped = app.data_dir().join("piped");
+    let made = Command::new(bin())
+        .args(["account", "create", "--name", "Acme Pagamentos", "--document", "52998224725", "--url"])
+        .arg(&app.base)
+        .arg("--out")
+        .arg(&piped)
+        .env("PIXGW_ADMIN_TOKEN", ADMIN_TOKEN)
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&made.stderr);
+    assert!(made.status.success() && !stderr.contains("panicked"), "{:?}: {stderr}", made.status);
+    assert!(piped.join("credentials.json").exists());
+    let (s, b) = app.admin("GET", "/admin/accounts/3", None).await;
+    assert_eq!(s, 200, "{b}");
+    let (s, b) = app.admin("GET", "/admin/accounts/4", None).await;
+    assert_eq!(s, 404, "one account, not two: {b}");
 }
 
 #[actix_rt::test]

@@ -375,8 +375,8 @@ fn write_pixgw_config(dir: &Path, file: &Path, ispb: &Ispb, icom_url: &str) -> a
 /// `pixgw spi-sim`: starts, prints where it listens, and serves until stopped.
 pub async fn run(args: SimArgs) -> anyhow::Result<()> {
     let running = start(args).await?;
-    println!("pixgw spi-sim listening on {} control {}", running.icom_url, running.control_url);
-    println!("pixgw settings for it: {}", running.config_file.display());
+    crate::say!("pixgw spi-sim listening on {} control {}", running.icom_url, running.control_url);
+    crate::say!("pixgw settings for it: {}", running.config_file.display());
     use std::io::Write;
     let _ = std::io::stdout().flush();
     tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
