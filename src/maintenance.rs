@@ -132,7 +132,7 @@ pub fn restore(from: &Path, data_dir: &Path) -> anyhow::Result<Summary> {
         bail!("{} is not the stream its manifest describes (size or SHA-256 differ)", stream.display());
     }
     let file = std::fs::File::open(&stream).with_context(|| format!("opening {}", stream.display()))?;
-    Ok(backup::restore(file, data_dir, Repo::layout())?)
+    Ok(backup::restore(file, data_dir, Repo::layout(), chrono::Utc::now())?)
 }
 
 /// Where `pixgw migrate` reads from.

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use chrono::{DateTime, Utc};
+
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -106,6 +108,27 @@ fn uuid_mask(b: &[u8; 16]) -> u64 {
     u64::from_be_bytes([0, b[0], b[1], b[2], b[3], b[4], b[5], b[6]])
 }
 
+/// The instant local ids are measured from (2026-01-01T00:00:00Z).
+pub const LOCAL_ID_EPOCH_UNIX_MS: i64 = 1_767_225_600_000;
+/// Local ids a server may hand out per millisecond, on average since it started: about 70
+/// times what one node reaches (14,000 a second), far beyond what any node here could.
+pub const LOCAL_IDS_PER_MS_MAX: u64 = 1_000;
+
+/// Where the local ids of a store restored from a backup at `now` start, so that none is an
+/// id the original server handed out after the backup was taken.
+///
+/// Why it holds: a store's counter starts at 1 (or at this floor, for a restored one) and
+/// grows by at most [`LOCAL_IDS_PER_MS_MAX`] a millisecond, so every id any server has
+/// handed out by an instant is below this floor at that instant; the restored store starts
+/// above every id the original reached, and stays below the floor of any later restore in
+/// turn. A restore on a machine whose clock is behind the original's by nearly all of the
+/// original's uptime would break it; the floor is at most about 3.2e14 in 2036, well within
+/// the 2^53 that JSON clients read exactly.
+pub fn restored_local_id_floor(now: DateTime<Utc>) -> u64 {
+    let ms = now.timestamp_millis().saturating_sub(LOCAL_ID_EPOCH_UNIX_MS).max(0);
+    u64::try_from(ms).unwrap_or(0).saturating_mul(LOCAL_IDS_PER_MS_MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +171,22 @@ mod tests {
         // simple form without hyphens
         assert!(ClientId::parse("3f2b8c1e9d4a4e6b8a7c1d2e3f4a5b6c").is_none());
         assert!(ClientId::parse("not-a-uuid").is_none());
+    }
+
+    #[test]
+    fn a_restored_store_starts_above_every_id_handed_out_before_it() {
+        use chrono::TimeZone;
+        let epoch = Utc.timestamp_millis_opt(LOCAL_ID_EPOCH_UNIX_MS).unwrap();
+        assert_eq!(restored_local_id_floor(epoch), 0);
+        assert_eq!(restored_local_id_floor(epoch - chrono::Duration::days(1)), 0, "never below zero");
+        let day = chrono::Duration::days(1);
+        assert_eq!(restored_local_id_floor(epoch + day), 86_400_000 * LOCAL_IDS_PER_MS_MAX);
+        // A server started at the epoch that handed out 14,000 ids a second for a year is
+        // still below the floor of a restore made then.
+        let year = chrono::Duration::days(365);
+        assert!(14_000 * 365 * 86_400 < restored_local_id_floor(epoch + year));
+        // Ten years on, ids are still exact in a JSON client's double.
+        assert!(restored_local_id_floor(epoch + year * 10) < 1 << 53);
+        assert!(restored_local_id_floor(epoch + day) < restored_local_id_floor(epoch + day * 2));
     }
 }

@@ -393,10 +393,17 @@ pub fn read_stopped_data_dir(
 /// Restores the backup read from `input` into the new data dir `data_dir`, which must not
 /// exist or be empty. The store is built beside it and renamed into place only once the
 /// whole backup was read and checked, so a failed restore leaves no data dir behind.
-pub fn restore(input: impl Read, data_dir: &Path, layout: Layout) -> Result<Summary, BackupError> {
+/// `now` is when the restore runs: its local ids start past any the original server can have
+/// handed out since the backup (`domain::ids::restored_local_id_floor`).
+pub fn restore(
+    input: impl Read,
+    data_dir: &Path,
+    layout: Layout,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Summary, BackupError> {
     ensure_empty_target(data_dir)?;
     let staging = staging_dir(data_dir)?;
-    let built = build(input, &staging, layout);
+    let built = build(input, &staging, layout, now);
     match built {
         Ok(summary) => {
             if data_dir.exists() {
@@ -442,7 +449,12 @@ fn staging_dir(data_dir: &Path) -> Result<PathBuf, BackupError> {
 
 /// Applies the backup to a new store in `dir` (its `db/`): keys in batches, then the
 /// records replayed over them, `meta/applied_seq` set to the last, flushed.
-fn build(input: impl Read, dir: &Path, layout: Layout) -> Result<Summary, BackupError> {
+fn build(
+    input: impl Read,
+    dir: &Path,
+    layout: Layout,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Summary, BackupError> {
     let sled: SharedStore = Arc::new(SledStore::open(&dir.join("db"))?);
     let store = PagedStore::open(sled, layout.pages)?;
     let mut reader = BackupReader::new(io::BufReader::with_capacity(1 << 20, input))?;
@@ -483,6 +495,14 @@ fn build(input: impl Read, dir: &Path, layout: Layout) -> Result<Summary, Backup
                 // restored store holds everything through the last record.
                 let mut last = Batch::default();
                 last.put(KEY_APPLIED_SEQ, summary.through_seq.to_be_bytes().to_vec());
+                // The original may have gone on handing out ids after the backup: the
+                // restored store starts past all of them.
+                let floor = match store.get(super::commit::KEY_ID_FLOOR)? {
+                    Some(v) => v.as_slice().try_into().map(u64::from_be_bytes).unwrap_or(0),
+                    None => 0,
+                };
+                let floor = floor.max(crate::domain::ids::restored_local_id_floor(now));
+                last.put(super::commit::KEY_ID_FLOOR, floor.to_be_bytes().to_vec());
                 store.apply(&last)?;
                 store.flush()?;
                 return Ok(summary);
@@ -577,7 +597,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("restored");
         let layout = crate::store::Repo::layout();
-        let summary = restore(bytes.as_slice(), &target, layout).unwrap();
+        let now = chrono::Utc::now();
+        let summary = restore(bytes.as_slice(), &target, layout, now).unwrap();
         assert_eq!(summary.through_seq, 3);
         let sled: SharedStore = Arc::new(SledStore::open(&target.join("db")).unwrap());
         let get = |k: &str| sled.get(k.as_bytes()).unwrap().map(|v| String::from_utf8(v).unwrap());
@@ -586,6 +607,10 @@ mod tests {
         assert_eq!(get("c"), None);
         assert_eq!(get("d").as_deref(), Some("kept"));
         assert_eq!(applied_seq(&*sled).unwrap(), 3);
+        // Its ids start past any the original can have handed out since the backup.
+        let floor = sled.get(crate::store::commit::KEY_ID_FLOOR).unwrap().unwrap();
+        let floor = u64::from_be_bytes(floor.as_slice().try_into().unwrap());
+        assert_eq!(floor, crate::domain::ids::restored_local_id_floor(now));
     }
 
     #[test]
@@ -596,10 +621,13 @@ mod tests {
         std::fs::create_dir_all(&busy).unwrap();
         std::fs::write(busy.join("x"), b"").unwrap();
         let bytes = stream(0, &[("a", "1")], &[]);
-        assert!(matches!(restore(bytes.as_slice(), &busy, layout), Err(BackupError::Target(_))));
+        assert!(matches!(
+            restore(bytes.as_slice(), &busy, layout, chrono::Utc::now()),
+            Err(BackupError::Target(_))
+        ));
         let target = dir.path().join("new");
         let cut = &bytes[..bytes.len() - 1];
-        assert!(matches!(restore(cut, &target, layout), Err(BackupError::Invalid(_))));
+        assert!(matches!(restore(cut, &target, layout, chrono::Utc::now()), Err(BackupError::Invalid(_))));
         assert!(!target.exists(), "a failed restore left a data dir");
         assert_eq!(
             std::fs::read_dir(dir.path()).unwrap().count(),

@@ -228,6 +228,7 @@ async fn a_backup_taken_while_cash_outs_stream_restores_every_acknowledged_one_a
     // Restored from the quiet backup: the same balances and list, to the byte; new ids
     // never reuse an old one.
     let restored = work.path().join("restored-quiet");
+    let restored_at = chrono::Utc::now();
     let out = restore_cli(&quiet, &restored);
     assert!(out.status.success(), "{}", text(&out));
     let copy = serve_restored(&app, &restored);
@@ -249,4 +250,17 @@ async fn a_backup_taken_while_cash_outs_stream_restores_every_acknowledged_one_a
     assert_eq!(s, 201, "{new}");
     let new_id = new["transactionId"].as_str().unwrap();
     assert!(before.values().chain(during.values()).all(|id| id != new_id), "id {new_id} handed out twice");
+    // The original went on after the backup; the restored server's numeric ids start past
+    // any it can have handed out since (a floor that grows faster than any server's ids).
+    let (s, later) =
+        app.post_raw("/api/pix/cash-out", &token, &cash_out_body("original-after-backup", "1.00"), &[]).await;
+    assert_eq!(s, 201, "{later}");
+    let numeric = |app: &TestApp, token: String, external: &'static str| {
+        let req = app.client.get(app.url(&format!("/api/transactions/{external}"))).bearer_auth(token);
+        async move { crate::helpers::send(req, None).await.1["id"].as_u64().unwrap() }
+    };
+    let original_id = numeric(&app, token.clone(), "original-after-backup").await;
+    let restored_id = numeric(&copy, t.clone(), "after-restore").await;
+    assert!(restored_id >= pixgw::domain::ids::restored_local_id_floor(restored_at), "{restored_id}");
+    assert!(restored_id > original_id, "{restored_id} vs {original_id}");
 }
