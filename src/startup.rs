@@ -230,6 +230,7 @@ impl Application {
             )),
             gate,
             locations,
+            payloads: settings.spi.as_ref().map(|s| Arc::clone(&s.payloads)),
         });
         telemetry::metrics_handle();
 

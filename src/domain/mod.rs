@@ -22,6 +22,7 @@ pub mod listing;
 pub mod location;
 pub mod med;
 pub mod money;
+pub mod payload;
 pub mod pix_key;
 pub mod qr_image;
 pub mod rate;

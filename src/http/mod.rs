@@ -111,6 +111,8 @@ pub struct AppState {
     pub gate: gate::SharedGate,
     /// The payload locations of dynamic QR codes (`--payload-host`); `None`: not served.
     pub locations: Option<Arc<payload::Locations>>,
+    /// Reads other institutions' dynamic QR codes (the SPI rail); `None`: not paid.
+    pub payloads: Option<Arc<crate::rail::spi::payload_reader::PayloadReader>>,
 }
 
 /// Registers routes grouped by path (so one path answers several methods and 405 for the

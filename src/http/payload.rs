@@ -120,6 +120,11 @@ impl Locations {
         Some(brcode::generate_dynamic(&location, &code.merchant_name, &code.merchant_city))
     }
 
+    /// The JWK Set the payloads verify against (what `GET /qr/jwks` answers).
+    pub fn jwks(&self) -> &Value {
+        &self.jwks
+    }
+
     /// The compact JWS of `payload`.
     pub fn sign(&self, payload: &Value) -> String {
         let input = format!("{}.{}", self.header, b64url(payload.to_string().as_bytes()));
@@ -295,5 +300,5 @@ pub async fn cobv_payload(
 )]
 pub async fn jwks(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let locations = locations(&state)?;
-    Ok(HttpResponse::Ok().insert_header((header::CACHE_CONTROL, "max-age=300")).json(&locations.jwks))
+    Ok(HttpResponse::Ok().insert_header((header::CACHE_CONTROL, "max-age=300")).json(locations.jwks()))
 }

@@ -230,15 +230,35 @@ pub async fn cash_out_qrcode(
     check_charge_of_code(&state, &input)?;
     refuse_if_provider_down(scenario)?;
     let end_to_end_id = state.keys.payment_id(caller.sandbox, state.clock.now());
-    // A static code names its key; a dynamic one (a URL) names none, and only the
-    // simulator resolves it (it stands for the payee of its location).
+    // A static code names its key. A dynamic one (a URL) names none: on the SPI rail its
+    // payload location is read and verified, and names the key, the txid and the amount;
+    // on the simulator the directory stands for the payee of its location.
+    let mut dynamic = None;
     let key = match (&input.code.key, &input.code.url) {
         (Some(k), _) => parse_directory_key(k).ok(),
-        (None, Some(_)) if end_to_end_id.is_some() => {
-            return Err(ApiError::Validation(vec![Violation::new(
-                "qrCode",
-                "is a dynamic code (a location URL): this server pays static codes only on its rail",
-            )]))
+        (None, Some(url)) if end_to_end_id.is_some() => {
+            let Some(reader) = state.payloads.as_deref() else {
+                return Err(ApiError::Validation(vec![Violation::new(
+                    "qrCode",
+                    "is a dynamic code (a location URL), which this server's rail does not pay",
+                )]));
+            };
+            let charge = reader.read(url, state.clock.now()).await.map_err(|e| {
+                ApiError::Validation(vec![Violation::new(
+                    "qrCode",
+                    format!("is a dynamic code whose payload location {e}"),
+                )])
+            })?;
+            if !charge.amount_editable && charge.amount != input.value {
+                return Err(ApiError::Validation(vec![Violation::new(
+                    "value",
+                    format!("must equal the amount the charge of this QR code asks ({})", charge.amount),
+                )
+                .of_kind(ViolationKind::Amount)]));
+            }
+            let key = parse_directory_key(&charge.key).ok();
+            dynamic = Some(charge);
+            key
         }
         (None, Some(url)) => state.directory.resolve_url(url).and_then(|e| parse_directory_key(&e.key).ok()),
         (None, None) => None,
@@ -253,7 +273,7 @@ pub async fn cash_out_qrcode(
         None => None,
     };
     let rail = payee.as_ref().and_then(|p| p.rail.clone()).map(|mut r| {
-        r.instrument = Some("QRES".into());
+        r.instrument = Some(if dynamic.is_some() { "QRDN" } else { "QRES" }.into());
         r
     });
     let counterpart = Counterpart {
@@ -272,7 +292,7 @@ pub async fn cash_out_qrcode(
         scenario,
         document_mismatch: false,
         dict: None,
-        qr_txid: input.code.txid,
+        qr_txid: dynamic.map(|d| d.txid).or(input.code.txid),
         automatic: false,
         end_to_end_id,
         rail,

@@ -554,3 +554,171 @@ async fn kill_9_of_the_leader_on_postgres_mid_traffic_counts_every_payment_once_
     let unique: std::collections::HashSet<&String> = received.iter().collect();
     assert_eq!((received.len(), unique.len()), (151, 151), "each PIX in credited once");
 }
+
+/// Another institution's payload locations, served over TLS on `localhost`: each prepared
+/// JWS at `/qr/{name}`, the keys at `/qr/jwks`. Answers the host (`localhost:port`), the CA
+/// file to trust, and a signer of that host's payloads.
+struct OtherBank {
+    host: String,
+    ca_file: PathBuf,
+    locations: pixgw::http::payload::Locations,
+    payloads: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
+    _dir: tempfile::TempDir,
+}
+
+impl OtherBank {
+    fn start() -> OtherBank {
+        use actix_web::{web, App, HttpResponse, HttpServer};
+        use pixgw::rail::spi::pki::{Authority, Signer, Usage};
+        use rustls::pki_types::pem::PemObject;
+        let dir = tempfile::tempdir().unwrap();
+        let now = time::OffsetDateTime::now_utc();
+        let ca =
+            Authority::new("Other Bank CA", now - time::Duration::days(1), now + time::Duration::days(30))
+                .unwrap();
+        let leaf = ca.issue("localhost", &["localhost"], 9, Usage::Server).unwrap();
+        let ca_file = dir.path().join("other-bank-ca.pem");
+        std::fs::write(&ca_file, &ca.cert_pem).unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let host = format!("localhost:{}", listener.local_addr().unwrap().port());
+        let chain_pem = format!("{}{}", leaf.cert_pem, ca.cert_pem);
+        let signer = Signer::from_pem(leaf.key_pem.as_bytes(), chain_pem.as_bytes(), "other bank").unwrap();
+        let chain =
+            pixgw::rail::spi::pki::Certificate::all_from_pem(chain_pem.as_bytes(), "other bank").unwrap();
+        let locations = pixgw::http::payload::Locations::new(
+            pixgw::domain::location::LocationHost::parse(&host).unwrap(),
+            Arc::new(signer),
+            chain,
+            b"other bank's location key".to_vec(),
+        )
+        .unwrap();
+        pixgw::trust::install_provider();
+        let certs: Vec<rustls::pki_types::CertificateDer<'static>> =
+            rustls::pki_types::CertificateDer::pem_slice_iter(chain_pem.as_bytes())
+                .collect::<Result<_, _>>()
+                .unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).unwrap();
+        let tls = rustls::ServerConfig::builder().with_no_client_auth().with_single_cert(certs, key).unwrap();
+        let payloads: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>> = Arc::default();
+        let (served, jwks) = (Arc::clone(&payloads), locations.jwks().clone());
+        let server = HttpServer::new(move || {
+            let (served, jwks) = (Arc::clone(&served), jwks.clone());
+            App::new()
+                .route(
+                    "/qr/jwks",
+                    web::get().to(move || {
+                        let jwks = jwks.clone();
+                        async move { HttpResponse::Ok().json(jwks) }
+                    }),
+                )
+                .route(
+                    "/qr/{name}",
+                    web::get().to(move |name: web::Path<String>| {
+                        let found = served.lock().unwrap().get(name.as_str()).cloned();
+                        async move {
+                            match found {
+                                Some(jws) => HttpResponse::Ok().content_type("application/jose").body(jws),
+                                None => HttpResponse::NotFound().finish(),
+                            }
+                        }
+                    }),
+                )
+        })
+        .workers(1)
+        .listen_rustls_0_23(listener, tls)
+        .unwrap()
+        .run();
+        actix_rt::spawn(server);
+        OtherBank { host, ca_file, locations, payloads, _dir: dir }
+    }
+
+    /// Serves `jws` at `/qr/{name}`; answers the dynamic BR Code that leads to it.
+    fn serve(&self, name: &str, jws: String) -> String {
+        self.payloads.lock().unwrap().insert(name.to_owned(), jws);
+        pixgw::domain::brcode::generate_dynamic(&format!("{}/qr/{name}", self.host), "Outra Loja", "Recife")
+    }
+}
+
+#[actix_rt::test]
+async fn another_banks_dynamic_qr_code_is_paid_as_its_signed_payload_says_and_a_bad_one_moves_nothing() {
+    let sim = Sim::start(&[]);
+    let bank = OtherBank::start();
+    let opts = Options {
+        env: vec![
+            ("PIXGW_CONFIG".into(), sim.config.display().to_string()),
+            ("PIXGW_SPI_PAYLOAD_CA_FILE".into(), bank.ca_file.display().to_string()),
+        ],
+        ..Options::default()
+    };
+    let app = spawn_with(opts).await;
+    let (account, token) = live_account(&app, "Pagadora").await;
+    sim.pay_account(account, "52998224725", "100.00").await;
+    wait_balance(&app, &token, "100.00").await;
+
+    let (key, _, _) = directory_key("EMAIL", 2);
+    let now = chrono::Utc::now();
+    let cob = |txid: &str, status: &str, original: &str| {
+        json!({
+            "calendario": {"criacao": pixgw::http::iso(now - chrono::Duration::minutes(1)), "apresentacao": pixgw::http::iso(now), "expiracao": 3600},
+            "txid": txid, "revisao": 0, "status": status,
+            "valor": {"original": original}, "chave": key,
+        })
+    };
+    let pay = |code: &str, value: &str, ext: &str| {
+        format!(r#"{{"value": {value}, "qrCode": "{code}", "externalId": "{ext}"}}"#)
+    };
+
+    // A good one: paid at its amount, as a QRDN payment carrying its txid.
+    let txid = "outrobancodinamico00000000000001";
+    let code = bank.serve("good", bank.locations.sign(&cob(txid, "ATIVA", "12.34")));
+    let (s, b) = app.post_raw("/api/pix/cash-out-qrcode", &token, &pay(&code, "12.34", "dyn-1"), &[]).await;
+    assert_eq!(s, 201, "{b}");
+    let tx = app.wait_final(&token, b["transactionId"].as_str().unwrap()).await;
+    assert_eq!(tx["status"], "CONFIRMED", "{tx}");
+    let p = sim.wait_payment(tx["endToEndId"].as_str().unwrap()).await;
+    assert_eq!(
+        (p["instrument"].as_str(), p["txId"].as_str(), p["cents"].as_i64()),
+        (Some("QRDN"), Some(txid), Some(1234)),
+        "{p}"
+    );
+    assert_eq!(app.balance(&token).await.2, "87.66");
+
+    // Each of these is refused before any money moves.
+    let mut forged = bank.locations.sign(&cob(txid, "ATIVA", "1.00"));
+    let other_payload = bank.locations.sign(&cob(txid, "ATIVA", "99.00"));
+    // The signature of one payload over another's text.
+    forged = format!("{}.{}", other_payload.rsplit_once('.').unwrap().0, forged.rsplit_once('.').unwrap().1);
+    let cases = [
+        (bank.serve("forged", forged), "99.00", "signature does not verify"),
+        (
+            bank.serve("paid", bank.locations.sign(&cob(txid, "CONCLUIDA", "5.00"))),
+            "5.00",
+            "can no longer be paid",
+        ),
+        (
+            bank.serve("good-again", bank.locations.sign(&cob(txid, "ATIVA", "12.34"))),
+            "12.00",
+            "must equal the amount",
+        ),
+        (bank.serve("unsigned", "not a jws".to_owned()), "1.00", "three parts"),
+        (
+            pixgw::domain::brcode::generate_dynamic(&format!("{}/qr/nothing-here", bank.host), "X", "Y"),
+            "1.00",
+            "can no longer be paid",
+        ),
+    ];
+    for (i, (code, value, why)) in cases.iter().enumerate() {
+        let (s, b) = app
+            .post_raw("/api/pix/cash-out-qrcode", &token, &pay(code, value, &format!("bad-{i}")), &[])
+            .await;
+        assert_eq!(s, 400, "{why}: {b}");
+        assert!(b.to_string().contains(why), "{why}: {b}");
+    }
+    // A location whose TLS certificate chains to a CA this gateway does not trust.
+    let stranger = OtherBank::start();
+    let code = stranger.serve("good", stranger.locations.sign(&cob(txid, "ATIVA", "1.00")));
+    let (s, b) = app.post_raw("/api/pix/cash-out-qrcode", &token, &pay(&code, "1.00", "stranger"), &[]).await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b.to_string().contains("could not be read"), "{b}");
+    assert_eq!(app.balance(&token).await.2, "87.66", "nothing moved");
+}

@@ -20,6 +20,7 @@ pub mod http1;
 pub mod icom;
 pub mod message;
 pub mod outgoing;
+pub mod payload_reader;
 pub mod pki;
 pub mod rail;
 pub mod settings;

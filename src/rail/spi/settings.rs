@@ -37,6 +37,9 @@ pub struct SpiFile {
     pub accept_unsigned: Option<bool>,
     /// Streams read in parallel (1 to 6).
     pub streams: Option<usize>,
+    /// CA certificates (PEM) that other institutions' payload locations may chain to,
+    /// besides the public web roots (a homologation or test CA).
+    pub payload_ca_file: Option<PathBuf>,
 }
 
 impl SpiFile {
@@ -52,6 +55,7 @@ impl SpiFile {
         self.sign_cert = path("PIXGW_SPI_SIGN_CERT").or(self.sign_cert);
         self.sign_key = path("PIXGW_SPI_SIGN_KEY").or(self.sign_key);
         self.trusted_signers = path("PIXGW_SPI_TRUSTED_SIGNERS").or(self.trusted_signers);
+        self.payload_ca_file = path("PIXGW_SPI_PAYLOAD_CA_FILE").or(self.payload_ca_file);
         if let Some(v) = env("PIXGW_SPI_ACCEPT_UNSIGNED") {
             self.accept_unsigned = Some(matches!(v.as_str(), "1" | "true" | "yes" | "on"));
         }
@@ -73,6 +77,8 @@ pub struct SpiSettings {
     pub trusted: Arc<Vec<Certificate>>,
     pub accept_unsigned: bool,
     pub streams: usize,
+    /// Reads and verifies other institutions' payload locations (dynamic QR codes).
+    pub payloads: Arc<super::payload_reader::PayloadReader>,
 }
 
 impl std::fmt::Debug for SpiSettings {
@@ -124,7 +130,13 @@ impl SpiSettings {
         if !(1..=super::icom::STREAMS_PER_PARTICIPANT_MAX).contains(&streams) {
             return Err(format!("[spi] streams must be 1 to {}", super::icom::STREAMS_PER_PARTICIPANT_MAX));
         }
+        let mut roots = crate::trust::public_roots();
+        if let Some(path) = &f.payload_ca_file {
+            crate::trust::add_pem_file(&mut roots, path, "[spi] payload_ca_file")?;
+        }
+        let payloads = super::payload_reader::PayloadReader::new(roots)?;
         Ok(SpiSettings {
+            payloads: Arc::new(payloads),
             ispb,
             icom_url,
             dict_url,

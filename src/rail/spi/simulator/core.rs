@@ -72,6 +72,9 @@ pub struct Payment {
     pub cents: i128,
     pub stage: Stage,
     pub reason: Option<String>,
+    /// A payment's `LclInstrm` and `TxId`, as the payer sent them (none for a return).
+    pub instrument: Option<String>,
+    pub tx_id: Option<String>,
     #[serde(skip)]
     pub deadline: Instant,
     /// When it was forwarded to its receiver (its answer's time counts from here).
@@ -276,6 +279,8 @@ impl Engine {
             cents: cents(tx.amount),
             stage: Stage::AwaitingReceiver,
             reason: None,
+            instrument: Some(tx.instrument.code().to_owned()),
+            tx_id: tx.tx_id.clone(),
             deadline: at + self.timeout,
             forwarded: at,
         };
@@ -319,6 +324,8 @@ impl Engine {
             cents: cents(r.amount),
             stage: Stage::AwaitingReceiver,
             reason: None,
+            instrument: None,
+            tx_id: None,
             deadline: at + self.timeout,
             forwarded: at,
         };
