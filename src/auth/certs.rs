@@ -50,7 +50,8 @@ pub fn parse_pem(pem: &str) -> Result<ParsedCert, MalformedPem> {
     let body: String = rest[..end].chars().filter(|c| *c != '\n' && *c != '\r').collect();
     if !body.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=') {
         return Err(MalformedPem(
-            "the base64 body has characters outside base64; was a '+' sent as %20 instead of %2B?",
+            "the base64 body has characters outside base64, a space most often: a '+' sent unencoded \
+             (which URL decoding reads as a space) or as %20; send it as %2B",
         ));
     }
     let der = base64::engine::general_purpose::STANDARD

@@ -97,14 +97,14 @@ pub async fn create_account(
         // A sandbox account mints money (`/sandbox/pix-in`): a production server has none.
         return Err(ApiError::Validation(vec![Violation::new(
             "sandbox",
-            "a production server (--production) makes no sandbox accounts",
+            "is not allowed: a production server (--production) makes no sandbox accounts",
         )]));
     }
     if !opening.is_zero() && state.production {
         // Money in production comes from somewhere: an operator credit records where.
         return Err(ApiError::Validation(vec![Violation::new(
             "initialBalance",
-            "a production server opens every account empty: fund it with an operator credit (POST /admin/accounts/{id}/adjustments)",
+            "is not allowed: a production server opens every account empty; fund it with an operator credit (POST /admin/accounts/{id}/adjustments)",
         )]));
     }
     let created = admin::create_account(&state.repo, profile, opening, None, state.clock.now())?;
@@ -626,7 +626,7 @@ pub async fn register_key(
     if matches!(key_type.as_str(), "CPF" | "CNPJ") && key != document {
         return Err(ApiError::Validation(vec![Violation::new(
             "key",
-            "a CPF or CNPJ key must be the holder's own document",
+            "must be the holder's own document when it is a CPF or CNPJ",
         )]));
     }
     if !key.is_empty() {

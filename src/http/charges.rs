@@ -114,7 +114,7 @@ fn split_value(f: &mut Fields<'_>) -> Option<SplitValue> {
             Some(SplitValue::Percentage(v.as_decimal()))
         }
         ("PERCENTAGE", _) => {
-            f.fail_as("value", "a percentage must be at most 100", ViolationKind::Amount);
+            f.fail_as("value", "must be at most 100 when it is a percentage", ViolationKind::Amount);
             None
         }
         _ => {

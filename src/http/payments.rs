@@ -44,7 +44,7 @@ pub async fn scenario_only_where_taken(
             if !SCENARIO_ROUTES.iter().any(|(m, p)| *m == method && *p == pattern) {
                 let e = ApiError::Validation(vec![Violation::new(
                     "X-Sandbox-Scenario",
-                    "this route takes no sandbox scenario",
+                    "is not taken by this route: only the payment routes of sandbox accounts take one",
                 )]);
                 // Kept as an HttpResponse, the error stays attached for `error::envelope`.
                 let (request, _) = req.into_parts();

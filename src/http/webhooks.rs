@@ -33,6 +33,7 @@ fn check_url(url: &str, allow_http: bool) -> Result<(), &'static str> {
     match uri.scheme_str() {
         Some("https") => {}
         Some("http") if allow_http => {}
+        _ if allow_http => return Err("must be an http or https URL"),
         _ => return Err("must be an https URL"),
     }
     if uri.host().is_none_or(str::is_empty) {
@@ -73,7 +74,10 @@ fn headers(f: &mut Fields<'_>, obj: &serde_json::Map<String, Value>) -> Vec<(Str
         };
         match check_header(k, v) {
             Ok(()) => out.push((k.to_owned(), v.to_owned())),
-            Err(e) => f.fail(&format!("headers[{i}]"), format!("{k}: {e}")),
+            Err(e @ crate::domain::webhooks::HeaderError::BadValue) => {
+                f.fail(&format!("headers[{i}].value"), e.to_string())
+            }
+            Err(e) => f.fail(&format!("headers[{i}].key"), format!("{e} ({k})")),
         }
     }
     out
@@ -553,7 +557,11 @@ mod tests {
             ),
             (
                 json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [h("bad name")]}),
-                "headers[0]",
+                "headers[0].key",
+            ),
+            (
+                json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [{"key": "X-A", "value": "a\u{1}"}]}),
+                "headers[0].value",
             ),
         ];
         for (body, field) in cases {

@@ -42,7 +42,7 @@ pub(super) fn token_parts(t: &TokenFailure) -> ErrorParts {
             StatusCode::BAD_REQUEST,
             "PUB_CERT_MALFORMED_PEM",
             format!("the certificate cannot be parsed: {why}"),
-            "URL-encode the whole PEM; every '+' of the base64 body must be sent as %2B, not %20.",
+            "URL-encode the whole PEM: every '+' of the base64 body must be sent as %2B (an unencoded '+' reads as a space).",
         ),
         T::BodyInvalid(_) => (
             StatusCode::BAD_REQUEST,
