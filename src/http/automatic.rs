@@ -58,7 +58,7 @@ async fn change(
 }
 
 #[utoipa::path(
-    get, path = "/api/automatic-pix/recurrences", tag = "Pix Automático",
+    get, operation_id = "list_automatic_pix_recurrences", path = "/api/automatic-pix/recurrences", tag = "automatic-pix",
     responses(
         (status = 200, description = "The recurrences offered to this account as their payer, newest first", body = s::PayerRecList),
         (status = 401, body = ExtendedErrorBody),
@@ -74,7 +74,7 @@ pub async fn list(caller: Caller, state: web::Data<AppState>) -> Result<HttpResp
 }
 
 #[utoipa::path(
-    post, path = "/api/automatic-pix/recurrences/{idRec}/answer", tag = "Pix Automático",
+    post, operation_id = "answer_automatic_pix_recurrence", path = "/api/automatic-pix/recurrences/{idRec}/answer", tag = "automatic-pix",
     params(("idRec" = String, Path, description = "The recurrence's id")),
     request_body(content = s::SolicRecAnswer),
     responses(
@@ -102,7 +102,7 @@ pub async fn answer(
 }
 
 #[utoipa::path(
-    post, path = "/api/automatic-pix/recurrences/{idRec}/cancel", tag = "Pix Automático",
+    post, operation_id = "cancel_automatic_pix_recurrence", path = "/api/automatic-pix/recurrences/{idRec}/cancel", tag = "automatic-pix",
     params(("idRec" = String, Path, description = "The recurrence's id")),
     responses(
         (status = 200, description = "The recurrence, CANCELADA by the payer (SLDB)", body = s::RecView),

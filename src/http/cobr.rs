@@ -100,7 +100,7 @@ async fn create(
 }
 
 #[utoipa::path(
-    put, path = "/cobr/{txid}", tag = "Pix Automático",
+    put, path = "/cobr/{txid}", tag = "automatic-pix",
     params(
         ("txid" = String, Path, pattern = "^[A-Za-z0-9]{26,35}$", description = "26 to 35 letters and digits"),
         ("X-Sandbox-Scenario" = Option<String>, Header, description = "PAY, NO_FUNDS, NO_FUNDS_<1 to 9>, ACCOUNT_CLOSED: what the payer's institution meets when it settles; sandbox accounts only"),
@@ -127,7 +127,7 @@ pub async fn put_cobr(
 }
 
 #[utoipa::path(
-    post, path = "/cobr", tag = "Pix Automático",
+    post, path = "/cobr", tag = "automatic-pix",
     params(("X-Sandbox-Scenario" = Option<String>, Header, description = "as on PUT /cobr/{txid}; sandbox accounts only")),
     request_body(content = s::CobrRequest),
     responses(
@@ -158,7 +158,7 @@ fn find(state: &AppState, caller: &Caller, txid: &str) -> Result<Cobr, ApiError>
 }
 
 #[utoipa::path(
-    get, path = "/cobr/{txid}", tag = "Pix Automático",
+    get, path = "/cobr/{txid}", tag = "automatic-pix",
     params(("txid" = String, Path, pattern = "^[A-Za-z0-9]{26,35}$", description = "26 to 35 letters and digits")),
     responses(
         (status = 200, description = "The charge as it is now, with its attempts", body = s::CobrView),
@@ -177,7 +177,7 @@ pub async fn get_cobr(
 }
 
 #[utoipa::path(
-    patch, path = "/cobr/{txid}", tag = "Pix Automático",
+    patch, path = "/cobr/{txid}", tag = "automatic-pix",
     params(("txid" = String, Path, pattern = "^[A-Za-z0-9]{26,35}$", description = "26 to 35 letters and digits")),
     request_body(content = s::RecPatch),
     responses(
@@ -203,7 +203,7 @@ pub async fn patch_cobr(
 }
 
 #[utoipa::path(
-    post, path = "/cobr/{txid}/retentativa/{data}", tag = "Pix Automático",
+    post, operation_id = "retry_cobr", path = "/cobr/{txid}/retentativa/{data}", tag = "automatic-pix",
     params(
         ("txid" = String, Path, pattern = "^[A-Za-z0-9]{26,35}$", description = "26 to 35 letters and digits"),
         ("data" = String, Path, description = "YYYY-MM-DD: the day to try again, today or later, within 7 days of the settlement day"),
@@ -232,7 +232,7 @@ pub async fn retry(
 }
 
 #[utoipa::path(
-    get, path = "/cobr", tag = "Pix Automático",
+    get, path = "/cobr", tag = "automatic-pix",
     params(
         ("inicio" = String, Query, description = "RFC 3339: charges made at or after it"),
         ("fim" = String, Query, description = "RFC 3339: and at or before it (at most 31 days after inicio)"),

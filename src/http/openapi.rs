@@ -641,4 +641,31 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn tags_and_operation_ids_are_ascii_identifiers_a_generated_client_can_use() {
+        // Names a generated client would shadow or cannot use as a module or function.
+        const TAKEN: [&str; 16] = [
+            "list", "dict", "str", "open", "type", "id", "filter", "map", "set", "object", "input", "print",
+            "format", "range", "hash", "next",
+        ];
+        let doc = document();
+        let mut ids = std::collections::HashSet::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let Some(id) = op["operationId"].as_str() else { continue };
+                let identifier =
+                    id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+                assert!(identifier && !TAKEN.contains(&id), "{method} {path}: operationId {id:?}");
+                assert!(ids.insert(id.to_owned()), "operationId {id} is used twice");
+                for tag in op["tags"].as_array().into_iter().flatten() {
+                    let tag = tag.as_str().unwrap();
+                    assert!(
+                        tag.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b' '),
+                        "{method} {path}: tag {tag:?}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -185,7 +185,7 @@ fn payload_of(mut view: Value, now: chrono::DateTime<chrono::Utc>) -> Value {
 }
 
 #[utoipa::path(
-    get, path = "/qr/{token}", tag = "Payload locations",
+    get, path = "/qr/{token}", tag = "payload-locations",
     params(("token" = String, Path, description = "The location's token (the pixUrlAccessToken of the API Pix)")),
     responses(
         (status = 200, description = "The cob's payload (CobPayload of the API Pix), a compact JWS", content_type = "application/jose", body = String),
@@ -216,7 +216,7 @@ pub struct CobvPayloadQuery {
 }
 
 #[utoipa::path(
-    get, path = "/qr/cobv/{token}", tag = "Payload locations",
+    get, path = "/qr/cobv/{token}", tag = "payload-locations",
     params(
         ("token" = String, Path, description = "The location's token (the pixUrlAccessToken of the API Pix)"),
         ("codMun" = Option<String>, Query, description = "The payer's IBGE municipality code (7 digits); the business-day calendar is national, so it changes no price"),
@@ -292,7 +292,7 @@ pub async fn cobv_payload(
 }
 
 #[utoipa::path(
-    get, path = "/qr/jwks", tag = "Payload locations",
+    get, path = "/qr/jwks", tag = "payload-locations",
     responses(
         (status = 200, description = "The JWK Set that verifies the payloads (the JWS header's jku)", body = Object),
         (status = 404, description = "This server serves no payload locations", body = super::error::SimpleErrorBody),

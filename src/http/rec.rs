@@ -236,7 +236,7 @@ fn solicitation_view(rec: &Recurrence, id: &str) -> Value {
 }
 
 #[utoipa::path(
-    post, path = "/rec", tag = "Pix Automático",
+    post, path = "/rec", tag = "automatic-pix",
     request_body(content = s::RecRequest),
     responses(
         (status = 201, description = "The recurrence, status CRIADA", body = s::RecView),
@@ -258,7 +258,7 @@ pub async fn post_rec(
 }
 
 #[utoipa::path(
-    get, path = "/rec/{idRec}", tag = "Pix Automático",
+    get, path = "/rec/{idRec}", tag = "automatic-pix",
     params(("idRec" = String, Path, pattern = "^R[RN][0-9]{16}[a-zA-Z0-9]{11}$", description = "The recurrence's id")),
     responses(
         (status = 200, description = "The recurrence as it is now", body = s::RecView),
@@ -277,7 +277,7 @@ pub async fn get_rec(
 }
 
 #[utoipa::path(
-    patch, path = "/rec/{idRec}", tag = "Pix Automático",
+    patch, path = "/rec/{idRec}", tag = "automatic-pix",
     params(("idRec" = String, Path, pattern = "^R[RN][0-9]{16}[a-zA-Z0-9]{11}$", description = "The recurrence's id")),
     request_body(content = s::RecPatch),
     responses(
@@ -305,7 +305,7 @@ pub async fn patch_rec(
 }
 
 #[utoipa::path(
-    get, path = "/rec", tag = "Pix Automático",
+    get, path = "/rec", tag = "automatic-pix",
     params(
         ("inicio" = String, Query, description = "RFC 3339: recurrences made at or after it"),
         ("fim" = String, Query, description = "RFC 3339: and at or before it (at most 31 days after inicio)"),
@@ -353,7 +353,7 @@ pub async fn list_recs(
 }
 
 #[utoipa::path(
-    post, path = "/solicrec", tag = "Pix Automático",
+    post, path = "/solicrec", tag = "automatic-pix",
     request_body(content = s::SolicRecRequest),
     responses(
         (status = 201, description = "The solicitation, RECEBIDA by the payer's institution", body = s::SolicRecView),
@@ -449,7 +449,7 @@ pub async fn post_solicrec(
 }
 
 #[utoipa::path(
-    get, path = "/solicrec/{idSolicRec}", tag = "Pix Automático",
+    get, path = "/solicrec/{idSolicRec}", tag = "automatic-pix",
     params(("idSolicRec" = String, Path, pattern = "^SC[0-9]{16}[a-zA-Z0-9]{11}$", description = "The solicitation's id")),
     responses(
         (status = 200, description = "The solicitation as it is now, with its recurrence", body = s::SolicRecView),
@@ -469,7 +469,7 @@ pub async fn get_solicrec(
 }
 
 #[utoipa::path(
-    patch, path = "/solicrec/{idSolicRec}", tag = "Pix Automático",
+    patch, path = "/solicrec/{idSolicRec}", tag = "automatic-pix",
     params(("idSolicRec" = String, Path, pattern = "^SC[0-9]{16}[a-zA-Z0-9]{11}$", description = "The solicitation's id")),
     request_body(content = s::RecPatch),
     responses(
@@ -592,7 +592,7 @@ pub async fn sandbox_cancel(
 }
 
 #[utoipa::path(
-    post, path = "/locrec", tag = "Pix Automático",
+    post, path = "/locrec", tag = "automatic-pix",
     responses((status = 201, description = "A location, for a recurrence's journey 2 QR code", body = s::LocRecView)),
     security(("bearer" = []))
 )]
@@ -602,7 +602,7 @@ pub async fn post_locrec(caller: Caller, state: web::Data<AppState>) -> Result<H
 }
 
 #[utoipa::path(
-    get, path = "/locrec", tag = "Pix Automático",
+    get, path = "/locrec", tag = "automatic-pix",
     params(
         ("inicio" = String, Query, description = "RFC 3339: locations made at or after it"),
         ("fim" = String, Query, description = "RFC 3339: and at or before it (at most 31 days after inicio)"),
@@ -642,7 +642,7 @@ pub async fn list_locrecs(
 }
 
 #[utoipa::path(
-    get, path = "/locrec/{id}", tag = "Pix Automático",
+    get, path = "/locrec/{id}", tag = "automatic-pix",
     params(("id" = u64, Path, description = "The location's id")),
     responses((status = 200, description = "The location, with the idRec it is linked to", body = s::LocRecView), (status = 404, body = SimpleErrorBody)),
     security(("bearer" = []))

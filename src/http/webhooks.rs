@@ -212,7 +212,7 @@ pub mod api_pix {
         }
     }
 
-    #[utoipa::path(put, operation_id = "put_webhookrec", path = "/webhookrec", tag = "Pix Automático", request_body(content = PixWebhookRequest),
+    #[utoipa::path(put, operation_id = "put_webhookrec", path = "/webhookrec", tag = "automatic-pix", request_body(content = PixWebhookRequest),
         responses((status = 200, description = "Set: each recurrence's status change is sent there", body = PixWebhook), (status = 400, body = SimpleErrorBody)),
         security(("bearer" = [])))]
     pub async fn put_rec(
@@ -224,19 +224,19 @@ pub mod api_pix {
         put(caller, req, bytes, &state, EventType::Rec).await
     }
 
-    #[utoipa::path(get, operation_id = "get_webhookrec", path = "/webhookrec", tag = "Pix Automático",
+    #[utoipa::path(get, operation_id = "get_webhookrec", path = "/webhookrec", tag = "automatic-pix",
         responses((status = 200, body = PixWebhook), (status = 404, body = SimpleErrorBody)), security(("bearer" = [])))]
     pub async fn get_rec(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
         get(caller, &state, EventType::Rec)
     }
 
-    #[utoipa::path(delete, operation_id = "delete_webhookrec", path = "/webhookrec", tag = "Pix Automático",
+    #[utoipa::path(delete, operation_id = "delete_webhookrec", path = "/webhookrec", tag = "automatic-pix",
         responses((status = 204, description = "Removed"), (status = 404, body = SimpleErrorBody)), security(("bearer" = [])))]
     pub async fn delete_rec(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
         delete(caller, &state, EventType::Rec)
     }
 
-    #[utoipa::path(put, operation_id = "put_webhookcobr", path = "/webhookcobr", tag = "Pix Automático", request_body(content = PixWebhookRequest),
+    #[utoipa::path(put, operation_id = "put_webhookcobr", path = "/webhookcobr", tag = "automatic-pix", request_body(content = PixWebhookRequest),
         responses((status = 200, description = "Set: each recurring charge's status change and failed attempt is sent there", body = PixWebhook), (status = 400, body = SimpleErrorBody)),
         security(("bearer" = [])))]
     pub async fn put_cobr(
@@ -248,13 +248,13 @@ pub mod api_pix {
         put(caller, req, bytes, &state, EventType::Cobr).await
     }
 
-    #[utoipa::path(get, operation_id = "get_webhookcobr", path = "/webhookcobr", tag = "Pix Automático",
+    #[utoipa::path(get, operation_id = "get_webhookcobr", path = "/webhookcobr", tag = "automatic-pix",
         responses((status = 200, body = PixWebhook), (status = 404, body = SimpleErrorBody)), security(("bearer" = [])))]
     pub async fn get_cobr(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
         get(caller, &state, EventType::Cobr)
     }
 
-    #[utoipa::path(delete, operation_id = "delete_webhookcobr", path = "/webhookcobr", tag = "Pix Automático",
+    #[utoipa::path(delete, operation_id = "delete_webhookcobr", path = "/webhookcobr", tag = "automatic-pix",
         responses((status = 204, description = "Removed"), (status = 404, body = SimpleErrorBody)), security(("bearer" = [])))]
     pub async fn delete_cobr(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
         delete(caller, &state, EventType::Cobr)
