@@ -110,11 +110,21 @@ fn splits() -> utoipa::openapi::schema::Array {
         .max_items(Some(SPLITS_MAX))
         .build()
 }
-fn webhook_headers() -> utoipa::openapi::schema::Array {
-    utoipa::openapi::schema::ArrayBuilder::new()
+/// The interface's `[{key, value}]`, or the object of names and values the configuration is
+/// read back in.
+fn webhook_headers() -> utoipa::openapi::schema::Schema {
+    let array = utoipa::openapi::schema::ArrayBuilder::new()
         .items(utoipa::openapi::Ref::from_schema_name("WebhookHeader"))
         .max_items(Some(WEBHOOK_HEADERS_MAX))
-        .build()
+        .build();
+    let object = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .additional_properties(Some(ObjectBuilder::new().schema_type(Type::String)))
+        .max_properties(Some(WEBHOOK_HEADERS_MAX))
+        .build();
+    utoipa::openapi::schema::Schema::OneOf(
+        utoipa::openapi::schema::OneOfBuilder::new().item(array).item(object).build(),
+    )
 }
 fn cob_expiration() -> Object {
     ObjectBuilder::new()

@@ -55,29 +55,46 @@ fn url_field(f: &mut Fields<'_>, required: bool, allow_http: bool) -> Option<Str
     })
 }
 
+/// The custom headers: an array of `{key, value}` (the interface's request shape) or an
+/// object of name to value (the shape the configuration is read back in), so a client can
+/// send back what it read.
 fn headers(f: &mut Fields<'_>, obj: &serde_json::Map<String, Value>) -> Vec<(String, String)> {
-    let items = match obj.get("headers") {
+    let pairs: Vec<(String, Option<&str>, Option<&str>)> = match obj.get("headers") {
         None | Some(Value::Null) => return Vec::new(),
-        Some(Value::Array(items)) if items.len() <= WEBHOOK_HEADERS_MAX => items,
+        Some(Value::Array(items)) if items.len() <= WEBHOOK_HEADERS_MAX => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let text = |name: &str| item.get(name).and_then(Value::as_str);
+                (format!("headers[{i}]"), text("key"), text("value"))
+            })
+            .collect(),
+        Some(Value::Object(map)) if map.len() <= WEBHOOK_HEADERS_MAX => {
+            map.iter().map(|(k, v)| (format!("headers.{k}"), Some(k.as_str()), v.as_str())).collect()
+        }
         Some(_) => {
-            f.fail("headers", format!("must be an array of at most {WEBHOOK_HEADERS_MAX} {{key, value}}"));
+            f.fail(
+                "headers",
+                format!(
+                    "must be an array of at most {WEBHOOK_HEADERS_MAX} {{key, value}}, or an object of at most \
+                     {WEBHOOK_HEADERS_MAX} names and values"
+                ),
+            );
             return Vec::new();
         }
     };
     let mut out = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let (Some(k), Some(v)) =
-            (item.get("key").and_then(Value::as_str), item.get("value").and_then(Value::as_str))
-        else {
-            f.fail(&format!("headers[{i}]"), "must be {key, value} strings");
+    for (at, k, v) in pairs {
+        let (Some(k), Some(v)) = (k, v) else {
+            f.fail(&at, "must be {key, value} strings (or a name with a string value)");
             continue;
         };
         match check_header(k, v) {
             Ok(()) => out.push((k.to_owned(), v.to_owned())),
             Err(e @ crate::domain::webhooks::HeaderError::BadValue) => {
-                f.fail(&format!("headers[{i}].value"), e.to_string())
+                f.fail(&format!("{at}.value"), e.to_string())
             }
-            Err(e) => f.fail(&format!("headers[{i}].key"), format!("{e} ({k})")),
+            Err(e) => f.fail(&format!("{at}.key"), format!("{e} ({k})")),
         }
     }
     out

@@ -21,6 +21,24 @@ async fn one_endpoint_per_event_type_is_created_then_updated() {
         configure(&app, &token, json!({"url": "https://hooks.example.com/in", "eventType": "cash_in"})).await;
     assert_eq!(s, 201);
     let (_, first) = app.get_with("/api/webhooks", &token).await;
+    // The headers read back as an object of names and values; that shape is accepted back
+    // as it was read, and changes nothing.
+    let read =
+        first["webhooks"].as_array().unwrap().iter().find(|w| w["type"] == "cash_out").unwrap().clone();
+    assert_eq!(read["headers"], json!({"X-Tenant": "acme"}));
+    let back = json!({"url": read["url"], "eventType": "cash_out", "headers": read["headers"]});
+    let (s, b) = configure(&app, &token, back).await;
+    assert_eq!(s, 200, "{b}");
+    let (_, again) = app.get_with("/api/webhooks", &token).await;
+    assert_eq!(again, first, "sending back what was read changed nothing");
+    let (s, b) = configure(
+        &app,
+        &token,
+        json!({"url": "https://hooks.example.com/pix", "eventType": "cash_out", "headers": {"Host": "x"}}),
+    )
+    .await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b.to_string().contains("headers.Host.key is reserved"), "{b}");
     let (s, b) =
         configure(&app, &token, json!({"url": "https://other.example.com/v2", "eventType": "cash_out"}))
             .await;
