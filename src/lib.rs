@@ -67,6 +67,7 @@ pub mod http;
 pub mod load;
 pub mod maintenance;
 pub mod node;
+pub mod private;
 pub mod provision;
 pub mod rail;
 pub mod startup;

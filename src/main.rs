@@ -15,6 +15,8 @@ use pixgw::telemetry;
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
+    // Every file any command writes (data dir, backup, account credentials) is the user's own.
+    pixgw::private::owner_only_from_now();
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve(&args),

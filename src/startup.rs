@@ -38,6 +38,15 @@ pub fn open_storage(settings: &Settings) -> anyhow::Result<Storage> {
     crate::telemetry::metrics_handle();
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("creating the data dir {}", settings.data_dir.display()))?;
+    // A data dir an earlier release made readable by others is made the user's own.
+    let tightened = crate::private::tighten(&settings.data_dir)
+        .with_context(|| format!("making the data dir {} owner-only", settings.data_dir.display()))?;
+    if tightened > 0 {
+        tracing::warn!(
+            entries = tightened,
+            "the data dir held files others could read; they are owner-only now"
+        );
+    }
     let journal =
         JournalOptions { segment_bytes: settings.journal_segment_mb * 1024 * 1024, ..Default::default() };
     let storage = Storage::open(&settings.data_dir, settings.storage_cache_mb, journal, Repo::layout())

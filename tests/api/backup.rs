@@ -34,6 +34,19 @@ pub fn restore_cli(from: &Path, data_dir: &Path) -> Output {
         .unwrap()
 }
 
+/// Every entry under `dir`, `dir` too, carries no permission for the group or others.
+fn assert_owner_only(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(p) = pending.pop() {
+        let meta = std::fs::symlink_metadata(&p).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o077, 0, "{} is readable by others", p.display());
+        if meta.is_dir() {
+            pending.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+}
+
 fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
@@ -196,6 +209,11 @@ async fn a_backup_taken_while_cash_outs_stream_restores_every_acknowledged_one_a
     assert!(out.status.success(), "{}", text(&out));
     let again = backup_cli(&app, &quiet);
     assert!(!again.status.success() && text(&again).contains("not empty"), "{}", text(&again));
+    // The backup holds secrets (webhook secrets, the token-signing key), and so does the
+    // server's data dir: nothing of either is readable by anyone but their owner.
+    for dir in [quiet.clone(), streamed.clone(), app.data_dir().to_path_buf()] {
+        assert_owner_only(&dir);
+    }
 
     // The route is the admin's; a manifest of another backup beside a stream is refused.
     let res = app.client.get(app.url("/admin/backup")).send().await.unwrap();
@@ -231,6 +249,7 @@ async fn a_backup_taken_while_cash_outs_stream_restores_every_acknowledged_one_a
     let restored_at = chrono::Utc::now();
     let out = restore_cli(&quiet, &restored);
     assert!(out.status.success(), "{}", text(&out));
+    assert_owner_only(&restored);
     let copy = serve_restored(&app, &restored);
     let t = copy.demo_token().await;
     for path in [
