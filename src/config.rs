@@ -329,7 +329,8 @@ pub struct ServeArgs {
     #[arg(long, env = "PIXGW_SHUTDOWN_TIMEOUT_SECONDS")]
     pub shutdown_timeout_seconds: Option<u64>,
     /// Keep every durable thing in PostgreSQL instead of the data dir: a connection string
-    /// (`postgres://user:password@host1:5432,host2:5432/pixgw?target_session_attrs=read-write`).
+    /// (`postgres://user@host1:5432,host2:5432/pixgw?target_session_attrs=read-write`); the
+    /// password comes from PGPASSWORD or the password file (`passfile=`, PGPASSFILE, ~/.pgpass).
     /// Any number of nodes may point at one database; the one holding the lease serves.
     #[arg(long, env = "PIXGW_DATABASE_URL", hide_env_values = true)]
     pub store: Option<String>,

@@ -592,10 +592,9 @@ mod tests {
             cash_out["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
         required.sort_unstable();
         assert_eq!(required, ["details", "externalId", "value"]);
-        assert_eq!(
-            schemas["WebhookRequest"]["properties"]["headers"]["maxItems"],
-            crate::domain::webhooks::WEBHOOK_HEADERS_MAX
-        );
+        let headers = &schemas["WebhookRequest"]["properties"]["headers"]["oneOf"];
+        assert_eq!(headers[0]["maxItems"], crate::domain::webhooks::WEBHOOK_HEADERS_MAX);
+        assert_eq!(headers[1]["maxProperties"], crate::domain::webhooks::WEBHOOK_HEADERS_MAX);
         assert_eq!(
             schemas["CobCalendario"]["properties"]["expiracao"]["maximum"],
             super::super::cob::COB_EXPIRACAO_MAX

@@ -123,6 +123,8 @@ impl std::fmt::Display for PgUrl {
 struct TlsParams {
     sslmode: Option<String>,
     sslrootcert: Option<String>,
+    /// libpq's `passfile`: where the password is, when the string has none.
+    passfile: Option<String>,
 }
 
 /// Takes `sslmode` and `sslrootcert` out of a connection string, in either form; answers the
@@ -133,6 +135,7 @@ fn take_tls_params(text: &str) -> Result<(String, TlsParams), String> {
         match key {
             "sslmode" => taken.sslmode = Some(value),
             "sslrootcert" => taken.sslrootcert = Some(value),
+            "passfile" => taken.passfile = Some(value),
             _ => return true,
         }
         false
@@ -246,11 +249,93 @@ impl PgTls {
     }
 }
 
+/// The password libpq would use for `config` when its string has none: `PGPASSWORD`, else
+/// the first matching line of the password file. A password file that its group or others
+/// may read is refused (libpq ignores one; a start that silently ignores it would fail later
+/// with a less clear reason).
+fn password_from_env(
+    config: &tokio_postgres::Config,
+    passfile: Option<&str>,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<String>, String> {
+    if let Some(p) = env("PGPASSWORD").filter(|p| !p.is_empty()) {
+        return Ok(Some(p));
+    }
+    let path = match passfile.map(str::to_owned).or_else(|| env("PGPASSFILE")) {
+        Some(p) => std::path::PathBuf::from(p),
+        None => match env("HOME") {
+            Some(home) => std::path::Path::new(&home).join(".pgpass"),
+            None => return Ok(None),
+        },
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("reading the password file {}: {e}", path.display())),
+    };
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).map_err(|e| e.to_string())?.permissions().mode();
+        if mode & 0o077 != 0 {
+            return Err(format!(
+                "the password file {} may be read by others (mode {:o}): chmod 600 it",
+                path.display(),
+                mode & 0o777
+            ));
+        }
+    }
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+        Some(tokio_postgres::config::Host::Unix(p)) => p.display().to_string(),
+        None => String::new(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432).to_string();
+    let user = config.get_user().unwrap_or_default();
+    let db = config.get_dbname().unwrap_or(user);
+    Ok(pgpass_lookup(&text, [&host, &port, db, user]))
+}
+
+/// The password of the first line of a `.pgpass` text whose host, port, database and user
+/// match (`*` matches anything; `\:` and `\\` are a colon and a backslash; `#` starts a
+/// comment line).
+pub fn pgpass_lookup(text: &str, wanted: [&str; 4]) -> Option<String> {
+    for line in text.lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let mut fields = Vec::new();
+        let mut field = String::new();
+        let mut chars = line.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => field.extend(chars.next()),
+                ':' if fields.len() < 4 => fields.push(std::mem::take(&mut field)),
+                c => field.push(c),
+            }
+        }
+        fields.push(field);
+        let [host, port, db, user, password] = fields.as_slice() else { continue };
+        let matches =
+            [host, port, db, user].iter().zip(wanted).all(|(f, w)| f.as_str() == "*" || f.as_str() == w);
+        if matches {
+            return Some(password.clone());
+        }
+    }
+    None
+}
+
 impl PgUrl {
     /// Parses a `postgres://` URL or a `key=value` string (multi-host with
     /// `target_session_attrs=read-write` included; `sslmode` and `sslrootcert` as libpq
     /// reads them, see [`PgTls`]).
     pub fn parse(text: &str) -> Result<PgUrl, String> {
+        PgUrl::parse_with_env(text, |k| std::env::var(k).ok())
+    }
+
+    /// [`PgUrl::parse`] with the environment given: a string without a password takes it as
+    /// libpq does, from `PGPASSWORD`, else from the password file (`passfile` in the string,
+    /// `PGPASSFILE`, or `~/.pgpass`), so it never has to be on a command line.
+    pub fn parse_with_env(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<PgUrl, String> {
         let (rest, tls_params) = take_tls_params(text)?;
         let tls = PgTls::from_params(&tls_params)?;
         let mut config: tokio_postgres::Config =
@@ -262,6 +347,11 @@ impl PgUrl {
             PgTls::Plain => tokio_postgres::config::SslMode::Disable,
             PgTls::Verified(_) => tokio_postgres::config::SslMode::Require,
         });
+        if config.get_password().is_none() {
+            if let Some(password) = password_from_env(&config, tls_params.passfile.as_deref(), &env)? {
+                config.password(password);
+            }
+        }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(PG_CONNECT_TIMEOUT);
         }
@@ -786,11 +876,72 @@ mod tests {
         assert_eq!(rest, "postgres://u:p@a:5432,b:5433/gw?target_session_attrs=read-write");
         assert_eq!(
             p,
-            TlsParams { sslmode: Some("verify-full".into()), sslrootcert: Some("/etc/ca.pem".into()) }
+            TlsParams {
+                sslmode: Some("verify-full".into()),
+                sslrootcert: Some("/etc/ca.pem".into()),
+                passfile: None
+            }
         );
         let (rest, p) = taken("postgresql://a/gw?sslmode=disable");
         assert_eq!((rest.as_str(), p.sslmode.as_deref()), ("postgresql://a/gw", Some("disable")));
         assert_eq!(taken("postgres://a/gw"), ("postgres://a/gw".into(), TlsParams::default()));
+    }
+
+    #[test]
+    fn a_pgpass_line_matches_by_host_port_database_and_user_with_wildcards_and_escapes() {
+        let text = "# comment\n\
+                    db.example:5432:gw:pixgw:first\n\
+                    db.example:*:*:pixgw:second\n\
+                    *:*:*:*:any\n\
+                    odd\\:host:5432:gw:u:pa\\:ss\\\\word\n";
+        assert_eq!(pgpass_lookup(text, ["db.example", "5432", "gw", "pixgw"]).as_deref(), Some("first"));
+        assert_eq!(pgpass_lookup(text, ["db.example", "6432", "other", "pixgw"]).as_deref(), Some("second"));
+        assert_eq!(pgpass_lookup(text, ["elsewhere", "5432", "gw", "pixgw"]).as_deref(), Some("any"));
+        assert_eq!(
+            pgpass_lookup("odd\\:host:5432:gw:u:pa\\:ss\\\\word", ["odd:host", "5432", "gw", "u"]).as_deref(),
+            Some("pa:ss\\word")
+        );
+        assert_eq!(
+            pgpass_lookup("a:1:b:c", ["a", "1", "b", "c"]),
+            None,
+            "a line of four fields has no password"
+        );
+    }
+
+    #[test]
+    fn the_password_comes_from_pgpassword_then_the_password_file_never_one_others_can_read() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pgpass");
+        std::fs::write(&file, "db.example:5432:gw:pixgw:from-file\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let url = "postgres://pixgw@db.example/gw";
+        let password = |env: Vec<(&'static str, String)>| {
+            PgUrl::parse_with_env(url, move |k| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()))
+                .map(|u| u.config.get_password().map(|p| String::from_utf8_lossy(p).into_owned()))
+        };
+        let path = file.display().to_string();
+        assert_eq!(
+            password(vec![("PGPASSWORD", "from-env".into()), ("PGPASSFILE", path.clone())]),
+            Ok(Some("from-env".into()))
+        );
+        assert_eq!(password(vec![("PGPASSFILE", path.clone())]), Ok(Some("from-file".into())));
+        assert_eq!(
+            password(vec![("HOME", dir.path().display().to_string())]),
+            Ok(None),
+            "no ~/.pgpass there"
+        );
+        // The string's own password wins, and `passfile` in it names the file.
+        let own =
+            PgUrl::parse_with_env("postgres://pixgw:inline@db.example/gw", |_| Some(path.clone())).unwrap();
+        assert_eq!(own.config.get_password(), Some(&b"inline"[..]));
+        let named =
+            PgUrl::parse_with_env(&format!("postgres://pixgw@db.example/gw?passfile={path}"), |_| None)
+                .unwrap();
+        assert_eq!(named.config.get_password(), Some(&b"from-file"[..]));
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = password(vec![("PGPASSFILE", path)]).unwrap_err();
+        assert!(e.contains("chmod 600"), "{e}");
     }
 
     #[test]
