@@ -340,6 +340,7 @@ impl AccountActor {
             cause: msg.cause,
             amount: msg.amount,
             description: msg.description,
+            dict_refund_id: msg.dict_refund_id,
         };
         let mut ids = self.draw_ids(1, ctx)?;
         let now = self.now();

@@ -18,11 +18,12 @@ use futures_util::future::BoxFuture;
 
 use super::actor::AccountActor;
 use super::messages::CommandError;
+use super::messages::OpenMed;
 use super::registry::{Registry, RegistryError};
 use crate::domain::decide::{self, Incoming, IncomingKind, IncomingRefusal, Named};
 use crate::domain::ids::AccountId;
 use crate::domain::transaction::{gateway_ispb, BankInfo, RailOutcome, Transaction, TxKind};
-use crate::rail::{Arrival, ArrivalTo, Inbound, Refuse, Settled, Unavailable};
+use crate::rail::{Arrival, ArrivalTo, Inbound, RefundAnswer, RefundAsked, Refuse, Settled, Unavailable};
 
 /// Accept an arrival for this account: `Ok(Ok(()))` once the acceptance is durable.
 #[derive(Message)]
@@ -90,7 +91,113 @@ impl Accounts {
     }
 }
 
+/// The cause a MED of the DICT carries: the fraud causes' first, or an operational flaw.
+fn med_cause(fraud: bool) -> &'static str {
+    if fraud {
+        crate::domain::med::FRAUD_CAUSES[0]
+    } else {
+        crate::domain::med::OPERATIONAL_CAUSES[0]
+    }
+}
+
+impl Accounts {
+    /// How a refund request closes once its MED has ended; `Waiting` while it has not.
+    fn answer_of(&self, med: &crate::domain::med::Med) -> Result<RefundAnswer, Unavailable> {
+        use crate::domain::med::{AnalysisResult, MedStatus};
+        let close = |result, refund_transaction_id| RefundAnswer::Close {
+            result,
+            details: med.analysis_details.clone(),
+            refund_transaction_id,
+        };
+        Ok(match (med.status, med.analysis_result) {
+            (MedStatus::Analyzed, Some(AnalysisResult::Rejected)) => close("REJECTED", None),
+            (MedStatus::Analyzed, Some(AnalysisResult::Approved)) if med.blocked.is_zero() => {
+                RefundAnswer::Close {
+                    result: "REJECTED",
+                    details: Some("nothing was left of the payment to give back".into()),
+                    refund_transaction_id: None,
+                }
+            }
+            (MedStatus::Analyzed, Some(AnalysisResult::Approved)) => {
+                let refund = match med.refund_transaction_id {
+                    Some(local) => self.registry.deps().repo.transaction(local).map_err(unavailable)?,
+                    None => None,
+                };
+                match refund {
+                    // The DICT is told once the SPI settled the return.
+                    Some(t) if t.status == crate::domain::transaction::TxStatus::Confirmed => {
+                        let whole = med.blocked == med.amount;
+                        close(
+                            if whole { "TOTALLY_ACCEPTED" } else { "PARTIALLY_ACCEPTED" },
+                            Some(t.end_to_end_id),
+                        )
+                    }
+                    Some(t) if t.status == crate::domain::transaction::TxStatus::Error => {
+                        tracing::warn!(
+                            med = med.id,
+                            local_id = t.local_id,
+                            "a MED's return was rejected by the SPI; its refund request stays open"
+                        );
+                        RefundAnswer::Waiting
+                    }
+                    _ => RefundAnswer::Waiting,
+                }
+            }
+            _ => RefundAnswer::Waiting,
+        })
+    }
+}
+
 impl Inbound for Accounts {
+    fn refund_asked(&self, asked: RefundAsked) -> BoxFuture<'static, Result<RefundAnswer, Unavailable>> {
+        let repo = &self.registry.deps().repo;
+        let found = (|| {
+            let Some(received) = repo.received_by_id(&asked.end_to_end_id).map_err(unavailable)? else {
+                return Ok(Err(RefundAnswer::Close {
+                    result: "REJECTED",
+                    details: Some("no payment of this participant has this end-to-end id".into()),
+                    refund_transaction_id: None,
+                }));
+            };
+            let account = received.account_id;
+            let (meds, _) = repo
+                .meds_page(account, |m| m.dict_refund_id.as_deref() == Some(asked.id.as_str()), 0, 1)
+                .map_err(unavailable)?;
+            match meds.into_iter().next() {
+                Some(med) => Ok(Err(self.answer_of(&med)?)),
+                None => Ok(Ok(self.actor(account)?)),
+            }
+        })();
+        Box::pin(async move {
+            let actor = match found? {
+                Err(answer) => return Ok(answer),
+                Ok(None) => return Ok(RefundAnswer::Waiting),
+                Ok(Some(actor)) => actor,
+            };
+            let open = OpenMed {
+                end_to_end: asked.end_to_end_id,
+                cause: med_cause(asked.fraud).to_owned(),
+                amount: Some(asked.amount),
+                description: asked.details,
+                dict_refund_id: Some(asked.id.clone()),
+            };
+            match actor.send(open).await {
+                Ok(Ok(med)) => {
+                    tracing::info!(med = med.id, refund = asked.id, blocked = %med.blocked, "a MED refund request opened a MED");
+                    Ok(RefundAnswer::Waiting)
+                }
+                // The account refuses it (more than the payment, say): the request is rejected.
+                Ok(Err(CommandError::Refused(r))) => Ok(RefundAnswer::Close {
+                    result: "REJECTED",
+                    details: Some(format!("{r:?}")),
+                    refund_transaction_id: None,
+                }),
+                Ok(Err(e)) => Err(unavailable(e)),
+                Err(e) => Err(unavailable(e)),
+            }
+        })
+    }
+
     fn accept(&self, a: Arrival) -> BoxFuture<'static, Result<Result<(), Refuse>, Unavailable>> {
         let found = (|| {
             let (payee, kind) = match self.payee(&a)? {

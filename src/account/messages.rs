@@ -161,7 +161,8 @@ pub struct CancelCharge {
     pub local_id: u64,
 }
 
-/// Opens a MED against a received PIX (sandbox: the requesting bank's side).
+/// Opens a MED against a received PIX (sandbox: the requesting bank's side; on the SPI
+/// rail, a refund request the DICT reported).
 #[derive(Message, Clone)]
 #[rtype(result = "Result<crate::domain::med::Med, CommandError>")]
 pub struct OpenMed {
@@ -169,6 +170,8 @@ pub struct OpenMed {
     pub cause: String,
     pub amount: Option<Money>,
     pub description: Option<String>,
+    /// The DICT's refund request, for a MED of the SPI rail.
+    pub dict_refund_id: Option<String>,
 }
 
 /// Ends a MED: its analysis, or its withdrawal by the requesting bank (`result: None`).

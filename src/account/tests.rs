@@ -475,6 +475,7 @@ async fn a_med_blocks_the_disputed_amount_and_its_rejection_releases_it_once() {
         cause: "SCAM".into(),
         amount: amount.map(m),
         description: None,
+        dict_refund_id: None,
     };
     let above = refused(addr.send(open(Some("10.01"))).await.unwrap());
     assert!(matches!(above, Refusal::Med(crate::domain::med::MedRejection::AboveOriginal(_))), "{above:?}");

@@ -121,6 +121,10 @@ pub struct Med {
     pub blocked: Money,
     /// The Refund in an approval made.
     pub refund_transaction_id: Option<u64>,
+    /// The DICT's refund request this MED answers (a MED on the SPI rail); its approval
+    /// returns the money through the rail, and its analysis goes back to the DICT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dict_refund_id: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -212,7 +216,7 @@ impl Med {
                 "dateTime": iso(o.date_time),
             })
         });
-        json!({
+        let mut v = json!({
             "id": self.id,
             "endToEnd": self.end_to_end,
             "status": self.status.as_str(),
@@ -231,7 +235,11 @@ impl Med {
             "refundTransactionId": self.refund_transaction_id,
             "createdAt": iso(self.created_at),
             "updatedAt": iso(self.updated_at),
-        })
+        });
+        if let Some(id) = &self.dict_refund_id {
+            v["dictRefundId"] = json!(id);
+        }
+        v
     }
 }
 
@@ -262,6 +270,7 @@ mod tests {
             amount: Money::parse("10").unwrap(),
             blocked: Money::parse("4").unwrap(),
             refund_transaction_id: None,
+            dict_refund_id: None,
             created_at: now,
             updated_at: now,
         }

@@ -63,7 +63,8 @@ pub async fn open(
     let (Some(end_to_end), true) = (e2e, f.violations.is_empty()) else {
         return Err(ApiError::Validation(f.violations));
     };
-    let med = ask(&state, &caller, OpenMed { end_to_end, cause, amount, description }).await??;
+    let med = ask(&state, &caller, OpenMed { end_to_end, cause, amount, description, dict_refund_id: None })
+        .await??;
     Ok(HttpResponse::Created().json(med.to_json()))
 }
 
@@ -104,7 +105,13 @@ pub async fn analyze(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     sandbox_only(&caller)?;
-    let obj = request_object(&req, &bytes)?;
+    let (result, details) = read_analysis(&req, &bytes)?;
+    close(&caller, &state, med_id(&path)?, Some(result), details).await
+}
+
+/// An analysis's body: `result`, `details`.
+fn read_analysis(req: &HttpRequest, bytes: &Bytes) -> Result<(AnalysisResult, Option<String>), ApiError> {
+    let obj = request_object(req, bytes)?;
     let mut f = Fields::new(&obj);
     f.only(&["result", "details"]);
     let result = f.string("result", true).and_then(|r| {
@@ -115,10 +122,47 @@ pub async fn analyze(
         parsed
     });
     let details = f.text("details", false, MED_TEXT_LEN_MAX).map(str::to_owned);
-    let (Some(result), true) = (result, f.violations.is_empty()) else {
-        return Err(ApiError::Validation(f.violations));
-    };
-    close(&caller, &state, med_id(&path)?, Some(result), details).await
+    match (result, f.violations.is_empty()) {
+        (Some(result), true) => Ok((result, details)),
+        _ => Err(ApiError::Validation(f.violations)),
+    }
+}
+
+#[utoipa::path(
+    post, operation_id = "analyze_account_med_case", path = "/admin/accounts/{id}/med/{medId}/analysis", tag = "admin",
+    params(("id" = u64, Path, description = "the account's id"), ("medId" = u64, Path, description = "the MED's id")),
+    request_body(content = super::schemas::MedAnalyzeRequest),
+    responses(
+        (status = 200, description = "ANALYZED: approved, the blocked amount goes back to the payer (a MED of the DICT: as a return on the rail, and the DICT is told once it settles); rejected, it is released", body = super::schemas::MedView),
+        (status = 400, body = ExtendedErrorBody),
+        (status = 404, body = ExtendedErrorBody),
+        (status = 409, description = "Already analyzed or cancelled", body = ExtendedErrorBody),
+    ),
+    security(("admin" = []))
+)]
+/// The operator's analysis of a MED of a live account: the contested institution's decision,
+/// which is the operator's, not the account holder's.
+pub async fn admin_analyze(
+    _: super::auth::Admin,
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (account, med) = path.into_inner();
+    let account: crate::domain::ids::AccountId =
+        account.parse().map_err(|_| ApiError::NotFound("account not found".into()))?;
+    let med = med_id(&med)?;
+    let (result, details) = read_analysis(&req, &bytes)?;
+    crate::admin::account(&state.repo, account)?;
+    let closed = state
+        .registry
+        .get(account)?
+        .send(CloseMed { id: med, result: Some(result), details })
+        .await
+        .map_err(|e| ApiError::Unavailable(crate::cause::Cause::msg(e.to_string())))??;
+    tracing::info!(account = account.get(), med, result = ?result, "operator MED analysis");
+    Ok(HttpResponse::Ok().json(closed.to_json()))
 }
 
 #[utoipa::path(

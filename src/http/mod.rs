@@ -244,6 +244,7 @@ fn table() -> RouteTable {
     t.add(a, Method::POST, "/admin/accounts/{id}/secret", admin::rotate_secret);
     t.add(a, Method::POST, "/admin/accounts/{id}/keys", admin::register_key);
     t.add(a, Method::POST, "/admin/accounts/{id}/adjustments", admin::adjust);
+    t.add(a, Method::POST, "/admin/accounts/{id}/med/{medId}/analysis", med::admin_analyze);
     t.add(a, Method::GET, "/admin/accounts/{id}/keys", admin::list_keys);
     t.add(a, Method::DELETE, "/admin/accounts/{id}/keys/{key}", admin::remove_key);
     t.add(a, Method::GET, "/admin/rail/reconciliation", admin::reconciliation);

@@ -243,6 +243,10 @@ const SUMMARIES: &[(&str, &str)] = &[
         "Admin: the settlement account's movement by the ledger, and open items",
     ),
     ("DELETE /admin/accounts/{id}/keys/{key}", "Admin: remove a key of an account from the directory"),
+    (
+        "POST /admin/accounts/{id}/med/{medId}/analysis",
+        "Admin: the contested institution's analysis of a MED",
+    ),
     ("POST /admin/clock", "Admin: move the test clock forward"),
     ("GET /admin/backup", "Admin: stream an online backup of the embedded store"),
     ("GET /qr/{token}", "A cob's payload location: what a payer's bank reads from its dynamic QR code (JWS)"),
@@ -411,6 +415,7 @@ fn default_description(status: &str) -> &'static str {
         admin::adjust,
         admin::list_keys,
         admin::reconciliation,
+        med::admin_analyze,
         admin::remove_key,
         admin::move_clock,
         admin::backup,

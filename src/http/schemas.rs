@@ -1096,6 +1096,8 @@ pub struct MedView {
     /// In reais, a JSON number: what is blocked of the account's balance for it.
     blocked_amount: f64,
     refund_transaction_id: Option<u64>,
+    /// The DICT's refund request this MED answers (a live account on the SPI rail).
+    dict_refund_id: Option<String>,
     /// RFC 3339, UTC.
     created_at: String,
     /// RFC 3339, UTC.

@@ -154,9 +154,35 @@ pub enum Refuse {
 #[error("unavailable: {0}")]
 pub struct Unavailable(pub String);
 
+/// A refund request of the MED, as the DICT reported it, against a payment this gateway
+/// received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefundAsked {
+    /// The DICT's id of the request.
+    pub id: String,
+    pub end_to_end_id: String,
+    pub amount: Money,
+    /// For fraud (else an operational flaw).
+    pub fraud: bool,
+    pub details: Option<String>,
+}
+
+/// What the accounts say of a refund request, for the rail to tell the DICT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefundAnswer {
+    /// Nothing to tell yet: its MED waits for its analysis, or its return for the SPI.
+    Waiting,
+    /// Close it: `result` is the DICT's word (`TOTALLY_ACCEPTED`, `PARTIALLY_ACCEPTED`,
+    /// `REJECTED`), with the return that gave the money back when accepted.
+    Close { result: &'static str, details: Option<String>, refund_transaction_id: Option<String> },
+}
+
 /// What a rail that brings money in calls on the accounts (the port the SPI rail needs;
 /// `account::inbound` implements it). Every call is idempotent: the rail may repeat any.
 pub trait Inbound: Send + Sync + 'static {
+    /// A refund request of the MED: opens the account's MED once, and says, when it has
+    /// ended, how to close the request.
+    fn refund_asked(&self, asked: RefundAsked) -> BoxFuture<'static, Result<RefundAnswer, Unavailable>>;
     /// Accept an arrival durably (answer once it is on disk), or refuse it.
     fn accept(&self, arrival: Arrival) -> BoxFuture<'static, Result<Result<(), Refuse>, Unavailable>>;
     /// What was accepted under `id` settled (`true`) or was rejected; `false` when nothing

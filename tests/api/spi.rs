@@ -722,3 +722,130 @@ async fn another_banks_dynamic_qr_code_is_paid_as_its_signed_payload_says_and_a_
     assert!(b.to_string().contains("could not be read"), "{b}");
     assert_eq!(app.balance(&token).await.2, "87.66", "nothing moved");
 }
+
+/// Polls until `f` answers something (bounded: 15 s).
+async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what} did not happen");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[actix_rt::test]
+async fn a_med_refund_request_of_the_dict_is_analysed_by_the_operator_and_the_money_goes_back_through_the_spi(
+) {
+    let sim = Sim::start(&[]);
+    let opts = Options {
+        env: vec![
+            ("PIXGW_CONFIG".into(), sim.config.display().to_string()),
+            ("PIXGW_SPI_MED_POLL_MS".into(), "100".into()),
+        ],
+        ..Options::default()
+    };
+    let app = spawn_with(opts).await;
+    let (account, token) = live_account(&app, "Recebedora").await;
+    let ours_before = sim.balance_cents(ISPB).await;
+    let e2e = sim.pay_account(account, "52998224725", "100.00").await;
+    assert_eq!(sim.wait_payment(&e2e).await["stage"], "SETTLED");
+    wait_balance(&app, &token, "100.00").await;
+
+    // The payer's institution asks 40.00 back for fraud, through the DICT.
+    let ask =
+        |amount: &str| json!({"endToEndId": e2e, "amount": amount, "reason": "FRAUD", "details": "golpe"});
+    let (s, r) = sim.post("/sim/refund-requests", ask("40.00")).await;
+    assert_eq!(s, 201, "{r}");
+    let refund_id = r["id"].as_str().unwrap().to_owned();
+    // pixgw opens the account's MED once, blocking what it asks.
+    let med = eventually("the MED", || {
+        let (app, token, refund_id) = (&app, token.clone(), refund_id.clone());
+        async move {
+            let (_, list) = app.get_with("/api/med", &token).await;
+            list["data"].as_array()?.iter().find(|m| m["dictRefundId"] == refund_id.as_str()).cloned()
+        }
+    })
+    .await;
+    assert_eq!(
+        (med["status"].as_str(), med["endToEnd"].as_str()),
+        (Some("RECEIVED"), Some(e2e.as_str())),
+        "{med}"
+    );
+    assert_eq!(serde_json::to_string(&med["blockedAmount"]).unwrap(), "40.00");
+    assert_eq!(app.balance(&token).await, ("100.00".into(), "40.00".into(), "60.00".into()));
+    // Three more lists of the still-open request later, there is still one MED.
+    let (_, r) = sim.get(&format!("/sim/refund-requests/{refund_id}")).await;
+    let listed = r["listsServed"].as_u64().unwrap();
+    eventually("three more lists", || {
+        let (sim, refund_id) = (&sim, refund_id.clone());
+        async move {
+            let (_, r) = sim.get(&format!("/sim/refund-requests/{refund_id}")).await;
+            (r["listsServed"].as_u64()? >= listed + 3).then_some(())
+        }
+    })
+    .await;
+    let (_, list) = app.get_with("/api/med", &token).await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
+
+    // The operator approves it: the blocked amount goes back as a return on the SPI, and the
+    // DICT's request is closed naming that return once the SPI settled it.
+    let path = format!("/admin/accounts/{account}/med/{}/analysis", med["id"]);
+    let (s, analysed) =
+        app.admin("POST", &path, Some(json!({"result": "APPROVED", "details": "fraude confirmada"}))).await;
+    assert_eq!(s, 200, "{analysed}");
+    assert_eq!(analysed["analysisResult"], "APPROVED");
+    let closed = eventually("the close in the DICT", || {
+        let (sim, refund_id) = (&sim, refund_id.clone());
+        async move {
+            let (_, r) = sim.get(&format!("/sim/refund-requests/{refund_id}")).await;
+            (r["status"] == "CLOSED").then_some(r)
+        }
+    })
+    .await;
+    assert_eq!(closed["analysisResult"], "TOTALLY_ACCEPTED", "{closed}");
+    let rtr = closed["refundTransactionId"].as_str().unwrap();
+    let ret = sim.wait_payment(rtr).await;
+    assert_eq!(
+        (ret["isReturn"].as_bool(), ret["stage"].as_str(), ret["cents"].as_i64()),
+        (Some(true), Some("SETTLED"), Some(4000)),
+        "{ret}"
+    );
+    assert_eq!(app.balance(&token).await, ("60.00".into(), "0.00".into(), "60.00".into()));
+    assert_eq!(sim.balance_cents(ISPB).await - ours_before, 6_000, "the settlement account agrees");
+
+    // A second request the operator rejects: released, closed REJECTED, nothing moves.
+    let (s, r) = sim.post("/sim/refund-requests", ask("10.00")).await;
+    assert_eq!(s, 201, "{r}");
+    let second = r["id"].as_str().unwrap().to_owned();
+    let med = eventually("the second MED", || {
+        let (app, token, second) = (&app, token.clone(), second.clone());
+        async move {
+            let (_, list) = app.get_with("/api/med", &token).await;
+            list["data"].as_array()?.iter().find(|m| m["dictRefundId"] == second.as_str()).cloned()
+        }
+    })
+    .await;
+    let path = format!("/admin/accounts/{account}/med/{}/analysis", med["id"]);
+    let (s, b) = app.admin("POST", &path, Some(json!({"result": "REJECTED"}))).await;
+    assert_eq!(s, 200, "{b}");
+    let closed = eventually("the rejection in the DICT", || {
+        let (sim, second) = (&sim, second.clone());
+        async move {
+            let (_, r) = sim.get(&format!("/sim/refund-requests/{second}")).await;
+            (r["status"] == "CLOSED").then_some(r)
+        }
+    })
+    .await;
+    assert_eq!(
+        (closed["analysisResult"].as_str(), closed["refundTransactionId"].as_str()),
+        (Some("REJECTED"), None)
+    );
+    assert_eq!(app.balance(&token).await, ("60.00".into(), "0.00".into(), "60.00".into()));
+    assert_eq!(sim.balance_cents(ISPB).await - ours_before, 6_000);
+}

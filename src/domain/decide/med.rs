@@ -25,6 +25,8 @@ pub struct OpenMedRequest {
     pub cause: String,
     pub amount: Option<Money>,
     pub description: Option<String>,
+    /// The DICT's refund request it answers (a MED on the SPI rail).
+    pub dict_refund_id: Option<String>,
 }
 
 /// The event of a MED step, carrying the MED record as it is at that step.
@@ -113,6 +115,7 @@ pub fn open_med(
         amount,
         blocked,
         refund_transaction_id: None,
+        dict_refund_id: req.dict_refund_id,
         created_at: now,
         updated_at: now,
     };
@@ -150,9 +153,12 @@ pub fn close_med(
         None => med.cancel(now),
     }
     .map_err(|e| Refusal::Med(MedRejection::Final(e)))?;
-    // An approval debits what was blocked; anything else gives it back.
+    // An approval debits what was blocked; anything else gives it back. A MED of the DICT
+    // returns the money through the rail instead: its hold becomes the hold of a pending
+    // Refund in, which the rail sends as a return and settles like any other.
+    let through_rail = approved && med.dict_refund_id.is_some() && !med.blocked.is_zero();
     let mut ledger = account.ledger.draft();
-    if !med.blocked.is_zero() && ledger.settle(med.id, approved).is_none() {
+    if !med.blocked.is_zero() && ledger.settle(med.id, approved && !through_rail).is_none() {
         return Err(Refusal::Bug(format!("MED {} has no hold", med.id)));
     }
     let mut refund = None;
@@ -161,11 +167,37 @@ pub fn close_med(
         let fresh = ids.take()?;
         let rtr_id = fresh.end_to_end_id('D', now);
         let name = med.original.as_ref().map_or_else(|| med.requesting_bank.name.clone(), |o| o.name.clone());
+        let status = if through_rail {
+            let hold = DebitRequest {
+                local_id: fresh.local_id,
+                external_id: None,
+                idempotency: None,
+                value: med.blocked,
+                fee: Money::ZERO,
+                hold: true,
+                limited: Limited::No,
+                now,
+                stored: StoredKeys::default(),
+            };
+            if let DebitDecision::Replay { .. } =
+                ledger.debit(&hold, &account.settings.limits).map_err(Refusal::Ledger)?
+            {
+                return Err(Refusal::Bug("a MED's return replayed".into()));
+            }
+            TxStatus::Pending
+        } else {
+            TxStatus::Confirmed
+        };
+        // The rail pays the return back to the payer: the original's counterpart.
+        let counterpart = match (&original, through_rail) {
+            (Some(o), true) => o.counterpart.clone(),
+            _ => Counterpart { name, ..Counterpart::default() },
+        };
         refund = Some(Transaction {
-            status: TxStatus::Confirmed,
+            status,
             end_to_end_id: rtr_id.clone(),
-            counterpart: Counterpart { name, ..Counterpart::default() },
-            processed_at: Some(now),
+            counterpart,
+            processed_at: (!through_rail).then_some(now),
             description: Some(format!("MED {}", med.id)),
             refund: Some(RefundDetails {
                 // Local ids start at 0: the MED's Option says whether there is an original.
@@ -222,6 +254,7 @@ mod tests {
             cause: "SCAM".into(),
             amount: amount.map(m),
             description: None,
+            dict_refund_id: None,
         }
     }
 
@@ -297,6 +330,32 @@ mod tests {
         assert_eq!(plan.events[1].event_type, EventType::MedAccepted);
         f.apply(&plan);
         assert_eq!(f.ledger.balance(), Balance { available: m("16"), blocked: m("0") });
+    }
+
+    #[test]
+    fn an_approved_med_of_the_dict_goes_back_as_a_pending_return_that_keeps_the_amount_blocked() {
+        let mut f = Fixture::with_balance("20");
+        let mut req = open(Some("4"));
+        req.dict_refund_id = Some("91d65e98-97c0-4b0f-b577-73625da1f9fc".into());
+        let plan = open_med(&f.account(), req, Some(received("10")), None, noon(), &mut ids(&[30])).unwrap();
+        f.apply(&plan);
+        let med = plan.reply;
+        assert_eq!(med.to_json()["dictRefundId"], "91d65e98-97c0-4b0f-b577-73625da1f9fc");
+        let approve = CloseMedRequest { result: Some(AnalysisResult::Approved), details: None };
+        let plan = close_med(&f.account(), Some(med), approve, Some(received("10")), noon(), &mut ids(&[31]))
+            .unwrap();
+        let written = transactions(&plan);
+        let refund = &written[0];
+        assert_eq!((refund.kind, refund.status, refund.value), (TxKind::RefundIn, TxStatus::Pending, m("4")));
+        assert_eq!(refund.processed_at, None, "the SPI has not settled it");
+        assert_eq!(refund.counterpart, received("10").counterpart, "it goes back to the payer");
+        assert_eq!(
+            refund.refund.as_ref().map(|r| r.natureza),
+            Some(crate::domain::transaction::Natureza::MedFraude)
+        );
+        f.apply(&plan);
+        // Still blocked, now by the return, until the SPI settles it.
+        assert_eq!(f.ledger.balance(), Balance { available: m("16"), blocked: m("4") });
     }
 
     #[test]

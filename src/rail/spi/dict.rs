@@ -8,6 +8,10 @@
 //! - `POST /entries/` takes a signed `CreateEntryRequest` (an EVP key is made by the DICT
 //!   when the request names none) and answers a signed `CreateEntryResponse`.
 //! - `POST /entries/{Key}/delete` takes a signed `DeleteEntryRequest`.
+//! - `GET /refunds/?Participant=...&Role=CONTESTED&Status=OPEN` answers a signed
+//!   `ListRefundsResponse`: the MED's refund requests against the participant's payments.
+//! - `POST /refunds/{RefundId}/close` takes a signed `CloseRefundRequest` (the analysis, and
+//!   the return that gave the money back) and answers a signed `CloseRefundResponse`.
 //!
 //! Field order in answers may change (the API says so), so readers look fields up by name.
 
@@ -177,6 +181,162 @@ pub fn delete_request(key: &str, participant: &Ispb, reason: &str) -> String {
     )
 }
 
+/// A refund request of the MED (`Refund`): the payer's participant asks the payee's (the
+/// contested one) to give back a payment, for fraud or an operational flaw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refund {
+    pub id: String,
+    /// The end-to-end id of the payment to give back.
+    pub transaction_id: String,
+    /// `FRAUD` or `OPERATION_FLAW`.
+    pub reason: String,
+    pub amount: crate::domain::money::Money,
+    pub details: Option<String>,
+    /// `OPEN`, `CLOSED` or `CANCELLED`.
+    pub status: String,
+    pub contested: String,
+    pub requesting: String,
+    pub created: DateTime<Utc>,
+    pub modified: DateTime<Utc>,
+    /// `TOTALLY_ACCEPTED`, `PARTIALLY_ACCEPTED` or `REJECTED`, once closed.
+    pub analysis_result: Option<String>,
+    pub analysis_details: Option<String>,
+    /// The return that gave the money back (its `RtrId`), once accepted.
+    pub refund_transaction_id: Option<String>,
+}
+
+/// Refund requests one list answer holds at most (the API's `Limit` maximum).
+pub const REFUNDS_LIST_MAX: usize = 200;
+/// The refund reasons of the DICT.
+pub const REFUND_REASONS: [&str; 2] = ["FRAUD", "OPERATION_FLAW"];
+/// The analysis results a refund request closes with.
+pub const REFUND_RESULTS: [&str; 3] = ["TOTALLY_ACCEPTED", "PARTIALLY_ACCEPTED", "REJECTED"];
+
+impl Refund {
+    pub fn write(&self) -> String {
+        let mut out = format!(
+            "<Refund><TransactionId>{}</TransactionId><RefundReason>{}</RefundReason><RefundAmount>{}</RefundAmount>",
+            escape_text(&self.transaction_id),
+            escape_text(&self.reason),
+            self.amount.to_cents_string()
+        );
+        if let Some(d) = &self.details {
+            let _ = write!(out, "<RefundDetails>{}</RefundDetails>", escape_text(d));
+        }
+        let _ = write!(
+            out,
+            "<Id>{}</Id><Status>{}</Status><ContestedParticipant>{}</ContestedParticipant><RequestingParticipant>{}</RequestingParticipant><CreationTime>{}</CreationTime><LastModified>{}</LastModified>",
+            escape_text(&self.id),
+            escape_text(&self.status),
+            escape_text(&self.contested),
+            escape_text(&self.requesting),
+            stamp(self.created),
+            stamp(self.modified)
+        );
+        if let Some(r) = &self.analysis_result {
+            let _ = write!(out, "<AnalysisResult>{}</AnalysisResult>", escape_text(r));
+        }
+        if let Some(d) = &self.analysis_details {
+            let _ = write!(out, "<AnalysisDetails>{}</AnalysisDetails>", escape_text(d));
+        }
+        if let Some(t) = &self.refund_transaction_id {
+            let _ = write!(out, "<RefundTransactionId>{}</RefundTransactionId>", escape_text(t));
+        }
+        out.push_str("</Refund>");
+        out
+    }
+
+    pub fn read(e: &Element) -> Result<Refund, String> {
+        let text = |name: &str| -> Result<String, String> {
+            e.text_at(&[name])
+                .map(|t| t.trim().to_owned())
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| format!("Refund/{name} is missing"))
+        };
+        let optional = |name: &str| e.text_at(&[name]).map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+        let time = |name: &str| -> Result<DateTime<Utc>, String> {
+            DateTime::parse_from_rfc3339(&text(name)?)
+                .map(|d| d.with_timezone(&Utc))
+                .map_err(|_| format!("Refund/{name} is not a date-time"))
+        };
+        let amount = text("RefundAmount")?;
+        Ok(Refund {
+            id: text("Id")?,
+            transaction_id: text("TransactionId")?,
+            reason: text("RefundReason")?,
+            amount: crate::domain::money::Money::parse_two_places(&amount)
+                .ok_or_else(|| format!("Refund/RefundAmount {amount} is not an amount"))?,
+            details: optional("RefundDetails"),
+            status: text("Status")?,
+            contested: text("ContestedParticipant")?,
+            requesting: text("RequestingParticipant")?,
+            created: time("CreationTime")?,
+            modified: time("LastModified")?,
+            analysis_result: optional("AnalysisResult"),
+            analysis_details: optional("AnalysisDetails"),
+            refund_transaction_id: optional("RefundTransactionId"),
+        })
+    }
+}
+
+/// A `ListRefundsResponse`, unsigned.
+pub fn list_refunds_response(
+    refunds: &[Refund],
+    more: bool,
+    correlation_id: &str,
+    now: DateTime<Utc>,
+) -> String {
+    let mut out = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListRefundsResponse><ResponseTime>{}</ResponseTime><CorrelationId>{correlation_id}</CorrelationId><HasMoreElements>{more}</HasMoreElements><Refunds>",
+        stamp(now)
+    );
+    for r in refunds {
+        out.push_str(&r.write());
+    }
+    out.push_str("</Refunds></ListRefundsResponse>");
+    out
+}
+
+/// The refunds of a `ListRefundsResponse`, and whether more follow.
+pub fn read_refunds(doc: &Document) -> Result<(Vec<Refund>, bool), String> {
+    let list = doc.root.child("Refunds").ok_or("the answer has no Refunds")?;
+    let refunds =
+        list.elements().filter(|e| &*e.local == "Refund").map(Refund::read).collect::<Result<_, _>>()?;
+    Ok((refunds, doc.root.text_at(&["HasMoreElements"]).is_some_and(|t| t.trim() == "true")))
+}
+
+/// A `CloseRefundRequest`, unsigned.
+pub fn close_refund_request(
+    id: &str,
+    participant: &Ispb,
+    result: &str,
+    details: Option<&str>,
+    refund_transaction_id: Option<&str>,
+) -> String {
+    let mut out = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><CloseRefundRequest><RefundId>{}</RefundId><Participant>{participant}</Participant><RefundAnalysisResult>{}</RefundAnalysisResult>",
+        escape_text(id),
+        escape_text(result)
+    );
+    if let Some(d) = details {
+        let _ = write!(out, "<RefundAnalysisDetails>{}</RefundAnalysisDetails>", escape_text(d));
+    }
+    if let Some(t) = refund_transaction_id {
+        let _ = write!(out, "<RefundTransactionId>{}</RefundTransactionId>", escape_text(t));
+    }
+    out.push_str("</CloseRefundRequest>");
+    out
+}
+
+/// A `CloseRefundResponse`, unsigned.
+pub fn close_refund_response(refund: &Refund, correlation_id: &str, now: DateTime<Utc>) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><CloseRefundResponse><ResponseTime>{}</ResponseTime><CorrelationId>{correlation_id}</CorrelationId>{}</CloseRefundResponse>",
+        stamp(now),
+        refund.write()
+    )
+}
+
 /// An RFC 7807 problem of the DICT.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
@@ -264,5 +424,52 @@ mod tests {
         };
         assert_eq!(Problem::read(&Document::parse(p.write().as_bytes()).unwrap()), Some(p));
         assert_eq!(Problem::read(&Document::parse(b"<x/>").unwrap()), None);
+    }
+
+    #[test]
+    fn the_dict_apis_refund_examples_read_back_and_a_close_request_has_their_fields() {
+        let doc =
+            Document::parse(include_bytes!("../../../tests/data/dict/ListRefundsResponse.xml")).unwrap();
+        let (refunds, more) = read_refunds(&doc).unwrap();
+        assert!(more);
+        let r = &refunds[0];
+        assert_eq!(
+            (r.id.as_str(), r.transaction_id.as_str()),
+            ("91d65e98-97c0-4b0f-b577-73625da1f9fc", "E9999901012341234123412345678900")
+        );
+        assert_eq!(
+            (r.reason.as_str(), r.amount.to_cents_string().as_str(), r.status.as_str()),
+            ("FRAUD", "200.00", "CLOSED")
+        );
+        assert_eq!((r.contested.as_str(), r.requesting.as_str()), ("99999010", "99999011"));
+        assert_eq!(r.analysis_result.as_deref(), Some("TOTALLY_ACCEPTED"));
+        assert_eq!(r.analysis_details.as_deref(), Some("Valor totalemente extornado."));
+        assert_eq!(r.refund_transaction_id.as_deref(), Some("D9999901012341234123412345678900"));
+        // What pixgw writes reads back the same.
+        let again =
+            Document::parse(list_refunds_response(&refunds, false, "c", Utc::now()).as_bytes()).unwrap();
+        assert_eq!(read_refunds(&again).unwrap(), (refunds.clone(), false));
+        // A close request carries the example's elements, in its order.
+        let ours = close_refund_request(
+            "91d65e98-97c0-4b0f-b577-73625da1f9fc",
+            &Ispb::parse("12345678").unwrap(),
+            "TOTALLY_ACCEPTED",
+            Some("Valor totalmente extornado ao demandante."),
+            Some("D9999901012341234123412345678900"),
+        );
+        let names = |xml: &[u8]| {
+            let doc = Document::parse(xml).unwrap();
+            let texts: Vec<(String, String)> = doc
+                .root
+                .elements()
+                .filter(|e| &*e.local != "Signature")
+                .map(|e| (e.local.to_string(), e.text().trim().to_owned()))
+                .collect();
+            texts
+        };
+        assert_eq!(
+            names(ours.as_bytes()),
+            names(include_bytes!("../../../tests/data/dict/CloseRefundRequest.xml"))
+        );
     }
 }

@@ -377,6 +377,69 @@ impl Handler<Remove> for DictClient {
     }
 }
 
+/// The MED's refund requests open against this participant's payments (it is the
+/// contested participant), oldest change first.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<super::dict::Refund>, DictError>")]
+pub struct OpenRefunds;
+
+/// Close a refund request with this participant's analysis.
+#[derive(Message)]
+#[rtype(result = "Result<(), DictError>")]
+pub struct CloseRefund {
+    pub id: String,
+    /// `TOTALLY_ACCEPTED`, `PARTIALLY_ACCEPTED` or `REJECTED`.
+    pub result: &'static str,
+    pub details: Option<String>,
+    /// The return that gave the money back, when accepted.
+    pub refund_transaction_id: Option<String>,
+}
+
+impl Handler<OpenRefunds> for DictClient {
+    type Result = ResponseFuture<Result<Vec<super::dict::Refund>, DictError>>;
+
+    fn handle(&mut self, _: OpenRefunds, _: &mut Context<Self>) -> Self::Result {
+        let http = self.http.clone();
+        let settings = self.settings.clone();
+        let path = format!(
+            "{}/refunds/?Participant={}&ParticipantRole=CONTESTED&Status=OPEN&IncludeDetails=true&Limit={}",
+            self.base_path,
+            settings.ispb,
+            super::dict::REFUNDS_LIST_MAX
+        );
+        Box::pin(async move {
+            let http = http.ok_or_else(|| DictError::Unavailable("no client".into()))?;
+            let headers = [("User-Agent", USER_AGENT), ("Accept", "application/xml")];
+            let res = http
+                .send("GET", &path, &headers, b"", DICT_TIMEOUT)
+                .await
+                .map_err(|e| DictError::Unavailable(e.to_string()))?;
+            let doc = answer(&settings, res.status, &res.body)?;
+            super::dict::read_refunds(&doc).map(|(refunds, _)| refunds).map_err(DictError::Unavailable)
+        })
+    }
+}
+
+impl Handler<CloseRefund> for DictClient {
+    type Result = ResponseFuture<Result<(), DictError>>;
+
+    fn handle(&mut self, msg: CloseRefund, _: &mut Context<Self>) -> Self::Result {
+        let body = super::dict::close_refund_request(
+            &msg.id,
+            &self.settings.ispb,
+            msg.result,
+            msg.details.as_deref(),
+            msg.refund_transaction_id.as_deref(),
+        );
+        let path = format!(
+            "/refunds/{}/close",
+            percent_encoding::utf8_percent_encode(&msg.id, percent_encoding::NON_ALPHANUMERIC)
+        );
+        let sent = self.signed_post(&path, body);
+        Box::pin(async move { sent.await.map(|_| ()) })
+    }
+}
+
 /// An entry for one of pixgw's accounts, to register.
 pub fn account_entry(
     ispb: &Ispb,

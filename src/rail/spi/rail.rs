@@ -203,6 +203,7 @@ impl Started {
     pub fn read(&self, inbound: Arc<dyn Inbound>) {
         let settings = self.settings.clone();
         let outbox = self.outbox.clone();
+        self.handle.spawn(med_refunds(self.dict.clone(), Arc::clone(&inbound), settings.med_poll));
         self.handle.spawn(async move {
             let Some(icom) = icom_client(&settings) else { return };
             for n in 0..settings.streams {
@@ -220,6 +221,57 @@ impl Started {
 
 impl Actor for SpiRail {
     type Context = Context<Self>;
+}
+
+/// The MED on the SPI rail: asks the DICT, every `every`, for the refund requests open
+/// against this participant's payments; each opens its account's MED once, and once the MED
+/// has ended (its analysis, and for an approval the return settled by the SPI) the request
+/// is closed with its result. The DICT holds the state: an open request is asked about again
+/// until it is closed, so a crash or a failed close loses nothing.
+async fn med_refunds(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: Duration) {
+    use super::directory::{CloseRefund, OpenRefunds};
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let refunds = match dict.send(OpenRefunds).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "the DICT's refund requests could not be read; asking again later");
+                continue;
+            }
+            Err(_) => return,
+        };
+        for r in refunds {
+            let asked = crate::rail::RefundAsked {
+                id: r.id.clone(),
+                end_to_end_id: r.transaction_id,
+                amount: r.amount,
+                fraud: r.reason == "FRAUD",
+                details: r.details,
+            };
+            let close = match inbound.refund_asked(asked).await {
+                Ok(crate::rail::RefundAnswer::Close { result, details, refund_transaction_id }) => {
+                    CloseRefund { id: r.id.clone(), result, details, refund_transaction_id }
+                }
+                Ok(crate::rail::RefundAnswer::Waiting) => continue,
+                Err(e) => {
+                    tracing::warn!(refund = r.id, error = %e, "a refund request waits: the accounts did not answer");
+                    continue;
+                }
+            };
+            let result = close.result;
+            match dict.send(close).await {
+                Ok(Ok(())) => {
+                    tracing::info!(refund = r.id, result, "a MED refund request was closed in the DICT")
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(refund = r.id, error = %e, "closing a refund request failed; it is tried again")
+                }
+                Err(_) => return,
+            }
+        }
+    }
 }
 
 impl SpiRail {

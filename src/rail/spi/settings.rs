@@ -14,6 +14,12 @@ use super::pki::{Certificate, Signer};
 
 /// Streams read in parallel unless set (the interface allows six per participant).
 pub const STREAMS_DEFAULT: usize = 2;
+/// How often the DICT is asked for the MED's refund requests, unless set (ms), and the
+/// bounds of the setting: the API lists a change within five seconds of it, and the MED
+/// gives the contested participant days to answer.
+pub const MED_POLL_MS_DEFAULT: u64 = 30_000;
+pub const MED_POLL_MS_MIN: u64 = 100;
+pub const MED_POLL_MS_MAX: u64 = 3_600_000;
 
 /// The `[spi]` table of the settings file.
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -40,6 +46,8 @@ pub struct SpiFile {
     /// CA certificates (PEM) that other institutions' payload locations may chain to,
     /// besides the public web roots (a homologation or test CA).
     pub payload_ca_file: Option<PathBuf>,
+    /// How often the DICT is asked for the MED's refund requests, in ms.
+    pub med_poll_ms: Option<u64>,
 }
 
 impl SpiFile {
@@ -62,6 +70,9 @@ impl SpiFile {
         if let Some(v) = env("PIXGW_SPI_STREAMS").and_then(|v| v.parse().ok()) {
             self.streams = Some(v);
         }
+        if let Some(v) = env("PIXGW_SPI_MED_POLL_MS").and_then(|v| v.parse().ok()) {
+            self.med_poll_ms = Some(v);
+        }
         self
     }
 }
@@ -79,6 +90,8 @@ pub struct SpiSettings {
     pub streams: usize,
     /// Reads and verifies other institutions' payload locations (dynamic QR codes).
     pub payloads: Arc<super::payload_reader::PayloadReader>,
+    /// How often the DICT is asked for the MED's refund requests.
+    pub med_poll: std::time::Duration,
 }
 
 impl std::fmt::Debug for SpiSettings {
@@ -135,8 +148,13 @@ impl SpiSettings {
             crate::trust::add_pem_file(&mut roots, path, "[spi] payload_ca_file")?;
         }
         let payloads = super::payload_reader::PayloadReader::new(roots)?;
+        let med_poll_ms = f.med_poll_ms.unwrap_or(MED_POLL_MS_DEFAULT);
+        if !(MED_POLL_MS_MIN..=MED_POLL_MS_MAX).contains(&med_poll_ms) {
+            return Err(format!("[spi] med_poll_ms must be {MED_POLL_MS_MIN} to {MED_POLL_MS_MAX}"));
+        }
         Ok(SpiSettings {
             payloads: Arc::new(payloads),
+            med_poll: std::time::Duration::from_millis(med_poll_ms),
             ispb,
             icom_url,
             dict_url,

@@ -307,6 +307,7 @@ mod tests {
                 amount: Money::ZERO,
                 blocked: Money::ZERO,
                 refund_transaction_id: None,
+                dict_refund_id: None,
                 created_at: now,
                 updated_at: now,
             };

@@ -444,6 +444,15 @@ impl Repo {
         Ok(self.transactions_by_e2e(account, e2e)?.into_iter().find(Transaction::is_received))
     }
 
+    /// The PIX received (by any account) under an end-to-end id: what a refund request of
+    /// the MED names.
+    pub fn received_by_id(&self, e2e: &str) -> Result<Option<Transaction>, RepoError> {
+        match self.local_by(&keys::end_to_end(e2e))? {
+            Some(local) => Ok(self.transaction(local)?.filter(|t| t.is_received() && t.end_to_end_id == e2e)),
+            None => Ok(None),
+        }
+    }
+
     /// The payout (a debit of any account) that an end-to-end id or return id names: what
     /// the SPI's answers to our messages name.
     pub fn payout_by_id(&self, id: &str) -> Result<Option<Transaction>, RepoError> {

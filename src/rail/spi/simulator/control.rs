@@ -6,6 +6,8 @@
 //! | `POST /sim/pix` | the virtual payer pays `{to: key}` or `{toAccount: {ispb, number, document, branch?, type?}}` `amount` (a decimal string), optionally `txId`, `payerName`, `payerDocument`, `remittance`: answers `{endToEndId}` |
 //! | `POST /sim/return` | the receiver of a payment made to a virtual participant returns `{endToEndId, amount, reason?}` (MD06 unless BE08 or FR01): answers `{returnId}` |
 //! | `GET /sim/payments/{id}` | a payment or return: payer, receiver, amount, stage, reason |
+//! | `POST /sim/refund-requests` | the payer's participant of a settled payment asks for it back through the DICT (MED): `{endToEndId, amount, reason?: FRAUD \| OPERATION_FLAW, details?}`, answers `{id}` |
+//! | `GET /sim/refund-requests/{id}` | a refund request: its status, and once closed its analysis and `refundTransactionId` |
 //! | `GET /sim/participants` | every participant's settlement account |
 //! | `PUT /sim/participants/{ispb}/behaviour` | a virtual receiver's behaviour: `{"accept": true}`, `{"reject": "AC06"}` or `{"silent": true}` |
 //! | `GET /sim/stats` | counters of messages received, sent and refused; real receivers' answer times (`answers`: count, p50, p99, max in ms, and SPI timeouts) |
@@ -31,6 +33,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/sim/pix", web::post().to(pix))
         .route("/sim/return", web::post().to(ret))
         .route("/sim/payments/{id}", web::get().to(payment))
+        .route("/sim/refund-requests", web::post().to(request_refund))
+        .route("/sim/refund-requests/{id}", web::get().to(refund_request))
         .route("/sim/participants", web::get().to(participants))
         .route("/sim/participants/{ispb}/behaviour", web::put().to(behaviour))
         .route("/sim/stats", web::get().to(stats))
@@ -190,6 +194,67 @@ async fn load(body: web::Json<LoadRequest>, sim: web::Data<Sim>) -> HttpResponse
         }
     });
     HttpResponse::Accepted().json(json!({"count": r.count, "perSecond": r.per_second}))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RefundAsked {
+    end_to_end_id: String,
+    amount: String,
+    reason: Option<String>,
+    details: Option<String>,
+}
+
+/// The payer's participant of a settled payment asks, through the DICT, for it back (MED).
+async fn request_refund(body: web::Json<RefundAsked>, sim: web::Data<Sim>) -> HttpResponse {
+    use crate::rail::spi::dict::{Refund, REFUND_REASONS};
+    let r = body.into_inner();
+    let Some(amount) = Money::parse_two_places(&r.amount) else { return bad("amount") };
+    let reason = r.reason.unwrap_or_else(|| "FRAUD".into());
+    if !REFUND_REASONS.contains(&reason.as_str()) {
+        return bad("reason must be FRAUD or OPERATION_FLAW");
+    }
+    let original = sim.engine.lock().unwrap_or_else(|p| p.into_inner()).payment(&r.end_to_end_id).cloned();
+    let Some(original) = original.filter(|p| !p.is_return && p.stage == super::core::Stage::Settled) else {
+        return HttpResponse::NotFound().json(json!({"error": "no settled payment with this end-to-end id"}));
+    };
+    if i128::from(amount.cents()) > original.cents {
+        return bad("amount is more than the payment");
+    }
+    let now = Utc::now();
+    let refund = Refund {
+        id: uuid::Uuid::new_v4().to_string(),
+        transaction_id: r.end_to_end_id,
+        reason,
+        amount,
+        details: r.details,
+        status: "OPEN".into(),
+        contested: original.receiver,
+        requesting: original.payer,
+        created: now,
+        modified: now,
+        analysis_result: None,
+        analysis_details: None,
+        refund_transaction_id: None,
+    };
+    let id = refund.id.clone();
+    sim.refunds.lock().unwrap_or_else(|p| p.into_inner()).push(refund);
+    HttpResponse::Created().json(json!({"id": id}))
+}
+
+async fn refund_request(id: web::Path<String>, sim: web::Data<Sim>) -> HttpResponse {
+    let refunds = sim.refunds.lock().unwrap_or_else(|p| p.into_inner());
+    match refunds.iter().find(|r| r.id == *id) {
+        Some(r) => HttpResponse::Ok().json(json!({
+            "id": r.id, "endToEndId": r.transaction_id, "reason": r.reason, "amount": r.amount.to_cents_string(),
+            "status": r.status, "contested": r.contested, "requesting": r.requesting,
+            "analysisResult": r.analysis_result, "analysisDetails": r.analysis_details,
+            "refundTransactionId": r.refund_transaction_id,
+            // How many lists of refund requests the DICT has answered, of any participant.
+            "listsServed": sim.refund_lists.load(std::sync::atomic::Ordering::Relaxed),
+        })),
+        None => HttpResponse::NotFound().json(json!({"error": "no such refund request"})),
+    }
 }
 
 #[derive(Deserialize)]

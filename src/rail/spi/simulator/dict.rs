@@ -210,7 +210,119 @@ fn signed(sim: &Sim, status: actix_web::http::StatusCode, body: &str, cacheable:
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/api/v2/entries/", web::post().to(create))
         .route("/api/v2/entries/{key}", web::get().to(get))
-        .route("/api/v2/entries/{key}/delete", web::post().to(delete));
+        .route("/api/v2/entries/{key}/delete", web::post().to(delete))
+        .route("/api/v2/refunds/", web::get().to(list_refunds))
+        .route("/api/v2/refunds/{id}/close", web::post().to(close_refund));
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct RefundsQuery {
+    participant: String,
+    participant_role: String,
+    status: Option<String>,
+    limit: Option<usize>,
+}
+
+/// `GET /refunds/`: the refund requests in which the caller takes the role asked, oldest
+/// change first.
+async fn list_refunds(req: HttpRequest, q: web::Query<RefundsQuery>, sim: web::Data<Sim>) -> HttpResponse {
+    let from = match participant(&req, &sim, None, true) {
+        Ok(p) => p,
+        Err(r) => return r.response(),
+    };
+    if q.participant != from.as_str() {
+        return answer_problem(&problem(
+            403,
+            "Forbidden",
+            "Participant is not the certificate's participant",
+        ));
+    }
+    let limit = q.limit.unwrap_or(20).min(crate::rail::spi::dict::REFUNDS_LIST_MAX);
+    let mut found: Vec<crate::rail::spi::dict::Refund> = sim
+        .refunds
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter(|r| match q.participant_role.as_str() {
+            "CONTESTED" => r.contested == from.as_str(),
+            "REQUESTING" => r.requesting == from.as_str(),
+            _ => false,
+        })
+        .filter(|r| q.status.as_deref().is_none_or(|s| s.split(',').any(|s| s == r.status)))
+        .cloned()
+        .collect();
+    found.sort_by_key(|r| r.modified);
+    sim.refund_lists.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let more = found.len() > limit;
+    found.truncate(limit);
+    let body = crate::rail::spi::dict::list_refunds_response(&found, more, &correlation_id(), Utc::now());
+    signed(&sim, actix_web::http::StatusCode::OK, &body, false)
+}
+
+/// `POST /refunds/{id}/close`: the contested participant's analysis. An accepted one names
+/// the return that gave the money back, which must be a settled return of that payment.
+async fn close_refund(
+    req: HttpRequest,
+    id: web::Path<String>,
+    body: Bytes,
+    sim: web::Data<Sim>,
+) -> HttpResponse {
+    use crate::rail::spi::dict::REFUND_RESULTS;
+    let from = match participant(&req, &sim, None, true) {
+        Ok(p) => p,
+        Err(r) => return r.response(),
+    };
+    let doc = match signed_request(&sim, &from, &body) {
+        Ok(d) => d,
+        Err(p) => return answer_problem(&p),
+    };
+    let text = |name: &str| doc.root.text_at(&[name]).map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+    if text("RefundId").as_deref() != Some(id.as_str())
+        || text("Participant").as_deref() != Some(from.as_str())
+    {
+        return answer_problem(&problem(400, "BadRequest", "RefundId or Participant is not the request's"));
+    }
+    let Some(result) = text("RefundAnalysisResult").filter(|r| REFUND_RESULTS.contains(&r.as_str())) else {
+        return answer_problem(&problem(400, "BadRequest", "RefundAnalysisResult is not a result"));
+    };
+    let refund_tx = text("RefundTransactionId");
+    let mut refunds = sim.refunds.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(r) = refunds.iter_mut().find(|r| r.id == *id) else {
+        return answer_problem(&problem(404, "NotFound", "no refund request with this id"));
+    };
+    if r.contested != from.as_str() {
+        return answer_problem(&problem(
+            403,
+            "Forbidden",
+            "only the contested participant closes a refund request",
+        ));
+    }
+    if r.status != "OPEN" {
+        return answer_problem(&problem(400, "RefundInvalidStatus", "the refund request is not open"));
+    }
+    if result != "REJECTED" {
+        let engine = sim.engine.lock().unwrap_or_else(|p| p.into_inner());
+        let returned = refund_tx.as_deref().and_then(|t| engine.payment(t)).is_some_and(|p| {
+            p.is_return
+                && p.original_end_to_end_id == r.transaction_id
+                && p.stage == super::core::Stage::Settled
+        });
+        if !returned {
+            return answer_problem(&problem(
+                400,
+                "RefundTransactionInvalid",
+                "RefundTransactionId is not a settled return of the payment",
+            ));
+        }
+    }
+    r.status = "CLOSED".into();
+    r.analysis_result = Some(result);
+    r.analysis_details = text("RefundAnalysisDetails");
+    r.refund_transaction_id = refund_tx;
+    r.modified = Utc::now();
+    let answer = crate::rail::spi::dict::close_refund_response(r, &correlation_id(), Utc::now());
+    signed(&sim, actix_web::http::StatusCode::OK, &answer, false)
 }
 
 fn correlation_id() -> String {

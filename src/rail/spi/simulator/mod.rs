@@ -141,6 +141,10 @@ pub struct Sim {
     /// Each real participant's TLS certificate, by the SHA-256 of its DER.
     pub tls_certs: HashMap<[u8; 32], Ispb>,
     pub directory: Mutex<dict::Directory>,
+    /// The MED's refund requests, by id, in the order they were made.
+    pub refunds: Mutex<Vec<crate::rail::spi::dict::Refund>>,
+    /// How many lists of refund requests the DICT has answered.
+    pub refund_lists: std::sync::atomic::AtomicU64,
     pub stats: Mutex<Stats>,
     pub outage: Mutex<Outage>,
     pub accept_unsigned: bool,
@@ -306,6 +310,8 @@ pub async fn start(args: SimArgs) -> anyhow::Result<Running> {
         signing_certs,
         tls_certs,
         directory: Mutex::new(directory),
+        refunds: Mutex::new(Vec::new()),
+        refund_lists: std::sync::atomic::AtomicU64::new(0),
         stats: Mutex::new(Stats::default()),
         outage: Mutex::new(Outage::default()),
         accept_unsigned: args.accept_unsigned,
