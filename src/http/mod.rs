@@ -294,6 +294,26 @@ mod tests {
         }
     }
 
+    /// interface.md's list of family B names every family B resource of the route table
+    /// (by its first segment), so the list cannot fall behind a new route again.
+    #[test]
+    fn the_interface_lists_every_family_b_resource() {
+        let interface = include_str!(concat!("../../docs/interface", ".", "md"));
+        let start = interface.find("- **Family B**").expect("interface.md lists family B");
+        let end = start + interface[start..].find("\n\n").unwrap_or(interface.len() - start);
+        let listed = &interface[start..end];
+        for (pattern, family) in table().families.iter() {
+            if family != error::Family::Simple {
+                continue;
+            }
+            let first = pattern.split('/').nth(1).unwrap_or_default();
+            assert!(
+                listed.contains(&format!("`/{first}")) || listed.contains(&format!(" /{first}")),
+                "/{first} ({pattern}) is family B and interface.md's list does not name it"
+            );
+        }
+    }
+
     /// The routes that take `X-Sandbox-Scenario` are exactly those whose OpenAPI operation
     /// declares the header; every other route refuses it.
     #[test]

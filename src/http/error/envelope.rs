@@ -76,6 +76,11 @@ impl RouteFamilies {
     pub fn get(&self, pattern: &str) -> Option<Family> {
         self.routes.get(pattern).copied()
     }
+
+    /// Every route pattern with its family.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, Family)> + '_ {
+        self.routes.iter().map(|(p, f)| (*p, *f))
+    }
 }
 
 /// A path's first segment: `/cob/{txid}` and `/cob/x/y` are in scope `cob`.
