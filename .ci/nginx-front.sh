@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The TLS front of docs/deploy.md, end to end with a real nginx: a throwaway CA signs a
+# The TLS front of docs/deploy.md, end to end with a real nginx running the document's own
+# block: a throwaway CA signs a
 # server and a client certificate; nginx terminates mutual TLS and forwards the client's
 # certificate in X-SSL-Client-Cert (overwriting any the client sent); pixgw listens on
 # loopback with the production profile of docs/deploy.md's unit (--production
@@ -72,9 +73,28 @@ shop=$(admin POST /admin/accounts '{"name": "Loja", "document": "52998224725"}' 
 evp=$(admin POST "/admin/accounts/$shop/keys" '{"keyType": "EVP"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
 echo "ok   production: funded by an operator credit; a second account with a key"
 
-# nginx in front, with the configuration of docs/deploy.md.
+# nginx in front, with the configuration of docs/deploy.md as it is written there: its first
+# nginx block, with only its ports and file paths changed (each change must apply, so a
+# document that drifts from this script fails here rather than passing untested).
 nport=$(free_port)
-sed -e "s|@PORT@|$port|; s|@NGINX_PORT@|$nport|; s|@DIR@|$dir|g" .ci/nginx-front.conf >"$dir/nginx.conf"
+python3 - "$port" "$nport" "$dir" <<'PY' >"$dir/nginx.conf" || fail "docs/deploy.md's nginx block cannot be run"
+import re, sys
+port, nport, d = sys.argv[1:4]
+doc = open("docs/deploy.md").read()
+block = re.search(r"```nginx\n(.*?)```", doc, re.S).group(1)
+for old, new in [
+    ("server 127.0.0.1:8080;", f"server 127.0.0.1:{port};"),
+    ("listen 443 ssl;", f"listen 127.0.0.1:{nport} ssl;"),
+    ("/etc/pixgw/tls/server.pem", f"{d}/server.pem"),
+    ("/etc/pixgw/tls/server.key", f"{d}/server.key"),
+    ("/etc/pixgw/tls/clients-ca.pem", f"{d}/ca.pem"),
+]:
+    if old not in block:
+        sys.exit(f"docs/deploy.md's nginx block no longer has {old!r}")
+    block = block.replace(old, new)
+frame = open(".ci/nginx-front.conf").read().replace("@DIR@", d)
+print(frame.replace("@DEPLOY_BLOCK@", block))
+PY
 "$NGINX" -p "$dir" -c "$dir/nginx.conf" -g 'daemon off;' 2>"$dir/nginx.err" &
 npid=$!
 front="https://127.0.0.1:$nport"
@@ -110,6 +130,14 @@ code=$(curl -s "${tls[@]}" -o /dev/null -w '%{http_code}' "$front/api/balance" \
   -H "Authorization: Bearer $token" -H "X-SSL-Client-Cert: $forged")
 [ "$code" = 200 ] || fail "a client-sent X-SSL-Client-Cert was not overwritten: $code"
 echo "ok   a client-sent X-SSL-Client-Cert is overwritten by nginx"
+
+# The operators' and operations' routes do not face clients.
+for path in /admin/accounts/$acme /metrics /docs/; do
+  code=$(curl -s "${tls[@]}" -o /dev/null -w '%{http_code}' "$front$path" \
+    -H "Authorization: Bearer $(cat "$dir/admin-token")")
+  [ "$code" = 404 ] || fail "$path is reachable through the front: $code"
+done
+echo "ok   /admin/, /metrics and /docs are not reachable through the front"
 
 # Without a client certificate there is no request to forward.
 code=$(curl -s --cacert "$dir/ca.pem" -o /dev/null -w '%{http_code}' "$front/api/balance" -H "Authorization: Bearer $token")
