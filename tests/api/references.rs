@@ -35,7 +35,7 @@ fn sources() -> Vec<PathBuf> {
 /// A document's file, by the name a reference uses.
 fn document(name: &str) -> PathBuf {
     match name {
-        "README" => root().join("README.md"),
+        "README" | "CHANGELOG" => root().join(format!("{name}.md")),
         other => root().join("docs").join(format!("{other}.md")),
     }
 }
