@@ -39,12 +39,19 @@ pub struct TransactionView {
     /// CASH_OUT, QR_CASH_OUT, DICT_PIX, PIX_IN, CASH_IN
     operation: String,
     status: &'static str,
+    /// The list's words for the same transaction: `Pix in`, `Pix out`, `Refund in`, `Refund out`...
+    operation_type: &'static str,
+    /// `CREDIT` or `DEBIT`, as the list and the webhooks say.
+    movement_type: &'static str,
     error_code: Option<&'static str>,
     error_message: Option<String>,
     #[schema(value_type = f64)]
     original_amount: Value,
     #[schema(value_type = f64)]
     fee_amount: Value,
+    /// What moves in the balance: the amount with its fee, as the list shows it.
+    #[schema(value_type = Option<f64>)]
+    final_amount: Value,
     end_to_end_id: String,
     created_at: String,
     processed_at: Option<String>,
@@ -72,10 +79,13 @@ impl TransactionView {
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default(),
             status: t.status.as_str(),
+            operation_type: Operation::of(t.kind).display(),
+            movement_type: Operation::of(t.kind).movement(),
             error_code: t.error_code.map(|e| e.as_str()),
             error_message: t.error_message(),
             original_amount: money_number(t.value),
             fee_amount: money_number(t.fee),
+            final_amount: t.final_amount().map(money_number).unwrap_or(Value::Null),
             end_to_end_id: t.end_to_end_id.clone(),
             created_at: iso(t.created_at),
             processed_at: t.processed_at.map(iso),

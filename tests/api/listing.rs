@@ -252,3 +252,29 @@ async fn whole_sao_paulo_days_and_the_31_day_rule_at_its_boundary() {
     }
     assert_eq!(list(&app, &token, "size=100").await["metadata"]["size"], 100);
 }
+
+#[actix_rt::test]
+async fn the_single_read_and_the_list_say_the_same_of_a_transaction() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    pix_in(&app, &token, json!({"amount": 50})).await;
+    let out = cash_out(&app, &token, "same-words", "CONFIRM", "EMAIL").await;
+    app.wait_final(&token, &out).await;
+    let page = list(&app, &token, "size=10").await;
+    for listed in page["data"].as_array().unwrap() {
+        let id = listed["transactionId"].as_str().unwrap();
+        let (s, one) = app.get_with(&format!("/api/transactions/{id}"), &token).await;
+        assert_eq!(s, 200, "{one}");
+        for field in [
+            "operationType",
+            "movementType",
+            "finalAmount",
+            "originalAmount",
+            "feeAmount",
+            "endToEndId",
+            "id",
+        ] {
+            assert_eq!(one[field], listed[field], "{field} of {id}: {one} against {listed}");
+        }
+    }
+}
