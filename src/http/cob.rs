@@ -86,7 +86,12 @@ pub(super) fn view(t: &Transaction) -> Value {
 /// e-mail, and nothing else. Answers (name, document, the debtor as it is shown).
 pub(super) fn devedor(f: &mut Fields<'_>, address: bool) -> Option<(String, String, Value)> {
     f.object("devedor", |d| {
-        let extra = if address { super::cobv::devedor_address(d) } else { serde_json::Map::new() };
+        let extra = if address {
+            super::cobv::devedor_address(d)
+        } else {
+            d.only(&["cpf", "cnpj", "nome"]);
+            serde_json::Map::new()
+        };
         let nome = d.text("nome", true, DEVEDOR_NOME_LEN_MAX).map(str::to_owned);
         let cpf = d.string("cpf", false);
         let cnpj = d.string("cnpj", false);
@@ -164,20 +169,30 @@ pub(super) fn info_adicionais(
 
 /// A cob's body, for the txid of its path, on the account whose receiving key is
 /// `receiving_key` (the only `chave` it can take).
+/// The members of a cob's request.
+const COB_MEMBERS: [&str; 6] =
+    ["calendario", "devedor", "valor", "chave", "solicitacaoPagador", "infoAdicionais"];
+
 fn read_cob(
     obj: &serde_json::Map<String, Value>,
     txid: String,
     receiving_key: &str,
 ) -> Result<ChargeRequest, ApiError> {
     let mut f = Fields::new(obj);
+    // Family B refuses a member it does not know (a typo never drops data silently).
+    f.only(&COB_MEMBERS);
     let expiracao = f
-        .object("calendario", |c| c.integer("expiracao", COB_EXPIRACAO_MIN, COB_EXPIRACAO_MAX))
+        .object("calendario", |c| {
+            c.only(&["expiracao"]);
+            c.integer("expiracao", COB_EXPIRACAO_MIN, COB_EXPIRACAO_MAX)
+        })
         .flatten()
         .unwrap_or(COB_EXPIRACAO_DEFAULT);
     if obj.get("calendario").is_none() {
         f.fail("calendario", "is required");
     }
     let valor = f.object("valor", |v| {
+        v.only(&["original", "modalidadeAlteracao"]);
         let original = v.string("original", true).and_then(|t| {
             let m = Money::parse_two_places(t);
             if m.is_none() {

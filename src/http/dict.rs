@@ -59,6 +59,8 @@ impl DictInput {
 
 fn read(obj: &serde_json::Map<String, Value>) -> Result<DictInput, ApiError> {
     let mut f = Fields::new(obj);
+    // Family B refuses a member it does not know (a typo never drops data silently).
+    f.only(&["pixKey", "creditorDocument", "priority", "description", "expiration", "payment", "ispbDeny"]);
     let key = f.string("pixKey", true).and_then(|k| match parse_directory_key(k) {
         Ok(k) => Some(k),
         Err(e) => {
@@ -81,6 +83,7 @@ fn read(obj: &serde_json::Map<String, Value>) -> Result<DictInput, ApiError> {
     let description = f.text("description", false, DESCRIPTION_LEN_MAX).map(str::to_owned);
     let expiration = f.integer("expiration", EXPIRATION_SECONDS_MIN, EXPIRATION_SECONDS_MAX);
     let payment = f.object("payment", |p| {
+        p.only(&["currency", "amount"]);
         let currency = p.string("currency", true).and_then(|c| {
             if c == "BRL" {
                 Some(c.to_owned())

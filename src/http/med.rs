@@ -51,7 +51,6 @@ pub async fn open(
     sandbox_only(&caller)?;
     let obj = request_object(&req, &bytes)?;
     let mut f = Fields::new(&obj);
-    f.only(&["endToEnd", "endToEndId", "cause", "amount", "description"]);
     let e2e = med_end_to_end(&obj, &mut f);
     let cause = f.text("cause", false, 64).unwrap_or(DEFAULT_CAUSE).to_owned();
     if !cause_known(&cause) {
@@ -105,15 +104,22 @@ pub async fn analyze(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     sandbox_only(&caller)?;
-    let (result, details) = read_analysis(&req, &bytes)?;
+    let (result, details) = read_analysis(&req, &bytes, false)?;
     close(&caller, &state, med_id(&path)?, Some(result), details).await
 }
 
-/// An analysis's body: `result`, `details`.
-fn read_analysis(req: &HttpRequest, bytes: &Bytes) -> Result<(AnalysisResult, Option<String>), ApiError> {
+/// An analysis's body: `result`, `details`. `strict`: a member it does not know is refused
+/// (the operators' routes), else ignored (family A).
+fn read_analysis(
+    req: &HttpRequest,
+    bytes: &Bytes,
+    strict: bool,
+) -> Result<(AnalysisResult, Option<String>), ApiError> {
     let obj = request_object(req, bytes)?;
     let mut f = Fields::new(&obj);
-    f.only(&["result", "details"]);
+    if strict {
+        f.only(&["result", "details"]);
+    }
     let result = f.string("result", true).and_then(|r| {
         let parsed = AnalysisResult::parse(r);
         if parsed.is_none() {
@@ -131,7 +137,7 @@ fn read_analysis(req: &HttpRequest, bytes: &Bytes) -> Result<(AnalysisResult, Op
 #[utoipa::path(
     post, operation_id = "analyze_account_med_case", path = "/admin/accounts/{id}/med/{medId}/analysis", tag = "admin",
     params(("id" = u64, Path, description = "the account's id"), ("medId" = u64, Path, description = "the MED's id")),
-    request_body(content = super::schemas::MedAnalyzeRequest),
+    request_body(content = super::schemas::MedAnalysisRequest),
     responses(
         (status = 200, description = "ANALYZED: approved, the blocked amount goes back to the payer (a MED of the DICT: as a return on the rail, and the DICT is told once it settles); rejected, it is released", body = super::schemas::MedView),
         (status = 400, body = ExtendedErrorBody),
@@ -153,7 +159,7 @@ pub async fn admin_analyze(
     let account: crate::domain::ids::AccountId =
         account.parse().map_err(|_| ApiError::NotFound("account not found".into()))?;
     let med = med_id(&med)?;
-    let (result, details) = read_analysis(&req, &bytes)?;
+    let (result, details) = read_analysis(&req, &bytes, true)?;
     crate::admin::account(&state.repo, account)?;
     let closed = state
         .registry

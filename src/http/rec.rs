@@ -539,7 +539,7 @@ pub async fn sandbox_answer(
 pub(super) fn read_answer(req: &HttpRequest, bytes: &Bytes) -> Result<Answer, ApiError> {
     let obj = request_object(req, bytes)?;
     let mut f = Fields::new(&obj);
-    f.only(&["decision", "valorMaximo"]);
+    // Family A (the payer's answer and the sandbox's): a member it does not know is ignored.
     let maximum = valor(&mut f, "valorMaximo", false);
     let answer = match f.string("decision", true) {
         Some("APPROVE") => Some(Answer::Approve { maximum }),
@@ -684,7 +684,7 @@ pub async fn sandbox_approve(
     let id = path.into_inner();
     let obj = request_object(&req, &bytes)?;
     let mut f = Fields::new(&obj);
-    f.only(&["cpf", "cnpj", "ispbParticipante", "valorMaximo"]);
+    // Family A (the sandbox's payer): a member it does not know is ignored.
     let maximum = valor(&mut f, "valorMaximo", false);
     let document = match (obj.get("cpf"), obj.get("cnpj")) {
         (Some(_), Some(_)) => {

@@ -74,7 +74,7 @@ pub struct LocRecListParams {
 /// `POST /sandbox/rec/{idRec}/approve`: the payer who read the QR code (by default the
 /// contract's debtor at the sandbox payer's institution).
 #[derive(ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct QrApproval {
     #[schema(pattern = "^[0-9]{11}$")]
     cpf: Option<String>,
@@ -191,7 +191,7 @@ pub struct SolicCalendario {
 
 /// `POST /sandbox/solicrec/{idSolicRec}/answer`: the payer's institution's answer.
 #[derive(ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct SolicRecAnswer {
     decision: DecisionName,
     /// With APPROVE, for a recurrence without valorRec: the most a charge may be.

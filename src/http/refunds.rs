@@ -221,6 +221,8 @@ pub async fn devolucao(
     let obj = request_object(&req, &bytes)?;
     let mut f = Fields::new(&obj);
     f.violations = bad;
+    // Family B refuses a member it does not know (a typo never drops data silently).
+    f.only(&["valor", "natureza", "descricao"]);
     let value = valor(&mut f);
     let natureza = match f.string("natureza", false) {
         None | Some("ORIGINAL") => Natureza::Original,

@@ -83,12 +83,11 @@ fn find_charge(
     caller: &Caller,
     obj: &serde_json::Map<String, Value>,
 ) -> Result<(crate::domain::transaction::Transaction, Option<Payer>, Option<Money>), ApiError> {
+    // Family A ignores members it does not know (docs/decisions.md "Unknown members").
     let mut f = Fields::new(obj);
-    f.only(&["pixCode", "transactionId", "txid", "payer", "amount"]);
     let amount = f.amount("amount", false);
     let payer = f
         .object("payer", |p| {
-            p.only(&["name", "document"]);
             let name = p.text("name", true, COUNTERPART_NAME_LEN_MAX).map(str::to_owned);
             let document = p.document("document", true);
             Some(Payer { name: name?, document: document?, end_to_end_id: None })

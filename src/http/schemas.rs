@@ -318,6 +318,7 @@ pub struct RefundInRequest {
 
 /// `PUT /pix/{e2eid}/devolucao/{id}`
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DevolucaoRequest {
     #[schema(schema_with = amount_text)]
     valor: String,
@@ -338,6 +339,7 @@ pub enum DevolucaoNatureza {
 #[serde(rename_all = "camelCase")]
 #[schema(example = json!({"calendario": {"expiracao": 3600}, "devedor": {"cpf": "11144477735", "nome": "Joao Silva"},
     "valor": {"original": "12.34"}, "solicitacaoPagador": "Order 12"}))]
+#[serde(deny_unknown_fields)]
 pub struct CobRequest {
     calendario: CobCalendario,
     devedor: Option<CobDevedor>,
@@ -610,6 +612,7 @@ pub enum CobPatchStatus {
 #[serde(rename_all = "camelCase")]
 #[schema(example = json!({"pixKey": "lucas.lima0@example.com", "payment": {"currency": "BRL", "amount": 15.0},
     "priority": "NORM", "description": "Rent"}))]
+#[serde(deny_unknown_fields)]
 pub struct DictPixRequest {
     /// A PIX key of any type, in its own form.
     #[schema(min_length = 1, max_length = 77)]
@@ -686,7 +689,6 @@ pub struct WebhookHeader {
 
 /// `POST /api/resend-webhook/{transactionIdentifier}` (the body is optional)
 #[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
 pub struct ResendRequest {
     /// Send there this once instead of the configured URL.
     #[schema(schema_with = webhook_url)]
@@ -709,7 +711,6 @@ pub struct PixInRequest {
 /// `POST /sandbox/pay`: exactly one of `pixCode`, `transactionId` and `txid`.
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[serde(deny_unknown_fields)]
 pub struct SandboxPayRequest {
     pix_code: Option<String>,
     transaction_id: Option<String>,
@@ -721,7 +722,6 @@ pub struct SandboxPayRequest {
 }
 
 #[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
 pub struct SandboxPayer {
     #[schema(schema_with = name)]
     name: String,
@@ -742,7 +742,6 @@ pub struct RefundOutRequest {
 /// `POST /sandbox/med`
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[serde(deny_unknown_fields)]
 pub struct MedOpenRequest {
     /// The end-to-end id of the disputed PIX, named as the MED record names it. Required,
     /// unless given by its older name `endToEndId`.
@@ -763,8 +762,17 @@ pub struct MedOpenRequest {
 
 /// `POST /sandbox/med/{id}/analyze`
 #[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
 pub struct MedAnalyzeRequest {
+    result: MedResult,
+    #[schema(schema_with = med_text)]
+    details: Option<String>,
+}
+
+/// `POST /admin/accounts/{id}/med/{medId}/analysis` (an operator's route: unknown members
+/// are refused)
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MedAnalysisRequest {
     result: MedResult,
     #[schema(schema_with = med_text)]
     details: Option<String>,

@@ -420,7 +420,6 @@ pub async fn resend(
     } else {
         let obj = request_object(&req, &bytes)?;
         let mut f = Fields::new(&obj);
-        f.only(&["url"]);
         let url = url_field(&mut f, false, state.webhook_allow_http);
         if !f.violations.is_empty() {
             return Err(ApiError::Validation(f.violations));

@@ -34,4 +34,5 @@ mod refunds;
 mod spi;
 mod spi_xsd;
 mod token;
+mod unknown_members;
 mod webhooks;

@@ -159,7 +159,6 @@ async fn opening_rules() {
         (json!({"endToEnd": e2e, "amount": 10.01}), "amount"),
         (json!({"endToEnd": e2e, "amount": 0}), "amount"),
         (json!({"endToEnd": e2e, "cause": "BORED"}), "cause"),
-        (json!({"endToEnd": e2e, "other": 1}), "other"),
         (json!({"endToEnd": unknown}), "amount"),
         (json!({"endToEnd": e2e, "endToEndId": e2e}), "endToEndId"),
     ];
