@@ -624,7 +624,7 @@ pub async fn run(s: LoadSettings) -> anyhow::Result<bool> {
         drive(&ctx, &counter, s.duration, s.requests, s.rate).await;
         None
     } else {
-        Some(latency_curve(&ctx, &counter).await)
+        Some(latency_curve(&ctx, &counter, started).await)
     };
     let clock = match (clock_before, server_clock(&ctx).await) {
         (Some(before), Some(after)) => after.since(&before).row(),
@@ -654,7 +654,7 @@ pub async fn run(s: LoadSettings) -> anyhow::Result<bool> {
 
 /// Runs the open loop at each rate of `--rates` (then the `--slo` search); answers the
 /// curve: `{rates: [row...], slo: {boundMs, highestRate, search: [row...]}}`.
-async fn latency_curve(ctx: &Rc<Ctx>, counter: &Rc<std::cell::Cell<u64>>) -> Value {
+async fn latency_curve(ctx: &Rc<Ctx>, counter: &Rc<std::cell::Cell<u64>>, run_started: Instant) -> Value {
     let s = &ctx.settings;
     let step = |rate: f64| {
         let (ctx, counter) = (Rc::clone(ctx), Rc::clone(counter));
@@ -662,8 +662,11 @@ async fn latency_curve(ctx: &Rc<Ctx>, counter: &Rc<std::cell::Cell<u64>>) -> Val
             ctx.stats.borrow_mut().step = Step::new();
             let before = server_clock(&ctx).await;
             let started = Instant::now();
+            // Where the step begins on the report's timeline.
+            let start_seconds = started.duration_since(run_started).as_secs_f64();
             drive(&ctx, &counter, ctx.settings.duration, ctx.settings.requests, Some(rate)).await;
             let mut row = ctx.stats.borrow().step.row(rate, started.elapsed().as_secs_f64());
+            row["startSeconds"] = json!((start_seconds * 10.0).round() / 10.0);
             let after = server_clock(&ctx).await;
             if let (Some(before), Some(after)) = (before, after) {
                 row["serverClock"] = after.since(&before).row();
@@ -977,6 +980,17 @@ fn print_curve(rows: &[Value], slo: &Value) {
     let search = slo["search"].as_array().cloned().unwrap_or_default();
     for r in rows.iter().chain(search.iter()) {
         crate::say!("{}", line(&report::curve_cells(r)));
+    }
+    crate::say!(
+        "(server clock: the server's own histogram, from taking a request to the response; the share runs from the send)"
+    );
+    for r in rows.iter().chain(search.iter()) {
+        let share = r["serverMs"]["p99"].as_f64().unwrap_or(0.0);
+        if let Some(note) =
+            server_clock::queued_note(r["rate"].as_f64().unwrap_or(0.0), share, &r["serverClock"])
+        {
+            crate::say!("{note}");
+        }
     }
     if let Some(bound) = slo["boundMs"].as_f64() {
         match slo["highestRate"].as_f64() {

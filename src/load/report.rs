@@ -64,7 +64,11 @@ fn number(v: f64) -> String {
     }
 }
 
-/// An SVG line chart; `x_ticks` labels the x axis where given (else five even ticks).
+/// An SVG line chart; `x_ticks` labels the x axis where given (else five even ticks);
+/// `over_time`, for a chart of seconds, gives dashed vertical lines with a label (where
+/// each rate step begins), and draws a series as one line per run of points at most
+/// [`GAP_MAX`] apart, so a stretch with no points shows as a gap, not as a line across it.
+#[allow(clippy::too_many_arguments)]
 fn chart(
     id: &str,
     title: &str,
@@ -73,6 +77,7 @@ fn chart(
     series: &[Series],
     x_ticks: Option<&[(f64, &str)]>,
     y_scale: Scale,
+    over_time: Option<&[(f64, String)]>,
 ) -> String {
     let all: Vec<(f64, f64)> = series.iter().flat_map(|s| s.points.iter().copied()).collect();
     let mut svg = String::new();
@@ -178,16 +183,38 @@ fn chart(
         TOP + h / 2.0,
         escape(y_label)
     );
-    for (i, s) in series.iter().enumerate() {
-        let points: Vec<String> =
-            s.points.iter().map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y))).collect();
+    for (x, label) in over_time.unwrap_or_default() {
         let _ = write!(
             svg,
-            r#"<polyline class="series" data-series="{}" points="{}" fill="none" stroke="{}" stroke-width="2"/>"#,
-            escape(s.name),
-            points.join(" "),
-            s.color
+            r##"<line class="mark" x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="#8a8fa3" stroke-dasharray="4 3"/><text class="tick mark-label" x="{:.1}" y="{:.1}">{}</text>"##,
+            TOP + h,
+            x + 3.0,
+            TOP + 12.0,
+            escape(label),
+            x = px(*x)
         );
+    }
+    for (i, s) in series.iter().enumerate() {
+        let mut runs: Vec<Vec<String>> = Vec::new();
+        let mut last: Option<f64> = None;
+        for (x, y) in &s.points {
+            if last.is_none_or(|l| over_time.is_some() && x - l > GAP_MAX) {
+                runs.push(Vec::new());
+            }
+            if let Some(run) = runs.last_mut() {
+                run.push(format!("{:.1},{:.1}", px(*x), py(*y)));
+            }
+            last = Some(*x);
+        }
+        for run in runs {
+            let _ = write!(
+                svg,
+                r#"<polyline class="series" data-series="{}" points="{}" fill="none" stroke="{}" stroke-width="2"/>"#,
+                escape(s.name),
+                run.join(" "),
+                s.color
+            );
+        }
         for (x, y) in &s.points {
             let _ =
                 write!(svg, r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{}"/>"#, px(*x), py(*y), s.color);
@@ -246,6 +273,30 @@ pub fn curve_cells(r: &Value) -> [String; 10] {
 fn timeline(summary: &Value, key: &str) -> Vec<(f64, f64)> {
     summary["timeline"].as_array().into_iter().flatten().map(|p| (f(&p["t"]), f(&p[key]))).collect()
 }
+
+/// The points `(x, key)` of the timeline's seconds that answered something: a second with
+/// no answer has no latency, and drawn at the chart's floor it would look as if latency fell.
+fn answered_timeline(summary: &Value, key: &str) -> Vec<(f64, f64)> {
+    summary["timeline"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| f(&p["requests"]) > 0.0)
+        .map(|p| (f(&p["t"]), f(&p[key])))
+        .collect()
+}
+
+/// Where each step of the latency curve begins on the timeline, labelled by its rate.
+fn step_marks(summary: &Value) -> Vec<(f64, String)> {
+    let rows = summary["curve"]["rates"].as_array().into_iter().flatten();
+    let search = summary["curve"]["slo"]["search"].as_array().into_iter().flatten();
+    rows.chain(search)
+        .filter_map(|r| Some((r["startSeconds"].as_f64()?, format!("{:.0}/s", f(&r["rate"])))))
+        .collect()
+}
+
+/// Timeline points further apart than this (s) are not joined by a line.
+const GAP_MAX: f64 = 1.5;
 
 /// `[q, ms]` pairs as points of the percentile plot: x is the number of nines of q.
 fn percentile_series(points: &Value) -> Vec<(f64, f64)> {
@@ -320,6 +371,7 @@ svg .none{font-size:13px;fill:#888}
         &[Series { name: "requests/s", color: "#2f5fb3", points: timeline(summary, "requests") }],
         None,
         Scale::Linear,
+        Some(&step_marks(summary)),
     ));
     html.push_str(&chart(
         "latency",
@@ -327,12 +379,14 @@ svg .none{font-size:13px;fill:#888}
         "seconds into the run",
         "ms",
         &[
-            Series { name: "p50", color: "#2f8f4e", points: timeline(summary, "p50") },
-            Series { name: "p99", color: "#c2410c", points: timeline(summary, "p99") },
+            Series { name: "p50", color: "#2f8f4e", points: answered_timeline(summary, "p50") },
+            Series { name: "p99", color: "#c2410c", points: answered_timeline(summary, "p99") },
         ],
         None,
         Scale::Log,
+        Some(&step_marks(summary)),
     ));
+    html.push_str("<p>Seconds in which nothing was answered have no latency and are left out (a gap in the lines); the dashed lines mark where each rate step began.</p>");
 
     html.push_str("<h2>Percentiles</h2>");
     let nines: Vec<(f64, &str)> = vec![
@@ -363,6 +417,7 @@ svg .none{font-size:13px;fill:#888}
         ],
         Some(&nines),
         Scale::Log,
+        None,
     ));
 
     if let Some(rows) = summary["curve"]["rates"].as_array() {
@@ -383,6 +438,7 @@ svg .none{font-size:13px;fill:#888}
             ],
             None,
             Scale::Log,
+            None,
         ));
         html.push_str("<table><tr>");
         for c in CURVE_COLUMNS {
@@ -397,6 +453,13 @@ svg .none{font-size:13px;fill:#888}
             html.push_str("</tr>");
         }
         html.push_str("</table>");
+        html.push_str("<p>The server clock is the server's own histogram, from taking a request to the response; the share runs from the tool's send to its reading the answer.</p>");
+        for r in &all {
+            let share = f(&r["serverMs"]["p99"]);
+            if let Some(note) = super::server_clock::queued_note(f(&r["rate"]), share, &r["serverClock"]) {
+                let _ = write!(html, "<p>{}</p>", escape(&note));
+            }
+        }
         if let Some(bound) = summary["curve"]["slo"]["boundMs"].as_f64() {
             let found = summary["curve"]["slo"]["highestRate"].as_f64();
             let _ = write!(
@@ -489,6 +552,34 @@ mod tests {
         assert!(!html.contains(r#"data-chart="curve""#));
         assert!(html.contains("no data"), "an empty chart says so");
         assert!(html.contains(r#"data-chart="percentiles""#));
+    }
+
+    #[test]
+    fn a_second_without_answers_is_a_gap_steps_are_marked_and_queueing_is_explained() {
+        let mut s = summary();
+        s["timeline"] = json!([
+            {"t": 1.0, "requests": 1000, "p50": 0.5, "p99": 3.0},
+            {"t": 2.0, "requests": 0, "p50": 0.0, "p99": 0.0},
+            {"t": 3.0, "requests": 900, "p50": 4.0, "p99": 900.0},
+        ]);
+        s["curve"]["rates"][0]["startSeconds"] = json!(0.0);
+        s["curve"]["rates"][1]["startSeconds"] = json!(2.0);
+        s["curve"]["rates"][1]["serverMs"]["p99"] = json!(11000.0);
+        s["curve"]["rates"][1]["serverClock"] = json!({"requests": 2990, "p99AtMostMs": 50.0, "within": {}});
+        let html = render(&s);
+        let latency = &html[html.find(r#"data-chart="latency""#).unwrap()..];
+        let latency = &latency[..latency.find("</svg>").unwrap()];
+        // Two runs per series around the silent second, and no point at its floor.
+        assert_eq!(latency.matches(r#"data-series="p99""#).count(), 2, "{latency}");
+        assert_eq!(latency.matches("<circle").count(), 4, "only the answered seconds");
+        // A dashed line where each step begins, on both charts over time.
+        assert_eq!(html.matches(r#"class="mark""#).count(), 4);
+        assert!(latency.contains(">3000/s<"), "{latency}");
+        assert!(
+            html.contains("the server was saturated at that rate")
+                || html.contains("so the server was saturated"),
+            "{html}"
+        );
     }
 
     #[test]

@@ -126,6 +126,27 @@ pub fn describe(row: &Value) -> String {
     )
 }
 
+/// How many times the server's own p99 bound the share from the send must exceed before a
+/// row is said to have waited before the server took its requests.
+pub const QUEUED_RATIO_MIN: f64 = 10.0;
+
+/// Why a row's two figures differ, when they do by [`QUEUED_RATIO_MIN`] or more: the
+/// server's own clock runs from its middleware taking a request to the response being built,
+/// the share from the tool's send to its reading the answer, so what lies between is time
+/// before the server took the request (the socket's queue, and the cores the tool shares
+/// with it). `None` when they agree, or when the server's clock is unknown.
+pub fn queued_note(rate: f64, share_p99_ms: f64, clock: &Value) -> Option<String> {
+    let bound = clock["p99AtMostMs"].as_f64()?;
+    if clock["requests"].as_u64().unwrap_or(0) == 0 || share_p99_ms < bound * QUEUED_RATIO_MIN {
+        return None;
+    }
+    Some(format!(
+        "at {rate:.0}/s the server's own clock kept p99 within {bound} ms while the share from the send \
+         reached {share_p99_ms:.0} ms: the difference waited before the server took the requests (its \
+         socket queue, and cores shared with this tool), so the server was saturated at that rate"
+    ))
+}
+
 /// The server's last finite bucket edge (ms): a bound past it reads "more than this".
 const LAST_EDGE_MS: f64 = 10_000.0;
 
@@ -197,5 +218,20 @@ http_request_duration_seconds_count{route=\"/api/pix/cash-out\"} 1010
         assert_eq!(step.count(), 1010);
         assert_eq!(Buckets::parse(AFTER, "/api/balance").count(), 0, "no +Inf line: nothing counted");
         assert_eq!(describe(&none.row()), "p50 -  p99 -  p99.9 - ms; within 1 ms -, 2 ms -, 5 ms -, 10 ms -");
+    }
+
+    #[test]
+    fn a_share_far_above_the_servers_own_clock_is_explained_as_queueing() {
+        let clock = json!({"requests": 100, "p99AtMostMs": 50.0});
+        let note = queued_note(6000.0, 11_000.0, &clock).unwrap();
+        assert!(
+            note.contains("6000/s") && note.contains("within 50 ms") && note.contains("11000 ms"),
+            "{note}"
+        );
+        assert!(note.contains("saturated"), "{note}");
+        assert_eq!(queued_note(1000.0, 499.0, &clock), None, "under ten times: nothing to explain");
+        assert!(queued_note(1000.0, 500.0, &clock).is_some(), "ten times: said");
+        assert_eq!(queued_note(1000.0, 9_999.0, &json!({"requests": 0, "p99AtMostMs": 1.0})), None);
+        assert_eq!(queued_note(1000.0, 9_999.0, &json!({"requests": 10, "p99AtMostMs": null})), None);
     }
 }
