@@ -92,7 +92,10 @@ pub struct AccountCreateArgs {
     pub url: String,
     /// The server's admin token.
     #[arg(long, env = "PIXGW_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: String,
+    pub admin_token: Option<String>,
+    /// A file holding the admin token (owner-only), as the server's: its first token.
+    #[arg(long, env = "PIXGW_ADMIN_TOKEN_FILE")]
+    pub admin_token_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -105,7 +108,23 @@ pub struct BackupArgs {
     pub url: String,
     /// The server's admin token.
     #[arg(long, env = "PIXGW_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: String,
+    pub admin_token: Option<String>,
+    /// A file holding the admin token (owner-only), as the server's: its first token.
+    #[arg(long, env = "PIXGW_ADMIN_TOKEN_FILE")]
+    pub admin_token_file: Option<PathBuf>,
+}
+
+/// The admin token a CLI command presents: `--admin-token` (or `PIXGW_ADMIN_TOKEN`), else
+/// the first token of `--admin-token-file` (or `PIXGW_ADMIN_TOKEN_FILE`), the server's own
+/// file, owner-only.
+pub fn cli_admin_token(token: Option<&str>, file: Option<&Path>) -> Result<String, ConfigError> {
+    match (token, file) {
+        (Some(t), _) => Ok(t.to_owned()),
+        (None, Some(path)) => read_admin_tokens(path).map(|(first, _)| first),
+        (None, None) => Err(ConfigError::Invalid(
+            "the admin token is needed: --admin-token-file (the server's file) or PIXGW_ADMIN_TOKEN",
+        )),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -393,6 +412,10 @@ pub struct FileConfig {
 /// Resolved, checked settings. Its `Debug` hides the admin token.
 #[derive(Clone)]
 pub struct Settings {
+    /// The named operators' tokens of `--admin-token-file`, and the file, which SIGHUP reads
+    /// again (`None`: one token, `admin_token` or the stored one).
+    pub admin_tokens: Option<crate::auth::admin_tokens::AdminTokens>,
+    pub admin_token_file: Option<PathBuf>,
     /// The production profile (`--production`): see [`ServeArgs::production`].
     pub production: bool,
     pub listen: SocketAddr,
@@ -582,15 +605,18 @@ impl Settings {
         let production = args.production || file.production.unwrap_or(false);
         let token_file = args.admin_token_file.clone().or(file.admin_token_file);
         let from_config_file = args.admin_token.is_none() && file.admin_token.is_some();
-        let admin_token = match (args.admin_token.clone().or(file.admin_token), &token_file) {
+        let (admin_token, admin_tokens) = match (args.admin_token.clone().or(file.admin_token), &token_file) {
             (Some(_), Some(_)) => {
                 return Err(ConfigError::Invalid(
                     "the admin token is given twice: give it or an admin token file, not both",
                 ))
             }
-            (Some(t), None) => Some(t),
-            (None, Some(path)) => Some(read_private_secret(path)?),
-            (None, None) => None,
+            (Some(t), None) => (Some(t), None),
+            (None, Some(path)) => {
+                let (first, tokens) = read_admin_tokens(path)?;
+                (Some(first), Some(tokens))
+            }
+            (None, None) => (None, None),
         };
         if admin_token.as_ref().is_some_and(|t| t.len() < ADMIN_TOKEN_LEN_MIN) {
             return Err(ConfigError::Invalid("the admin token must have at least 16 characters"));
@@ -677,6 +703,8 @@ impl Settings {
             log_format: args.log_format.or(file.log_format).unwrap_or_default(),
             access_log: args.access_log.or(file.access_log).unwrap_or_default(),
             admin_token,
+            admin_tokens,
+            admin_token_file: token_file.clone(),
             sim_settle_ms: args.sim_settle_ms.or(file.sim_settle_ms).unwrap_or(DEFAULT_SIM_SETTLE_MS),
             rail,
             dict_file: args.dict_file.clone().or(file.dict_file),
@@ -767,6 +795,19 @@ fn is_owner_only(path: &Path) -> bool {
 
 /// A secret kept in a file of its own: its owner alone may read it, and its text, trimmed,
 /// is the secret.
+/// The named tokens of an admin token file (owner-only), and the first one's token (the one
+/// the Demo's credentials show and a CLI command presents).
+pub fn read_admin_tokens(
+    path: &Path,
+) -> Result<(String, crate::auth::admin_tokens::AdminTokens), ConfigError> {
+    use crate::auth::admin_tokens::AdminTokens;
+    let text = read_private_secret(path)?;
+    let tokens = AdminTokens::parse(&text).map_err(|e| ConfigError::AdminTokenFile(path.to_path_buf(), e))?;
+    let first = AdminTokens::first_token(&text)
+        .ok_or_else(|| ConfigError::AdminTokenFile(path.to_path_buf(), "it holds no token".into()))?;
+    Ok((first, tokens))
+}
+
 fn read_private_secret(path: &Path) -> Result<String, ConfigError> {
     let fail = |m: String| ConfigError::AdminTokenFile(path.to_path_buf(), m);
     let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;

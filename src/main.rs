@@ -42,9 +42,17 @@ fn spi_sim(args: pixgw::rail::spi::simulator::SimArgs) -> ExitCode {
 }
 
 fn create_account(args: AccountCreateArgs) -> ExitCode {
+    let admin_token =
+        match pixgw::config::cli_admin_token(args.admin_token.as_deref(), args.admin_token_file.as_deref()) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("pixgw account create: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
     let req = pixgw::provision::NewAccount {
         url: args.url,
-        admin_token: args.admin_token,
+        admin_token,
         name: args.name,
         document: args.document,
         sandbox: args.sandbox,
@@ -76,8 +84,16 @@ fn create_account(args: AccountCreateArgs) -> ExitCode {
 }
 
 fn backup(args: &BackupArgs) -> ExitCode {
+    let admin_token =
+        match pixgw::config::cli_admin_token(args.admin_token.as_deref(), args.admin_token_file.as_deref()) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("pixgw backup: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
     actix_web::rt::System::new().block_on(async move {
-        match pixgw::maintenance::backup(&args.url, &args.admin_token, &args.to).await {
+        match pixgw::maintenance::backup(&args.url, &admin_token, &args.to).await {
             Ok(m) => {
                 pixgw::say!(
                     "backup written to {}: {} keys and {} journal records, through record {} ({} bytes, sha256 {})",

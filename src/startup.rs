@@ -101,11 +101,18 @@ impl Application {
             Arc::new(if settings.test_clock { Clock::test(boot.clock_offset_ms) } else { Clock::system() });
         let tokens = TokenKeys::new(&boot.jwt_key);
         tokens.self_test(clock.now()).map_err(|e| anyhow::anyhow!("token signing self-test failed: {e}"))?;
-        let admin_token_hash = match (&settings.admin_token, &boot.stored_admin_token_hash) {
-            (Some(t), _) => secrets::hash_secret("", t),
-            (None, Some(h)) => h.clone(),
-            (None, None) => anyhow::bail!("no admin token: set PIXGW_ADMIN_TOKEN"),
-        };
+        use crate::auth::admin_tokens::AdminTokens;
+        let admin_tokens =
+            match (&settings.admin_tokens, &settings.admin_token, &boot.stored_admin_token_hash) {
+                (Some(named), _, _) => named.clone(),
+                (None, Some(t), _) => AdminTokens::single_hash(secrets::hash_secret("", t)),
+                (None, None, Some(h)) => AdminTokens::single_hash(h.clone()),
+                (None, None, None) => anyhow::bail!("no admin token: set PIXGW_ADMIN_TOKEN"),
+            };
+        let admin_tokens = Arc::new(std::sync::RwLock::new(admin_tokens));
+        if let Some(path) = settings.admin_token_file.clone() {
+            reload_admin_tokens_on_sighup(path, Arc::clone(&admin_tokens))?;
+        }
         let directory = Arc::new(match &settings.dict_file {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
@@ -217,7 +224,7 @@ impl Application {
             repo,
             clock,
             tokens,
-            admin_token_hash,
+            admin_tokens,
             registry,
             directory,
             keys,
@@ -356,6 +363,32 @@ fn start_rails(
 /// actix would install its own handlers only when the server future is first polled, after
 /// the banner has told the world the server is ready; a SIGTERM in between would kill the
 /// process without a flush. These handlers exist before `build` returns.
+/// Reads the admin token file again on each SIGHUP: tokens added work, tokens removed stop
+/// working, without a restart. A file that no longer reads (or breaks a rule) changes
+/// nothing, and says why.
+fn reload_admin_tokens_on_sighup(
+    path: std::path::PathBuf,
+    tokens: Arc<std::sync::RwLock<crate::auth::admin_tokens::AdminTokens>>,
+) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
+    actix_web::rt::spawn(async move {
+        while hup.recv().await.is_some() {
+            match crate::config::read_admin_tokens(&path) {
+                Ok((_, fresh)) => {
+                    let names = fresh.names().join(", ");
+                    *tokens.write().unwrap_or_else(std::sync::PoisonError::into_inner) = fresh;
+                    tracing::info!(file = %path.display(), tokens = %names, "SIGHUP: the admin tokens were read again");
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "SIGHUP: the admin token file was not read; the tokens stay as they were")
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
 fn stop_on_signals(handle: actix_web::dev::ServerHandle) -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;

@@ -17,8 +17,8 @@ use actix_web::{web, FromRequest, HttpRequest};
 use super::error::ApiError;
 use super::token::CERT_HEADER;
 use super::AppState;
+use crate::auth::certs;
 use crate::auth::tokens::TokenError;
-use crate::auth::{certs, secrets};
 use crate::domain::certificate::Fingerprint;
 use crate::domain::ids::{AccountId, ClientId};
 
@@ -105,9 +105,12 @@ impl FromRequest for Caller {
     }
 }
 
-/// An operator holding the admin token.
-#[derive(Debug, Clone, Copy)]
-pub struct Admin;
+/// An operator holding one of the admin tokens; `name` is the token's name, which the
+/// audit line of every operator request carries.
+#[derive(Debug, Clone)]
+pub struct Admin {
+    pub name: String,
+}
 
 impl FromRequest for Admin {
     type Error = ApiError;
@@ -117,12 +120,10 @@ impl FromRequest for Admin {
         let check = || {
             let state = state(req)?;
             let token = bearer(req).ok_or(ApiError::Unauthorized("missing admin token"))?;
-            let presented = secrets::hash_secret("", token);
-            if secrets::constant_time_eq(presented.as_bytes(), state.admin_token_hash.as_bytes()) {
-                Ok(Admin)
-            } else {
-                Err(ApiError::Unauthorized("invalid admin token"))
-            }
+            let tokens = state.admin_tokens.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let name = tokens.name_of(token).ok_or(ApiError::Unauthorized("invalid admin token"))?.to_owned();
+            tracing::info!(target: "pixgw::audit", operator = %name, method = %req.method(), path = %req.path(), "operator request");
+            Ok(Admin { name })
         };
         ready(check())
     }

@@ -76,8 +76,8 @@ pub struct AppState {
     pub repo: Repo,
     pub clock: Arc<Clock>,
     pub tokens: TokenKeys,
-    /// Hash of the admin token (`secrets::hash_secret("", token)`).
-    pub admin_token_hash: String,
+    /// The operators' named tokens (hashed); SIGHUP reads their file again.
+    pub admin_tokens: Arc<std::sync::RwLock<crate::auth::admin_tokens::AdminTokens>>,
     pub registry: Arc<Registry>,
     pub directory: Arc<Directory>,
     /// Who holds a key, by the rail of the caller's account.

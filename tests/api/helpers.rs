@@ -169,6 +169,8 @@ pub async fn spawn_in_process(storage: Storage) -> TestApp {
         lease: Default::default(),
         spi: None,
         payload: None,
+        admin_tokens: None,
+        admin_token_file: None,
     };
     let app = Application::build_with_storage(settings, storage).unwrap();
     let base = format!("http://{}", app.address());

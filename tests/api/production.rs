@@ -194,3 +194,85 @@ async fn a_first_production_start_writes_no_demo_account_and_no_credentials() {
     assert_eq!(s, 404, "no account at all: {b}");
     assert!(app.stop().success());
 }
+
+/// `app.admin` with a given token: the status.
+async fn admin_status(app: &TestApp, token: &str, path: &str) -> u16 {
+    let res = app.client.get(app.url(path)).bearer_auth(token).send().await.unwrap();
+    res.status().as_u16()
+}
+
+#[actix_rt::test]
+async fn named_admin_tokens_are_audited_by_name_and_read_again_on_sighup() {
+    use std::os::unix::fs::PermissionsExt;
+    const ALICE: &str = "alice-admin-token-0123456789";
+    const BOB: &str = "bob-admin-token-01234567890";
+    const CAROL: &str = "carol-admin-token-012345678";
+    let keys = tempfile::tempdir().unwrap();
+    let file = keys.path().join("admin-tokens");
+    let write = |text: &str| {
+        std::fs::write(&file, text).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    };
+    write(&format!("# operators of this node\nalice {ALICE}\nbob {BOB}\n"));
+    let log = keys.path().join("server.log");
+    let mut opts = production(&[
+        ("PIXGW_ADMIN_TOKEN_FILE", file.to_str().unwrap()),
+        ("PIXGW_ALLOW_WITHOUT_CLIENT_CERT", "1"),
+        ("RUST_LOG", "info"),
+    ]);
+    opts.stderr = Some(log.clone());
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let (child, base) = crate::helpers::start_process(dir.path(), &opts);
+    let app = TestApp::adopt(base, dir.clone(), child);
+    // Each name's token works; anything else is 401.
+    assert_eq!(admin_status(&app, ALICE, "/admin/accounts/1").await, 404, "alice is an operator");
+    assert_eq!(admin_status(&app, BOB, "/admin/accounts/1").await, 404, "bob too");
+    assert_eq!(admin_status(&app, "not-a-token-of-anyone-0000", "/admin/accounts/1").await, 401);
+    // The audit line names the operator, never the token.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let audit: Vec<&str> = text.lines().filter(|l| l.contains("operator request")).collect();
+    assert!(
+        audit.iter().any(|l| l.contains("operator=alice"))
+            && audit.iter().any(|l| l.contains("operator=bob")),
+        "{text}"
+    );
+    assert!(!text.contains(ALICE) && !text.contains(BOB), "a token in the log");
+
+    // Alice leaves, carol comes: the file is read again on SIGHUP, without a restart.
+    write(&format!("bob {BOB}\ncarol {CAROL}\n"));
+    let hup = Command::new("kill").args(["-HUP", &app.pid().to_string()]).status().unwrap();
+    assert!(hup.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while admin_status(&app, CAROL, "/admin/accounts/1").await != 404 {
+        assert!(std::time::Instant::now() < deadline, "carol's token never worked");
+        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(admin_status(&app, ALICE, "/admin/accounts/1").await, 401, "alice's token no longer works");
+    assert_eq!(admin_status(&app, BOB, "/admin/accounts/1").await, 404);
+    // A file that breaks a rule changes nothing.
+    write("carol short\n");
+    let hup = Command::new("kill").args(["-HUP", &app.pid().to_string()]).status().unwrap();
+    assert!(hup.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !std::fs::read_to_string(&log).unwrap().contains("the admin token file was not read") {
+        assert!(std::time::Instant::now() < deadline, "the refused reload was not logged");
+        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(admin_status(&app, CAROL, "/admin/accounts/1").await, 404, "the tokens stayed");
+
+    // The CLI reads the same file: `pixgw backup` presents its first token.
+    write(&format!("carol {CAROL}\nbob {BOB}\n"));
+    let to = keys.path().join("backup");
+    let out = Command::new(bin())
+        .args(["backup", "--url", &app.base, "--to"])
+        .arg(&to)
+        .env_remove("PIXGW_ADMIN_TOKEN")
+        .env("PIXGW_ADMIN_TOKEN_FILE", &file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .any(|l| l.contains("operator=carol") && l.contains("/admin/backup")));
+}
