@@ -24,7 +24,9 @@ use crate::auth::secrets;
 use crate::domain::account::{AccountName, AccountProfile};
 use crate::domain::document::TaxId;
 use crate::domain::money::Money;
-use crate::store::keys::{ADMIN_TOKEN_HASH, CLOCK_OFFSET, DATA_VERSION, DEMO_ACCOUNT, JWT_KEY, LOCATION_KEY};
+use crate::store::keys::{
+    ADMIN_TOKEN_HASH, CLOCK_OFFSET, DATA_VERSION, DEMO_ACCOUNT, JWT_KEY, JWT_KEY_PREVIOUS, LOCATION_KEY,
+};
 use crate::store::Repo;
 
 /// The data version this release writes: a release that changes what the store holds in a
@@ -52,6 +54,8 @@ pub struct DemoCredentials {
 
 pub struct Boot {
     pub jwt_key: Vec<u8>,
+    /// The token-signing key before the last rotation, if there was one.
+    pub jwt_key_previous: Option<Vec<u8>>,
     /// The MAC key of payload locations (`domain::location`).
     pub location_key: Vec<u8>,
     /// Hash of the generated admin token, if one was ever generated.
@@ -90,6 +94,7 @@ pub fn load_or_init(
         })
     };
     let jwt_key = stored_or_new(JWT_KEY)?;
+    let jwt_key_previous = repo.meta(JWT_KEY_PREVIOUS)?;
     let location_key = stored_or_new(LOCATION_KEY)?;
     let clock_offset_ms =
         repo.meta(CLOCK_OFFSET)?.and_then(|b| b.try_into().ok().map(i64::from_be_bytes)).unwrap_or(0);
@@ -105,6 +110,7 @@ pub fn load_or_init(
         repo.meta(ADMIN_TOKEN_HASH)?.map(|b| String::from_utf8_lossy(&b).into_owned());
     Ok(Boot {
         jwt_key,
+        jwt_key_previous,
         location_key,
         stored_admin_token_hash,
         clock_offset_ms,

@@ -99,7 +99,7 @@ impl Application {
         )?;
         let clock =
             Arc::new(if settings.test_clock { Clock::test(boot.clock_offset_ms) } else { Clock::system() });
-        let tokens = TokenKeys::new(&boot.jwt_key);
+        let tokens = TokenKeys::with_previous(&boot.jwt_key, boot.jwt_key_previous.as_deref());
         tokens.self_test(clock.now()).map_err(|e| anyhow::anyhow!("token signing self-test failed: {e}"))?;
         use crate::auth::admin_tokens::AdminTokens;
         let admin_tokens =

@@ -56,27 +56,55 @@ pub enum TokenError {
 pub const VERIFIED_TOKENS_MAX: usize = 10_000;
 
 pub struct TokenKeys {
-    encoding: EncodingKey,
-    decoding: DecodingKey,
+    keys: std::sync::RwLock<KeySet>,
     validation: Validation,
     /// Token text -> (subject, exp). Only tokens with a valid signature enter, so no client
     /// can fill it with garbage; it is emptied when full. Expiry is checked on every use.
     verified: std::sync::RwLock<std::collections::HashMap<String, (TokenSubject, i64)>>,
 }
 
+/// The key tokens are signed with, and the one before it, whose tokens keep working until
+/// they expire (a rotation never logs a client out early; a second one drops it).
+struct KeySet {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    previous: Option<DecodingKey>,
+}
+
 impl TokenKeys {
     pub fn new(secret: &[u8]) -> TokenKeys {
+        TokenKeys::with_previous(secret, None)
+    }
+
+    /// Keys signing with `secret`, also verifying with `previous`.
+    pub fn with_previous(secret: &[u8], previous: Option<&[u8]>) -> TokenKeys {
         let mut validation = Validation::new(Algorithm::HS256);
         // Expiry is ours to check, on the server clock.
         validation.validate_exp = false;
         validation.validate_aud = false;
         validation.required_spec_claims.clear();
         TokenKeys {
-            encoding: EncodingKey::from_secret(secret),
-            decoding: DecodingKey::from_secret(secret),
+            keys: std::sync::RwLock::new(KeySet {
+                encoding: EncodingKey::from_secret(secret),
+                decoding: DecodingKey::from_secret(secret),
+                previous: previous.map(DecodingKey::from_secret),
+            }),
             validation,
             verified: std::sync::RwLock::default(),
         }
+    }
+
+    /// Signs with `secret` from now on; the key signing until now still verifies its tokens.
+    /// The caller has stored the new key (and the previous one) durably first.
+    pub fn rotate(&self, secret: &[u8], previous: &[u8]) {
+        let mut keys = self.keys.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *keys = KeySet {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+            previous: Some(DecodingKey::from_secret(previous)),
+        };
+        // Tokens of the key before the previous one must not outlive it in the cache.
+        self.verified.write().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
     }
 
     /// Signs a token for the subject at `now`; `jti` comes from the caller.
@@ -99,7 +127,8 @@ impl TokenKeys {
                 x5t_s256: base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(fingerprint.to_bytes()),
             },
         };
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
+        let keys = self.keys.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &keys.encoding)
     }
 
     /// Checks signature, algorithm, claims' shape and expiry at `now`.
@@ -128,8 +157,16 @@ impl TokenKeys {
 
     /// Checks the signature and the claims' form; answers the subject and its `exp`.
     fn verify_signature(&self, token: &str) -> Result<(TokenSubject, i64), TokenError> {
-        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
-            .map_err(|_| TokenError::Invalid)?;
+        let data = {
+            let keys = self.keys.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            jsonwebtoken::decode::<Claims>(token, &keys.decoding, &self.validation).or_else(|e| {
+                match &keys.previous {
+                    Some(previous) => jsonwebtoken::decode::<Claims>(token, previous, &self.validation),
+                    None => Err(e),
+                }
+            })
+        }
+        .map_err(|_| TokenError::Invalid)?;
         let c = data.claims;
         let account_id = c.sub.parse::<AccountId>().map_err(|_| TokenError::Invalid)?;
         let client_id = ClientId::parse(&c.client_id).ok_or(TokenError::Invalid)?;
@@ -240,5 +277,26 @@ mod tests {
     fn the_self_test_passes() {
         let (keys, now, ..) = setup();
         assert_eq!(keys.self_test(now), Ok(()));
+    }
+
+    #[test]
+    fn a_rotation_keeps_the_previous_keys_tokens_until_a_second_one_drops_them() {
+        let (keys, now, id, client, fp) = setup();
+        let old = keys.issue(id, client, &fp, now, Uuid::new_v4()).unwrap();
+        keys.rotate(b"a second key, also thirty-two byt", b"0123456789abcdef0123456789abcdef");
+        let new = keys.issue(id, client, &fp, now, Uuid::new_v4()).unwrap();
+        assert!(keys.verify(&old, now).is_ok(), "signed before the rotation, still valid");
+        assert!(keys.verify(&new, now).is_ok());
+        // A fresh set with the stored keys (a restart) says the same.
+        let restarted = TokenKeys::with_previous(
+            b"a second key, also thirty-two byt",
+            Some(b"0123456789abcdef0123456789abcdef"),
+        );
+        assert!(restarted.verify(&old, now).is_ok() && restarted.verify(&new, now).is_ok());
+        keys.rotate(b"and a third key, thirty-two bytes", b"a second key, also thirty-two byt");
+        assert_eq!(keys.verify(&old, now), Err(TokenError::Invalid), "two rotations later");
+        assert!(keys.verify(&new, now).is_ok());
+        // Expiry is still the token's own.
+        assert_eq!(keys.verify(&new, now + Duration::seconds(TOKEN_TTL_SECONDS)), Err(TokenError::Expired));
     }
 }

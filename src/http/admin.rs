@@ -956,3 +956,48 @@ pub async fn reconciliation(
         arrivals_accepted: open_response(r.arrivals_accepted),
     }))
 }
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenKeyRotated {
+    /// When the new key began to sign (RFC 3339).
+    rotated_at: String,
+    /// Until when tokens signed before still work, at the latest (their expiry).
+    previous_tokens_valid_until: String,
+}
+
+/// One rotation at a time: each reads the key it replaces.
+static ROTATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[utoipa::path(
+    post, path = "/admin/token-key/rotation", tag = "admin",
+    responses(
+        (status = 200, description = "A new key signs tokens from now; tokens signed before keep working until they expire", body = TokenKeyRotated),
+        (status = 401, body = ExtendedErrorBody),
+    ),
+    security(("admin" = []))
+)]
+/// Rotates the key that signs access tokens. The new key and the one it replaces are stored
+/// in one durable write before either is used; tokens of the replaced key verify until they
+/// expire, and a second rotation drops them (so two in a row revoke every token at once).
+pub async fn rotate_token_key(_: Admin, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    use crate::store::keys::{JWT_KEY, JWT_KEY_PREVIOUS};
+    let _one = ROTATING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let current =
+        state.repo.meta(JWT_KEY)?.ok_or_else(|| ApiError::internal("no token-signing key is stored"))?;
+    let fresh = crate::auth::secrets::random_bytes::<{ crate::auth::secrets::SECRET_BYTES }>()
+        .map_err(|e| ApiError::internal(format!("random: {e}")))?;
+    let mut batch = crate::store::Batch::default();
+    batch.put(JWT_KEY, fresh.to_vec());
+    batch.put(JWT_KEY_PREVIOUS, current.clone());
+    state.repo.commit_batch(&batch)?;
+    state.tokens.rotate(&fresh, &current);
+    let now = state.clock.now();
+    tracing::info!(target: "pixgw::audit", "the token-signing key was rotated");
+    Ok(HttpResponse::Ok().json(TokenKeyRotated {
+        rotated_at: iso(now),
+        previous_tokens_valid_until: iso(
+            now + chrono::Duration::seconds(crate::auth::tokens::TOKEN_TTL_SECONDS)
+        ),
+    }))
+}

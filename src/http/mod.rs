@@ -248,6 +248,7 @@ fn table() -> RouteTable {
     t.add(a, Method::GET, "/admin/accounts/{id}/keys", admin::list_keys);
     t.add(a, Method::DELETE, "/admin/accounts/{id}/keys/{key}", admin::remove_key);
     t.add(a, Method::GET, "/admin/rail/reconciliation", admin::reconciliation);
+    t.add(a, Method::POST, "/admin/token-key/rotation", admin::rotate_token_key);
     t.add(a, Method::POST, "/admin/clock", admin::move_clock);
     t.add(a, Method::GET, "/admin/backup", admin::backup);
 

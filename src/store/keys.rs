@@ -4,6 +4,7 @@
 //! # Key layout (one sled tree; integers big-endian, ids zero-padded so keys sort)
 //! ```text
 //! meta/jwt_key              32 random bytes: the HS256 key that signs access tokens
+//! meta/jwt_key_previous     the key before the last rotation (its tokens still verify)
 //! meta/location_key         32 random bytes: the MAC key of payload locations' tokens
 //! meta/admin_token_hash     hex SHA-256 of the generated admin token
 //! meta/clock_offset_ms      i64: the test clock's offset from the system clock
@@ -97,6 +98,8 @@ pub const PAGES: &[Paging] = &[
 ];
 
 pub const JWT_KEY: &[u8] = b"meta/jwt_key";
+/// The token-signing key before the last rotation: its tokens verify until they expire.
+pub const JWT_KEY_PREVIOUS: &[u8] = b"meta/jwt_key_previous";
 /// The key of the payload locations' MACs (`domain::location`): kept apart from the
 /// token-signing key so that rotating one never moves the other.
 pub const LOCATION_KEY: &[u8] = b"meta/location_key";

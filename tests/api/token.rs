@@ -384,3 +384,31 @@ async fn failed_attempts_are_throttled_per_certificate_and_never_lock_a_client_o
     let (s, b) = app.token_with(&demo_pem, &demo_id, &app.creds.client_secret).await;
     assert_eq!(s, 201, "the client's own certificate is not locked out: {b}");
 }
+
+#[actix_rt::test]
+async fn a_rotated_signing_key_keeps_earlier_tokens_until_a_second_rotation_and_survives_a_restart() {
+    let mut app = crate::helpers::TestApp::spawn_fast().await;
+    let before = app.demo_token().await;
+    let (s, r) = app.admin("POST", "/admin/token-key/rotation", None).await;
+    assert_eq!(s, 200, "{r}");
+    assert!(r["rotatedAt"].is_string() && r["previousTokensValidUntil"].is_string(), "{r}");
+    let after = app.demo_token().await;
+    assert_ne!(before, after);
+    for t in [&before, &after] {
+        assert_eq!(app.get_with("/api/balance", t).await.0, 200, "both verify after one rotation");
+    }
+    // The rotation is stored: a restart verifies both the same way.
+    app.restart(&crate::helpers::Options::default());
+    for t in [&before, &after] {
+        assert_eq!(app.get_with("/api/balance", t).await.0, 200, "both verify after a restart");
+    }
+    // A second rotation drops the tokens of two keys ago.
+    let (s, _) = app.admin("POST", "/admin/token-key/rotation", None).await;
+    assert_eq!(s, 200);
+    let (s, b) = app.get_with("/api/balance", &before).await;
+    assert_eq!(s, 401, "{b}");
+    assert_eq!(app.get_with("/api/balance", &after).await.0, 200);
+    // Only an operator rotates.
+    let res = app.client.post(app.url("/admin/token-key/rotation")).bearer_auth(&after).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 401);
+}
