@@ -30,6 +30,9 @@ pub enum AdminError {
     Repo(#[from] RepoError),
     #[error("random generator failed: {0}")]
     Random(String),
+    /// A `requestId` that made an account of another name or document.
+    #[error("this requestId made another account")]
+    RequestIdReused,
 }
 
 fn random_err(e: getrandom::Error) -> AdminError {
@@ -66,7 +69,44 @@ pub fn create_account(
     cert: Option<&ParsedCert>,
     now: DateTime<Utc>,
 ) -> Result<CreatedAccount, AdminError> {
+    match create_account_once(repo, profile, opening_balance, cert, now, None)? {
+        AccountMade::Created(c) => Ok(c),
+        AccountMade::Replayed(r) => {
+            Err(AdminError::Random(format!("account {} replayed without a request id", r.id)))
+        }
+    }
+}
+
+/// What [`create_account_once`] did.
+#[derive(Debug)]
+pub enum AccountMade {
+    Created(CreatedAccount),
+    /// The request id made this account before: nothing was made now (its client secret,
+    /// never stored, is not known any more).
+    Replayed(AccountRecord),
+}
+
+/// Makes an account once per `request_id`: the same id again answers the account it made
+/// (the index is written in the same batch as the account, so a crash leaves both or
+/// neither), and an id that made an account of another name or document is refused.
+pub fn create_account_once(
+    repo: &Repo,
+    profile: AccountProfile,
+    opening_balance: Money,
+    cert: Option<&ParsedCert>,
+    now: DateTime<Utc>,
+    request_id: Option<&str>,
+) -> Result<AccountMade, AdminError> {
     let _guard = repo.admin_lock();
+    if let Some(rid) = request_id {
+        if let Some(id) = repo.account_by_request(rid)? {
+            let record = repo.account(id)?.ok_or(AdminError::AccountNotFound)?;
+            if record.profile.name != profile.name || record.profile.document != profile.document {
+                return Err(AdminError::RequestIdReused);
+            }
+            return Ok(AccountMade::Replayed(record));
+        }
+    }
     if let Some(c) = cert {
         ensure_registrable(repo, &c.fingerprint, None)?;
     }
@@ -83,9 +123,12 @@ pub fn create_account(
         created_at: now,
     };
     let cert_record = cert.map(|c| certificate_record(id, c, now));
-    let batch = repo.account_batch(&record, &client, cert_record.as_ref())?;
+    let mut batch = repo.account_batch(&record, &client, cert_record.as_ref())?;
+    if let Some(rid) = request_id {
+        batch.put(crate::store::keys::account_request(rid), id.get().to_be_bytes().to_vec());
+    }
     repo.commit_batch(&batch)?;
-    Ok(CreatedAccount { record, client_secret })
+    Ok(AccountMade::Created(CreatedAccount { record, client_secret }))
 }
 
 fn certificate_record(account_id: AccountId, c: &ParsedCert, now: DateTime<Utc>) -> CertificateRecord {

@@ -49,13 +49,32 @@ pub struct Made {
     pub out: PathBuf,
 }
 
-/// Refuses an output directory that holds anything: credentials are never overwritten.
-fn ensure_new_dir(dir: &Path) -> anyhow::Result<()> {
-    let holds_anything = std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some());
-    if holds_anything {
-        bail!("{} is not empty: give a new directory, credentials are never overwritten", dir.display());
+/// The file in the output directory that holds this run's request id, written before the
+/// account is asked for: a run that died after the server made the account is run again
+/// with the same directory, and the same id answers that account instead of a second one.
+pub const REQUEST_ID_FILE: &str = ".request-id";
+
+/// Refuses an output directory that holds anything but the request id of an earlier run
+/// that did not finish: credentials are never overwritten. Answers that request id, or a
+/// new one written there.
+fn request_id_of(dir: &Path) -> anyhow::Result<String> {
+    let entries: Vec<String> = match std::fs::read_dir(dir) {
+        Ok(e) => e.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect(),
+        Err(_) => Vec::new(),
+    };
+    match entries.as_slice() {
+        [] => {
+            let id = uuid::Uuid::new_v4().to_string();
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            std::fs::write(dir.join(REQUEST_ID_FILE), &id)
+                .with_context(|| format!("writing {}", dir.join(REQUEST_ID_FILE).display()))?;
+            Ok(id)
+        }
+        [only] if only == REQUEST_ID_FILE => {
+            Ok(std::fs::read_to_string(dir.join(REQUEST_ID_FILE))?.trim().to_owned())
+        }
+        _ => bail!("{} is not empty: give a new directory, credentials are never overwritten", dir.display()),
     }
-    Ok(())
 }
 
 async fn post(client: &awc::Client, url: &str, token: &str, body: &Value) -> anyhow::Result<(u16, Value)> {
@@ -75,7 +94,7 @@ pub async fn create(req: &NewAccount, now: DateTime<Utc>) -> anyhow::Result<Made
     if !(1..=CERT_DAYS_MAX).contains(&req.cert_days) {
         bail!("--cert-days must be from 1 to {CERT_DAYS_MAX}");
     }
-    ensure_new_dir(&req.out)?;
+    let request_id = request_id_of(&req.out)?;
     let cert = match &req.cert_file {
         Some(path) => {
             let pem = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -92,19 +111,32 @@ pub async fn create(req: &NewAccount, now: DateTime<Utc>) -> anyhow::Result<Made
     };
     let base = req.url.trim_end_matches('/');
     let client = awc::Client::builder().timeout(ADMIN_ANSWER_WAIT).finish();
-    let mut body = json!({"name": req.name, "document": req.document, "sandbox": req.sandbox});
+    let mut body =
+        json!({"name": req.name, "document": req.document, "sandbox": req.sandbox, "requestId": request_id});
     if let Some(opening) = &req.initial_balance {
         body["initialBalance"] = json!(opening);
     }
     let (status, created) = post(&client, &format!("{base}/admin/accounts"), &req.admin_token, &body).await?;
-    if status != 201 {
+    if status != 201 && status != 200 {
         bail!("the server refused the account ({status}): {created}");
     }
     let account_id = created["accountId"].as_u64().context("the answer names no accountId")?;
+    // A replay (an earlier run made the account and died before writing its files): its
+    // secret was shown to that run only, so a new one is made, and the old one stops working.
+    let client_secret = if status == 200 {
+        let url = format!("{base}/admin/accounts/{account_id}/secret");
+        let (status, rotated) = post(&client, &url, &req.admin_token, &json!({})).await?;
+        if status != 200 {
+            bail!("account {account_id} was made by an earlier run; a new client secret was refused ({status}: {rotated})");
+        }
+        rotated["clientSecret"].clone()
+    } else {
+        created["clientSecret"].clone()
+    };
     let credentials = json!({
         "accountId": account_id,
         "clientId": created["clientId"],
-        "clientSecret": created["clientSecret"],
+        "clientSecret": client_secret,
         "webhookSecret": created["webhookSecret"],
     });
     crate::bootstrap::write_client_files(&req.out, &credentials, &cert)?;
@@ -150,16 +182,22 @@ mod tests {
         }
         let e = create(&req(CERT_DAYS_MAX), Utc::now()).await.unwrap_err().to_string();
         assert!(e.contains("cannot reach"), "the largest validity is taken: {e}");
-        assert!(!dir.path().join("acme").exists(), "nothing written when the server was not reached");
+        // Only the request id, so that a run again with the same directory asks for the same
+        // account.
+        let left: Vec<_> =
+            std::fs::read_dir(dir.path().join("acme")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, [REQUEST_ID_FILE], "nothing but the request id when the server was not reached");
     }
 
     #[test]
-    fn an_output_directory_that_holds_anything_is_refused() {
+    fn an_output_directory_that_holds_anything_but_an_unfinished_runs_request_id_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(ensure_new_dir(dir.path()).is_ok(), "empty");
-        assert!(ensure_new_dir(&dir.path().join("new")).is_ok(), "not there yet");
+        let first = request_id_of(dir.path()).unwrap();
+        assert_eq!(request_id_of(dir.path()).unwrap(), first, "the same id for a run again");
+        let fresh = request_id_of(&dir.path().join("new")).unwrap();
+        assert_ne!(fresh, first, "a new directory, a new request");
         std::fs::write(dir.path().join("credentials.json"), "{}").unwrap();
-        let e = ensure_new_dir(dir.path()).unwrap_err().to_string();
+        let e = request_id_of(dir.path()).unwrap_err().to_string();
         assert!(e.contains("never overwritten"), "{e}");
     }
 }

@@ -43,16 +43,31 @@ fn account_id(raw: &str) -> Result<AccountId, ApiError> {
 pub struct CreatedAccountResponse {
     account_id: u64,
     client_id: String,
-    /// Shown once; only its hash is stored.
-    client_secret: String,
+    /// Shown once, when the account is made; only its hash is stored, so a replay of the
+    /// same `requestId` has none (rotate it: `POST /admin/accounts/{id}/secret`).
+    client_secret: Option<String>,
     webhook_secret: String,
+    /// The same `requestId` made this account before: nothing was made now.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    replayed: bool,
 }
+
+/// Characters of a `requestId` at most.
+pub const ACCOUNT_REQUEST_ID_LEN_MAX: usize = 64;
 
 /// Body: `{name, document, sandbox?, initialBalance?}`.
 /// A new account's body: who it is and its opening balance.
-fn read_new_account(obj: &Map<String, Value>) -> Result<(AccountProfile, Money), ApiError> {
+fn read_new_account(obj: &Map<String, Value>) -> Result<(AccountProfile, Money, Option<String>), ApiError> {
     let mut f = Fields::new(obj);
-    f.only(&["name", "document", "sandbox", "initialBalance"]);
+    f.only(&["name", "document", "sandbox", "initialBalance", "requestId"]);
+    let request_id = f.string("requestId", false).and_then(|r| {
+        let ok = (1..=ACCOUNT_REQUEST_ID_LEN_MAX).contains(&r.len())
+            && r.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !ok {
+            f.fail("requestId", "must be 1 to 64 letters, digits, '-' or '_'");
+        }
+        ok.then(|| r.to_owned())
+    });
     let name = f.string("name", true).and_then(|n| match AccountName::parse(n) {
         Ok(n) => Some(n),
         Err(e) => {
@@ -73,7 +88,7 @@ fn read_new_account(obj: &Map<String, Value>) -> Result<(AccountProfile, Money),
     let (Some(name), Some(document)) = (name, document) else {
         return Err(ApiError::internal("validated fields missing"));
     };
-    Ok((AccountProfile { name, document, sandbox }, opening))
+    Ok((AccountProfile { name, document, sandbox }, opening, request_id))
 }
 
 #[utoipa::path(
@@ -81,8 +96,10 @@ fn read_new_account(obj: &Map<String, Value>) -> Result<(AccountProfile, Money),
     request_body(content = super::schemas::CreateAccountRequest),
     responses(
         (status = 201, body = CreatedAccountResponse),
+        (status = 200, description = "The same requestId made this account before: it, without its client secret", body = CreatedAccountResponse),
         (status = 400, body = ExtendedErrorBody),
         (status = 401, body = ExtendedErrorBody),
+        (status = 409, description = "The requestId made an account of another name or document", body = ExtendedErrorBody),
     ),
     security(("admin" = []))
 )]
@@ -92,7 +109,7 @@ pub async fn create_account(
     bytes: Bytes,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (profile, opening) = read_new_account(&request_object(&req, &bytes)?)?;
+    let (profile, opening, request_id) = read_new_account(&request_object(&req, &bytes)?)?;
     if profile.sandbox && state.production {
         // A sandbox account mints money (`/sandbox/pix-in`): a production server has none.
         return Err(ApiError::Validation(vec![Violation::new(
@@ -107,14 +124,33 @@ pub async fn create_account(
             "is not allowed: a production server opens every account empty; fund it with an operator credit (POST /admin/accounts/{id}/adjustments)",
         )]));
     }
-    let created = admin::create_account(&state.repo, profile, opening, None, state.clock.now())?;
-    tracing::info!(account = created.record.id.get(), "account created");
-    Ok(HttpResponse::Created().json(CreatedAccountResponse {
-        account_id: created.record.id.get(),
-        client_id: created.record.client_id.to_string(),
-        client_secret: created.client_secret,
-        webhook_secret: created.record.webhook_secret,
-    }))
+    let made = admin::create_account_once(
+        &state.repo,
+        profile,
+        opening,
+        None,
+        state.clock.now(),
+        request_id.as_deref(),
+    )?;
+    Ok(match made {
+        admin::AccountMade::Created(created) => {
+            tracing::info!(account = created.record.id.get(), "account created");
+            HttpResponse::Created().json(CreatedAccountResponse {
+                account_id: created.record.id.get(),
+                client_id: created.record.client_id.to_string(),
+                client_secret: Some(created.client_secret),
+                webhook_secret: created.record.webhook_secret,
+                replayed: false,
+            })
+        }
+        admin::AccountMade::Replayed(record) => HttpResponse::Ok().json(CreatedAccountResponse {
+            account_id: record.id.get(),
+            client_id: record.client_id.to_string(),
+            client_secret: None,
+            webhook_secret: record.webhook_secret,
+            replayed: true,
+        }),
+    })
 }
 
 #[derive(Serialize, ToSchema)]
@@ -457,7 +493,7 @@ mod tests {
                 "initialBalance must have at most 2 decimal places",
             ]
         );
-        let (profile, opening) = read_new_account(&object(
+        let (profile, opening, _) = read_new_account(&object(
             r#"{"name": "Acme", "document": "11222333000181", "initialBalance": "10.50"}"#,
         ))
         .unwrap();

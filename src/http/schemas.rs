@@ -800,6 +800,11 @@ pub struct CreateAccountRequest {
     #[serde(rename = "initialBalance")]
     #[schema(schema_with = money_text)]
     initial_balance: Option<String>,
+    /// The operator's id of this request (1 to 64 letters, digits, '-', '_'): the same one
+    /// again answers the account it made (200, without its secret) instead of a second one.
+    #[serde(rename = "requestId")]
+    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9_-]{1,64}$")]
+    request_id: Option<String>,
 }
 
 /// `PATCH /admin/accounts/{id}`: only the members sent change.

@@ -179,6 +179,12 @@ pub fn account(id: AccountId) -> Vec<u8> {
     Key::new("acct/").id(id).done()
 }
 
+/// `acctreq/{requestId}` -> u64 account id: the account an operator's `requestId` made, so
+/// the same request again answers that account instead of making another.
+pub fn account_request(request_id: &str) -> Vec<u8> {
+    format!("acctreq/{request_id}").into_bytes()
+}
+
 pub fn client(id: &ClientId) -> Vec<u8> {
     Key::new("client/").text(&id.to_string()).done()
 }

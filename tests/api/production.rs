@@ -180,6 +180,44 @@ async fn a_production_server_has_no_sandbox_and_makes_accounts_with_pixgw_accoun
     assert_eq!(s, 200, "{b}");
     let (s, b) = app.admin("GET", "/admin/accounts/4", None).await;
     assert_eq!(s, 404, "one account, not two: {b}");
+
+    // A run that died after the server made its account (its request id written, no
+    // credentials yet): the same run again finishes that account instead of making another.
+    let resumed = app.data_dir().join("resumed");
+    std::fs::create_dir_all(&resumed).unwrap();
+    std::fs::write(resumed.join(".request-id"), "run-7").unwrap();
+    let first = json!({"name": "Acme Pagamentos", "document": "52998224725", "requestId": "run-7"});
+    let (s, made) = app.admin("POST", "/admin/accounts", Some(first.clone())).await;
+    assert_eq!(s, 201, "{made}");
+    let id = made["accountId"].as_u64().unwrap();
+    let again = create_account(&app, &resumed, false);
+    let printed = String::from_utf8_lossy(&again.stdout);
+    assert!(again.status.success(), "{printed}{}", String::from_utf8_lossy(&again.stderr));
+    assert!(printed.contains(&format!("account {id} created")), "the same account: {printed}");
+    let (s, b) = app.admin("GET", &format!("/admin/accounts/{}", id + 1), None).await;
+    assert_eq!(s, 404, "no second account: {b}");
+    // Its files hold a secret that works (the one the dead run saw was replaced).
+    let body = std::fs::read_to_string(resumed.join("token-request.json")).unwrap();
+    let header = std::fs::read_to_string(resumed.join("client-cert.urlencoded")).unwrap();
+    let req = app.client.post(app.url("/api/auth/token")).insert_header(("X-SSL-Client-Cert", header));
+    let (s, t) = send(req, Some(serde_json::from_str(&body).unwrap())).await;
+    assert_eq!(s, 201, "{t}");
+    // The server answers a replay without the secret; another name under the id is refused.
+    let (s, replay) = app.admin("POST", "/admin/accounts", Some(first)).await;
+    assert_eq!(
+        (s, replay["accountId"].as_u64(), replay["replayed"].as_bool()),
+        (200, Some(id), Some(true)),
+        "{replay}"
+    );
+    assert!(replay["clientSecret"].is_null(), "{replay}");
+    let (s, b) = app
+        .admin(
+            "POST",
+            "/admin/accounts",
+            Some(json!({"name": "Other", "document": "52998224725", "requestId": "run-7"})),
+        )
+        .await;
+    assert_eq!(s, 409, "{b}");
 }
 
 #[actix_rt::test]

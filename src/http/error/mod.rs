@@ -232,6 +232,9 @@ impl From<AdminError> for ApiError {
             ),
             AdminError::Repo(r) => ApiError::Storage(r),
             AdminError::Random(m) => ApiError::internal(m),
+            AdminError::RequestIdReused => ApiError::Conflict(
+                "this requestId made an account of another name or document: give a new one".into(),
+            ),
         }
     }
 }

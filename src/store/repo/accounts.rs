@@ -84,6 +84,11 @@ impl Repo {
             .collect()
     }
 
+    /// The account an operator's request id made, if one did.
+    pub fn account_by_request(&self, request_id: &str) -> Result<Option<AccountId>, RepoError> {
+        Ok(self.local_by(&keys::account_request(request_id))?.and_then(AccountId::new))
+    }
+
     pub fn account(&self, id: AccountId) -> Result<Option<AccountRecord>, RepoError> {
         self.cached(&id, (|c| &c.accounts, |c| &mut c.accounts), || self.get_json(&keys::account(id)))
     }

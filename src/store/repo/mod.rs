@@ -168,7 +168,7 @@ impl Repo {
         self.commit(batch)
     }
 
-    fn local_by(&self, key: &[u8]) -> Result<Option<u64>, RepoError> {
+    pub(crate) fn local_by(&self, key: &[u8]) -> Result<Option<u64>, RepoError> {
         match self.store.get(key)? {
             None => Ok(None),
             Some(b) => {
