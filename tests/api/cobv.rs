@@ -112,7 +112,13 @@ async fn a_cobv_is_priced_by_the_day_paid_once_at_that_price_and_listed_apart_fr
 
     // Today, 3 days early: the discount applies (95.00); any other amount is refused.
     let (s, e) = app.post_raw("/sandbox/pay", &token, &pay(TXID, Some("100.00")), &[]).await;
-    assert_extended(&e, 400, "PIX_INVALID_AMOUNT");
+    // Told as every wrong amount is: HTTP_ERROR with errorCode PIX_INVALID_AMOUNT.
+    assert_extended(&e, 400, "HTTP_ERROR");
+    assert_eq!(
+        (e["errorCode"].as_str(), e["details"]["violations"][0]["field"].as_str()),
+        (Some("PIX_INVALID_AMOUNT"), Some("amount")),
+        "{e}"
+    );
     assert_eq!((s, e["details"]["amountDue"].as_str()), (400, Some("95.00")), "{e}");
     // Two days late: 100 + the 2.00 fine + 1 % a day for 2 days.
     let token = days_later(&app, 5).await;

@@ -283,15 +283,22 @@ impl Rejection {
             Rejection::TxidTaken => {
                 (S::CONFLICT, S::CONFLICT, "CONFLICT", false, "txid already exists".into(), None)
             }
-            // Family A's payer meets it as a wrong value, like a QR cash-out of another value.
-            Rejection::AmountNotDue { due } => (
-                S::BAD_REQUEST,
-                S::UNPROCESSABLE_ENTITY,
-                "PIX_INVALID_AMOUNT",
-                true,
-                format!("the amount must be the amount due today, {due}"),
-                Some(json!({"amountDue": due.to_cents_string()})),
-            ),
+            // A wrong amount, told as every wrong amount is: a violation of the field, code
+            // HTTP_ERROR and errorCode PIX_INVALID_AMOUNT (family A), with what is due.
+            Rejection::AmountNotDue { due } => {
+                let v = crate::http::error::Violation::new(
+                    "amount",
+                    format!("must be the amount due today, {due}"),
+                );
+                return ErrorParts {
+                    status: if b { S::UNPROCESSABLE_ENTITY } else { S::BAD_REQUEST },
+                    code: "HTTP_ERROR",
+                    message: json!([v.text()]),
+                    user_message: "Some fields of the request are invalid.",
+                    details: Some(json!({"violations": [v], "amountDue": due.to_cents_string()})),
+                    error_code: Some("PIX_INVALID_AMOUNT"),
+                };
+            }
             Rejection::Unpriceable => (
                 S::UNPROCESSABLE_ENTITY,
                 S::UNPROCESSABLE_ENTITY,
@@ -560,7 +567,7 @@ mod tests {
             ),
             (Rejection::ChargeNotOpen { status: "PAID" }, 422, 409, "UNPROCESSABLE"),
             (Rejection::TxidTaken, 409, 409, "CONFLICT"),
-            (Rejection::AmountNotDue { due: Money::parse("1").unwrap() }, 400, 422, "PIX_INVALID_AMOUNT"),
+            (Rejection::AmountNotDue { due: Money::parse("1").unwrap() }, 400, 422, "HTTP_ERROR"),
             (Rejection::RevisedMeanwhile, 409, 409, "CONFLICT"),
             (Rejection::NotReceived, 404, 404, "NOT_FOUND"),
             (Rejection::KeyNotInDirectory, 400, 422, "PIX_KEY_NOT_FOUND"),
