@@ -337,6 +337,10 @@ pub struct ServeArgs {
     /// HTTP worker threads (default: one per core).
     #[arg(long, env = "PIXGW_WORKERS")]
     pub workers: Option<usize>,
+    /// Requests a second each account may make, on average, with a burst of as many (429
+    /// with Retry-After beyond it); default: no limit (a load test hammers one account).
+    #[arg(long, env = "PIXGW_ACCOUNT_RATE_LIMIT")]
+    pub account_rate_limit: Option<u64>,
     /// sled's page cache in MiB (default 64).
     #[arg(long, env = "PIXGW_STORAGE_CACHE_MB")]
     pub storage_cache_mb: Option<u64>,
@@ -399,6 +403,7 @@ pub struct FileConfig {
     pub webhook_ca_file: Option<PathBuf>,
     pub webhook_senders: Option<usize>,
     pub workers: Option<usize>,
+    pub account_rate_limit: Option<u64>,
     pub storage_cache_mb: Option<u64>,
     pub journal_segment_mb: Option<u64>,
     pub shutdown_timeout_seconds: Option<u64>,
@@ -434,6 +439,8 @@ pub struct Settings {
     pub webhook_ca_file: Option<PathBuf>,
     pub webhook_senders: usize,
     pub workers: usize,
+    /// Requests a second per account (`None`: no limit).
+    pub account_rate_limit: Option<u64>,
     pub storage_cache_mb: u64,
     pub journal_segment_mb: u64,
     pub shutdown_timeout_seconds: u64,
@@ -658,6 +665,10 @@ impl Settings {
         if workers == 0 {
             return Err(ConfigError::Invalid("workers must be at least 1"));
         }
+        let account_rate_limit = args.account_rate_limit.or(file.account_rate_limit);
+        if account_rate_limit == Some(0) {
+            return Err(ConfigError::Invalid("the account rate limit must be at least 1 request a second"));
+        }
         let webhook_senders =
             args.webhook_senders.or(file.webhook_senders).unwrap_or(DEFAULT_WEBHOOK_SENDERS);
         if webhook_senders == 0 {
@@ -719,6 +730,7 @@ impl Settings {
                 .unwrap_or(crate::store::STORAGE_CACHE_MB_DEFAULT),
             journal_segment_mb,
             workers,
+            account_rate_limit,
             shutdown_timeout_seconds: args
                 .shutdown_timeout_seconds
                 .or(file.shutdown_timeout_seconds)

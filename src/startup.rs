@@ -247,6 +247,9 @@ impl Application {
             gate,
             locations,
             payloads: settings.spi.as_ref().map(|s| Arc::clone(&s.payloads)),
+            account_rate: settings
+                .account_rate_limit
+                .map(|n| std::sync::Mutex::new(crate::domain::rate::TokenBuckets::new(n))),
         });
         telemetry::metrics_handle();
 

@@ -58,3 +58,76 @@ mod tests {
         assert_eq!(w.hit(1, now + Duration::seconds(60)), Err(Duration::seconds(1)));
     }
 }
+
+/// A token bucket per key: `per_second` calls a second on average, at most `per_second` at
+/// once. It keeps two numbers per key (what a sliding window would keep a time per call
+/// for, too much at thousands of calls a second). Tokens are counted in thousandths, so the
+/// refill of a millisecond is exact.
+#[derive(Debug)]
+pub struct TokenBuckets {
+    per_second: u64,
+    buckets: HashMap<u64, (u64, DateTime<Utc>)>,
+}
+
+/// Keys a [`TokenBuckets`] holds at most; past it, the full buckets (keys idle long enough
+/// to have refilled) are dropped, since a full bucket and no bucket say the same.
+pub const TOKEN_BUCKETS_MAX: usize = 100_000;
+
+impl TokenBuckets {
+    pub fn new(per_second: u64) -> TokenBuckets {
+        TokenBuckets { per_second: per_second.max(1), buckets: HashMap::new() }
+    }
+
+    /// Takes a token for `key` at `now`, or answers how long until one is there.
+    pub fn take(&mut self, key: u64, now: DateTime<Utc>) -> Result<(), Duration> {
+        let full = self.per_second * 1000;
+        if self.buckets.len() >= TOKEN_BUCKETS_MAX {
+            let per_second = self.per_second;
+            self.buckets.retain(|_, (tokens, at)| {
+                let elapsed = u64::try_from((now - *at).num_milliseconds()).unwrap_or(0);
+                tokens.saturating_add(elapsed.saturating_mul(per_second)) < full
+            });
+        }
+        let (tokens, at) = self.buckets.entry(key).or_insert((full, now));
+        // Time only ever refills: a clock that went back moves nothing.
+        if now > *at {
+            let elapsed = u64::try_from((now - *at).num_milliseconds()).unwrap_or(0);
+            *tokens = tokens.saturating_add(elapsed.saturating_mul(self.per_second)).min(full);
+            *at = now;
+        }
+        if *tokens >= 1000 {
+            *tokens -= 1000;
+            return Ok(());
+        }
+        let missing = 1000 - *tokens;
+        Err(Duration::milliseconds(i64::try_from(missing.div_ceil(self.per_second)).unwrap_or(i64::MAX)))
+    }
+}
+
+#[cfg(test)]
+mod bucket_tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn a_bucket_allows_its_rate_with_a_burst_of_as_much_and_says_when_the_next_token_comes() {
+        let t0 = Utc.with_ymd_and_hms(2026, 11, 26, 12, 0, 0).unwrap();
+        let mut b = TokenBuckets::new(5);
+        for _ in 0..5 {
+            assert_eq!(b.take(1, t0), Ok(()));
+        }
+        assert_eq!(b.take(1, t0), Err(Duration::milliseconds(200)), "one token every 200 ms");
+        assert_eq!(b.take(2, t0), Ok(()), "another key has its own bucket");
+        assert_eq!(b.take(1, t0 + Duration::milliseconds(199)), Err(Duration::milliseconds(1)));
+        assert_eq!(b.take(1, t0 + Duration::milliseconds(200)), Ok(()));
+        // Idle long enough, the bucket is full again, never more.
+        let later = t0 + Duration::seconds(60);
+        for _ in 0..5 {
+            assert_eq!(b.take(1, later), Ok(()));
+        }
+        assert!(b.take(1, later).is_err());
+        // A clock that goes back refills nothing, then or after.
+        assert!(b.take(1, later - Duration::seconds(10)).is_err());
+        assert_eq!(b.take(1, later + Duration::milliseconds(199)), Err(Duration::milliseconds(1)));
+    }
+}

@@ -66,6 +66,16 @@ pub(super) fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
         return Err(revoked);
     };
     super::access::record_account(req, subject.account_id);
+    // Counted once the caller is known, so another account's traffic never spends its own.
+    if let Some(buckets) = &state.account_rate {
+        let taken = buckets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take(subject.account_id.get(), state.clock.now());
+        taken.map_err(|wait| ApiError::RateLimited {
+            retry_after_seconds: u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(1).max(1),
+        })?;
+    }
     Ok(Caller {
         account_id: subject.account_id,
         client_id: subject.client_id,

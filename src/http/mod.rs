@@ -111,6 +111,8 @@ pub struct AppState {
     pub gate: gate::SharedGate,
     /// The payload locations of dynamic QR codes (`--payload-host`); `None`: not served.
     pub locations: Option<Arc<payload::Locations>>,
+    /// Each account's requests a second (`--account-rate-limit`); `None`: no limit.
+    pub account_rate: Option<std::sync::Mutex<crate::domain::rate::TokenBuckets>>,
     /// Reads other institutions' dynamic QR codes (the SPI rail); `None`: not paid.
     pub payloads: Option<Arc<crate::rail::spi::payload_reader::PayloadReader>>,
 }

@@ -412,3 +412,29 @@ async fn a_rotated_signing_key_keeps_earlier_tokens_until_a_second_rotation_and_
     let res = app.client.post(app.url("/admin/token-key/rotation")).bearer_auth(&after).send().await.unwrap();
     assert_eq!(res.status().as_u16(), 401);
 }
+
+#[actix_rt::test]
+async fn an_account_over_its_request_rate_is_told_when_to_come_back_and_others_are_not_slowed() {
+    let opts = crate::helpers::Options {
+        env: vec![("PIXGW_ACCOUNT_RATE_LIMIT".into(), "1".into())],
+        ..Default::default()
+    };
+    let app = crate::helpers::spawn_with(opts).await;
+    let token = app.demo_token().await;
+    let mut statuses = Vec::new();
+    let mut retry_after = None;
+    for _ in 0..10 {
+        let res = app.client.get(app.url("/api/balance")).bearer_auth(&token).send().await.unwrap();
+        if res.status().as_u16() == 429 {
+            retry_after = res.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+        }
+        statuses.push(res.status().as_u16());
+    }
+    assert!(statuses.contains(&200) && statuses.contains(&429), "{statuses:?}");
+    assert_eq!(retry_after.as_deref(), Some("1"), "one request a second: back within a second");
+    // Another account has a bucket of its own.
+    let (_, client_id, secret, pem) = app.new_account("Other").await;
+    let (_, t) = app.token_with(&pem, &client_id, &secret).await;
+    let (s, b) = app.get_with("/api/balance", t["access_token"].as_str().unwrap()).await;
+    assert_eq!(s, 200, "{b}");
+}
