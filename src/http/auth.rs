@@ -66,16 +66,6 @@ pub(super) fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
         return Err(revoked);
     };
     super::access::record_account(req, subject.account_id);
-    // Counted once the caller is known, so another account's traffic never spends its own.
-    if let Some(buckets) = &state.account_rate {
-        let taken = buckets
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take(subject.account_id.get(), state.clock.now());
-        taken.map_err(|wait| ApiError::RateLimited {
-            retry_after_seconds: u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(1).max(1),
-        })?;
-    }
     Ok(Caller {
         account_id: subject.account_id,
         client_id: subject.client_id,
@@ -111,8 +101,25 @@ impl FromRequest for Caller {
     type Future = Ready<Result<Caller, ApiError>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(authenticate(req))
+        ready(authenticate(req).and_then(|caller| {
+            count_request(req, &caller)?;
+            Ok(caller)
+        }))
     }
+}
+
+/// Spends one of the caller's requests of the second (`--account-rate-limit`), once per
+/// request: counted once the caller is known, so another account's traffic never spends it.
+fn count_request(req: &HttpRequest, caller: &Caller) -> Result<(), ApiError> {
+    let state = state(req)?;
+    let Some(buckets) = &state.account_rate else { return Ok(()) };
+    let taken = buckets
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take(caller.account_id.get(), state.clock.now());
+    taken.map_err(|wait| ApiError::RateLimited {
+        retry_after_seconds: u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(1).max(1),
+    })
 }
 
 /// An operator holding one of the admin tokens; `name` is the token's name, which the

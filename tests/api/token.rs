@@ -432,9 +432,13 @@ async fn an_account_over_its_request_rate_is_told_when_to_come_back_and_others_a
     }
     assert!(statuses.contains(&200) && statuses.contains(&429), "{statuses:?}");
     assert_eq!(retry_after.as_deref(), Some("1"), "one request a second: back within a second");
-    // Another account has a bucket of its own.
+    // Another account has a bucket of its own, and a request is counted once, also when the
+    // Idempotency-Key layer identifies its caller first (its one token is enough).
     let (_, client_id, secret, pem) = app.new_account("Other").await;
     let (_, t) = app.token_with(&pem, &client_id, &secret).await;
-    let (s, b) = app.get_with("/api/balance", t["access_token"].as_str().unwrap()).await;
-    assert_eq!(s, 200, "{b}");
+    let body = r#"{"url": "https://hooks.example.com/pix", "eventType": "cash_in"}"#;
+    let (s, b) = app
+        .post_raw("/api/webhooks", t["access_token"].as_str().unwrap(), body, &[("Idempotency-Key", "once")])
+        .await;
+    assert_eq!(s, 201, "{b}");
 }
