@@ -162,6 +162,9 @@ pub async fn serve(settings: Settings, url: PgUrl) -> anyhow::Result<()> {
     }
     crate::say!("role: leader (epoch {epoch})");
     metrics::gauge!("pixgw_serving").set(1.0);
+    metrics::gauge!("pixgw_lease_epoch").set(epoch as f64);
+    // The lease was just taken from the database (the recorder exists only from here on).
+    metrics::gauge!("pixgw_database_up").set(1.0);
 
     let gave_up: Arc<Mutex<Option<String>>> = Arc::default();
     let watcher = {
@@ -251,7 +254,9 @@ async fn take_lease(pg: &Arc<Pg>, times: LeaseTimes) -> u64 {
             }
             pg.try_acquire(times).await.map_err(|e| e.to_string())
         };
-        match attempt.await {
+        let answered = attempt.await;
+        metrics::gauge!("pixgw_database_up").set(if answered.is_ok() { 1.0 } else { 0.0 });
+        match answered {
             Ok(Some(epoch)) => return epoch,
             Ok(None) => {}
             Err(e) if e != last_error => {
@@ -269,7 +274,9 @@ async fn renew(pg: Arc<Pg>, times: LeaseTimes, leadership: Arc<Leadership>) {
     loop {
         tokio::time::sleep(times.renew_every()).await;
         let sent = Instant::now();
-        match pg.renew(times).await {
+        let renewed = pg.renew(times).await;
+        metrics::gauge!("pixgw_database_up").set(if renewed.is_ok() { 1.0 } else { 0.0 });
+        match renewed {
             Ok(true) => leadership.renewed(sent + times.lease()),
             Ok(false) => {
                 tracing::warn!("the lease was taken by another node");

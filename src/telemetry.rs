@@ -275,6 +275,14 @@ fn describe_and_zero() {
     );
     metrics::gauge!("pixgw_serving").set(0.0);
     describe_gauge!(
+        "pixgw_database_up",
+        "On the PostgreSQL store: 1 while the database answered this node's last lease request, 0 while it does not (absent on the embedded store)"
+    );
+    describe_gauge!(
+        "pixgw_lease_epoch",
+        "On the PostgreSQL store: the lease's epoch this node leads under; it grows by one at each takeover"
+    );
+    describe_gauge!(
         "pixgw_storage_failed",
         "1 once a write has failed: every later write is refused until the process restarts"
     );

@@ -220,6 +220,18 @@ async fn payments_on_postgres_survive_a_restart_and_a_standby_answers_503() {
     let (s, out) = leader.post_raw("/api/pix/cash-out", &token, &cash_out_body("pg-1", "10"), &[]).await;
     assert_eq!(s, 201, "{out}");
     leader.wait_final(&token, out["transactionId"].as_str().unwrap()).await;
+    let epoch = |text: &str, name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+    };
+    let scrape = |app: &TestApp| {
+        let req = app.client.get(app.url("/metrics"));
+        async move { String::from_utf8(req.send().await.unwrap().body().await.unwrap().to_vec()).unwrap() }
+    };
+    let text = scrape(&leader).await;
+    assert_eq!(epoch(&text, "pixgw_database_up"), Some(1.0), "the database answers the leader");
+    let first_epoch = epoch(&text, "pixgw_lease_epoch").expect("the leader says its epoch");
     let standby = node(&url, &[], false).await;
     wait_role(&standby.base, "standby", Duration::from_secs(10)).await;
     let (s, refused) = standby.get_with("/api/balance", &token).await;
@@ -228,6 +240,8 @@ async fn payments_on_postgres_survive_a_restart_and_a_standby_answers_503() {
     assert!(leader.stop().success());
     let took = wait_role(&standby.base, "leader", Duration::from_secs(10)).await;
     assert!(took < Duration::from_secs(4), "took {took:?}, as long as waiting the lease out");
+    let taken = epoch(&scrape(&standby).await, "pixgw_lease_epoch").expect("the new leader says its epoch");
+    assert!(taken > first_epoch, "a takeover is a new epoch: {first_epoch} then {taken}");
     let mut standby = standby;
     standby.creds = read_credentials(&leader.data_dir());
     let token = standby.demo_token().await;
