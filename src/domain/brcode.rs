@@ -272,28 +272,23 @@ pub fn generate(spec: &BrCodeSpec) -> String {
 /// cobv's changes by the day) and the txid field `***`, as the BR Code manual asks of a code
 /// whose charge lives at a location.
 pub fn generate_dynamic(location: &str, merchant_name: &str, merchant_city: &str) -> String {
-    let cut = |s: String, n: usize| s.chars().take(n).collect::<String>();
-    let mut out = field(0, "01");
-    out += &field(1, "12");
-    out += &field(26, &(field(0, PIX_GUI) + &field(25, location)));
-    out += &field(52, "0000");
-    out += &field(53, "986");
-    out += &field(58, "BR");
-    out += &field(59, &cut(fold_ascii(merchant_name), MERCHANT_NAME_LEN_MAX));
-    out += &field(60, &cut(fold_ascii(merchant_city), MERCHANT_CITY_LEN_MAX));
-    out += &field(62, &field(5, "***"));
-    out += "6304";
-    let crc = crc16(out.as_bytes());
-    out + &format!("{crc:04X}")
+    let head = field(0, "01") + &field(1, "12") + &field(26, &(field(0, PIX_GUI) + &field(25, location)));
+    located(head, merchant_name, merchant_city)
 }
 
 /// The code of Pix Automático's journey 2: it carries only a recurrence's location (in the
 /// template of ID 80, as the arrangement places it), no key and no amount, so no payment
 /// can be made with it; the payer's institution reads the recurrence there.
 pub fn generate_recurrence(location: &str, merchant_name: &str, merchant_city: &str) -> String {
+    let head = field(0, "01") + &field(80, &(field(0, PIX_GUI) + &field(25, location)));
+    located(head, merchant_name, merchant_city)
+}
+
+/// A code whose template `head` names a location: no amount, the merchant, the txid field
+/// `***`, and the CRC.
+fn located(head: String, merchant_name: &str, merchant_city: &str) -> String {
     let cut = |s: String, n: usize| s.chars().take(n).collect::<String>();
-    let mut out = field(0, "01");
-    out += &field(80, &(field(0, PIX_GUI) + &field(25, location)));
+    let mut out = head;
     out += &field(52, "0000");
     out += &field(53, "986");
     out += &field(58, "BR");

@@ -266,8 +266,17 @@ async fn named_admin_tokens_are_audited_by_name_and_read_again_on_sighup() {
     assert_eq!(admin_status(&app, ALICE, "/admin/accounts/1").await, 404, "alice is an operator");
     assert_eq!(admin_status(&app, BOB, "/admin/accounts/1").await, 404, "bob too");
     assert_eq!(admin_status(&app, "not-a-token-of-anyone-0000", "/admin/accounts/1").await, 401);
-    // The audit line names the operator, never the token.
-    let text = std::fs::read_to_string(&log).unwrap();
+    // The audit line names the operator, never the token (log lines are written by a thread
+    // of their own: read until they are there, bounded).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let text = loop {
+        let text = std::fs::read_to_string(&log).unwrap();
+        if text.contains("operator=alice") && text.contains("operator=bob") {
+            break text;
+        }
+        assert!(std::time::Instant::now() < deadline, "no audit lines: {text}");
+        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
     let audit: Vec<&str> = text.lines().filter(|l| l.contains("operator request")).collect();
     assert!(
         audit.iter().any(|l| l.contains("operator=alice"))
@@ -309,8 +318,11 @@ async fn named_admin_tokens_are_audited_by_name_and_read_again_on_sighup() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .any(|l| l.contains("operator=carol") && l.contains("/admin/backup")));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let audited =
+        |text: &str| text.lines().any(|l| l.contains("operator=carol") && l.contains("/admin/backup"));
+    while !audited(&std::fs::read_to_string(&log).unwrap()) {
+        assert!(std::time::Instant::now() < deadline, "no audit line for the backup");
+        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }

@@ -40,6 +40,33 @@ fn med_event(med: &Med, event_type: EventType, name: &str) -> OutboxEvent {
     }
 }
 
+/// Blocks `value` of the balance under `local_id`, with no fee and no limit (what a MED holds,
+/// and what its return through the rail holds until the SPI settles it).
+fn hold(
+    ledger: &mut crate::domain::ledger::LedgerDraft<'_>,
+    account: &Account,
+    local_id: u64,
+    value: Money,
+    now: DateTime<Utc>,
+    replayed: &str,
+) -> Result<(), Refusal> {
+    let request = DebitRequest {
+        local_id,
+        external_id: None,
+        idempotency: None,
+        value,
+        fee: Money::ZERO,
+        hold: true,
+        limited: Limited::No,
+        now,
+        stored: StoredKeys::default(),
+    };
+    match ledger.debit(&request, &account.settings.limits).map_err(Refusal::Ledger)? {
+        DebitDecision::Replay { .. } => Err(Refusal::Bug(replayed.into())),
+        _ => Ok(()),
+    }
+}
+
 /// Opens a MED. `original` is the account's transaction with that end-to-end id as it is
 /// now, if any; `institution`, the bank the end-to-end id's ISPB names, if known. Ids: one,
 /// the MED's (also its hold's).
@@ -68,22 +95,7 @@ pub fn open_med(
     let available = ledger.balance().available;
     let blocked = if amount > available { available } else { amount };
     if !blocked.is_zero() {
-        let hold = DebitRequest {
-            local_id: id,
-            external_id: None,
-            idempotency: None,
-            value: blocked,
-            fee: Money::ZERO,
-            hold: true,
-            limited: Limited::No,
-            now,
-            stored: StoredKeys::default(),
-        };
-        if let DebitDecision::Replay { .. } =
-            ledger.debit(&hold, &account.settings.limits).map_err(Refusal::Ledger)?
-        {
-            return Err(Refusal::Bug("a MED hold replayed".into()));
-        }
+        hold(&mut ledger, account, id, blocked, now, "a MED hold replayed")?;
     }
     let requesting_bank = original
         .as_ref()
@@ -168,22 +180,7 @@ pub fn close_med(
         let rtr_id = fresh.end_to_end_id('D', now);
         let name = med.original.as_ref().map_or_else(|| med.requesting_bank.name.clone(), |o| o.name.clone());
         let status = if through_rail {
-            let hold = DebitRequest {
-                local_id: fresh.local_id,
-                external_id: None,
-                idempotency: None,
-                value: med.blocked,
-                fee: Money::ZERO,
-                hold: true,
-                limited: Limited::No,
-                now,
-                stored: StoredKeys::default(),
-            };
-            if let DebitDecision::Replay { .. } =
-                ledger.debit(&hold, &account.settings.limits).map_err(Refusal::Ledger)?
-            {
-                return Err(Refusal::Bug("a MED's return replayed".into()));
-            }
+            hold(&mut ledger, account, fresh.local_id, med.blocked, now, "a MED's return replayed")?;
             TxStatus::Pending
         } else {
             TxStatus::Confirmed

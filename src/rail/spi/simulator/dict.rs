@@ -269,13 +269,9 @@ async fn close_refund(
     sim: web::Data<Sim>,
 ) -> HttpResponse {
     use crate::rail::spi::dict::REFUND_RESULTS;
-    let from = match participant(&req, &sim, None, true) {
-        Ok(p) => p,
-        Err(r) => return r.response(),
-    };
-    let doc = match signed_request(&sim, &from, &body) {
-        Ok(d) => d,
-        Err(p) => return answer_problem(&p),
+    let (from, doc) = match signed_write(&req, &sim, &body) {
+        Ok(w) => w,
+        Err(answer) => return *answer,
     };
     let text = |name: &str| doc.root.text_at(&[name]).map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
     if text("RefundId").as_deref() != Some(id.as_str())
@@ -381,14 +377,18 @@ fn signed_request(sim: &Sim, from: &Ispb, body: &Bytes) -> Result<Document, Prob
     Ok(doc)
 }
 
+/// A write request's participant (by its certificate) and its document, once its signature
+/// checks; else the answer that refuses it.
+fn signed_write(req: &HttpRequest, sim: &Sim, body: &Bytes) -> Result<(Ispb, Document), Box<HttpResponse>> {
+    let from = participant(req, sim, None, true).map_err(|r| Box::new(r.response()))?;
+    let doc = signed_request(sim, &from, body).map_err(|p| Box::new(answer_problem(&p)))?;
+    Ok((from, doc))
+}
+
 async fn create(req: HttpRequest, body: Bytes, sim: web::Data<Sim>) -> HttpResponse {
-    let from = match participant(&req, &sim, None, true) {
-        Ok(p) => p,
-        Err(r) => return r.response(),
-    };
-    let doc = match signed_request(&sim, &from, &body) {
-        Ok(d) => d,
-        Err(p) => return answer_problem(&p),
+    let (from, doc) = match signed_write(&req, &sim, &body) {
+        Ok(w) => w,
+        Err(answer) => return *answer,
     };
     let entry = match doc.root.child("Entry").map(Entry::read) {
         Some(Ok(e)) => e,
@@ -411,13 +411,9 @@ async fn create(req: HttpRequest, body: Bytes, sim: web::Data<Sim>) -> HttpRespo
 }
 
 async fn delete(req: HttpRequest, key: web::Path<String>, body: Bytes, sim: web::Data<Sim>) -> HttpResponse {
-    let from = match participant(&req, &sim, None, true) {
-        Ok(p) => p,
-        Err(r) => return r.response(),
-    };
-    let doc = match signed_request(&sim, &from, &body) {
-        Ok(d) => d,
-        Err(p) => return answer_problem(&p),
+    let (from, doc) = match signed_write(&req, &sim, &body) {
+        Ok(w) => w,
+        Err(answer) => return *answer,
     };
     if doc.root.text_at(&["Key"]).as_deref() != Some(key.as_str()) {
         return answer_problem(&problem(400, "BadRequest", "the body's Key is not the path's"));
