@@ -32,7 +32,9 @@ use crate::domain::ids::AccountId;
 use crate::domain::ledger::{Ledger, StoredKeys};
 use crate::domain::med::{Med, MedStatus};
 use crate::domain::rec::Recurrence;
-use crate::domain::transaction::{BankInfo, ErrorCode, RailOutcome, Transaction, TxKind, TxStatus};
+use crate::domain::transaction::{
+    gateway_ispb, local_id_in_end_to_end, BankInfo, ErrorCode, RailOutcome, Transaction, TxKind, TxStatus,
+};
 use crate::rail::sim::directory::Directory;
 use crate::rail::{Payer, Payout, Rail, Rails};
 use crate::store::{AccountRecord, CommitError, GroupCommit, Repo, RepoError, StoreError};
@@ -742,6 +744,21 @@ impl AccountActor {
     }
 
     fn submit(&self, tx: &Transaction, ctx: &mut Context<Self>) {
+        let returns_on_us = match self.returns_on_us(tx) {
+            Ok(r) => r,
+            Err(e) => {
+                // Sent to another bank, an on-us refund's money would leave the books: it
+                // waits until the store answers.
+                tracing::error!(local_id = tx.local_id, error = %e, "a refund's payer cannot be read");
+                let local_id = tx.local_id;
+                ctx.run_later(SETTLE_RETRY_AFTER, move |act, ctx| {
+                    if let Some(tx) = act.pending_tx(local_id).cloned() {
+                        act.submit(&tx, ctx);
+                    }
+                });
+                return;
+            }
+        };
         let payer = Payer {
             account: self.account.id,
             name: self.account.name.to_string(),
@@ -751,7 +768,23 @@ impl AccountActor {
             tx: Box::new(tx.clone()),
             payer,
             reply_to: ctx.address().recipient(),
+            returns_on_us,
         });
+    }
+
+    /// The account of this gateway that made the payment a refund returns, if one did: an
+    /// on-us payment's end-to-end id carries the payer's local id (ids are unique across
+    /// accounts), and that transaction names its account.
+    fn returns_on_us(&self, tx: &Transaction) -> Result<Option<AccountId>, RepoError> {
+        let Some(r) = tx.refund.as_ref().filter(|_| tx.kind == TxKind::RefundIn) else { return Ok(None) };
+        let ours = tx.counterpart.bank.as_ref().is_some_and(|b| b.ispb == gateway_ispb());
+        let Some(local) = local_id_in_end_to_end(&r.original_end_to_end_id).filter(|_| ours) else {
+            return Ok(None);
+        };
+        Ok(self.deps.repo.transaction(local)?.and_then(|paid| {
+            let payment = matches!(paid.kind, TxKind::CashOut | TxKind::QrCashOut | TxKind::DictPix);
+            (payment && paid.end_to_end_id == r.original_end_to_end_id).then_some(paid.account_id)
+        }))
     }
 
     /// Forgets the writes that storage now has (their ticket is under the watermark).

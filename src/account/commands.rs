@@ -13,7 +13,7 @@ use crate::domain::ledger::Balance;
 use crate::domain::med::{AnalysisResult, Med, Participant};
 use crate::domain::money::Money;
 use crate::domain::scenario::ChargeScenario;
-use crate::domain::transaction::{Transaction, TxKind, TxStatus, PAYER_ISPB};
+use crate::domain::transaction::{local_id_in_end_to_end, Transaction, TxKind, TxStatus, PAYER_ISPB};
 use crate::rail::Settled;
 
 impl AccountActor {
@@ -182,14 +182,28 @@ impl AccountActor {
         self.view()?;
         let e2e = credit.end_to_end_id.clone();
         // A credit's transaction (an account may pay itself: its own debit has this id too).
-        let credit_tx =
-            |t: &Transaction| t.end_to_end_id == e2e && matches!(t.kind, TxKind::PixIn | TxKind::CashIn);
+        let credit_tx = |t: &Transaction| {
+            t.end_to_end_id == e2e && matches!(t.kind, TxKind::PixIn | TxKind::CashIn | TxKind::RefundOut)
+        };
         if self.unapplied_any(credit_tx) {
             return Ok(());
         }
         let r = self.deps.repo.on_us_credit(&e2e);
         if self.read(r, ctx)?.is_none() {
             return Ok(());
+        }
+        // Money back of a payment this account made: a Refund out of that payment.
+        if let Some(paid) = credit.returns.clone() {
+            let original = match local_id_in_end_to_end(&paid) {
+                Some(local) => self.transaction(local, ctx)?.filter(|t| t.end_to_end_id == paid),
+                None => None,
+            };
+            let mut ids = self.draw_ids(1, ctx)?;
+            let now = self.now();
+            return match decide::receive_on_us_return(&self.view()?, credit, original, now, &mut ids) {
+                Ok(plan) => self.execute(plan, ctx).map(|_| ()),
+                Err(r) => Err(self.refused(r, ctx)),
+            };
         }
         // The debit of an on-us recurring charge settles the charge that awaits it.
         let awaiting = match credit.reference.as_deref().and_then(crate::domain::cobr::cobr_of_reference) {

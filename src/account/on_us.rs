@@ -179,6 +179,7 @@ mod tests {
             payer_document: "52998224725".into(),
             reference: None,
             paid_at: None,
+            returns: None,
         }
     }
 

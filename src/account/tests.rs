@@ -287,6 +287,7 @@ async fn an_on_us_credit_delivered_many_times_at_once_is_carried_out_once() {
         payer_document: "52998224725".into(),
         reference: None,
         paid_at: None,
+        returns: None,
     };
     // Written as the payer's settlement writes it.
     let owed = f.repo.plan_batch(f.account, None, &[Record::OnUsCredit(credit.clone())], &[]).unwrap();
@@ -446,6 +447,7 @@ async fn an_on_us_payment_made_in_time_pays_a_charge_closed_before_its_credit_ar
         payer_document: "52998224725".into(),
         reference: Some(txid.clone()),
         paid_at: Some(at),
+        returns: None,
     };
     for c in [
         credit("E99999999202611231200A0000000043", paid_at),

@@ -76,6 +76,9 @@ pub struct Payout {
     pub tx: Box<Transaction>,
     pub payer: Payer,
     pub reply_to: Recipient<Settled>,
+    /// A refund of a payment an account of this gateway made: that account. The refund
+    /// settles on us (its money goes back to that account, never out to another bank).
+    pub returns_on_us: Option<AccountId>,
 }
 
 /// How a payout ended, sent to the account that made it.

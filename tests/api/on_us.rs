@@ -116,10 +116,22 @@ async fn an_account_pays_another_accounts_charge_key_and_dict_key_and_each_side_
 
     assert_eq!(app.balance(&payee_token).await.0, "22.00");
     assert_eq!(app.balance(&payer).await, ("78.00".into(), "0.00".into(), "78.00".into()));
-    // The payee refunds the received PIX by its end-to-end id, like any other.
+    // The payee refunds the received PIX by its end-to-end id, like any other; the payer is
+    // an account of this gateway, so the money goes back to it (it left the books before).
     let req = app.client.put(app.url(&format!("/pix/{e2e}/devolucao/back1"))).bearer_auth(&payee_token);
     let (s, r) = crate::helpers::send(req, Some(json!({"valor": "1.00"}))).await;
     assert_eq!(s, 201, "{r}");
+    let rtr = r["rtrId"].as_str().unwrap().to_owned();
+    let back = wait_for(&app, &payer, &rtr, |t| t["status"] == "CONFIRMED").await;
+    assert_eq!(
+        (back["operation"].as_str(), back["originalAmount"].as_f64(), back["endToEndId"].as_str()),
+        (Some("REFUND_OUT"), Some(1.0), Some(rtr.as_str())),
+        "{back}"
+    );
+    assert_eq!(app.balance(&payer).await, ("79.00".into(), "0.00".into(), "79.00".into()));
+    assert_eq!(app.balance(&payee_token).await.0, "21.00");
+    let (s, d) = app.get_with(&format!("/pix/{e2e}/devolucao/back1"), &payee_token).await;
+    assert_eq!((s, d["status"].as_str()), (200, Some("DEVOLVIDO")), "{d}");
 }
 
 /// "An account may pay itself": then its payment and its receipt carry one end-to-end id,

@@ -172,6 +172,27 @@ async fn a_payer_of_this_gateway_authorises_and_pays_a_recurrence_with_one_end_t
     let payer_now = net(&app, &payer_token).await;
     assert_eq!(plus(payer_now, "30").checked_add(fee), plus(payer_before, "100").into(), "30.00 and its fee");
 
+    // A devolução of the charge's PIX gives the payer its money back, on us: the books keep it.
+    let req = app.client.put(app.url(&format!("/pix/{e2e}/devolucao/back1"))).bearer_auth(&token);
+    let (s, d) = crate::helpers::send(req, Some(json!({"valor": "10.00"}))).await;
+    assert_eq!(s, 201, "{d}");
+    let rtr = d["rtrId"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let back = loop {
+        let (s, t) = app.get_with(&format!("/api/transactions/{rtr}"), &payer_token).await;
+        if s == 200 && t["status"] == "CONFIRMED" {
+            break t;
+        }
+        assert!(std::time::Instant::now() < deadline, "the return never reached the payer: {t}");
+        actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    assert_eq!(
+        (back["status"].as_str(), back["operation"].as_str()),
+        (Some("CONFIRMED"), Some("REFUND_OUT"))
+    );
+    assert_eq!(net(&app, &payer_token).await, plus(payer_now, "10"), "{back}");
+    assert_eq!(net(&app, &token).await, plus(receiver_before, "20"), "the receiver gave 10.00 back");
+
     // Only the payer cancels: not the sandbox, not another account.
     let (s, b) = post(&app, &format!("/sandbox/rec/{id}/cancel"), &token, json!({})).await;
     assert_eq!(s, 409, "{b}");

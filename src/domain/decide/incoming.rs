@@ -151,6 +151,7 @@ pub fn settle(
                 payer_document: incoming.payer_document,
                 reference,
                 paid_at: Some(incoming.paid_at),
+                returns: None,
             };
             credit(account, owed, charge, payer_bank, split_banks, now, ids)?
         }

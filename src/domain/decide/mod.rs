@@ -32,7 +32,10 @@ pub use incoming::{
     IncomingRefusal, Named,
 };
 pub use med::{close_med, open_med, CloseMedRequest, OpenMedRequest};
-pub use on_us::{credit_of, names_charge, receive as receive_on_us, OnUsCredit, OnUsPayer};
+pub use on_us::{
+    credit_of, names_charge, receive as receive_on_us, receive_return as receive_on_us_return, return_of,
+    OnUsCredit, OnUsPayer,
+};
 pub use pay::{pay, pix_in, settle, DictRequest, PayDecision, PayRequest, PixInRequest};
 pub use recurrences::{
     attempt_cobr, change_cobr, change_rec, create_cobr, create_locrec, create_rec, expire_rec,

@@ -40,6 +40,11 @@ pub struct OnUsCredit {
     /// are priced when they arrive).
     #[serde(default)]
     pub paid_at: Option<DateTime<Utc>>,
+    /// Set when this money returns a payment the payee made (a refund of an on-us payment):
+    /// that payment's end-to-end id. The credit is then a Refund out of that payment, and
+    /// `end_to_end_id` is the return's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returns: Option<String>,
 }
 
 /// Who pays, as the payer's settlement writes it into the credit.
@@ -60,7 +65,24 @@ pub fn credit_of(tx: &Transaction, payer: &OnUsPayer) -> OnUsCredit {
         payer_document: payer.document.clone(),
         reference: tx.qr_txid.clone(),
         paid_at: Some(tx.created_at),
+        returns: None,
     }
+}
+
+/// The credit a confirmed refund of an on-us payment owes the account that made the
+/// payment: its money back, as a return of that payment.
+pub fn return_of(refund: &Transaction, payer: &OnUsPayer) -> Option<OnUsCredit> {
+    let details = refund.refund.as_ref()?;
+    Some(OnUsCredit {
+        payee: payer.payee,
+        end_to_end_id: details.rtr_id.clone(),
+        value: refund.value,
+        payer_name: payer.name.clone(),
+        payer_document: payer.document.clone(),
+        reference: None,
+        paid_at: Some(refund.created_at),
+        returns: Some(details.original_end_to_end_id.clone()),
+    })
 }
 
 /// Whether `charge` is the one a code's reference names.
@@ -72,6 +94,22 @@ pub fn names_charge(reference: &str, charge: &Transaction) -> bool {
         }
         CodeReference::Txid(txid) => c.txid == txid,
     }
+}
+
+/// The account that made an on-us payment gets money of it back (its payee refunded it):
+/// a Refund out of `original` (this account's payment as it is now), and the credit's
+/// record deleted in the same batch. Ids: one.
+pub fn receive_return(
+    account: &Account,
+    owed: OnUsCredit,
+    original: Option<Transaction>,
+    now: DateTime<Utc>,
+    ids: &mut Ids,
+) -> Result<Plan<Transaction>, Refusal> {
+    let e2e = owed.end_to_end_id.clone();
+    let mut plan = super::refunds::take_back(account, original, owed.value, Some(e2e.clone()), now, ids)?;
+    plan.update(Record::OnUsCredited(e2e));
+    Ok(plan)
 }
 
 /// The payee carries out a credit: [`credit`], and the credit's record is deleted in the
@@ -172,6 +210,7 @@ mod tests {
             payer_document: "52998224725".into(),
             reference,
             paid_at: None,
+            returns: None,
         }
     }
 
@@ -198,6 +237,46 @@ mod tests {
     /// days after.
     fn cobv(f: &mut Fixture) -> Transaction {
         created(f, crate::domain::decide::testing::cobv_request(0))
+    }
+
+    #[test]
+    fn money_an_on_us_payee_returns_is_a_refund_out_of_the_payment_and_ends_the_credit() {
+        let mut f = Fixture::with_balance("0");
+        let mut paid = Transaction::new(
+            5,
+            uuid::Uuid::nil(),
+            AccountId::new(1).unwrap(),
+            TxKind::CashOut,
+            m("10"),
+            noon(),
+        );
+        (paid.status, paid.end_to_end_id) = (TxStatus::Confirmed, "E99999999202611231200A0000000005".into());
+        let back = OnUsCredit {
+            end_to_end_id: "D99999999202611231300A0000000042".into(),
+            returns: Some(paid.end_to_end_id.clone()),
+            ..credit("4", None)
+        };
+        let plan =
+            receive_return(&f.account(), back.clone(), Some(paid.clone()), noon(), &mut ids(&[8])).unwrap();
+        let tx = &plan.reply;
+        assert_eq!((tx.kind, tx.status, tx.value), (TxKind::RefundOut, TxStatus::Confirmed, m("4")));
+        assert_eq!(tx.end_to_end_id, back.end_to_end_id, "the return's id, as the refunder made it");
+        assert_eq!(tx.refund.as_ref().map(|r| r.original_local_id), Some(5));
+        assert!(plan.records.contains(&Record::OnUsCredited(back.end_to_end_id.clone())));
+        assert!(
+            plan.records
+                .iter()
+                .any(|r| matches!(r, Record::Transaction(t) if t.local_id == 5 && t.refunded == m("4"))),
+            "the payment counts what came back: {:?}",
+            plan.records
+        );
+        f.apply(&plan);
+        assert_eq!(f.ledger.balance().available, m("4"));
+        // Its payment not found (never the case: ids are unique), the credit stays owed.
+        assert!(receive_return(&f.account(), back.clone(), None, noon(), &mut ids(&[9])).is_err());
+        // More than was paid is never taken.
+        paid.refunded = m("8");
+        assert!(receive_return(&f.account(), back, Some(paid), noon(), &mut ids(&[9])).is_err());
     }
 
     #[test]

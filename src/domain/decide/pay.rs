@@ -121,7 +121,8 @@ pub fn pay(
 /// nothing to do: the debit is no longer pending (a repeated answer).
 /// `on_us` names the payee when the transfer went to a key of an account of this gateway:
 /// a confirmed transfer then writes the credit it owes ([`super::OnUsCredit`]) in the same
-/// batch as its settlement.
+/// batch as its settlement. For a refund it names the account that made the refunded
+/// payment, which the confirmed refund owes its money back.
 pub fn settle(
     account: &Account,
     mut tx: Transaction,
@@ -162,6 +163,12 @@ pub fn settle(
         (on_us, tx.status, tx.kind)
     {
         plan.update(Record::OnUsCredit(super::credit_of(&tx, payer)));
+    }
+    // A refund of a payment an account of this gateway made gives that account its money back.
+    if let (Some(payer), TxStatus::Confirmed, TxKind::RefundIn) = (on_us, tx.status, tx.kind) {
+        if let Some(back) = super::return_of(&tx, payer) {
+            plan.update(Record::OnUsCredit(back));
+        }
     }
     plan.write(Record::Transaction(tx), now);
     Ok(Some(plan))
@@ -357,6 +364,64 @@ mod tests {
             Ok(None),
             "not pending any more"
         );
+    }
+
+    #[test]
+    fn a_confirmed_refund_of_an_on_us_payment_owes_the_payer_its_money_back() {
+        use crate::domain::decide::{OnUsPayer, RefundDecision, RefundRequest};
+        use crate::domain::transaction::{Family, Natureza};
+        let mut f = Fixture::with_balance("0");
+        let req = PixInRequest {
+            value: m("10"),
+            payer_name: "Demo".into(),
+            payer_document: Some("52998224725".into()),
+            payer_bank: Some(crate::rail::sim::bank::gateway_bank()),
+            end_to_end_id: Some("E99999999202611231200A0000000042".into()),
+            paid_txid: None,
+        };
+        let received = pix_in(&f.account(), req, noon(), &mut ids(&[1])).unwrap();
+        f.apply(&received);
+        let req = RefundRequest {
+            original_local_id: 1,
+            value: m("3"),
+            refund_id: Some("back1".into()),
+            reason: None,
+            natureza: Natureza::Original,
+            family: Family::B,
+            scenario: None,
+        };
+        let RefundDecision::Plan(plan) = super::super::refund(
+            &f.account(),
+            req,
+            None,
+            Some(received.reply.clone()),
+            noon(),
+            &mut ids(&[2]),
+        )
+        .unwrap() else {
+            panic!("a new refund")
+        };
+        f.apply(&plan);
+        let payer = crate::domain::ids::AccountId::new(2).unwrap();
+        let on_us = OnUsPayer { payee: payer, name: "Demo".into(), document: "52998224725".into() };
+        let refund = plan.reply;
+        let credit = |p: &Plan<()>| {
+            p.records.iter().find_map(|r| if let Record::OnUsCredit(c) = r { Some(c.clone()) } else { None })
+        };
+        let ok = settle(&f.account(), refund.clone(), RailOutcome::settled(None), None, Some(&on_us), noon())
+            .unwrap()
+            .unwrap();
+        let back = credit(&ok).expect("the payer's money back");
+        let rtr = refund.refund.as_ref().unwrap().rtr_id.clone();
+        assert_eq!((back.payee, back.value, &back.end_to_end_id), (payer, m("3"), &rtr));
+        assert_eq!(back.returns.as_deref(), Some(received.reply.end_to_end_id.as_str()));
+        // Refused, or not on us, it owes nothing.
+        let refused = RailOutcome::refused(ErrorCode::OrderRejected);
+        let failed =
+            settle(&f.account(), refund.clone(), refused, Some(received.reply), Some(&on_us), noon());
+        assert_eq!(failed.unwrap().and_then(|p| credit(&p)), None);
+        let away = settle(&f.account(), refund, RailOutcome::settled(None), None, None, noon());
+        assert_eq!(away.unwrap().and_then(|p| credit(&p)), None);
     }
 
     #[test]

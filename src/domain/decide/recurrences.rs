@@ -602,6 +602,7 @@ mod tests {
             payer_document: "52998224725".into(),
             reference: Some(cobr.reference()),
             paid_at: Some(due),
+            returns: None,
         };
         let plan =
             settle_on_us(&f.account(), cobr.clone(), &credit, None, due, &mut ids(&[30])).unwrap().unwrap();

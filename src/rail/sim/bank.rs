@@ -85,7 +85,8 @@ impl SimulatedBank {
     }
 
     /// The outcome of a payment, after how long (None: it never settles), and the payee
-    /// when it confirms on us. A refund goes back to the payer's bank, never on us.
+    /// when it confirms on us. A refund goes back to the payer's bank: the handler settles
+    /// it on us when the payout says the payer is an account of this gateway.
     pub fn decide(
         &self,
         key: Option<&DirectoryKey>,
@@ -174,9 +175,14 @@ impl Handler<Payout> for SimulatedBank {
         };
         let immediate = tx.dict.as_ref().is_some_and(|d| d.priority == Priority::High);
         let refund = tx.kind == TxKind::RefundIn;
-        let Some((delay, result, on_us)) = self.decide(key.as_ref(), tx.scenario, immediate, refund) else {
+        let Some((delay, mut result, mut on_us)) = self.decide(key.as_ref(), tx.scenario, immediate, refund)
+        else {
             return;
         };
+        // A refund of an on-us payment settles on us, back to the account that paid.
+        if let (Some(payer), Ok(_)) = (msg.returns_on_us, &result) {
+            (result, on_us) = (Ok(Some(gateway_bank())), Some(payer));
+        }
         let outcome = match result {
             // A closed wallet lets nothing out: only a payment on us settles.
             Ok(_) if self.closed && on_us.is_none() => RailOutcome {
@@ -239,7 +245,7 @@ mod tests {
             name: "Acme".into(),
             document: "52998224725".into(),
         };
-        Payout { tx: Box::new(tx), payer, reply_to: to }
+        Payout { tx: Box::new(tx), payer, reply_to: to, returns_on_us: None }
     }
 
     /// Collects the outcomes it is sent.

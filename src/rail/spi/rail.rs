@@ -326,6 +326,8 @@ impl Handler<Payout> for SpiRail {
             (Some(k), Some(t), true, false) => (self.on_us)(&DirectoryKey { key: k.clone(), key_type: t }),
             _ => None,
         };
+        // A refund of an on-us payment goes back to the account that paid, on us too.
+        let payee = payee.or(payout.returns_on_us);
         if let Some(payee) = payee {
             let outcome = RailOutcome::settled(Some(crate::rail::sim::bank::gateway_bank()));
             payout.reply_to.do_send(Settled { local_id: tx.local_id, outcome, on_us: Some(payee) });
