@@ -33,7 +33,7 @@ use crate::domain::ledger::{Ledger, StoredKeys};
 use crate::domain::med::{Med, MedStatus};
 use crate::domain::rec::Recurrence;
 use crate::domain::transaction::{
-    gateway_ispb, local_id_in_end_to_end, BankInfo, ErrorCode, RailOutcome, Transaction, TxKind, TxStatus,
+    gateway_ispb, BankInfo, ErrorCode, RailOutcome, Transaction, TxKind, TxStatus,
 };
 use crate::rail::sim::directory::Directory;
 use crate::rail::{Payer, Payout, Rail, Rails};
@@ -772,16 +772,14 @@ impl AccountActor {
         });
     }
 
-    /// The account of this gateway that made the payment a refund returns, if one did: an
-    /// on-us payment's end-to-end id carries the payer's local id (ids are unique across
-    /// accounts), and that transaction names its account.
+    /// The account of this gateway that made the payment a refund returns, if one did: the
+    /// payment (a debit of any account) its end-to-end id names names its account.
     fn returns_on_us(&self, tx: &Transaction) -> Result<Option<AccountId>, RepoError> {
         let Some(r) = tx.refund.as_ref().filter(|_| tx.kind == TxKind::RefundIn) else { return Ok(None) };
-        let ours = tx.counterpart.bank.as_ref().is_some_and(|b| b.ispb == gateway_ispb());
-        let Some(local) = local_id_in_end_to_end(&r.original_end_to_end_id).filter(|_| ours) else {
+        if tx.counterpart.bank.as_ref().is_none_or(|b| b.ispb != gateway_ispb()) {
             return Ok(None);
-        };
-        Ok(self.deps.repo.transaction(local)?.and_then(|paid| {
+        }
+        Ok(self.deps.repo.payout_by_id(&r.original_end_to_end_id)?.and_then(|paid| {
             let payment = matches!(paid.kind, TxKind::CashOut | TxKind::QrCashOut | TxKind::DictPix);
             (payment && paid.end_to_end_id == r.original_end_to_end_id).then_some(paid.account_id)
         }))

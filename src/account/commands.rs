@@ -13,7 +13,7 @@ use crate::domain::ledger::Balance;
 use crate::domain::med::{AnalysisResult, Med, Participant};
 use crate::domain::money::Money;
 use crate::domain::scenario::ChargeScenario;
-use crate::domain::transaction::{local_id_in_end_to_end, Transaction, TxKind, TxStatus, PAYER_ISPB};
+use crate::domain::transaction::{Transaction, TxKind, TxStatus, PAYER_ISPB};
 use crate::rail::Settled;
 
 impl AccountActor {
@@ -194,8 +194,13 @@ impl AccountActor {
         }
         // Money back of a payment this account made: a Refund out of that payment.
         if let Some(paid) = credit.returns.clone() {
-            let original = match local_id_in_end_to_end(&paid) {
-                Some(local) => self.transaction(local, ctx)?.filter(|t| t.end_to_end_id == paid),
+            let account = self.account.id;
+            let r = self.deps.repo.transactions_by_e2e(account, &paid);
+            let payment =
+                self.read(r, ctx)?.into_iter().find(|t| t.kind.is_debit() && t.end_to_end_id == paid);
+            // As this actor has it now: an earlier return may not be in storage yet.
+            let original = match payment {
+                Some(t) => self.transaction(t.local_id, ctx)?,
                 None => None,
             };
             let mut ids = self.draw_ids(1, ctx)?;

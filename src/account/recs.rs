@@ -14,7 +14,7 @@ use actix::prelude::*;
 use super::actor::AccountActor;
 use super::messages::{CollectCobr, Collected, CommandError, PayRequest, Refusal};
 use super::on_us::Collect;
-use crate::domain::cobr::{Cobr, CobrError, Due, Failure};
+use crate::domain::cobr::{Cobr, CobrError, CobrStatus, Due, Failure};
 use crate::domain::decide::{self, CobrChange, CobrPayer, CobrRequest, RecChange, RecRequest};
 use crate::domain::ids::AccountId;
 use crate::domain::ledger::Rejection;
@@ -244,9 +244,23 @@ impl AccountActor {
             return Err(cobr_refused(CobrError::TxidTaken));
         }
         let rec = self.find_rec(&RecRef::Rec(msg.id_rec), ctx)?;
+        // The cycle's charges that ended without taking it (cancelled or rejected).
+        let mut ended = Vec::new();
+        for &(_, local) in &rec.charges {
+            let charge = match self.held_cobr(local) {
+                Some(c) => Some(c.clone()),
+                None => {
+                    let r = self.deps.repo.cobr(self.account.id, local);
+                    self.read(r, ctx)?
+                }
+            };
+            if charge.is_some_and(|c| matches!(c.status, CobrStatus::Cancelada | CobrStatus::Rejeitada)) {
+                ended.push(local);
+            }
+        }
         let mut ids = self.draw_ids(1, ctx)?;
         let now = self.now();
-        match decide::create_cobr(&self.view()?, rec, msg.request, now, &mut ids) {
+        match decide::create_cobr(&self.view()?, rec, msg.request, &ended, now, &mut ids) {
             Ok(plan) => self.execute(plan, ctx),
             Err(r) => Err(self.refused(r, ctx)),
         }
@@ -386,6 +400,9 @@ impl AccountActor {
             dict: None,
             qr_txid: Some(msg.reference),
             automatic: true,
+            // Its own id, which carries its local id: both sides of an on-us payment share
+            // one id, and storage indexes only the receiver's (docs/decisions.md "Pix
+            // Automático to the API Pix").
             end_to_end_id: None,
             rail: None,
         };

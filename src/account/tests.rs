@@ -698,6 +698,8 @@ async fn a_recurring_charge_due_while_the_disk_is_full_settles_once_room_returns
         value: m("30"),
         info: None,
         scenario: SettleScenario::Pay,
+        receiver_account: None,
+        debtor_details: None,
     };
     let cobr = addr.send(CreateCobr { id_rec: rec.id.clone(), request }).await.unwrap().unwrap();
     let status = || f.repo.cobr(f.account, cobr.local_id).unwrap().unwrap().status;

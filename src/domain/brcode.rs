@@ -278,9 +278,13 @@ pub fn generate_dynamic(location: &str, merchant_name: &str, merchant_city: &str
 
 /// The code of Pix Automático's journey 2: it carries only a recurrence's location (in the
 /// template of ID 80, as the arrangement places it), no key and no amount, so no payment
-/// can be made with it; the payer's institution reads the recurrence there.
+/// can be made with it; the payer's institution reads the recurrence there. EMV requires
+/// at least one merchant account template (IDs 02 to 51), so a template 26 with the Pix GUI
+/// alone comes first, as BR Code readers expect.
 pub fn generate_recurrence(location: &str, merchant_name: &str, merchant_city: &str) -> String {
-    let head = field(0, "01") + &field(80, &(field(0, PIX_GUI) + &field(25, location)));
+    let head = field(0, "01")
+        + &field(26, &field(0, PIX_GUI))
+        + &field(80, &(field(0, PIX_GUI) + &field(25, location)));
     located(head, merchant_name, merchant_city)
 }
 
@@ -331,7 +335,11 @@ mod tests {
         let body = &code[..code.len() - 4];
         assert_eq!(&code[code.len() - 4..], format!("{:04X}", crc16(body.as_bytes())));
         assert!(code.contains("80400014br.gov.bcb.pix2518qr.example/rec/abc"), "{code}");
-        assert!(code.contains("5913Loja Sao Joao") && !code.contains("5802BR26"), "{code}");
+        assert!(code.contains("5913Loja Sao Joao"), "{code}");
+        assert!(
+            code.starts_with("00020126180014br.gov.bcb.pix8040"),
+            "a merchant account template (26, the GUI alone) before 80, as EMV requires: {code}"
+        );
         assert!(parse(&code).is_err(), "no key: nothing to pay with it");
     }
 

@@ -78,24 +78,80 @@ impl SettleScenario {
 /// Why an attempt failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Failure {
+    /// The day ended without the money (no funds, or a limit): the attempt is `EXPIRADA`
+    /// and a retry may follow.
     NoFunds,
+    /// The payer's account is closed: the attempt, and with it the charge, is `REJEITADA`.
     AccountClosed,
+    /// The value is above the payer's maximum: refused by the payer's institution, so the
+    /// attempt and the charge are `REJEITADA`.
+    AboveMaximum,
 }
 
 impl Failure {
-    pub fn code(self) -> &'static str {
+    /// The message catalogue's rejection code, for a failure that is a rejection (`None`:
+    /// the attempt expired).
+    pub fn rejection_code(self) -> Option<&'static str> {
         match self {
-            Failure::NoFunds => "SALDO_INSUFICIENTE",
-            Failure::AccountClosed => "CONTA_ENCERRADA",
+            Failure::NoFunds => None,
+            Failure::AccountClosed => Some("AC05"),
+            Failure::AboveMaximum => Some("AM02"),
         }
     }
 
     fn description(self) -> &'static str {
         match self {
-            Failure::NoFunds => "the payer's account had not the funds",
+            Failure::NoFunds => "the payer's account had not the funds on the day",
             Failure::AccountClosed => "the payer's account is closed",
+            Failure::AboveMaximum => "the value is above the maximum the payer set",
         }
     }
+
+    /// Whether it ends the charge (the codes the API Pix says reject the recurring charge).
+    fn ends_charge(self) -> bool {
+        self.rejection_code().is_some()
+    }
+}
+
+/// Who asked for a cancellation (the API Pix's `solicitante`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Canceller {
+    /// The receiver cancelled the charge or its recurrence (`USUARIO_RECEBEDOR`, `SLCR`).
+    Receiver,
+    /// The payer cancelled the recurrence or this payment (`USUARIO_PAGADOR`, `SLBD`).
+    Payer,
+}
+
+impl Canceller {
+    fn solicitante(self) -> &'static str {
+        match self {
+            Canceller::Receiver => "USUARIO_RECEBEDOR",
+            Canceller::Payer => "USUARIO_PAGADOR",
+        }
+    }
+
+    fn code(self) -> &'static str {
+        match self {
+            Canceller::Receiver => "SLCR",
+            Canceller::Payer => "SLBD",
+        }
+    }
+}
+
+/// How a charge ended without being paid.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Closing {
+    Cancelled {
+        by: Canceller,
+        description: String,
+    },
+    Rejected {
+        failure: Failure,
+    },
+    /// Nothing left to try: no retry allowed, the last one failed, or the window ended.
+    Expired {
+        description: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -148,6 +204,13 @@ pub struct Attempt {
     pub retry: bool,
     /// `None` while it is still to be made.
     pub outcome: Option<Outcome>,
+    /// The end-to-end id the payment of this attempt will carry, made when the attempt was
+    /// scheduled (records written before it have none until they settle).
+    #[serde(default)]
+    pub end_to_end_id: Option<String>,
+    /// When it was scheduled (asked of the payer's institution).
+    #[serde(default)]
+    pub scheduled_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -161,6 +224,27 @@ pub enum Outcome {
         failure: Failure,
         at: DateTime<Utc>,
     },
+    /// The charge was cancelled before the attempt's day.
+    Cancelled {
+        at: DateTime<Utc>,
+    },
+}
+
+/// The end-to-end id of attempt `n` (from 0) of the charge with local id `local_id`, made
+/// when it is scheduled: `E`, our ISPB, the minute, `C`, the local id in 9 base-62 digits
+/// and the attempt's number in one. The letter keeps it apart from a transaction's own ids,
+/// so storage indexes the payment that carries it.
+pub fn attempt_end_to_end_id(local_id: u64, n: usize, at: DateTime<Utc>) -> String {
+    const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut tail = [b'0'; 10];
+    tail[9] = BASE62[n % 62];
+    let mut rest = local_id;
+    for d in tail[..9].iter_mut().rev() {
+        *d = BASE62[(rest % 62) as usize];
+        rest /= 62;
+    }
+    let tail: String = tail.iter().map(|b| char::from(*b)).collect();
+    format!("E{}{}C{tail}", super::transaction::gateway_ispb(), at.format("%Y%m%d%H%M"))
 }
 
 /// Why a change of a recurring charge is refused.
@@ -182,6 +266,70 @@ pub enum CobrError {
     UnderWay(NaiveDate),
     #[error(transparent)]
     Rule(#[from] RecurrenceRejection),
+}
+
+/// Characters of `recebedor.conta`.
+pub const RECEIVER_ACCOUNT_LEN_MAX: usize = 20;
+/// Characters of `recebedor.agencia`.
+pub const RECEIVER_BRANCH_LEN_MAX: usize = 4;
+/// Characters of the debtor's `logradouro` and `cidade`, and of its `email`.
+pub const DEBTOR_ADDRESS_LEN_MAX: usize = 200;
+/// Characters of the debtor's `uf`.
+pub const DEBTOR_UF_LEN_MAX: usize = 2;
+/// Characters of the debtor's `cep`: 8 digits, or 9 with the hyphen the API Pix's own
+/// example writes.
+pub const DEBTOR_CEP_LEN_MAX: usize = 9;
+
+/// The kinds of account a receiver names (`recebedor.tipoConta`).
+pub const RECEIVER_ACCOUNT_TYPES: [&str; 3] = ["CORRENTE", "POUPANCA", "PAGAMENTO"];
+
+/// The receiver's account a charge names (`recebedor`), as the receiver wrote it. The money
+/// goes to the account of this gateway that made the charge; this is what the payer's
+/// institution is told.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReceiverAccount {
+    pub account: String,
+    pub account_type: String,
+    pub branch: Option<String>,
+}
+
+impl ReceiverAccount {
+    fn to_json(&self) -> Value {
+        let mut r = json!({"conta": self.account, "tipoConta": self.account_type});
+        if let Some(b) = &self.branch {
+            r["agencia"] = json!(b);
+        }
+        r
+    }
+}
+
+/// What the receiver tells of the debtor beyond the recurrence (`devedor`): every member is
+/// optional text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct DebtorDetails {
+    pub email: Option<String>,
+    pub street: Option<String>,
+    pub city: Option<String>,
+    pub uf: Option<String>,
+    pub cep: Option<String>,
+}
+
+impl DebtorDetails {
+    fn to_json(&self) -> Value {
+        let mut d = json!({});
+        for (name, v) in [
+            ("email", &self.email),
+            ("logradouro", &self.street),
+            ("cidade", &self.city),
+            ("uf", &self.uf),
+            ("cep", &self.cep),
+        ] {
+            if let Some(v) = v {
+                d[name] = json!(v);
+            }
+        }
+        d
+    }
 }
 
 /// A recurring charge.
@@ -210,10 +358,21 @@ pub struct Cobr {
     pub status: CobrStatus,
     pub history: Vec<(CobrStatus, DateTime<Utc>)>,
     pub attempts: Vec<Attempt>,
-    /// Why it ended, when it did not settle: (code, description).
-    pub closing: Option<(String, String)>,
+    /// Why it ended, when it did not settle.
+    #[serde(default, deserialize_with = "closing_of_any_release")]
+    pub closing: Option<Closing>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// `recebedor`, when the receiver named its account.
+    #[serde(default)]
+    pub receiver_account: Option<ReceiverAccount>,
+    /// `devedor`, when the receiver wrote it.
+    #[serde(default)]
+    pub debtor_details: Option<DebtorDetails>,
+    /// The receiver as its recurrence names it (name, CPF or CNPJ), which `recebedor` shows
+    /// (records written before it have none).
+    #[serde(default)]
+    pub receiver: Option<(String, String)>,
 }
 
 /// What is due of a charge at an instant (see [`Cobr::step_due`]).
@@ -274,7 +433,24 @@ impl Cobr {
     pub fn activate(&mut self, now: DateTime<Utc>) {
         self.history = vec![(CobrStatus::Criada, now)];
         self.step(CobrStatus::Ativa, now);
-        self.attempts = vec![Attempt { date: self.settles_on(), retry: false, outcome: None }];
+        self.attempts = Vec::new();
+        self.schedule(self.settles_on(), false, now);
+    }
+
+    fn schedule(&mut self, date: NaiveDate, retry: bool, now: DateTime<Utc>) {
+        let e2e = attempt_end_to_end_id(self.local_id, self.attempts.len(), now);
+        self.attempts.push(Attempt {
+            date,
+            retry,
+            outcome: None,
+            end_to_end_id: Some(e2e),
+            scheduled_at: Some(now),
+        });
+    }
+
+    /// The end-to-end id the scheduled attempt's payment carries, when it has one.
+    pub fn due_end_to_end_id(&self) -> Option<&str> {
+        self.attempts.last().filter(|a| a.outcome.is_none()).and_then(|a| a.end_to_end_id.as_deref())
     }
 
     fn retries(&self) -> Vec<NaiveDate> {
@@ -307,7 +483,7 @@ impl Cobr {
             return Err(CobrError::NothingToRetry);
         }
         check_retry(self.retry, self.settles_on(), &self.retries(), date, payment_day(now))?;
-        self.attempts.push(Attempt { date, retry: true, outcome: None });
+        self.schedule(date, true, now);
         self.updated_at = now;
         Ok(())
     }
@@ -325,21 +501,20 @@ impl Cobr {
         }
     }
 
-    /// The receiver cancels it (or its recurrence ended), before it settled and before the
-    /// day of its scheduled attempt began.
-    pub fn cancel(&mut self, description: &str, now: DateTime<Utc>) -> Result<(), CobrError> {
+    /// `by` cancels it (the receiver, or either side with its recurrence), before it
+    /// settled and before the day of its scheduled attempt began. The scheduled attempt is
+    /// kept, `CANCELADA`.
+    pub fn cancel(&mut self, by: Canceller, description: &str, now: DateTime<Utc>) -> Result<(), CobrError> {
         if self.status.is_final() {
             return Err(CobrError::Final(self.status.as_str()));
         }
         if let Some(date) = self.under_way(now) {
             return Err(CobrError::UnderWay(date));
         }
-        if let Some(a) = self.attempts.last() {
-            if a.outcome.is_none() {
-                self.attempts.pop();
-            }
+        if let Some(a) = self.attempts.last_mut().filter(|a| a.outcome.is_none()) {
+            a.outcome = Some(Outcome::Cancelled { at: now });
         }
-        self.closing = Some(("CANCELADA".into(), description.into()));
+        self.closing = Some(Closing::Cancelled { by, description: description.into() });
         self.step(CobrStatus::Cancelada, now);
         Ok(())
     }
@@ -365,16 +540,13 @@ impl Cobr {
         match self.step_due(now) {
             Due::Nothing => None,
             Due::WindowEnded => {
-                self.closing = Some(("SEM_RETENTATIVA".into(), "the retry window ended".into()));
+                self.closing = Some(Closing::Expired { description: "the retry window ended".into() });
                 self.step(CobrStatus::Expirada, now);
                 Some(Attempted::Failed)
             }
             Due::AboveMaximum => {
-                // Refused, not tried: the attempt never happened.
-                self.attempts.pop();
-                self.closing =
-                    Some(("ACIMA_DO_MAXIMO".into(), "the value is above the payer's maximum".into()));
-                self.step(CobrStatus::Rejeitada, now);
+                // Refused by the payer's institution, not tried.
+                self.failed(Failure::AboveMaximum, now);
                 Some(Attempted::Refused)
             }
             Due::Attempt(n) => match self.scenario.failure(n) {
@@ -396,10 +568,13 @@ impl Cobr {
         let retries_left = self.retry == RetryPolicy::ThreeWithinSevenDays
             && self.retries().len() < super::recurrence::RETRIES_MAX
             && payment_day(now) < self.last_retry_day();
-        if retries_left {
+        if failure.ends_charge() {
+            self.closing = Some(Closing::Rejected { failure });
+            self.step(CobrStatus::Rejeitada, now);
+        } else if retries_left {
             self.updated_at = now;
         } else {
-            self.closing = Some((failure.code().into(), failure.description().into()));
+            self.closing = Some(Closing::Expired { description: failure.description().into() });
             self.step(CobrStatus::Expirada, now);
         }
     }
@@ -424,39 +599,16 @@ impl Cobr {
         self.step(CobrStatus::Concluida, now);
     }
 
-    /// The API Pix view of the charge.
+    /// The API Pix view of the charge (`CobRCompleta`). `pix` is the received PIX that paid
+    /// it, as the API Pix's `pix` array shows it, when the caller has it.
     pub fn to_json(&self) -> Value {
-        let tentativas: Vec<Value> = self
-            .attempts
-            .iter()
-            .map(|a| {
-                let mut t = json!({
-                    "dataLiquidacao": a.date.to_string(),
-                    "tipo": if a.retry { "RETENTATIVA" } else { "AGENDADA" },
-                });
-                match &a.outcome {
-                    None => t["status"] = json!("AGENDADA"),
-                    Some(Outcome::Settled { end_to_end_id, at }) => {
-                        t["status"] = json!("LIQUIDADA");
-                        t["endToEndId"] = json!(end_to_end_id);
-                        t["data"] = json!(iso(*at));
-                    }
-                    Some(Outcome::Failed { failure, at }) => {
-                        t["status"] = json!("FALHOU");
-                        t["motivo"] = json!({"codigo": failure.code(), "descricao": failure.description()});
-                        t["data"] = json!(iso(*at));
-                    }
-                }
-                t
-            })
-            .collect();
+        let tentativas: Vec<Value> = self.attempts.iter().map(attempt_json).collect();
         let mut out = json!({
             "txid": self.txid,
             "idRec": self.id_rec,
             "calendario": {
-                "criacao": iso(self.created_at),
+                "criacao": super::cobv::payment_day(self.created_at).to_string(),
                 "dataDeVencimento": self.due.to_string(),
-                "dataLiquidacao": self.settles_on().to_string(),
             },
             "valor": {"original": self.value.to_cents_string()},
             "ajusteDiaUtil": self.adjust,
@@ -465,14 +617,98 @@ impl Cobr {
             "atualizacao": self.history.iter().map(|(s, at)| json!({"status": s.as_str(), "data": iso(*at)})).collect::<Vec<_>>(),
             "tentativas": tentativas,
         });
+        // The API Pix requires it in every answer: absent from the request, it is the
+        // account of this gateway the money goes to.
+        out["recebedor"] = match &self.receiver_account {
+            Some(r) => r.to_json(),
+            None => json!({"conta": self.account_id.to_string(), "tipoConta": "PAGAMENTO"}),
+        };
+        if let Some((name, document)) = &self.receiver {
+            out["recebedor"][super::rec::document_field(document)] = json!(document);
+            out["recebedor"]["nome"] = json!(name);
+        }
+        if let Some(d) = &self.debtor_details {
+            out["devedor"] = d.to_json();
+        }
         if let Some(i) = &self.info {
             out["infoAdicional"] = json!(i);
         }
-        if let Some((code, description)) = &self.closing {
-            out["encerramento"] = json!({"codigo": code, "descricao": description});
+        match &self.closing {
+            Some(Closing::Cancelled { by, description }) => {
+                out["encerramento"] = json!({"cancelamento": {
+                    "solicitante": by.solicitante(), "codigo": by.code(), "descricao": description}});
+            }
+            Some(Closing::Rejected { failure }) => {
+                out["encerramento"] = json!({"rejeicao": {
+                    "codigo": failure.rejection_code(), "descricao": failure.description()}});
+            }
+            Some(Closing::Expired { .. }) | None => {}
         }
         out
     }
+}
+
+/// One attempt as `CobRTentativas` shows it: `tipo` `AGND` for the due date's own attempt
+/// and `NTAG` for a retry the receiver asked for; its status with its history.
+fn attempt_json(a: &Attempt) -> Value {
+    let mut history: Vec<Value> = Vec::new();
+    if let Some(at) = a.scheduled_at {
+        history.push(json!({"status": "SOLICITADA", "data": iso(at)}));
+        history.push(json!({"status": "AGENDADA", "data": iso(at)}));
+    }
+    let (status, e2e) = match &a.outcome {
+        None => ("AGENDADA", a.end_to_end_id.clone()),
+        Some(Outcome::Settled { end_to_end_id, .. }) => ("PAGA", Some(end_to_end_id.clone())),
+        Some(Outcome::Failed { failure, .. }) if failure.ends_charge() => {
+            ("REJEITADA", a.end_to_end_id.clone())
+        }
+        Some(Outcome::Failed { .. }) => ("EXPIRADA", a.end_to_end_id.clone()),
+        Some(Outcome::Cancelled { .. }) => ("CANCELADA", a.end_to_end_id.clone()),
+    };
+    let ended = match &a.outcome {
+        Some(Outcome::Settled { at, .. } | Outcome::Failed { at, .. } | Outcome::Cancelled { at }) => {
+            Some(*at)
+        }
+        None => None,
+    };
+    if let Some(at) = ended {
+        history.push(json!({"status": status, "data": iso(at)}));
+    }
+    let mut t = json!({
+        "dataLiquidacao": a.date.to_string(),
+        "tipo": if a.retry { "NTAG" } else { "AGND" },
+        "status": status,
+        "atualizacao": history,
+    });
+    if let Some(e2e) = e2e {
+        t["endToEndId"] = json!(e2e);
+    }
+    if let Some(Outcome::Failed { failure, .. }) = &a.outcome {
+        if let Some(code) = failure.rejection_code() {
+            t["rejeicao"] = json!({"codigo": code, "descricao": failure.description()});
+        }
+    }
+    t
+}
+
+/// Reads the closing of a charge written by any release: the first releases wrote a
+/// (code, description) pair.
+fn closing_of_any_release<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Closing>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Any {
+        Now(Closing),
+        Pair(String, String),
+    }
+    Ok(Option::<Any>::deserialize(d)?.map(|any| match any {
+        Any::Now(c) => c,
+        Any::Pair(code, description) => match code.as_str() {
+            "CANCELADA" => Closing::Cancelled { by: Canceller::Receiver, description },
+            "ACIMA_DO_MAXIMO" => Closing::Rejected { failure: Failure::AboveMaximum },
+            "CONTA_ENCERRADA" => Closing::Rejected { failure: Failure::AccountClosed },
+            _ => Closing::Expired { description },
+        },
+    }))
 }
 
 #[cfg(test)]
@@ -511,6 +747,9 @@ mod tests {
             closing: None,
             created_at: now,
             updated_at: now,
+            receiver_account: None,
+            debtor_details: None,
+            receiver: None,
         };
         c.activate(now);
         c
@@ -546,13 +785,15 @@ mod tests {
         let at = start_of_day(d(2026, 12, 14));
         assert_eq!(c.attempt(at), Some(Attempted::Failed));
         assert_eq!(c.status, CobrStatus::Expirada);
-        assert_eq!(c.to_json()["encerramento"]["codigo"], "SALDO_INSUFICIENTE");
+        let v = c.to_json();
+        assert_eq!(v["tentativas"][0]["status"], "EXPIRADA", "the day ended without the money");
+        assert_eq!((v.get("encerramento"), v["tentativas"][0].get("rejeicao")), (None, None), "{v}");
         assert_eq!(c.ask_retry(d(2026, 12, 15), at), Err(CobrError::Final("EXPIRADA")));
     }
 
     #[test]
     fn a_failure_takes_up_to_three_retries_in_the_window_and_then_expires() {
-        let mut c = cobr(RetryPolicy::ThreeWithinSevenDays, SettleScenario::AccountClosed);
+        let mut c = cobr(RetryPolicy::ThreeWithinSevenDays, SettleScenario::NoFunds { failures: u32::MAX });
         let day = |n: u32| start_of_day(d(2026, 12, n));
         assert_eq!(
             c.ask_retry(d(2026, 12, 15), day(13)),
@@ -580,6 +821,63 @@ mod tests {
         assert_eq!(c.attempt(day(21)), Some(Attempted::Failed));
         assert_eq!(c.status, CobrStatus::Expirada, "the third retry was the last");
         assert_eq!(c.attempts.len(), 4);
+        let e2e: std::collections::HashSet<_> =
+            c.attempts.iter().map(|a| a.end_to_end_id.clone().unwrap()).collect();
+        assert_eq!(e2e.len(), 4, "an end-to-end id per attempt");
+    }
+
+    #[test]
+    fn a_closed_account_rejects_the_attempt_and_the_charge_with_the_catalogues_code() {
+        let mut c = cobr(RetryPolicy::ThreeWithinSevenDays, SettleScenario::AccountClosed);
+        assert_eq!(c.attempt(start_of_day(d(2026, 12, 14))), Some(Attempted::Failed));
+        assert_eq!(c.status, CobrStatus::Rejeitada, "no retry: the account is closed");
+        let v = c.to_json();
+        assert_eq!(v["encerramento"]["rejeicao"]["codigo"], "AC05", "{v}");
+        assert_eq!(v["tentativas"][0]["status"], "REJEITADA");
+        assert_eq!(v["tentativas"][0]["rejeicao"]["codigo"], "AC05");
+        assert_eq!(
+            c.ask_retry(d(2026, 12, 15), start_of_day(d(2026, 12, 14))),
+            Err(CobrError::Final("REJEITADA"))
+        );
+    }
+
+    #[test]
+    fn an_attempt_shows_the_api_pixs_shape_with_its_end_to_end_id_from_the_start() {
+        let c = cobr(RetryPolicy::NotAllowed, SettleScenario::Pay);
+        let v = c.to_json();
+        let t = &v["tentativas"][0];
+        assert_eq!((t["tipo"].as_str(), t["status"].as_str()), (Some("AGND"), Some("AGENDADA")));
+        let e2e = t["endToEndId"].as_str().unwrap();
+        assert_eq!(e2e.len(), 32);
+        assert_eq!(Some(e2e), c.due_end_to_end_id());
+        assert_eq!(
+            super::super::transaction::local_id_in_end_to_end(e2e),
+            None,
+            "not a transaction's own id"
+        );
+        let steps: Vec<&str> =
+            t["atualizacao"].as_array().unwrap().iter().map(|s| s["status"].as_str().unwrap()).collect();
+        assert_eq!(steps, ["SOLICITADA", "AGENDADA"]);
+        assert_eq!(v["calendario"]["criacao"], "2026-12-03", "a date");
+        assert_eq!(v["recebedor"], json!({"conta": "1", "tipoConta": "PAGAMENTO"}));
+        assert_ne!(attempt_end_to_end_id(5, 0, c.created_at), attempt_end_to_end_id(5, 1, c.created_at));
+        assert_ne!(attempt_end_to_end_id(5, 0, c.created_at), attempt_end_to_end_id(6, 0, c.created_at));
+    }
+
+    #[test]
+    fn a_closing_written_by_the_first_releases_reads_back() {
+        let mut v = serde_json::to_value(cobr(RetryPolicy::NotAllowed, SettleScenario::Pay)).unwrap();
+        for (pair, closing) in [
+            (("CANCELADA", "x"), Closing::Cancelled { by: Canceller::Receiver, description: "x".into() }),
+            (("ACIMA_DO_MAXIMO", "x"), Closing::Rejected { failure: Failure::AboveMaximum }),
+            (("SEM_RETENTATIVA", "x"), Closing::Expired { description: "x".into() }),
+        ] {
+            v["closing"] = json!([pair.0, pair.1]);
+            let back: Cobr = serde_json::from_value(v.clone()).unwrap();
+            assert_eq!(back.closing, Some(closing));
+        }
+        v["closing"] = Value::Null;
+        assert_eq!(serde_json::from_value::<Cobr>(v).unwrap().closing, None);
     }
 
     #[test]
@@ -601,7 +899,7 @@ mod tests {
             .iter()
             .map(|t| (t["tipo"].as_str().unwrap(), t["status"].as_str().unwrap()))
             .collect();
-        assert_eq!(kinds, [("AGENDADA", "FALHOU"), ("RETENTATIVA", "LIQUIDADA")]);
+        assert_eq!(kinds, [("AGND", "EXPIRADA"), ("NTAG", "PAGA")]);
     }
 
     #[test]
@@ -610,15 +908,30 @@ mod tests {
         c.payer_maximum = Some(m("29.99"));
         let at = start_of_day(d(2026, 12, 14));
         assert_eq!(c.attempt(at), Some(Attempted::Refused));
-        assert_eq!((c.status, c.attempts.len()), (CobrStatus::Rejeitada, 0));
+        assert_eq!((c.status, c.attempts.len()), (CobrStatus::Rejeitada, 1));
+        let v = c.to_json();
+        assert_eq!(v["encerramento"]["rejeicao"]["codigo"], "AM02", "{v}");
+        assert_eq!(
+            (v["tentativas"][0]["status"].as_str(), v["tentativas"][0]["rejeicao"]["codigo"].as_str()),
+            (Some("REJEITADA"), Some("AM02"))
+        );
         let mut c = cobr(RetryPolicy::NotAllowed, SettleScenario::Pay);
         c.payer_maximum = Some(m("30"));
         // From the first instant of its day the attempt is under way: no longer cancelled.
-        assert_eq!(c.clone().cancel("too late", at), Err(CobrError::UnderWay(d(2026, 12, 14))));
+        assert_eq!(
+            c.clone().cancel(Canceller::Receiver, "too late", at),
+            Err(CobrError::UnderWay(d(2026, 12, 14)))
+        );
         let before = at - chrono::Duration::seconds(1);
-        c.cancel("cancelled by the receiver", before).unwrap();
+        c.cancel(Canceller::Receiver, "cancelled by the receiver", before).unwrap();
         assert_eq!((c.status, c.deadline(), c.attempt(at)), (CobrStatus::Cancelada, None, None));
-        assert_eq!(c.cancel("again", at), Err(CobrError::Final("CANCELADA")));
+        let v = c.to_json();
+        assert_eq!(v["tentativas"][0]["status"], "CANCELADA", "the scheduled attempt is kept");
+        assert_eq!(
+            v["encerramento"]["cancelamento"],
+            json!({"solicitante": "USUARIO_RECEBEDOR", "codigo": "SLCR", "descricao": "cancelled by the receiver"})
+        );
+        assert_eq!(c.cancel(Canceller::Receiver, "again", at), Err(CobrError::Final("CANCELADA")));
     }
 
     #[test]

@@ -285,13 +285,20 @@ pub enum PayerSide {
 /// Why a recurrence ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Closing {
-    /// The payer said no (`encerramento.rejeicao`).
+    /// The payer said no (`encerramento.rejeicao`, [`REFUSED_BY_PAYER`]).
     Rejected { code: String, description: String },
-    /// The solicitation expired unanswered (`encerramento.expiracao`).
+    /// The solicitation expired unanswered (`encerramento.rejeicao`, [`EXPIRED_UNANSWERED`]).
     Expired { description: String },
     /// One side cancelled it (`encerramento.cancelamento`).
     Cancelled { by: Party, code: String, description: String },
 }
+
+/// The rejection code of a recurrence the payer refused (the API Pix's `RecEncerramento`
+/// allows AP13 and AP14; docs/decisions.md "Pix Automático to the API Pix" says how we read
+/// them).
+pub const REFUSED_BY_PAYER: &str = "AP13";
+/// The rejection code of a recurrence whose solicitation expired unanswered.
+pub const EXPIRED_UNANSWERED: &str = "AP14";
 
 /// The payer's institution's answer to a solicitation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -436,13 +443,19 @@ pub fn solicitation_local(id: &str) -> Option<u64> {
     local_of(id, &["SC"])
 }
 
-/// Whether `text` has the shape of an `idRec` or `idSolicRec` (the API Pix's pattern: two
-/// capitals, 16 digits, 11 letters or digits).
+/// What [`is_id_shaped`] asks, as a violation says it.
+pub const ID_SHAPE: &str =
+    "must be 2 capital letters, 8 capitals or digits (an ISPB), 8 digits (a date) and 11 letters or digits";
+
+/// Whether `text` has the shape of an `idRec` or `idSolicRec` (the API Pix's formation: two
+/// capitals, the ISPB in 8 capitals or digits, the date in 8 digits, 11 letters or digits).
 pub fn is_id_shaped(text: &str) -> bool {
     let b = text.as_bytes();
+    let capital_or_digit = |c: &u8| c.is_ascii_uppercase() || c.is_ascii_digit();
     b.len() == REC_ID_LEN
         && b[..2].iter().all(u8::is_ascii_uppercase)
-        && b[2..18].iter().all(u8::is_ascii_digit)
+        && b[2..10].iter().all(capital_or_digit)
+        && b[10..18].iter().all(u8::is_ascii_digit)
         && b[18..].iter().all(u8::is_ascii_alphanumeric)
 }
 
@@ -619,7 +632,15 @@ impl Recurrence {
             (None, PayerSide::Sandbox) => Ok(()),
             (Some(p), PayerSide::Account(a)) if p == a => Ok(()),
             (Some(p), PayerSide::Sandbox) => Err(RecError::PayerOnUs(p)),
-            (_, PayerSide::Account(_)) => Err(RecError::NotFound),
+            // Asked once and no longer awaited (its own refusal, a withdrawal, a
+            // cancellation, an expiry): it still sees the recurrence, so it is told why
+            // nothing more is asked of it, not that the recurrence does not exist.
+            (_, PayerSide::Account(a)) => {
+                match self.solicitations.iter().rev().find(|s| s.recipient.on_us == Some(a)) {
+                    Some(s) if self.shown_to_payer(a) => Err(RecError::SolicitationClosed(s.status.as_str())),
+                    _ => Err(RecError::NotFound),
+                }
+            }
         }
     }
 
@@ -645,7 +666,7 @@ impl Recurrence {
             Answer::Reject => {
                 s.step(SolicStatus::Rejeitada, now);
                 self.closing = Some(Closing::Rejected {
-                    code: "RECUSADA_PELO_PAGADOR".into(),
+                    code: REFUSED_BY_PAYER.into(),
                     description: "the payer refused the authorisation".into(),
                 });
                 self.step(RecStatus::Rejeitada, now);
@@ -741,15 +762,14 @@ impl Recurrence {
             out["pagador"] = pagador;
         }
         let mut ativacao = Map::new();
-        if let Some(j) = self.journey {
-            ativacao.insert("tipoJornada".into(), json!(j.as_str()));
-        }
+        // The API Pix requires it in `ativacao`: before the payer authorises, no journey is
+        // decided yet.
+        let journey = self.journey.map_or("AGUARDANDO_DEFINICAO", Journey::as_str);
+        ativacao.insert("tipoJornada".into(), json!(journey));
         if let Some(t) = &self.first_txid {
             ativacao.insert("dadosJornada".into(), json!({"txid": t}));
         }
-        if !ativacao.is_empty() {
-            out["ativacao"] = Value::Object(ativacao);
-        }
+        out["ativacao"] = Value::Object(ativacao);
         if let Some(l) = &self.loc {
             out["loc"] = json!({"id": l.local_id, "location": l.location, "criacao": iso(l.created_at)});
             if self.first_txid.is_none() && self.status == RecStatus::Criada {
@@ -760,10 +780,12 @@ impl Recurrence {
         if let Some(c) = &self.closing {
             out["encerramento"] = match c {
                 Closing::Rejected { code, description } => {
+                    // Records from before the API Pix's codes wrote a name of their own.
+                    let code = if code == "RECUSADA_PELO_PAGADOR" { REFUSED_BY_PAYER } else { code };
                     json!({"rejeicao": {"codigo": code, "descricao": description}})
                 }
                 Closing::Expired { description } => {
-                    json!({"expiracao": {"descricao": description}})
+                    json!({"rejeicao": {"codigo": EXPIRED_UNANSWERED, "descricao": description}})
                 }
                 Closing::Cancelled { by, code, description } => json!({"cancelamento": {
                     "solicitante": by.as_str(), "codigo": code, "descricao": description,
@@ -878,7 +900,7 @@ mod tests {
         );
         r.answer(&sid, Answer::Reject, now).unwrap();
         assert_eq!(r.status, RecStatus::Rejeitada);
-        assert_eq!(r.to_json()["encerramento"]["rejeicao"]["codigo"], "RECUSADA_PELO_PAGADOR");
+        assert_eq!(r.to_json()["encerramento"]["rejeicao"]["codigo"], "AP13");
         assert_eq!(r.cancel(Party::UsuarioRecebedor, now), Err(RecError::Final("REJEITADA")));
         assert_eq!(
             r.solicit(57, recipient(), at("2026-11-27T12:00:00Z"), now).map(|_| ()),
@@ -1016,6 +1038,11 @@ mod tests {
         r.solicit(2, recipient(), now + chrono::Duration::hours(1), now).unwrap();
         assert_eq!((r.on_us_payer(), r.check_payer_side(PayerSide::Sandbox)), (None, Ok(())));
         assert!(r.shown_to_payer(7), "asked, and nobody authorised it since");
+        assert_eq!(
+            r.check_payer_side(PayerSide::Account(7)),
+            Err(RecError::SolicitationClosed("CANCELADA")),
+            "it still sees it: told why nothing is asked of it (409), not that it does not exist"
+        );
         let second = r.solicitations[1].id.clone();
         r.answer(&second, Answer::Approve { maximum: None }, now).unwrap();
         assert!(!r.shown_to_payer(7), "another payer's authorisation");
@@ -1027,5 +1054,21 @@ mod tests {
         r.answer(&id, Answer::Approve { maximum: None }, now).unwrap();
         assert_eq!((r.payer.as_ref().and_then(|p| p.on_us), r.on_us_payer()), (Some(7), Some(7)));
         assert!(r.shown_to_payer(7));
+        // Its own refusal: a second answer, or a cancel, is told the solicitation is closed.
+        let mut r = rec(AmountRule::Variable { minimum: None });
+        r.solicit(1, on_us(7), now + chrono::Duration::hours(1), now).unwrap();
+        let id = r.solicitations[0].id.clone();
+        r.answer(&id, Answer::Reject, now).unwrap();
+        assert_eq!(r.check_payer_side(PayerSide::Account(7)), Err(RecError::SolicitationClosed("REJEITADA")));
+        assert_eq!(r.check_payer_side(PayerSide::Account(8)), Err(RecError::NotFound));
+    }
+
+    #[test]
+    fn a_refusal_written_before_the_api_pixs_codes_shows_ap13() {
+        let mut r = rec(AmountRule::Variable { minimum: None });
+        r.status = RecStatus::Rejeitada;
+        r.closing =
+            Some(Closing::Rejected { code: "RECUSADA_PELO_PAGADOR".into(), description: "no".into() });
+        assert_eq!(r.to_json()["encerramento"]["rejeicao"]["codigo"], "AP13");
     }
 }

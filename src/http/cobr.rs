@@ -26,8 +26,13 @@ use super::rec::{check_id, read_cancel, status_param, valor};
 use super::rec_schemas as s;
 use super::AppState;
 use crate::account::{ChangeCobr, CreateCobr};
-use crate::domain::cobr::{Cobr, CobrStatus, SettleScenario, INFO_ADICIONAL_LEN_MAX, SETTLE_SCENARIOS};
+use crate::domain::cobr::{
+    Cobr, CobrStatus, DebtorDetails, ReceiverAccount, SettleScenario, DEBTOR_ADDRESS_LEN_MAX,
+    DEBTOR_CEP_LEN_MAX, DEBTOR_UF_LEN_MAX, INFO_ADICIONAL_LEN_MAX, RECEIVER_ACCOUNT_LEN_MAX,
+    RECEIVER_ACCOUNT_TYPES, RECEIVER_BRANCH_LEN_MAX, SETTLE_SCENARIOS,
+};
 use crate::domain::decide::{CobrChange, CobrRequest};
+use crate::domain::rec::ID_SHAPE;
 
 /// The `X-Sandbox-Scenario` of a recurring charge: sandbox accounts only.
 fn scenario(req: &HttpRequest, caller: &Caller) -> Result<SettleScenario, ApiError> {
@@ -49,10 +54,10 @@ fn read_cobr(
     scenario: SettleScenario,
 ) -> Result<CreateCobr, ApiError> {
     let mut f = Fields::new(obj);
-    f.only(&["idRec", "calendario", "valor", "ajusteDiaUtil", "infoAdicional"]);
+    f.only(&["idRec", "calendario", "valor", "ajusteDiaUtil", "infoAdicional", "recebedor", "devedor"]);
     let id_rec = f.string("idRec", true).map(str::to_owned);
     if id_rec.as_deref().is_some_and(|id| check_id(id, "idRec").is_err()) {
-        f.fail("idRec", "must be 2 capital letters, 16 digits and 11 letters or digits");
+        f.fail("idRec", ID_SHAPE);
     }
     let due = f
         .object("calendario", |c| {
@@ -72,16 +77,58 @@ fn read_cobr(
     if obj.get("valor").is_none() {
         f.fail("valor", "is required");
     }
-    let adjust = f.boolean("ajusteDiaUtil");
-    if obj.get("ajusteDiaUtil").is_none_or(Value::is_null) {
-        f.fail("ajusteDiaUtil", "is required");
-    }
+    // The API Pix lists it as required and gives it a default: absent, it is the default.
+    let adjust = f.boolean("ajusteDiaUtil").unwrap_or(true);
     let info = f.text("infoAdicional", false, INFO_ADICIONAL_LEN_MAX).map(str::to_owned);
-    match (id_rec, due, value, adjust, f.violations.is_empty()) {
-        (Some(id_rec), Some(due), Some(value), Some(adjust), true) => {
-            Ok(CreateCobr { id_rec, request: CobrRequest { txid, due, adjust, value, info, scenario } })
-        }
+    let receiver_account = f.object("recebedor", read_receiver_account).flatten();
+    let debtor_details = f.object("devedor", read_debtor_details);
+    match (id_rec, due, value, f.violations.is_empty()) {
+        (Some(id_rec), Some(due), Some(value), true) => Ok(CreateCobr {
+            id_rec,
+            request: CobrRequest {
+                txid,
+                due,
+                adjust,
+                value,
+                info,
+                scenario,
+                receiver_account,
+                debtor_details,
+            },
+        }),
         _ => Err(ApiError::Validation(f.violations)),
+    }
+}
+
+/// `recebedor` (`DadosBancariosRecebedor`): `conta` and `tipoConta` required, `agencia`.
+fn read_receiver_account(r: &mut Fields) -> Option<ReceiverAccount> {
+    r.only(&["conta", "tipoConta", "agencia"]);
+    let account = r.text("conta", true, RECEIVER_ACCOUNT_LEN_MAX).map(str::to_owned);
+    let account_type = r.string("tipoConta", true).map(str::to_owned);
+    if account_type.as_deref().is_some_and(|t| !RECEIVER_ACCOUNT_TYPES.contains(&t)) {
+        r.fail("tipoConta", format!("must be one of {}", RECEIVER_ACCOUNT_TYPES.join(", ")));
+    }
+    let branch = r.text("agencia", false, RECEIVER_BRANCH_LEN_MAX).map(str::to_owned);
+    match (account, account_type) {
+        (Some(account), Some(account_type)) if RECEIVER_ACCOUNT_TYPES.contains(&account_type.as_str()) => {
+            Some(ReceiverAccount { account, account_type, branch })
+        }
+        _ => None,
+    }
+}
+
+/// `devedor` (`DadosDevedorRecorrencia`): optional texts of the debtor's address.
+fn read_debtor_details(d: &mut Fields) -> DebtorDetails {
+    d.only(&["email", "logradouro", "cidade", "uf", "cep"]);
+    let mut text = |name: &str, max: usize| d.text(name, false, max).map(str::to_owned);
+    DebtorDetails {
+        email: text("email", DEBTOR_ADDRESS_LEN_MAX),
+        street: text("logradouro", DEBTOR_ADDRESS_LEN_MAX),
+        city: text("cidade", DEBTOR_ADDRESS_LEN_MAX),
+        uf: text("uf", DEBTOR_UF_LEN_MAX),
+        // Kept as its 8 digits: the API Pix's answer allows 8 characters, and its own
+        // example writes the hyphen.
+        cep: text("cep", DEBTOR_CEP_LEN_MAX).map(|c| c.replace('-', "")),
     }
 }
 
@@ -209,7 +256,7 @@ pub async fn patch_cobr(
         ("data" = String, Path, description = "YYYY-MM-DD: the day to try again, today or later, within 7 days of the settlement day"),
     ),
     responses(
-        (status = 200, description = "The charge with the retry scheduled", body = s::CobrView),
+        (status = 201, description = "The charge with the retry scheduled", body = s::CobrView),
         (status = 400, description = "The date breaks a rule of retries, or the recurrence allows none", body = SimpleErrorBody),
         (status = 404, body = SimpleErrorBody),
         (status = 409, description = "No failed attempt to retry, a retry already scheduled, or the charge ended", body = SimpleErrorBody),
@@ -228,7 +275,7 @@ pub async fn retry(
         return Err(ApiError::Validation(vec![Violation::new("data", "must be a date, YYYY-MM-DD")]));
     };
     let cobr = ask(&state, &caller, ChangeCobr { txid, change: CobrChange::Retry(day) }).await??;
-    Ok(HttpResponse::Ok().json(cobr.to_json()))
+    Ok(HttpResponse::Created().json(cobr.to_json()))
 }
 
 #[utoipa::path(
@@ -279,5 +326,5 @@ pub async fn list_cobrs(
         parametros["idRec"] = json!(id);
     }
     let cobrs: Vec<Value> = page.iter().map(Cobr::to_json).collect();
-    Ok(HttpResponse::Ok().json(json!({"parametros": parametros, "cobrs": cobrs})))
+    Ok(HttpResponse::Ok().json(json!({"parametros": parametros, "cobsr": cobrs})))
 }

@@ -30,7 +30,7 @@ use crate::domain::ids::AccountId;
 use crate::domain::money::Money;
 use crate::domain::rec::{
     is_id_shaped, rec_local, solicitation_local, Answer, Debtor, Link, LocRec, Party, PayerAuthorisation,
-    PayerSide, RecStatus, Recipient, Recurrence, AGENCIA_LEN_MAX, CONTA_LEN_MAX, CONTRATO_LEN_MAX,
+    PayerSide, RecStatus, Recipient, Recurrence, AGENCIA_LEN_MAX, CONTA_LEN_MAX, CONTRATO_LEN_MAX, ID_SHAPE,
     OBJETO_LEN_MAX,
 };
 use crate::domain::recurrence::{AmountRule, Periodicity, RetryPolicy, Schedule};
@@ -147,10 +147,7 @@ pub(super) fn check_id(id: &str, what: &str) -> Result<(), ApiError> {
     if is_id_shaped(id) {
         Ok(())
     } else {
-        Err(ApiError::Validation(vec![Violation::new(
-            what,
-            "must be 2 capital letters, 16 digits and 11 letters or digits",
-        )]))
+        Err(ApiError::Validation(vec![Violation::new(what, ID_SHAPE)]))
     }
 }
 
@@ -374,7 +371,7 @@ pub async fn post_solicrec(
     f.only(&["idRec", "destinatario", "calendario"]);
     let id = f.string("idRec", true).map(str::to_owned);
     if id.as_deref().is_some_and(|id| !is_id_shaped(id)) {
-        f.fail("idRec", "must be 2 capital letters, 16 digits and 11 letters or digits");
+        f.fail("idRec", ID_SHAPE);
     }
     let recipient = f
         .object("destinatario", |d| {
@@ -473,7 +470,7 @@ pub async fn get_solicrec(
     params(("idSolicRec" = String, Path, pattern = "^SC[0-9]{16}[a-zA-Z0-9]{11}$", description = "The solicitation's id")),
     request_body(content = s::RecPatch),
     responses(
-        (status = 200, description = "The withdrawn solicitation (CANCELADA); its recurrence stays CRIADA", body = s::SolicRecView),
+        (status = 201, description = "The withdrawn solicitation (CANCELADA); its recurrence stays CRIADA", body = s::SolicRecView),
         (status = 400, body = SimpleErrorBody),
         (status = 404, body = SimpleErrorBody),
         (status = 409, description = "The solicitation was already answered, expired or withdrawn", body = SimpleErrorBody),
@@ -496,7 +493,8 @@ pub async fn patch_solicrec(
         payer: None,
     };
     let rec = ask(&state, &caller, msg).await??;
-    Ok(HttpResponse::Ok().json(solicitation_view(&rec, &id)))
+    // The API Pix answers this revision 201.
+    Ok(HttpResponse::Created().json(solicitation_view(&rec, &id)))
 }
 
 #[utoipa::path(

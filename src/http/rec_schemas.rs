@@ -399,16 +399,64 @@ const _: () = {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schema(example = json!({"idRec": "RR999999992026112600000000001",
     "calendario": {"dataDeVencimento": "2027-01-05"}, "valor": {"original": "89.90"}, "ajusteDiaUtil": true,
-    "infoAdicional": "January"}))]
+    "infoAdicional": "January", "recebedor": {"conta": "012682", "tipoConta": "CORRENTE", "agencia": "9708"}}))]
 pub struct CobrRequest {
-    #[schema(pattern = "^R[RN][0-9]{16}[a-zA-Z0-9]{11}$")]
+    #[schema(pattern = "^R[RN][0-9A-Z]{8}[0-9]{8}[a-zA-Z0-9]{11}$")]
     id_rec: String,
     calendario: CobrCalendario,
     valor: CobrValor,
-    /// Move a due date that is not a business day to the next one.
-    ajuste_dia_util: bool,
+    /// Move a due date that is not a business day to the next one (default true).
+    ajuste_dia_util: Option<bool>,
     #[schema(min_length = 1, max_length = 140)]
     info_adicional: Option<String>,
+    /// The receiver's account the payer's institution is told of (the money goes to the
+    /// account of this gateway that makes the charge). The API Pix requires it; pixgw
+    /// answers with that account when it is left out.
+    recebedor: Option<CobrRecebedor>,
+    devedor: Option<CobrDevedor>,
+}
+
+/// `recebedor` of a recurring charge (`DadosBancariosRecebedor`).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CobrRecebedor {
+    #[schema(min_length = 1, max_length = 20)]
+    conta: String,
+    /// CORRENTE, POUPANCA or PAGAMENTO.
+    tipo_conta: String,
+    #[schema(min_length = 1, max_length = 4)]
+    agencia: Option<String>,
+}
+
+/// `recebedor` of a recurring charge as it is answered: the account named (or the account of
+/// this gateway), and the receiver its recurrence names.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CobrRecebedorView {
+    conta: String,
+    /// CORRENTE, POUPANCA or PAGAMENTO.
+    tipo_conta: String,
+    agencia: Option<String>,
+    cnpj: Option<String>,
+    cpf: Option<String>,
+    nome: Option<String>,
+}
+
+/// `devedor` of a recurring charge: the debtor's contact and address.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CobrDevedor {
+    #[schema(max_length = 200)]
+    email: Option<String>,
+    #[schema(max_length = 200)]
+    logradouro: Option<String>,
+    #[schema(max_length = 200)]
+    cidade: Option<String>,
+    #[schema(max_length = 2)]
+    uf: Option<String>,
+    /// 8 digits, or 9 characters with a hyphen.
+    #[schema(max_length = 9)]
+    cep: Option<String>,
 }
 
 #[derive(ToSchema)]
@@ -443,46 +491,56 @@ pub struct CobrView {
     status: String,
     atualizacao: Vec<Step>,
     tentativas: Vec<Tentativa>,
-    /// Why it ended without settling.
-    encerramento: Option<Motivo>,
+    recebedor: CobrRecebedorView,
+    devedor: Option<CobrDevedor>,
+    /// Why it was cancelled or rejected (an expired charge has none).
+    encerramento: Option<CobrEncerramento>,
+}
+
+/// Why a recurring charge was cancelled or rejected: one of the two.
+#[derive(ToSchema)]
+pub struct CobrEncerramento {
+    cancelamento: Option<Cancelamento>,
+    /// `codigo`: AC05 (the payer's account is closed) or AM02 (above the payer's maximum).
+    rejeicao: Option<Motivo>,
 }
 
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CobrCalendarioView {
-    /// RFC 3339, UTC.
+    /// The day it was made (São Paulo).
+    #[schema(format = Date)]
     criacao: String,
     #[schema(format = Date)]
     data_de_vencimento: String,
-    /// The day the payer's institution settles it: the due date, moved to a business day
-    /// with ajusteDiaUtil.
-    #[schema(format = Date)]
-    data_liquidacao: String,
 }
 
 /// One attempt of the payer's institution to settle the charge.
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Tentativa {
+    /// The day of the attempt: the due date, moved to a business day with ajusteDiaUtil, or
+    /// the day of a retry.
     #[schema(format = Date)]
     data_liquidacao: String,
-    /// AGENDADA (the settlement day's own) or RETENTATIVA.
+    /// AGND (the due date's own) or NTAG (a retry the receiver asked for).
     tipo: String,
-    /// AGENDADA (still to come), LIQUIDADA or FALHOU.
+    /// AGENDADA (still to come), PAGA, EXPIRADA (the day ended without the money; a retry
+    /// may follow), REJEITADA or CANCELADA.
     status: String,
-    /// Once LIQUIDADA: the received PIX's end-to-end id.
-    end_to_end_id: Option<String>,
-    /// Once FALHOU: SALDO_INSUFICIENTE or CONTA_ENCERRADA.
-    motivo: Option<Motivo>,
-    /// RFC 3339: when it was made.
-    data: Option<String>,
+    /// The id its payment carries, made when the attempt was scheduled.
+    end_to_end_id: String,
+    /// SOLICITADA and AGENDADA when it was scheduled, then how it ended.
+    atualizacao: Vec<Step>,
+    /// Once REJEITADA: AC05 or AM02.
+    rejeicao: Option<Motivo>,
 }
 
 /// `GET /cobr`
 #[derive(ToSchema)]
 pub struct CobrList {
     parametros: CobrListParams,
-    cobrs: Vec<CobrView>,
+    cobsr: Vec<CobrView>,
 }
 
 #[derive(ToSchema)]

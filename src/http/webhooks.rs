@@ -134,6 +134,7 @@ fn upsert(
     event_type: EventType,
     url: String,
     headers: Vec<(String, String)>,
+    api_pix_callback: bool,
 ) -> Result<Option<WebhookConfig>, ApiError> {
     let now = state.clock.now();
     let existing =
@@ -150,6 +151,7 @@ fn upsert(
         is_active: true,
         created_at: existing.as_ref().map_or(now, |c| c.created_at),
         updated_at: now,
+        api_pix_callback,
     };
     state.repo.put_webhook_config(&config)?;
     Ok(existing)
@@ -210,7 +212,8 @@ pub mod api_pix {
         };
         // Custom headers set through `POST /api/webhooks` are kept.
         let headers = state.repo.webhook_config(caller.account_id, t)?.map(|c| c.headers).unwrap_or_default();
-        upsert(state, &caller, t, url, headers)?;
+        // Its events go where the API Pix's callbacks are written: `{webhookUrl}/rec`, `/cobr`.
+        upsert(state, &caller, t, url, headers, true)?;
         get(caller, state, t)
     }
 
@@ -296,7 +299,7 @@ pub async fn configure(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (url, event_type, headers) = read_config(&request_object(&req, &bytes)?, state.webhook_allow_http)?;
-    let created = upsert(&state, &caller, event_type, url, headers)?.is_none();
+    let created = upsert(&state, &caller, event_type, url, headers, false)?.is_none();
     let message =
         format!("webhook for {} {}", event_type.as_str(), if created { "created" } else { "updated" });
     let body = Configured { success: true, message };

@@ -71,6 +71,22 @@ pub struct WebhookConfig {
     pub is_active: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Set through the API Pix's route (`PUT /webhookrec`, `PUT /webhookcobr`): events go
+    /// to `{url}/rec` or `{url}/cobr`, as that specification writes its callbacks.
+    #[serde(default)]
+    pub api_pix_callback: bool,
+}
+
+impl WebhookConfig {
+    /// Where this endpoint's events are sent.
+    pub fn target(&self) -> String {
+        use crate::domain::events::EventType;
+        match (self.api_pix_callback, self.event_type) {
+            (true, EventType::Rec) => format!("{}/rec", self.url.trim_end_matches('/')),
+            (true, EventType::Cobr) => format!("{}/cobr", self.url.trim_end_matches('/')),
+            _ => self.url.clone(),
+        }
+    }
 }
 
 /// Where a delivery stands between attempts.

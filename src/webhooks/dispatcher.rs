@@ -213,7 +213,7 @@ impl Dispatcher {
         };
         let Some(event) = self.repo.outbox_event(d.seq)? else { return Ok(None) };
         let request =
-            self.signed(account, &config.url, &config.headers, &event, &format!("msg_{}", d.seq), now)?;
+            self.signed(account, &config.target(), &config.headers, &event, &format!("msg_{}", d.seq), now)?;
         Ok(Some((request, config)))
     }
 
@@ -390,7 +390,7 @@ impl Dispatcher {
             let config = self.repo.webhook_config(account, event.event_type)?;
             let url = match (msg.url, &config) {
                 (Some(u), _) => u,
-                (None, Some(c)) => c.url.clone(),
+                (None, Some(c)) => c.target(),
                 (None, None) => return Err(ResendError::NoUrl(event.event_type.as_str())),
             };
             let log_id = self.repo.store().generate_id().map_err(RepoError::from)?;

@@ -108,8 +108,10 @@ async fn a_cycle_settles_on_its_day_as_a_received_pix_that_can_be_refunded() {
     let txid = "cycleone0000000000000000000001";
     let c = charge(&app, &token, txid, cobr_body(&id, due), "PAY").await;
     assert_eq!((c["status"].as_str(), c["idRec"].as_str()), (Some("ATIVA"), Some(id.as_str())));
-    assert_eq!(c["calendario"]["dataLiquidacao"], due.to_string());
-    assert_eq!(attempts(&c), [("AGENDADA".to_owned(), "AGENDADA".to_owned())]);
+    assert_eq!(c["tentativas"][0]["dataLiquidacao"], due.to_string());
+    assert_eq!(c["calendario"]["criacao"], today().to_string(), "a date, as the API Pix has it");
+    assert_eq!(attempts(&c), [("AGND".to_owned(), "AGENDADA".to_owned())]);
+    let scheduled_e2e = c["tentativas"][0]["endToEndId"].as_str().unwrap().to_owned();
     let (s, b) = post(&app, "/cobr", &token, cobr_body(&id, due + Duration::days(1))).await;
     assert_eq!(s, 409, "one charge per cycle: {b}");
     let before = net(&app).await;
@@ -121,6 +123,7 @@ async fn a_cycle_settles_on_its_day_as_a_received_pix_that_can_be_refunded() {
     let c = cobr(&app, txid).await;
     assert_eq!(c["status"], "CONCLUIDA", "{c}");
     let e2e = c["tentativas"][0]["endToEndId"].as_str().unwrap().to_owned();
+    assert_eq!(e2e, scheduled_e2e, "the received PIX carries the id the attempt was scheduled with");
     assert_eq!(net(&app).await, plus(before, "30"), "credited");
     let token = app.demo_token().await;
     let (s, pix) = app.get_with(&format!("/pix/{e2e}"), &token).await;
@@ -174,20 +177,21 @@ async fn a_failed_cycle_is_retried_to_success_and_one_failed_past_its_last_retry
     app.advance(moved).await;
     let c = cobr(&app, once).await;
     assert_eq!((c["status"].as_str(), attempts(&c).len()), (Some("ATIVA"), 1), "{c}");
-    assert_eq!(c["tentativas"][0]["motivo"]["codigo"], "SALDO_INSUFICIENTE");
+    assert_eq!(c["tentativas"][0]["status"], "EXPIRADA", "the day ended without the money: {c}");
     let c = cobr(&app, closed).await;
-    assert_eq!(c["status"], "EXPIRADA", "no retries under NAO_PERMITE: {c}");
+    assert_eq!(c["status"], "REJEITADA", "a closed account ends it: {c}");
+    assert_eq!(c["encerramento"]["rejeicao"]["codigo"], "AC05", "{c}");
     let (s, b) = retry(closed, due + Duration::days(1)).await;
     assert_eq!(s, 409, "{b}");
 
     let (s, b) = retry(once, due + Duration::days(8)).await;
     assert_eq!(s, 400, "past the window: {b}");
     let (s, c) = retry(once, due + Duration::days(1)).await;
-    assert_eq!((s, attempts(&c).len()), (200, 2), "{c}");
+    assert_eq!((s, attempts(&c).len()), (201, 2), "the API Pix answers a retry 201: {c}");
     let (s, _) = retry(once, due + Duration::days(2)).await;
     assert_eq!(s, 409, "one retry scheduled at a time");
     let (s, _) = retry(never, due + Duration::days(1)).await;
-    assert_eq!(s, 200);
+    assert_eq!(s, 201);
     let step = seconds_to(due + Duration::days(1), moved);
     app.advance(step).await;
     moved += step;
@@ -195,13 +199,13 @@ async fn a_failed_cycle_is_retried_to_success_and_one_failed_past_its_last_retry
     assert_eq!(c["status"], "CONCLUIDA", "{c}");
     assert_eq!(
         attempts(&c),
-        [("AGENDADA".to_owned(), "FALHOU".to_owned()), ("RETENTATIVA".to_owned(), "LIQUIDADA".to_owned())]
+        [("AGND".to_owned(), "EXPIRADA".to_owned()), ("NTAG".to_owned(), "PAGA".to_owned())]
     );
 
     for n in [2, 3] {
         let day = due + Duration::days(n);
         let (s, b) = retry(never, day).await;
-        assert_eq!(s, 200, "{b}");
+        assert_eq!(s, 201, "{b}");
         let step = seconds_to(day, moved);
         app.advance(step).await;
         moved += step;
@@ -232,7 +236,8 @@ async fn a_cancelled_charge_or_recurrence_is_never_settled() {
     charge(&app, &token, mine, cobr_body(&id, due), "PAY").await;
     let (s, c) = patch(&app, &format!("/cobr/{mine}"), &token, json!({"status": "CANCELADA"})).await;
     assert_eq!((s, c["status"].as_str()), (200, Some("CANCELADA")), "{c}");
-    assert!(attempts(&c).is_empty(), "its scheduled attempt is dropped: {c}");
+    assert_eq!(attempts(&c), [("AGND".to_owned(), "CANCELADA".to_owned())], "{c}");
+    assert_eq!(c["encerramento"]["cancelamento"]["codigo"], "SLCR", "{c}");
     let (s, b) = patch(&app, &format!("/cobr/{mine}"), &token, json!({"status": "CANCELADA"})).await;
     assert_eq!(s, 409, "{b}");
 
@@ -258,7 +263,7 @@ async fn a_cancelled_charge_or_recurrence_is_never_settled() {
     let (s, list) = app.get_with(&format!("/cobr?{window}&status=CANCELADA&idRec={other}"), &token).await;
     assert_eq!(s, 200, "{list}");
     let txids: Vec<&str> =
-        list["cobrs"].as_array().unwrap().iter().map(|c| c["txid"].as_str().unwrap()).collect();
+        list["cobsr"].as_array().unwrap().iter().map(|c| c["txid"].as_str().unwrap()).collect();
     assert_eq!(txids, [theirs]);
     let (s, b) = app.get_with(&format!("/cobr?{window}&status=PAGA"), &token).await;
     assert_eq!(s, 400, "not a status of a charge: {b}");

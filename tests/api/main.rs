@@ -23,6 +23,7 @@ mod money_out;
 mod on_us;
 mod payload;
 mod pg_cluster;
+mod pix_api_spec;
 mod postgres;
 mod production;
 mod rec;

@@ -139,9 +139,8 @@ async fn a_payer_of_this_gateway_authorises_and_pays_a_recurrence_with_one_end_t
     let (receiver_before, payer_before) = (net(&app, &token).await, net(&app, &payer_token).await);
     app.advance(seconds_to(due, 0)).await;
     let (token, payer_token) = (app.demo_token().await, payer.token(&app).await);
-    let c = wait_cobr(&app, txid, |c| c["tentativas"][0]["status"] == "FALHOU").await;
-    let reason = c["tentativas"][0]["motivo"]["codigo"].as_str();
-    assert_eq!((c["status"].as_str(), reason), (Some("ATIVA"), Some("SALDO_INSUFICIENTE")), "{c}");
+    let c = wait_cobr(&app, txid, |c| c["tentativas"][0]["status"] == "EXPIRADA").await;
+    assert_eq!(c["status"], "ATIVA", "a retry may follow: {c}");
     assert_eq!(net(&app, &payer_token).await, payer_before, "a refused debit moves nothing");
     let first = format!("/api/transactions/pixauto:{id}:{txid}:1");
     assert_eq!(app.get_with(&first, &payer_token).await.0, 404, "the refused attempt made no debit");
@@ -150,13 +149,15 @@ async fn a_payer_of_this_gateway_authorises_and_pays_a_recurrence_with_one_end_t
     app.fund(&payer_token, "100").await;
     let retry = due + Duration::days(1);
     let (s, b) = post(&app, &format!("/cobr/{txid}/retentativa/{retry}"), &token, json!({})).await;
-    assert_eq!(s, 200, "{b}");
+    assert_eq!(s, 201, "{b}");
+    let scheduled_e2e = b["tentativas"][1]["endToEndId"].as_str().unwrap().to_owned();
     app.advance(24 * 3600).await;
     let (token, payer_token) = (app.demo_token().await, payer.token(&app).await);
     let stranger_token = stranger.token(&app).await;
     let c = wait_cobr(&app, txid, |c| c["status"] != "ATIVA").await;
     assert_eq!(c["status"], "CONCLUIDA", "{c}");
     let e2e = c["tentativas"][1]["endToEndId"].as_str().unwrap().to_owned();
+    assert_ne!(e2e, scheduled_e2e, "on us, the attempt shows the id the payer's debit carries once paid");
     let (s, pix) = app.get_with(&format!("/pix/{e2e}"), &token).await;
     assert_eq!((s, pix["txid"].as_str(), pix["valor"].as_str()), (200, Some(txid), Some("30.00")), "{pix}");
     assert_eq!(net(&app, &token).await, plus(receiver_before, "30"), "the receiver is credited once");
@@ -268,4 +269,32 @@ async fn cobr_status(app: &TestApp, txid: &str) -> String {
     let (s, c) = app.get_with(&format!("/cobr/{txid}"), &token).await;
     assert_eq!(s, 200, "{c}");
     c["status"].as_str().unwrap().to_owned()
+}
+
+/// A payer of this gateway whose solicitation ended unapproved still lists the recurrence;
+/// answering or cancelling it then is 409 (nothing is asked of it any more), never 404,
+/// which is for a recurrence never offered to the account.
+#[actix_rt::test]
+async fn a_payer_that_refused_is_told_409_on_a_later_answer_or_cancel() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let payer = Payer::new(&app).await;
+    let payer_token = payer.token(&app).await;
+    let (s, r) = post(&app, "/rec", &token, rec_body(json!({"valorRec": "30.00"}))).await;
+    assert_eq!(s, 201, "{r}");
+    let id = r["idRec"].as_str().unwrap().to_owned();
+    let (s, sol) = post(&app, "/solicrec", &token, on_us_solicitation(&id, payer.id, "52998224725")).await;
+    assert_eq!(s, 201, "{sol}");
+    let answer = format!("/api/automatic-pix/recurrences/{id}/answer");
+    let (s, r) = post(&app, &answer, &payer_token, json!({"decision": "REJECT"})).await;
+    assert_eq!((s, r["status"].as_str()), (200, Some("REJEITADA")), "{r}");
+    for decision in ["APPROVE", "REJECT"] {
+        let (s, b) = post(&app, &answer, &payer_token, json!({"decision": decision})).await;
+        assert_eq!(s, 409, "{decision}: {b}");
+    }
+    let cancel = format!("/api/automatic-pix/recurrences/{id}/cancel");
+    let (s, b) = post(&app, &cancel, &payer_token, json!({})).await;
+    assert_eq!(s, 409, "{b}");
+    let (_, list) = app.get_with("/api/automatic-pix/recurrences", &payer_token).await;
+    assert_eq!(list["recurrences"][0]["idRec"], id.as_str(), "{list}");
 }

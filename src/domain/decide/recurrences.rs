@@ -12,7 +12,10 @@ use chrono::NaiveDate;
 
 use super::OnUsCredit;
 use super::{pix_in, Account, Ids, PixInRequest, Plan, Record, Refusal};
-use crate::domain::cobr::{Attempted, Cobr, CobrError, CobrStatus, Due, Failure, SettleScenario};
+use crate::domain::cobr::{
+    Attempted, Canceller, Cobr, CobrError, CobrStatus, DebtorDetails, Due, Failure, ReceiverAccount,
+    SettleScenario,
+};
 use crate::domain::cobv::payment_day;
 use crate::domain::events::{EventBody, EventType, OutboxEvent};
 use crate::domain::listing::local_day;
@@ -156,6 +159,10 @@ pub fn change_rec(
         (false, None) => {}
     }
     let before = rec.status;
+    let by = match &change {
+        RecChange::Cancel(Party::UsuarioPagador) => Canceller::Payer,
+        _ => Canceller::Receiver,
+    };
     match change {
         RecChange::Solicit { recipient, expires_at } => {
             let local_id = ids.take()?.local_id;
@@ -171,7 +178,7 @@ pub fn change_rec(
     let mut plan = written(rec, moved);
     if plan.reply.status == RecStatus::Cancelada {
         for mut c in open.into_iter().filter(|c| c.rec_local == plan.reply.local_id) {
-            if c.cancel("the recurrence was cancelled", now).is_ok() {
+            if c.cancel(by, "the recurrence was cancelled", now).is_ok() {
                 plan.events.push(cobr_event(&c));
                 plan.records.push(Record::Cobr(c));
             }
@@ -205,14 +212,19 @@ pub struct CobrRequest {
     pub value: Money,
     pub info: Option<String>,
     pub scenario: SettleScenario,
+    pub receiver_account: Option<ReceiverAccount>,
+    pub debtor_details: Option<DebtorDetails>,
 }
 
 /// Makes a recurring charge for one cycle of `rec`, `ATIVA` with its attempt scheduled.
-/// Ids: one, the charge's.
+/// `ended` are the local ids of the recurrence's charges that ended `CANCELADA` or
+/// `REJEITADA`: those leave their cycle free for another (the API Pix refuses a second
+/// charge only while the cycle has one in any other status). Ids: one, the charge's.
 pub fn create_cobr(
     account: &Account,
     mut rec: Recurrence,
     req: CobrRequest,
+    ended: &[u64],
     now: DateTime<Utc>,
     ids: &mut Ids,
 ) -> Result<Plan<Cobr>, Refusal> {
@@ -221,7 +233,7 @@ pub fn create_cobr(
         return Err(refuse(CobrError::RecurrenceNotApproved(rec.status.as_str())));
     }
     let cycle = rec.schedule.cycle_of(req.due).map_err(|e| refuse(e.into()))?;
-    if rec.charges.iter().any(|(c, _)| *c == cycle) {
+    if rec.charges.iter().any(|(c, local)| *c == cycle && !ended.contains(local)) {
         return Err(refuse(CobrError::CycleCharged(cycle)));
     }
     check_send_window(payment_day(now), req.due).map_err(|e| refuse(e.into()))?;
@@ -248,6 +260,9 @@ pub fn create_cobr(
         closing: None,
         created_at: now,
         updated_at: now,
+        receiver_account: req.receiver_account,
+        debtor_details: req.debtor_details,
+        receiver: Some((rec.receiver.name.clone(), rec.receiver.document.clone())),
     };
     cobr.activate(now);
     rec.charges.push((cycle, local_id));
@@ -282,7 +297,7 @@ pub fn change_cobr(
             Err(CobrError::RecurrenceNotApproved(rec_status.as_str()))
         }
         CobrChange::Retry(date) => cobr.ask_retry(date, now),
-        CobrChange::Cancel => cobr.cancel("cancelled by the receiver", now),
+        CobrChange::Cancel => cobr.cancel(Canceller::Receiver, "cancelled by the receiver", now),
     }
     .map_err(Refusal::Cobr)?;
     let mut plan = Plan::new(cobr.clone());
@@ -318,7 +333,8 @@ pub fn attempt_cobr(
                 payer_name: payer.name,
                 payer_document: Some(payer.document),
                 payer_bank: payer.bank,
-                end_to_end_id: None,
+                // The id the attempt was scheduled with.
+                end_to_end_id: cobr.due_end_to_end_id().map(str::to_owned),
                 paid_txid: Some(cobr.txid.clone()),
             };
             let received = pix_in(account, req, now, ids)?;
@@ -501,6 +517,8 @@ mod tests {
             value: m(value),
             info: None,
             scenario: SettleScenario::Pay,
+            receiver_account: None,
+            debtor_details: None,
         }
     }
 
@@ -512,22 +530,29 @@ mod tests {
         let rec = create_rec(&f.account(), request(start), now, &mut ids(&[9])).unwrap().reply;
         let refused = |r: Result<Plan<Cobr>, Refusal>| r.map(|p| p.reply).unwrap_err();
         assert_eq!(
-            refused(create_cobr(&f.account(), rec, charge(start, "30"), now, &mut ids(&[20]))),
+            refused(create_cobr(&f.account(), rec, charge(start, "30"), &[], now, &mut ids(&[20]))),
             Refusal::Cobr(CobrError::RecurrenceNotApproved("CRIADA"))
         );
         let rec = approved(&f, start, now);
         assert_eq!(
-            refused(create_cobr(&f.account(), rec.clone(), charge(start, "31"), now, &mut ids(&[20]))),
+            refused(create_cobr(&f.account(), rec.clone(), charge(start, "31"), &[], now, &mut ids(&[20]))),
             Refusal::Cobr(CobrError::Rule(crate::domain::recurrence::RecurrenceRejection::NotTheFixedValue(
                 m("30")
             )))
         );
         let too_soon = NaiveDate::from_ymd_opt(2026, 11, 27).unwrap();
         assert!(matches!(
-            refused(create_cobr(&f.account(), rec.clone(), charge(too_soon, "30"), now, &mut ids(&[20]))),
+            refused(create_cobr(
+                &f.account(),
+                rec.clone(),
+                charge(too_soon, "30"),
+                &[],
+                now,
+                &mut ids(&[20])
+            )),
             Refusal::Cobr(CobrError::Rule(_))
         ));
-        let plan = create_cobr(&f.account(), rec, charge(start, "30"), now, &mut ids(&[20])).unwrap();
+        let plan = create_cobr(&f.account(), rec, charge(start, "30"), &[], now, &mut ids(&[20])).unwrap();
         assert_eq!((plan.reply.status, plan.reply.cycle), (CobrStatus::Ativa, 0));
         assert_eq!(plan.events.len(), 1);
         let Some(Record::Recurrence(rec)) = plan.records.get(1).cloned() else {
@@ -536,9 +561,23 @@ mod tests {
         assert_eq!(rec.charges, vec![(0, 20)]);
         let same_cycle = NaiveDate::from_ymd_opt(2026, 12, 5).unwrap();
         assert_eq!(
-            refused(create_cobr(&f.account(), rec, charge(same_cycle, "30"), now, &mut ids(&[21]))),
+            refused(create_cobr(
+                &f.account(),
+                rec.clone(),
+                charge(same_cycle, "30"),
+                &[],
+                now,
+                &mut ids(&[21])
+            )),
             Refusal::Cobr(CobrError::CycleCharged(0))
         );
+        // Its charge cancelled or rejected, the cycle takes another.
+        let again =
+            create_cobr(&f.account(), rec, charge(same_cycle, "30"), &[20], now, &mut ids(&[21])).unwrap();
+        let Some(Record::Recurrence(rec)) = again.records.get(1).cloned() else {
+            panic!("{:?}", again.records)
+        };
+        assert_eq!(rec.charges, vec![(0, 20), (0, 21)]);
     }
 
     #[test]
@@ -548,8 +587,9 @@ mod tests {
         let now: DateTime<Utc> = "2026-11-26T12:00:00Z".parse().unwrap();
         let start = NaiveDate::from_ymd_opt(2026, 12, 1).unwrap();
         let rec = approved(&f, start, now);
-        let cobr =
-            create_cobr(&f.account(), rec.clone(), charge(start, "30"), now, &mut ids(&[20])).unwrap().reply;
+        let cobr = create_cobr(&f.account(), rec.clone(), charge(start, "30"), &[], now, &mut ids(&[20]))
+            .unwrap()
+            .reply;
         let payer = CobrPayer { name: "Ana".into(), document: "11144477735".into(), bank: None };
         let early = crate::domain::cobv::start_of_day(start) - chrono::Duration::seconds(1);
         assert_eq!(attempt_cobr(&f.account(), cobr.clone(), payer.clone(), early, &mut ids(&[30])), Ok(None));
@@ -585,13 +625,14 @@ mod tests {
         let now: DateTime<Utc> = "2026-11-26T12:00:00Z".parse().unwrap();
         let start = NaiveDate::from_ymd_opt(2026, 12, 1).unwrap();
         let rec = approved(&f, start, now);
-        let mut cobr =
-            create_cobr(&f.account(), rec.clone(), charge(start, "30"), now, &mut ids(&[20])).unwrap().reply;
+        let mut cobr = create_cobr(&f.account(), rec.clone(), charge(start, "30"), &[], now, &mut ids(&[20]))
+            .unwrap()
+            .reply;
         (cobr.on_us_payer, cobr.retry) = (Some(7), RetryPolicy::ThreeWithinSevenDays);
         let due = crate::domain::cobv::start_of_day(start);
         assert!(fail_on_us(cobr.clone(), Failure::NoFunds, due - chrono::Duration::seconds(1)).is_none());
         let failed = fail_on_us(cobr.clone(), Failure::NoFunds, due).unwrap();
-        assert_eq!(failed.reply.to_json()["tentativas"][0]["status"], "FALHOU");
+        assert_eq!(failed.reply.to_json()["tentativas"][0]["status"], "EXPIRADA");
         assert_eq!((failed.ledger.is_none(), failed.events.len()), (true, 1), "nothing moves; one webhook");
 
         let credit = OnUsCredit {
