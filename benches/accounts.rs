@@ -70,6 +70,7 @@ async fn run(n: u64, dir: std::path::PathBuf) -> anyhow::Result<()> {
         directory: Arc::clone(&directory),
         on_us: std::sync::OnceLock::new(),
         collect: std::sync::OnceLock::new(),
+        rec_locations: None,
     });
     let registry = Registry::new(deps, 2);
     println!("data dir: {}", dir.display());

@@ -159,6 +159,9 @@ impl Application {
             directory: Arc::clone(&directory),
             on_us: std::sync::OnceLock::new(),
             collect: std::sync::OnceLock::new(),
+            rec_locations: settings.payload.as_ref().map(|p| {
+                crate::domain::location::RecLocations::new(p.host.clone(), boot.location_key.clone())
+            }),
         });
         // Before anything can write to the outbox (see webhooks::start).
         let webhooks = crate::webhooks::start(

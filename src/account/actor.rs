@@ -67,6 +67,9 @@ pub struct Deps {
     /// Where a receiver's actor sends an on-us recurring charge's request for money (the
     /// same courier); unset, the attempt waits and is tried again.
     pub collect: std::sync::OnceLock<Recipient<super::on_us::Collect>>,
+    /// Where a recurrence's location is served (`--payload-host`); `None`: a location names
+    /// the sandbox's host, which no server answers.
+    pub rec_locations: Option<crate::domain::location::RecLocations>,
 }
 
 pub struct AccountActor {

@@ -262,4 +262,5 @@ traced!(
     super::recs::CreateCobr,
     super::recs::ChangeCobr,
     super::recs::CreateLocRec,
+    super::recs::UnlinkLocRec,
 );

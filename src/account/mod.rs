@@ -27,5 +27,5 @@ pub use messages::{
     ReturnPayment, ReviseCharge, SettingsChanged, Tick, Traced,
 };
 pub use on_us::{DeliverOnUs, OnUsCourier, ON_US_RETRY_AFTER};
-pub use recs::{ChangeCobr, ChangeRec, CreateCobr, CreateLocRec, CreateRec, RecRef};
+pub use recs::{ChangeCobr, ChangeRec, CreateCobr, CreateLocRec, CreateRec, RecRef, UnlinkLocRec};
 pub use registry::{Registry, RegistryError, IDLE_SWEEP_EVERY};

@@ -37,12 +37,21 @@ pub struct CreateRec {
     pub loc: Option<u64>,
     /// The txid of the cob whose payment authorises it (journey 3).
     pub first_txid: Option<String>,
+    /// `recebedor.convenio`.
+    pub agreement: Option<String>,
 }
 
 /// Makes a location for a recurrence (`POST /locrec`).
 #[derive(Message, Clone)]
 #[rtype(result = "Result<LocRec, CommandError>")]
 pub struct CreateLocRec;
+
+/// Unlinks a location from the recurrence it serves (`DELETE /locrec/{id}/idRec`).
+#[derive(Message, Clone)]
+#[rtype(result = "Result<LocRec, CommandError>")]
+pub struct UnlinkLocRec {
+    pub id: u64,
+}
 
 /// Which recurrence a change is for: by its `idRec`, or by the `idSolicRec` of one of its
 /// solicitations.
@@ -79,6 +88,7 @@ impl AccountActor {
         let receiver = Receiver {
             name: record.profile.name.as_str().to_owned(),
             document: record.profile.document.to_string(),
+            agreement: msg.agreement.clone(),
         };
         let loc = match msg.loc {
             None => None,
@@ -152,6 +162,23 @@ impl AccountActor {
     ) -> Result<Recurrence, CommandError> {
         self.view()?;
         let rec = self.find_rec(&msg.rec, ctx)?;
+        // A revision names a location and a first cob by id: read here, as for a new one.
+        if let RecChange::Revise(r) = &mut msg.change {
+            if let Some(id) = r.loc_id {
+                let found = self.deps.repo.locrec(self.account.id, id);
+                let mut loc = self.read(found, ctx)?;
+                if let (Some(l), Some(other)) = (loc.as_mut(), self.in_flight_rec_of_location(id)) {
+                    l.id_rec = Some(other.id.clone());
+                }
+                r.loc = loc;
+            }
+            if let Some(txid) = &r.first_txid {
+                let found = self.deps.repo.charge_by_txid(self.account.id, txid);
+                if !self.read(found, ctx)?.is_some_and(|t| t.is_cob(false)) {
+                    return Err(CommandError::Refused(Refusal::Rec(RecError::FirstChargeNotFound)));
+                }
+            }
+        }
         // Journey 3 authorises with the first cob's payment: whether it is paid is storage's
         // (or this actor's latest write of it).
         if let (RecChange::ApproveByQr { first_paid, .. }, Some(txid)) = (&mut msg.change, &rec.first_txid) {
@@ -458,10 +485,37 @@ impl AccountActor {
         self.view()?;
         let mut ids = self.draw_ids(1, ctx)?;
         let now = self.now();
-        match decide::create_locrec(&self.view()?, now, &mut ids) {
+        match decide::create_locrec(&self.view()?, self.deps.rec_locations.as_ref(), now, &mut ids) {
             Ok(plan) => self.execute(plan, ctx),
             Err(r) => Err(self.refused(r, ctx)),
         }
+    }
+}
+
+impl AccountActor {
+    fn unlink_locrec(&mut self, id: u64, ctx: &mut Context<Self>) -> Result<LocRec, CommandError> {
+        self.view()?;
+        let found = self.deps.repo.locrec(self.account.id, id);
+        let Some(mut loc) = self.read(found, ctx)? else {
+            return Err(CommandError::Refused(Refusal::Rec(RecError::LocationNotFound)));
+        };
+        // A recurrence still in flight may have taken it.
+        if let Some(r) = self.in_flight_rec_of_location(id) {
+            loc.id_rec = Some(r.id.clone());
+        }
+        let Some(id_rec) = loc.id_rec.clone() else { return Ok(loc) };
+        let rec = self.find_rec(&RecRef::Rec(id_rec), ctx)?;
+        let plan = decide::unlink_locrec(rec, loc, self.now());
+        self.execute(plan, ctx)
+    }
+}
+
+impl Handler<UnlinkLocRec> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<LocRec, CommandError>>;
+
+    fn handle(&mut self, msg: UnlinkLocRec, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.unlink_locrec(msg.id, ctx);
+        self.reply_when_durable(reply)
     }
 }
 

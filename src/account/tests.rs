@@ -62,6 +62,7 @@ fn fixture(balance: &str) -> Fixture {
         directory,
         on_us: std::sync::OnceLock::new(),
         collect: std::sync::OnceLock::new(),
+        rec_locations: None,
     });
     Fixture {
         registry: Registry::new(deps, 1),
@@ -613,6 +614,7 @@ async fn an_answered_solicitation_does_not_expire_and_an_unanswered_one_expires_
         schedule: Schedule::new(today, Periodicity::Weekly, None).unwrap(),
         amount: AmountRule::Fixed(m("5")),
         retry: RetryPolicy::NotAllowed,
+        agreement: None,
         loc: None,
         first_txid: None,
     };
@@ -670,6 +672,7 @@ async fn a_recurring_charge_due_while_the_disk_is_full_settles_once_room_returns
         },
         schedule: Schedule::new(today, Periodicity::Monthly, None).unwrap(),
         amount: AmountRule::Fixed(m("30")),
+        agreement: None,
         retry: RetryPolicy::NotAllowed,
         loc: None,
         first_txid: None,

@@ -288,6 +288,22 @@ pub fn generate_recurrence(location: &str, merchant_name: &str, merchant_city: &
     located(head, merchant_name, merchant_city)
 }
 
+/// The composite code of Pix Automático's journeys 3 and 4: a charge's own code (a cob's or
+/// a cobv's, static or dynamic) with the recurrence's location added in template 80, under a
+/// new CRC. Paid, it pays the charge as its own code would; the payer's institution reads
+/// the recurrence at the location. `None` when `charge_code` does not end in a CRC field.
+pub fn generate_composite(charge_code: &str, rec_location: &str) -> Option<String> {
+    let crc_at = charge_code.len().checked_sub(8)?;
+    let body = charge_code.get(..crc_at)?;
+    if charge_code.get(crc_at..crc_at + 4)? != "6304" {
+        return None;
+    }
+    let mut out = body.to_owned() + &field(80, &(field(0, PIX_GUI) + &field(25, rec_location)));
+    out += "6304";
+    let crc = crc16(out.as_bytes());
+    Some(out + &format!("{crc:04X}"))
+}
+
 /// A code whose template `head` names a location: no amount, the merchant, the txid field
 /// `***`, and the CRC.
 fn located(head: String, merchant_name: &str, merchant_city: &str) -> String {
@@ -341,6 +357,22 @@ mod tests {
             "a merchant account template (26, the GUI alone) before 80, as EMV requires: {code}"
         );
         assert!(parse(&code).is_err(), "no key: nothing to pay with it");
+    }
+
+    #[test]
+    fn a_composite_code_pays_its_charge_and_carries_the_recurrences_location() {
+        let charge = generate(&sample());
+        let composite = generate_composite(&charge, "qr.example/rec/abc").unwrap();
+        let body = &composite[..composite.len() - 4];
+        assert_eq!(&composite[composite.len() - 4..], format!("{:04X}", crc16(body.as_bytes())));
+        assert!(composite.contains("80400014br.gov.bcb.pix2518qr.example/rec/abc6304"), "{composite}");
+        let (a, b) = (parse(&charge).unwrap(), parse(&composite).unwrap());
+        assert_eq!(
+            (a.key, a.amount, a.txid),
+            (b.key, b.amount, b.txid),
+            "it pays what the charge's code pays"
+        );
+        assert_eq!(generate_composite("not a code", "x"), None);
     }
 
     fn sample() -> BrCodeSpec {

@@ -373,6 +373,12 @@ pub struct Cobr {
     /// (records written before it have none).
     #[serde(default)]
     pub receiver: Option<(String, String)>,
+    /// The debtor's CPF or CNPJ and the receiver's `convenio`, as its recurrence has them:
+    /// what `GET /cobr` filters on.
+    #[serde(default)]
+    pub debtor_document: Option<String>,
+    #[serde(default)]
+    pub agreement: Option<String>,
 }
 
 /// What is due of a charge at an instant (see [`Cobr::step_due`]).
@@ -446,6 +452,14 @@ impl Cobr {
             end_to_end_id: Some(e2e),
             scheduled_at: Some(now),
         });
+    }
+
+    /// The end-to-end id of the PIX that paid it, once paid.
+    pub fn paid_end_to_end_id(&self) -> Option<&str> {
+        self.attempts.iter().find_map(|a| match &a.outcome {
+            Some(Outcome::Settled { end_to_end_id, .. }) => Some(end_to_end_id.as_str()),
+            _ => None,
+        })
     }
 
     /// The end-to-end id the scheduled attempt's payment carries, when it has one.
@@ -627,6 +641,9 @@ impl Cobr {
             out["recebedor"][super::rec::document_field(document)] = json!(document);
             out["recebedor"]["nome"] = json!(name);
         }
+        if let Some(a) = &self.agreement {
+            out["recebedor"]["convenio"] = json!(a);
+        }
         if let Some(d) = &self.debtor_details {
             out["devedor"] = d.to_json();
         }
@@ -750,6 +767,8 @@ mod tests {
             receiver_account: None,
             debtor_details: None,
             receiver: None,
+            debtor_document: None,
+            agreement: None,
         };
         c.activate(now);
         c

@@ -2,7 +2,8 @@
 //! 26, sub-field 25) and that the payer's institution reads to learn what a cob or a cobv
 //! asks (the API Pix's `GET /{pixUrlAccessToken}` and `GET /cobv/{pixUrlAccessToken}`).
 //!
-//! A location is `{host}/qr/{token}` for a cob and `{host}/qr/cobv/{token}` for a cobv,
+//! A location is `{host}/qr/{token}` for a cob, `{host}/qr/cobv/{token}` for a cobv and
+//! `{host}/qr/rec/{token}` for a recurrence ([`RecLocations`]),
 //! written without a scheme (the payer's app always uses https). The host is the operator's
 //! public name for the gateway; the path is fixed ([`LOCATION_PATH`]), so the routes are
 //! the same on every server and never shadow another. The token names the charge by its
@@ -142,6 +143,67 @@ fn mac(key: &[u8], kind: ChargeKind, local_id: u64, txid: &str) -> [u8; LOCATION
     out
 }
 
+/// The largest account id a recurrence's location token carries, and the largest local id:
+/// with both, the token is at most [`LOCATION_TOKEN_LEN_MAX`] characters, so a recurrence's
+/// location fits as a cob's does. Beyond them (never: 2 million accounts, local ids for two
+/// thousand years at a thousand a millisecond) a location is not made.
+pub const REC_LOCATION_ACCOUNT_MAX: u64 = (1 << 21) - 1;
+pub const REC_LOCATION_LOCAL_MAX: u64 = (1 << 56) - 1;
+/// The MAC's tag of a recurrence's location (a cob's is `i`, a cobv's `v`).
+const REC_TAG: u8 = b'r';
+
+/// Where the recurrences' locations are made (Pix Automático's journey 2): `{host}/qr/rec/
+/// {token}`, the token naming the account and the location's local id (a location is
+/// stored per account) under a MAC of the gateway's key. Pure: the host and the key are
+/// values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecLocations {
+    host: LocationHost,
+    key: Vec<u8>,
+}
+
+impl RecLocations {
+    pub fn new(host: LocationHost, key: Vec<u8>) -> RecLocations {
+        RecLocations { host, key }
+    }
+
+    /// The location of the account's location `local`; `None` beyond the ids' bounds.
+    pub fn location(&self, account: u64, local: u64) -> Option<String> {
+        if account > REC_LOCATION_ACCOUNT_MAX || local > REC_LOCATION_LOCAL_MAX {
+            return None;
+        }
+        let mut bytes = varint(account);
+        bytes.extend(varint(local));
+        bytes.extend_from_slice(&rec_mac(&self.key, account, local));
+        let token = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+        Some(format!("{}{LOCATION_PATH}/rec/{token}", self.host.as_str()))
+    }
+
+    /// The (account, local id) a recurrence's token names, if its MAC holds.
+    pub fn opens(&self, token: &str) -> Option<(u64, u64)> {
+        if token.len() > LOCATION_TOKEN_LEN_MAX {
+            return None;
+        }
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).ok()?;
+        let (account, a) = read_varint(&bytes)?;
+        let (local, l) = read_varint(&bytes[a..])?;
+        let mac = bytes.get(a + l..).filter(|m| m.len() == LOCATION_TOKEN_MAC_BYTES)?;
+        let expected = rec_mac(&self.key, account, local);
+        let same = mac.iter().zip(expected.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0;
+        same.then_some((account, local))
+    }
+}
+
+fn rec_mac(key: &[u8], account: u64, local: u64) -> [u8; LOCATION_TOKEN_MAC_BYTES] {
+    let mut message = vec![REC_TAG];
+    message.extend_from_slice(&account.to_be_bytes());
+    message.extend_from_slice(&local.to_be_bytes());
+    let full = hmac_sha256(key, &message);
+    let mut out = [0u8; LOCATION_TOKEN_MAC_BYTES];
+    out.copy_from_slice(&full[..LOCATION_TOKEN_MAC_BYTES]);
+    out
+}
+
 /// LEB128: seven bits a byte, least significant first, the high bit saying more follow.
 fn varint(mut n: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(10);
@@ -179,6 +241,34 @@ mod tests {
     use super::*;
 
     const KEY: &[u8] = b"a location key of thirty-two by.";
+
+    #[test]
+    fn a_recurrence_location_names_its_account_and_location_and_fits_at_the_bounds() {
+        let host = LocationHost::parse(&"h".repeat(LOCATION_HOST_LEN_MAX)).unwrap();
+        let locs = RecLocations::new(host, KEY.to_vec());
+        let longest = locs.location(REC_LOCATION_ACCOUNT_MAX, REC_LOCATION_LOCAL_MAX).unwrap();
+        assert!(longest.len() <= LOCATION_LEN_MAX, "{} characters", longest.len());
+        assert_eq!(locs.location(REC_LOCATION_ACCOUNT_MAX + 1, 1), None);
+        assert_eq!(locs.location(1, REC_LOCATION_LOCAL_MAX + 1), None);
+        let loc = locs.location(7, 4242).unwrap();
+        let token = loc.rsplit('/').next().unwrap();
+        assert_eq!(locs.opens(token), Some((7, 4242)));
+        let other = RecLocations::new(LocationHost::parse("pix.example.com").unwrap(), b"another".to_vec());
+        assert_eq!(other.opens(token), None, "another key");
+        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).unwrap();
+        for i in 0..raw.len() {
+            let mut bad = raw.clone();
+            bad[i] ^= 1;
+            let bad = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bad);
+            assert_eq!(locs.opens(&bad), None, "byte {i}");
+        }
+        // A cob's token of the same numbers is not a recurrence's.
+        assert_eq!(locs.opens(&token_of_cob()), None);
+    }
+
+    fn token_of_cob() -> String {
+        token(KEY, ChargeKind::Cob, 4242, "abc123")
+    }
 
     #[test]
     fn a_token_opens_its_own_charge_and_no_other() {

@@ -82,6 +82,8 @@ pub enum RecError {
     MaximumBelowMinimum(Money),
     #[error("dataInicial is before today")]
     StartsBeforeToday,
+    #[error("dataInicial is after the recurrence's dataFinal")]
+    StartsAfterEnd,
     #[error("no location with this id")]
     LocationNotFound,
     #[error("the location is linked to the recurrence {0} already")]
@@ -300,6 +302,21 @@ pub const REFUSED_BY_PAYER: &str = "AP13";
 /// The rejection code of a recurrence whose solicitation expired unanswered.
 pub const EXPIRED_UNANSWERED: &str = "AP14";
 
+/// What the receiver revises of a recurrence (the API Pix's `RecRevisada`, but its status).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Revision {
+    /// `vinculo.devedor.nome`.
+    pub debtor_name: Option<String>,
+    /// `calendario.dataInicial`.
+    pub start: Option<NaiveDate>,
+    /// `loc`: the id of a location to link (journey 2) ...
+    pub loc_id: Option<u64>,
+    /// ... and that location as stored, which the caller reads by its id.
+    pub loc: Option<LocRec>,
+    /// `ativacao.dadosJornada.txid`: a cob of the account (the caller checks it is one).
+    pub first_txid: Option<String>,
+}
+
 /// The payer's institution's answer to a solicitation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answer {
@@ -350,7 +367,14 @@ impl Solicitation {
 pub struct Receiver {
     pub name: String,
     pub document: String,
+    /// The receiver's agreement with its PSP that the recurrence falls under
+    /// (`recebedor.convenio`), when it named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<String>,
 }
+
+/// Characters of `recebedor.convenio`.
+pub const CONVENIO_LEN_MAX: usize = 60;
 
 /// A recurrence: the contract, its calendar and value rule, and how far its authorisation
 /// went.
@@ -700,6 +724,54 @@ impl Recurrence {
         true
     }
 
+    /// The receiver revises it (`PATCH /rec/{idRec}` beyond a cancellation). The terms the
+    /// payer is asked to authorise (the first date, journey 2's location, journey 3's first
+    /// cob) change only while it is `CRIADA` and no solicitation awaits an answer; the
+    /// debtor's name, while it is not final. Answers the location it no longer has, which
+    /// the caller unlinks.
+    pub fn revise(
+        &mut self,
+        r: Revision,
+        today: NaiveDate,
+        now: DateTime<Utc>,
+    ) -> Result<Option<LocRec>, RecError> {
+        if self.status.is_final() {
+            return Err(RecError::Final(self.status.as_str()));
+        }
+        let terms = r.start.is_some() || r.loc_id.is_some() || r.first_txid.is_some();
+        if terms && self.status != RecStatus::Criada {
+            return Err(RecError::NotAwaitingAuthorisation(self.status.as_str()));
+        }
+        if terms && self.awaiting().is_some() {
+            return Err(RecError::SolicitationAwaiting);
+        }
+        if let Some(start) = r.start {
+            if start < today {
+                return Err(RecError::StartsBeforeToday);
+            }
+            self.schedule = Schedule::new(start, self.schedule.every(), self.schedule.end())
+                .map_err(|_| RecError::StartsAfterEnd)?;
+        }
+        let mut unlinked = None;
+        if r.loc_id.is_some() {
+            let loc = r.loc.ok_or(RecError::LocationNotFound)?;
+            match &loc.id_rec {
+                Some(other) if other != &self.id => return Err(RecError::LocationTaken(other.clone())),
+                _ => {}
+            }
+            let old = self.loc.replace(LocRec { id_rec: Some(self.id.clone()), ..loc });
+            unlinked = old.filter(|o| Some(o.local_id) != self.loc.as_ref().map(|l| l.local_id));
+        }
+        if let Some(txid) = r.first_txid {
+            self.first_txid = Some(txid);
+        }
+        if let Some(name) = r.debtor_name {
+            self.link.debtor.name = name;
+        }
+        self.updated_at = now;
+        Ok(unlinked.map(|o| LocRec { id_rec: None, ..o }))
+    }
+
     /// One side cancels the recurrence; a solicitation awaiting an answer is cancelled with it.
     pub fn cancel(&mut self, by: Party, now: DateTime<Utc>) -> Result<(), RecError> {
         if self.status.is_final() {
@@ -754,6 +826,9 @@ impl Recurrence {
             "status": self.status.as_str(),
             "atualizacao": self.history.iter().map(|(s, at)| json!({"status": s.as_str(), "data": iso(*at)})).collect::<Vec<_>>(),
         });
+        if let Some(a) = &self.receiver.agreement {
+            out["recebedor"]["convenio"] = json!(a);
+        }
         if let Some(p) = &self.payer {
             let mut pagador = json!({document_field(&p.document): p.document, "ispbParticipante": p.ispb});
             if let Some(max) = p.maximum {
@@ -771,7 +846,7 @@ impl Recurrence {
         }
         out["ativacao"] = Value::Object(ativacao);
         if let Some(l) = &self.loc {
-            out["loc"] = json!({"id": l.local_id, "location": l.location, "criacao": iso(l.created_at)});
+            out["loc"] = json!({"id": l.local_id, "location": l.location, "criacao": iso(l.created_at), "idRec": self.id});
             if self.first_txid.is_none() && self.status == RecStatus::Criada {
                 let code = super::brcode::generate_recurrence(&l.location, &self.receiver.name, "SAO PAULO");
                 out["dadosQR"] = json!({"pixCopiaECola": code, "jornada": "JORNADA_2"});
@@ -822,7 +897,7 @@ mod tests {
             Schedule::new(start, Periodicity::Monthly, None).unwrap(),
             amount,
             RetryPolicy::ThreeWithinSevenDays,
-            Receiver { name: "Shop".into(), document: "11222333000181".into() },
+            Receiver { name: "Shop".into(), document: "11222333000181".into(), agreement: None },
             at("2026-11-26T12:00:00Z"),
         )
         .unwrap()
@@ -1061,6 +1136,63 @@ mod tests {
         r.answer(&id, Answer::Reject, now).unwrap();
         assert_eq!(r.check_payer_side(PayerSide::Account(7)), Err(RecError::SolicitationClosed("REJEITADA")));
         assert_eq!(r.check_payer_side(PayerSide::Account(8)), Err(RecError::NotFound));
+    }
+
+    #[test]
+    fn a_revision_changes_the_terms_only_before_authorisation_and_the_name_until_the_end() {
+        let now = at("2026-11-26T12:00:00Z");
+        let today = NaiveDate::from_ymd_opt(2026, 11, 26).unwrap();
+        let day = |d: u32| NaiveDate::from_ymd_opt(2026, 12, d).unwrap();
+        let mut r = rec(AmountRule::Variable { minimum: None });
+        let loc = |id: u64, id_rec: Option<&str>| LocRec {
+            account_id: 7,
+            local_id: id,
+            location: format!("qr.example/rec/{id}"),
+            created_at: now,
+            id_rec: id_rec.map(str::to_owned),
+        };
+        let revision = |start: Option<NaiveDate>, l: Option<LocRec>| Revision {
+            start,
+            loc_id: l.as_ref().map(|l| l.local_id),
+            loc: l,
+            ..Revision::default()
+        };
+        assert_eq!(
+            r.revise(revision(Some(today - chrono::Duration::days(1)), None), today, now),
+            Err(RecError::StartsBeforeToday)
+        );
+        assert_eq!(
+            r.revise(revision(None, Some(loc(40, Some("RRother")))), today, now),
+            Err(RecError::LocationTaken("RRother".into()))
+        );
+        let missing = Revision { loc_id: Some(41), ..Revision::default() };
+        assert_eq!(r.revise(missing, today, now), Err(RecError::LocationNotFound));
+        assert_eq!(r.revise(revision(Some(day(5)), Some(loc(40, None))), today, now), Ok(None));
+        assert_eq!(
+            (r.schedule.start(), r.loc.as_ref().and_then(|l| l.id_rec.clone())),
+            (day(5), Some(r.id.clone()))
+        );
+        // Another location: the first is given back unlinked.
+        let unlinked = r.revise(revision(None, Some(loc(42, None))), today, now).unwrap();
+        assert_eq!(unlinked.map(|l| (l.local_id, l.id_rec)), Some((40, None)));
+        // A recurrence with an end: not after it.
+        let mut ending = rec(AmountRule::Variable { minimum: None });
+        ending.schedule = Schedule::new(day(1), Periodicity::Monthly, Some(day(10))).unwrap();
+        assert_eq!(ending.revise(revision(Some(day(11)), None), today, now), Err(RecError::StartsAfterEnd));
+        // Sent for authorisation, then authorised: the terms no longer move, the name does.
+        r.solicit(1, recipient(), now + chrono::Duration::hours(1), now).unwrap();
+        assert_eq!(r.revise(revision(Some(day(6)), None), today, now), Err(RecError::SolicitationAwaiting));
+        let sid = r.solicitations[0].id.clone();
+        r.answer(&sid, Answer::Approve { maximum: None }, now).unwrap();
+        assert_eq!(
+            r.revise(revision(Some(day(6)), None), today, now),
+            Err(RecError::NotAwaitingAuthorisation("APROVADA"))
+        );
+        let renamed = Revision { debtor_name: Some("Ana Maria".into()), ..Revision::default() };
+        assert_eq!(r.revise(renamed.clone(), today, now), Ok(None));
+        assert_eq!(r.to_json()["vinculo"]["devedor"]["nome"], "Ana Maria");
+        r.cancel(Party::UsuarioRecebedor, now).unwrap();
+        assert_eq!(r.revise(renamed, today, now), Err(RecError::Final("CANCELADA")));
     }
 
     #[test]

@@ -196,6 +196,23 @@ pub async fn post_cobr(
 }
 
 /// The caller's recurring charge with this txid.
+/// The charge as the API Pix reads it (`CobRCompleta`): once paid, with its `pix`, the
+/// received PIX that paid it and its devoluções.
+fn view(state: &AppState, caller: &Caller, cobr: &Cobr) -> Result<Value, ApiError> {
+    let mut out = cobr.to_json();
+    let paid = match cobr.paid_end_to_end_id() {
+        Some(e2e) => state.repo.received_by_e2e(caller.account_id, e2e)?,
+        None => None,
+    };
+    if let Some(tx) = paid {
+        let refunds = state.repo.refunds_of(caller.account_id, &[&tx])?;
+        let key = super::cob::receiving_key(state, caller)?;
+        let of_it = refunds.get(&tx.local_id).map_or(&[][..], Vec::as_slice);
+        out["pix"] = json!([super::received::pix_view(&tx, &key, of_it)]);
+    }
+    Ok(out)
+}
+
 fn find(state: &AppState, caller: &Caller, txid: &str) -> Result<Cobr, ApiError> {
     check_txid(txid)?;
     state
@@ -220,7 +237,7 @@ pub async fn get_cobr(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let cobr = find(&state, &caller, &path.into_inner())?;
-    Ok(HttpResponse::Ok().json(cobr.to_json()))
+    Ok(HttpResponse::Ok().json(view(&state, &caller, &cobr)?))
 }
 
 #[utoipa::path(
@@ -303,18 +320,31 @@ pub async fn list_cobrs(
     let mut v = Vec::new();
     super::body::known_params(
         &q,
-        &["inicio", "fim", "idRec", "status", "paginacao.paginaAtual", "paginacao.itensPorPagina"],
+        &[
+            "inicio",
+            "fim",
+            "idRec",
+            "cpf",
+            "cnpj",
+            "status",
+            "convenio",
+            "paginacao.paginaAtual",
+            "paginacao.itensPorPagina",
+        ],
         &mut v,
     );
     let window = read_list_window(&q, &mut v);
     let allowed = "CRIADA, ATIVA, CONCLUIDA, EXPIRADA, REJEITADA or CANCELADA";
     let status = status_param(&q, CobrStatus::parse, allowed, &mut v);
+    let agreement = super::rec::agreement_param(&q, &mut v);
     let id_rec = q.get("idRec");
     let (Some(w), true) = (window, v.is_empty()) else { return Err(ApiError::Validation(v)) };
     let keep = |c: &Cobr| {
         (w.inicio..=w.fim).contains(&c.created_at)
             && status.is_none_or(|s| c.status == s)
             && id_rec.is_none_or(|id| &c.id_rec == id)
+            && w.document.as_ref().is_none_or(|(_, d)| c.debtor_document.as_ref() == Some(d))
+            && agreement.is_none_or(|a| c.agreement.as_deref() == Some(a))
     };
     let (skip, size) = w.skip_take();
     let (page, total) = state.repo.cobrs_page(caller.account_id, keep, skip, size)?;
@@ -325,6 +355,9 @@ pub async fn list_cobrs(
     if let Some(id) = id_rec {
         parametros["idRec"] = json!(id);
     }
-    let cobrs: Vec<Value> = page.iter().map(Cobr::to_json).collect();
+    if let Some(a) = agreement {
+        parametros["recebedor"] = json!({"convenio": a});
+    }
+    let cobrs = page.iter().map(|c| view(&state, &caller, c)).collect::<Result<Vec<Value>, ApiError>>()?;
     Ok(HttpResponse::Ok().json(json!({"parametros": parametros, "cobsr": cobrs})))
 }

@@ -195,6 +195,7 @@ fn table() -> RouteTable {
     t.add(b, Method::POST, "/locrec", rec::post_locrec);
     t.add(b, Method::GET, "/locrec", rec::list_locrecs);
     t.add(b, Method::GET, "/locrec/{id}", rec::get_locrec);
+    t.add(b, Method::DELETE, "/locrec/{id}/idRec", rec::unlink_locrec);
     t.add(b, Method::POST, "/solicrec", rec::post_solicrec);
     t.add(b, Method::GET, "/solicrec/{idSolicRec}", rec::get_solicrec);
     t.add(b, Method::PATCH, "/solicrec/{idSolicRec}", rec::patch_solicrec);
@@ -228,6 +229,7 @@ fn table() -> RouteTable {
     t.add(b, Method::POST, "/dict/pix", dict::dict_pix);
     t.add(b, Method::GET, "/qr/jwks", payload::jwks);
     t.add(b, Method::GET, "/qr/cobv/{token}", payload::cobv_payload);
+    t.add(b, Method::GET, "/qr/rec/{token}", payload::rec_payload);
     t.add(b, Method::GET, "/qr/{token}", payload::cob_payload);
     t.add(b, Method::GET, "/accounts/balances", balance::balances);
     t.add(b, Method::GET, "/balance", balance::plain_balance);

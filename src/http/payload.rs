@@ -1,7 +1,8 @@
 //! The payload locations of dynamic QR codes: what the payer's institution reads when its
 //! client scans a cob's or a cobv's dynamic code (the API Pix's `GET /{pixUrlAccessToken}`
-//! and `GET /cobv/{pixUrlAccessToken}`), served here under `/qr/`, with the keys that verify
-//! them at `/qr/jwks` (the JWS header's `jku`).
+//! and `GET /cobv/{pixUrlAccessToken}`) or a recurrence's (journey 2: `GET
+//! /rec/{recUrlAccessToken}`), served here under `/qr/`, with the keys that verify them at
+//! `/qr/jwks` (the JWS header's `jku`).
 //!
 //! A payload is a compact JWS (RFC 7515) whose JOSE header names the signing certificate
 //! as the Pix security manual asks: `alg` RS256, `kid`, `jku` on the locations' own host,
@@ -27,7 +28,7 @@ use super::error::{ApiError, Violation};
 use super::{iso, AppState};
 use crate::domain::brcode;
 use crate::domain::cobv::payment_day;
-use crate::domain::location::{opens, token, token_local_id, ChargeKind, LocationHost};
+use crate::domain::location::{opens, token, token_local_id, ChargeKind, LocationHost, RecLocations};
 use crate::domain::transaction::Transaction;
 use crate::rail::spi::pki::{Certificate, Signer};
 
@@ -43,6 +44,8 @@ pub struct Locations {
     jwks: Value,
     /// The key of the locations' MACs (`domain::location`), made on first start.
     mac_key: Vec<u8>,
+    /// The recurrences' locations, under the same host and key.
+    rec: RecLocations,
 }
 
 impl std::fmt::Debug for Locations {
@@ -92,7 +95,8 @@ impl Locations {
             "x5t#S256": x5t_s256,
             "x5c": x5c,
         }]});
-        Ok(Locations { host, signer, header: b64url(header.to_string().as_bytes()), jwks, mac_key })
+        let rec = RecLocations::new(host.clone(), mac_key.clone());
+        Ok(Locations { host, signer, header: b64url(header.to_string().as_bytes()), jwks, mac_key, rec })
     }
 
     fn kind(t: &Transaction) -> Option<ChargeKind> {
@@ -289,6 +293,43 @@ pub async fn cobv_payload(
         payload["recebedor"] = json!({"nome": account.profile.name.as_str(), kind: document});
     }
     Ok(jose(locations.sign(&payload)))
+}
+
+#[utoipa::path(
+    get, path = "/qr/rec/{token}", tag = "payload-locations",
+    params(("token" = String, Path, description = "The location's token (the recUrlAccessToken of the API Pix)")),
+    responses(
+        (status = 200, description = "The recurrence's payload (RecPayload of the API Pix), a compact JWS", content_type = "application/jose", body = String),
+        (status = 404, description = "No recurrence at this location (or the location serves none)", body = super::error::SimpleErrorBody),
+        (status = 410, description = "The recurrence is no longer to be authorised (authorised, refused, expired or cancelled)", body = super::error::SimpleErrorBody),
+    ),
+)]
+pub async fn rec_payload(
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let locations = locations(&state)?;
+    let missing = || ApiError::NotFound("no recurrence at this location".into());
+    let (account, local) = locations.rec.opens(&path.into_inner()).ok_or_else(missing)?;
+    let account = crate::domain::ids::AccountId::new(account).ok_or_else(missing)?;
+    let id_rec = state.repo.locrec(account, local)?.and_then(|l| l.id_rec).ok_or_else(missing)?;
+    let rec_local = crate::domain::rec::rec_local(&id_rec).ok_or_else(missing)?;
+    let rec = state.repo.rec(account, rec_local)?.filter(|r| r.id == id_rec).ok_or_else(missing)?;
+    if rec.status != crate::domain::rec::RecStatus::Criada {
+        return Err(ApiError::Gone("this recurrence is no longer to be authorised".into()));
+    }
+    Ok(jose(locations.sign(&rec_payload_of(rec.to_json()))))
+}
+
+/// The API Pix's `RecPayload` of a recurrence's view: what it asks of the payer, without
+/// what only the receiver sees (its location and code, its status's details).
+fn rec_payload_of(mut view: Value) -> Value {
+    if let Some(m) = view.as_object_mut() {
+        for member in ["loc", "dadosQR", "pagador", "ativacao", "encerramento", "status"] {
+            m.remove(member);
+        }
+    }
+    view
 }
 
 #[utoipa::path(

@@ -24,20 +24,21 @@ use super::error::{ApiError, ExtendedErrorBody, SimpleErrorBody, Violation, Viol
 use super::rec_schemas as s;
 use super::sandbox::sandbox_only;
 use super::AppState;
-use crate::account::{ChangeRec, CreateLocRec, CreateRec, RecRef};
+use crate::account::{ChangeRec, CreateLocRec, CreateRec, RecRef, UnlinkLocRec};
 use crate::domain::decide::RecChange;
 use crate::domain::ids::AccountId;
 use crate::domain::money::Money;
 use crate::domain::rec::{
     is_id_shaped, rec_local, solicitation_local, Answer, Debtor, Link, LocRec, Party, PayerAuthorisation,
-    PayerSide, RecStatus, Recipient, Recurrence, AGENCIA_LEN_MAX, CONTA_LEN_MAX, CONTRATO_LEN_MAX, ID_SHAPE,
-    OBJETO_LEN_MAX,
+    PayerSide, RecStatus, Recipient, Recurrence, Revision, AGENCIA_LEN_MAX, CONTA_LEN_MAX, CONTRATO_LEN_MAX,
+    CONVENIO_LEN_MAX, ID_SHAPE, OBJETO_LEN_MAX,
 };
 use crate::domain::recurrence::{AmountRule, Periodicity, RetryPolicy, Schedule};
 use crate::domain::transaction::{gateway_ispb, PAYER_ISPB};
 
 /// The members of a recurrence's request.
-const REC_MEMBERS: [&str; 6] = ["vinculo", "calendario", "valor", "politicaRetentativa", "loc", "ativacao"];
+const REC_MEMBERS: [&str; 7] =
+    ["vinculo", "calendario", "valor", "politicaRetentativa", "loc", "ativacao", "recebedor"];
 
 /// A family B amount: a decimal string with two places, at least 0.01.
 pub(super) fn valor(f: &mut Fields<'_>, field: &str, required: bool) -> Option<Money> {
@@ -47,6 +48,16 @@ pub(super) fn valor(f: &mut Fields<'_>, field: &str, required: bool) -> Option<M
         f.fail_as(field, "must be a decimal string with 2 places, at least 0.01", ViolationKind::Amount);
     }
     m
+}
+
+/// The `convenio` filter of `GET /rec` and `GET /cobr`: at most 60 characters.
+pub(super) fn agreement_param<'a>(q: &'a HashMap<String, String>, v: &mut Vec<Violation>) -> Option<&'a str> {
+    let a = q.get("convenio")?;
+    if a.is_empty() || a.chars().count() > CONVENIO_LEN_MAX {
+        v.push(Violation::new("convenio", format!("must have 1 to {CONVENIO_LEN_MAX} characters")));
+        return None;
+    }
+    Some(a.as_str())
 }
 
 /// A new recurrence, read from `POST /rec`'s body.
@@ -119,24 +130,16 @@ fn read_rec(obj: &serde_json::Map<String, Value>) -> Result<CreateRec, ApiError>
         }
     });
     let loc = f.integer("loc", 1, u64::MAX);
-    let first_txid = f
-        .object("ativacao", |a| {
-            a.only(&["dadosJornada"]);
-            a.object("dadosJornada", |d| {
-                d.only(&["txid"]);
-                let txid = d.string("txid", true)?;
-                let ok = (26..=35).contains(&txid.len()) && txid.bytes().all(|b| b.is_ascii_alphanumeric());
-                if !ok {
-                    d.fail("txid", "must be 26 to 35 letters and digits: the txid of a cob");
-                }
-                ok.then(|| txid.to_owned())
-            })
-            .flatten()
+    let first_txid = read_first_txid(&mut f);
+    let agreement = f
+        .object("recebedor", |r| {
+            r.only(&["convenio"]);
+            r.text("convenio", false, CONVENIO_LEN_MAX).map(str::to_owned)
         })
         .flatten();
     match (link.flatten(), schedule.flatten(), retry, f.violations.is_empty()) {
         (Some(link), Some(schedule), Some(retry), true) => {
-            Ok(CreateRec { link, schedule, amount, retry, loc, first_txid })
+            Ok(CreateRec { link, schedule, amount, retry, loc, first_txid, agreement })
         }
         _ => Err(ApiError::Validation(f.violations)),
     }
@@ -164,6 +167,66 @@ pub(super) fn status_param<T>(
         v.push(Violation::new("status", format!("must be {allowed}")));
     }
     parsed
+}
+
+/// `ativacao.dadosJornada.txid` (journey 3): the txid of a cob of the account.
+fn read_first_txid(f: &mut Fields) -> Option<String> {
+    f.object("ativacao", |a| {
+        a.only(&["dadosJornada"]);
+        a.object("dadosJornada", |d| {
+            d.only(&["txid"]);
+            let txid = d.string("txid", true)?;
+            let ok = (26..=35).contains(&txid.len()) && txid.bytes().all(|b| b.is_ascii_alphanumeric());
+            if !ok {
+                d.fail("txid", "must be 26 to 35 letters and digits: the txid of a cob");
+            }
+            ok.then(|| txid.to_owned())
+        })
+        .flatten()
+    })
+    .flatten()
+}
+
+/// The body of `PATCH /rec/{idRec}` (`RecRevisada`): `{status: "CANCELADA"}` alone, or a
+/// revision of the debtor's name, the first date, the location or the first cob.
+fn read_rec_patch(req: &HttpRequest, bytes: &[u8]) -> Result<RecChange, ApiError> {
+    let obj = request_object(req, bytes)?;
+    let mut f = Fields::new(&obj);
+    f.only(&["status", "vinculo", "calendario", "loc", "ativacao"]);
+    if f.string("status", false).is_some_and(|s| s != "CANCELADA") {
+        f.fail("status", "must be CANCELADA");
+    }
+    let debtor_name = f
+        .object("vinculo", |v| {
+            v.only(&["devedor"]);
+            v.object("devedor", |d| {
+                d.only(&["nome"]);
+                d.text("nome", true, super::cob::DEVEDOR_NOME_LEN_MAX).map(str::to_owned)
+            })
+            .flatten()
+        })
+        .flatten();
+    let start = f
+        .object("calendario", |c| {
+            c.only(&["dataInicial"]);
+            c.date("dataInicial", true)
+        })
+        .flatten();
+    let loc_id = f.integer("loc", 1, u64::MAX);
+    let first_txid = read_first_txid(&mut f);
+    let revises = ["vinculo", "calendario", "loc", "ativacao"].iter().any(|m| obj.contains_key(*m));
+    match (obj.contains_key("status"), revises) {
+        (true, true) => f.fail("status", "is sent alone: a cancellation revises nothing else"),
+        (false, false) => f.fail("status", "is required when nothing is revised"),
+        _ => {}
+    }
+    if !f.violations.is_empty() {
+        return Err(ApiError::Validation(f.violations));
+    }
+    if obj.contains_key("status") {
+        return Ok(RecChange::Cancel(Party::UsuarioRecebedor));
+    }
+    Ok(RecChange::Revise(Revision { debtor_name, start, loc_id, loc: None, first_txid }))
 }
 
 /// The body of a receiver's `PATCH`: `{status: "CANCELADA"}`, the one change it makes.
@@ -256,7 +319,8 @@ pub async fn post_rec(
 
 #[utoipa::path(
     get, path = "/rec/{idRec}", tag = "automatic-pix",
-    params(("idRec" = String, Path, pattern = "^R[RN][0-9]{16}[a-zA-Z0-9]{11}$", description = "The recurrence's id")),
+    params(("idRec" = String, Path, pattern = "^R[RN][0-9A-Z]{8}[0-9]{8}[a-zA-Z0-9]{11}$", description = "The recurrence's id")),
+    params(("txid" = Option<String>, Query, description = "A cob's (journey 3) or a cobv's (journey 4) txid: dadosQR is then the composite code that pays it and carries the recurrence's location")),
     responses(
         (status = 200, description = "The recurrence as it is now", body = s::RecView),
         (status = 400, body = SimpleErrorBody),
@@ -267,21 +331,57 @@ pub async fn post_rec(
 pub async fn get_rec(
     caller: Caller,
     path: web::Path<String>,
+    query: web::Query<HashMap<String, String>>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
+    let q = query.into_inner();
+    let mut v = Vec::new();
+    super::body::known_params(&q, &["txid"], &mut v);
+    if !v.is_empty() {
+        return Err(ApiError::Validation(v));
+    }
     let rec = find_rec(&state, &caller, &path.into_inner())?;
-    Ok(HttpResponse::Ok().json(rec.to_json()))
+    let mut view = rec.to_json();
+    if let Some(txid) = q.get("txid") {
+        view["dadosQR"] = composite_qr(&state, &caller, &rec, txid)?;
+    }
+    Ok(HttpResponse::Ok().json(view))
+}
+
+/// `dadosQR` of journeys 3 and 4 (`GET /rec/{idRec}?txid=`): the charge's code (its dynamic
+/// one where locations are served) with the recurrence's location in template 80.
+fn composite_qr(state: &AppState, caller: &Caller, rec: &Recurrence, txid: &str) -> Result<Value, ApiError> {
+    let fail = |m: &str| ApiError::Validation(vec![Violation::new("txid", m)]);
+    let charge = state
+        .repo
+        .charge_by_txid(caller.account_id, txid)?
+        .ok_or_else(|| fail("names no cob or cobv of this account"))?;
+    let journey = if charge.is_cob(false) {
+        "JORNADA_3"
+    } else if charge.is_cob(true) {
+        "JORNADA_4"
+    } else {
+        return Err(fail("names no cob or cobv of this account"));
+    };
+    let Some(loc) = &rec.loc else {
+        return Err(fail("the recurrence has no location (loc) for its code to carry"));
+    };
+    let static_code = charge.charge.as_ref().map(|c| c.pix_code.clone()).unwrap_or_default();
+    let code = state.locations.as_deref().and_then(|l| l.dynamic_code(&charge)).unwrap_or(static_code);
+    let composite = crate::domain::brcode::generate_composite(&code, &loc.location)
+        .ok_or_else(|| ApiError::internal("a charge's code has no CRC field"))?;
+    Ok(json!({"jornada": journey, "pixCopiaECola": composite}))
 }
 
 #[utoipa::path(
     patch, path = "/rec/{idRec}", tag = "automatic-pix",
-    params(("idRec" = String, Path, pattern = "^R[RN][0-9]{16}[a-zA-Z0-9]{11}$", description = "The recurrence's id")),
-    request_body(content = s::RecPatch),
+    params(("idRec" = String, Path, pattern = "^R[RN][0-9A-Z]{8}[0-9]{8}[a-zA-Z0-9]{11}$", description = "The recurrence's id")),
+    request_body(content = s::RecRevisionRequest),
     responses(
-        (status = 200, description = "The cancelled recurrence", body = s::RecView),
+        (status = 200, description = "The cancelled or revised recurrence", body = s::RecView),
         (status = 400, body = SimpleErrorBody),
-        (status = 404, body = SimpleErrorBody),
-        (status = 409, description = "The recurrence already ended", body = SimpleErrorBody),
+        (status = 404, description = "No recurrence with this idRec, or no location with this loc", body = SimpleErrorBody),
+        (status = 409, description = "The recurrence already ended, or its terms are revised once it is authorised or while a solicitation awaits an answer", body = SimpleErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -294,9 +394,8 @@ pub async fn patch_rec(
 ) -> Result<HttpResponse, ApiError> {
     let id = path.into_inner();
     check_id(&id, "idRec")?;
-    read_cancel(&req, &bytes)?;
-    let msg =
-        ChangeRec { rec: RecRef::Rec(id), change: RecChange::Cancel(Party::UsuarioRecebedor), payer: None };
+    let change = read_rec_patch(&req, &bytes)?;
+    let msg = ChangeRec { rec: RecRef::Rec(id), change, payer: None };
     let rec = ask(&state, &caller, msg).await??;
     Ok(HttpResponse::Ok().json(rec.to_json()))
 }
@@ -327,23 +426,43 @@ pub async fn list_recs(
     let mut v = Vec::new();
     super::body::known_params(
         &q,
-        &["inicio", "fim", "cpf", "cnpj", "status", "paginacao.paginaAtual", "paginacao.itensPorPagina"],
+        &[
+            "inicio",
+            "fim",
+            "cpf",
+            "cnpj",
+            "status",
+            "locationPresente",
+            "convenio",
+            "paginacao.paginaAtual",
+            "paginacao.itensPorPagina",
+        ],
         &mut v,
     );
     let window = read_list_window(&q, &mut v);
     let status =
         status_param(&q, RecStatus::parse, "CRIADA, APROVADA, REJEITADA, EXPIRADA or CANCELADA", &mut v);
+    let located = super::received::flag(&q, "locationPresente", &mut v);
+    let agreement = agreement_param(&q, &mut v);
     let (Some(w), true) = (window, v.is_empty()) else { return Err(ApiError::Validation(v)) };
     let keep = |r: &Recurrence| {
         (w.inicio..=w.fim).contains(&r.created_at)
             && status.is_none_or(|s| r.status == s)
             && w.document.as_ref().is_none_or(|(_, d)| &r.link.debtor.document == d)
+            && located.is_none_or(|l| r.loc.is_some() == l)
+            && agreement.is_none_or(|a| r.receiver.agreement.as_deref() == Some(a))
     };
     let (skip, size) = w.skip_take();
     let (page, total) = state.repo.recs_page(caller.account_id, keep, skip, size)?;
     let mut parametros = w.parametros(total);
     if let Some(s) = status {
         parametros["status"] = json!(s.as_str());
+    }
+    if let Some(l) = located {
+        parametros["locationPresente"] = json!(l);
+    }
+    if let Some(a) = agreement {
+        parametros["recebedor"] = json!({"convenio": a});
     }
     let recs: Vec<Value> = page.iter().map(Recurrence::to_json).collect();
     Ok(HttpResponse::Ok().json(json!({"parametros": parametros, "recs": recs})))
@@ -447,7 +566,7 @@ pub async fn post_solicrec(
 
 #[utoipa::path(
     get, path = "/solicrec/{idSolicRec}", tag = "automatic-pix",
-    params(("idSolicRec" = String, Path, pattern = "^SC[0-9]{16}[a-zA-Z0-9]{11}$", description = "The solicitation's id")),
+    params(("idSolicRec" = String, Path, pattern = "^SC[0-9A-Z]{8}[0-9]{8}[a-zA-Z0-9]{11}$", description = "The solicitation's id")),
     responses(
         (status = 200, description = "The solicitation as it is now, with its recurrence", body = s::SolicRecView),
         (status = 400, body = SimpleErrorBody),
@@ -467,7 +586,7 @@ pub async fn get_solicrec(
 
 #[utoipa::path(
     patch, path = "/solicrec/{idSolicRec}", tag = "automatic-pix",
-    params(("idSolicRec" = String, Path, pattern = "^SC[0-9]{16}[a-zA-Z0-9]{11}$", description = "The solicitation's id")),
+    params(("idSolicRec" = String, Path, pattern = "^SC[0-9A-Z]{8}[0-9]{8}[a-zA-Z0-9]{11}$", description = "The solicitation's id")),
     request_body(content = s::RecPatch),
     responses(
         (status = 201, description = "The withdrawn solicitation (CANCELADA); its recurrence stays CRIADA", body = s::SolicRecView),
@@ -655,6 +774,27 @@ pub async fn get_locrec(
         Err(_) => None,
     };
     let loc = found.ok_or_else(|| ApiError::NotFound("no location with this id".into()))?;
+    Ok(HttpResponse::Ok().json(loc.to_json()))
+}
+
+#[utoipa::path(
+    delete, path = "/locrec/{id}/idRec", tag = "automatic-pix",
+    params(("id" = u64, Path, description = "The location's id")),
+    responses(
+        (status = 200, description = "The location, linked to no recurrence; the recurrence it served no longer shows it, and keeps its status", body = s::LocRecView),
+        (status = 404, body = SimpleErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn unlink_locrec(
+    caller: Caller,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let Ok(id) = path.into_inner().parse::<u64>() else {
+        return Err(ApiError::NotFound("no location with this id".into()));
+    };
+    let loc = ask(&state, &caller, UnlinkLocRec { id }).await??;
     Ok(HttpResponse::Ok().json(loc.to_json()))
 }
 

@@ -27,6 +27,17 @@ pub struct RecRequest {
     loc: Option<u64>,
     /// Journey 3: the cob whose payment authorises the recurrence.
     ativacao: Option<AtivacaoRequest>,
+    recebedor: Option<RecRecebedorRequest>,
+}
+
+/// `recebedor` of `POST /rec`.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecRecebedorRequest {
+    /// The receiver's agreement with its PSP the recurrence falls under; `GET /rec` and `GET
+    /// /cobr` filter on it.
+    #[schema(min_length = 1, max_length = 60)]
+    convenio: Option<String>,
 }
 
 #[derive(ToSchema)]
@@ -140,7 +151,44 @@ pub struct RecValor {
     valor_minimo_recebedor: Option<String>,
 }
 
-/// `PATCH /rec/{idRec}` and `PATCH /solicrec/{idSolicRec}`: the one change a receiver makes.
+/// `PATCH /rec/{idRec}` (`RecRevisada`): `status` alone cancels it; the other members revise
+/// it (the first date, the location and the first cob only while it is CRIADA and no
+/// solicitation awaits an answer).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({"vinculo": {"devedor": {"nome": "Fulano de Tal"}}, "calendario": {"dataInicial": "2027-01-01"}}))]
+pub struct RecRevisionRequest {
+    status: Option<CanceladaName>,
+    vinculo: Option<RevisedVinculo>,
+    calendario: Option<RevisedCalendario>,
+    /// A location's id (`POST /locrec`) not linked to another recurrence.
+    #[schema(minimum = 1)]
+    loc: Option<u64>,
+    ativacao: Option<AtivacaoRequest>,
+}
+
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevisedVinculo {
+    devedor: RevisedDevedor,
+}
+
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevisedDevedor {
+    #[schema(min_length = 1, max_length = 200)]
+    nome: String,
+}
+
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RevisedCalendario {
+    /// Today or later, not after dataFinal.
+    #[schema(format = Date)]
+    data_inicial: String,
+}
+
+/// `PATCH /solicrec/{idSolicRec}` and `PATCH /cobr/{txid}`: the one change a receiver makes.
 #[derive(ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecPatch {
@@ -160,7 +208,7 @@ pub enum CanceladaName {
     "destinatario": {"cpf": "11144477735", "conta": "12345678", "agencia": "0001", "ispbParticipante": "00000000"},
     "calendario": {"dataExpiracaoSolicitacao": "2026-11-30T12:00:00Z"}}))]
 pub struct SolicRecRequest {
-    #[schema(pattern = "^R[RN][0-9]{16}[a-zA-Z0-9]{11}$")]
+    #[schema(pattern = "^R[RN][0-9A-Z]{8}[0-9]{8}[a-zA-Z0-9]{11}$")]
     id_rec: String,
     destinatario: Destinatario,
     calendario: SolicCalendario,
@@ -212,7 +260,7 @@ pub enum DecisionName {
 #[serde(rename_all = "camelCase")]
 pub struct RecView {
     /// R, then R (retries allowed) or N, the ISPB, the date it was made, 11 letters or digits.
-    #[schema(pattern = "^R[RN][0-9]{16}[a-zA-Z0-9]{11}$")]
+    #[schema(pattern = "^R[RN][0-9A-Z]{8}[0-9]{8}[a-zA-Z0-9]{11}$")]
     id_rec: String,
     vinculo: VinculoView,
     calendario: RecCalendarioView,
@@ -224,7 +272,7 @@ pub struct RecView {
     status: RecStatusName,
     /// Each status, with when it was reached.
     atualizacao: Vec<Step>,
-    ativacao: Option<Ativacao>,
+    ativacao: Ativacao,
     encerramento: Option<Encerramento>,
     /// Its location, when it has one (journeys 2 and 3).
     loc: Option<RecLocView>,
@@ -238,6 +286,9 @@ pub struct RecLocView {
     id: u64,
     location: String,
     criacao: String,
+    /// The recurrence it serves.
+    #[serde(rename = "idRec")]
+    id_rec: String,
 }
 
 #[derive(ToSchema)]
@@ -263,6 +314,8 @@ pub struct PartyView {
     cnpj: Option<String>,
     nome: String,
     ispb_participante: Option<String>,
+    /// The receiver's `convenio`, when `POST /rec` named one.
+    convenio: Option<String>,
 }
 
 #[derive(ToSchema)]
@@ -315,9 +368,9 @@ pub struct Step {
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Ativacao {
-    /// Once APROVADA: JORNADA_1 (a solicitation), JORNADA_2 (its location's QR code) or
-    /// JORNADA_3 (its first cob's payment).
-    tipo_jornada: Option<String>,
+    /// AGUARDANDO_DEFINICAO until the payer authorises it; then JORNADA_1 (a solicitation),
+    /// JORNADA_2 (its location's QR code) or JORNADA_3 (its first cob's payment).
+    tipo_jornada: String,
     /// Journey 3: the first cob.
     dados_jornada: Option<DadosJornada>,
 }
@@ -325,8 +378,8 @@ pub struct Ativacao {
 /// Why it ended: one of the three.
 #[derive(ToSchema)]
 pub struct Encerramento {
+    /// `codigo`: AP13 (the payer refused) or AP14 (the solicitation expired unanswered).
     rejeicao: Option<Motivo>,
-    expiracao: Option<Motivo>,
     cancelamento: Option<Cancelamento>,
 }
 
@@ -366,7 +419,7 @@ pub struct RecListParams {
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SolicRecView {
-    #[schema(pattern = "^SC[0-9]{16}[a-zA-Z0-9]{11}$")]
+    #[schema(pattern = "^SC[0-9A-Z]{8}[0-9]{8}[a-zA-Z0-9]{11}$")]
     id_solic_rec: String,
     id_rec: String,
     calendario: SolicCalendario,
@@ -495,6 +548,9 @@ pub struct CobrView {
     devedor: Option<CobrDevedor>,
     /// Why it was cancelled or rejected (an expired charge has none).
     encerramento: Option<CobrEncerramento>,
+    /// Once paid (reads only, not webhooks): the received PIX that paid it, as `GET
+    /// /pix/{e2eid}` shows it.
+    pix: Option<Vec<super::schemas::PixView>>,
 }
 
 /// Why a recurring charge was cancelled or rejected: one of the two.

@@ -134,6 +134,12 @@ async fn a_cycle_settles_on_its_day_as_a_received_pix_that_can_be_refunded() {
     )
     .await;
     assert_eq!(s, 201, "a settled cycle is refunded like any received PIX: {r}");
+    // The charge shows the PIX that paid it, with its devolução (the API Pix's `pix`).
+    let c = cobr(&app, txid).await;
+    let paid = &c["pix"][0];
+    assert_eq!((paid["endToEndId"].as_str(), paid["txid"].as_str()), (Some(e2e.as_str()), Some(txid)), "{c}");
+    assert_eq!(paid["devolucoes"][0]["id"], "d1", "{c}");
+    assert_eq!(c["pix"].as_array().map(Vec::len), Some(1));
 
     // Its webhooks: made (ATIVA), the received PIX, settled (CONCLUIDA).
     let mut got = Vec::new();

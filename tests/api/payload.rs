@@ -31,6 +31,18 @@ fn payload_pki(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf
     (cert, key, der)
 }
 
+/// A server that serves locations on [`HOST`], signed with a certificate made in `dir`;
+/// and that certificate (DER).
+async fn serving_locations(dir: &std::path::Path) -> (TestApp, Vec<u8>) {
+    let (cert, key, leaf_der) = payload_pki(dir);
+    let env = vec![
+        ("PIXGW_PAYLOAD_HOST".to_owned(), HOST.to_owned()),
+        ("PIXGW_PAYLOAD_CERT".to_owned(), cert.display().to_string()),
+        ("PIXGW_PAYLOAD_KEY".to_owned(), key.display().to_string()),
+    ];
+    (spawn_with(Options { env, ..Options::default() }).await, leaf_der)
+}
+
 /// GET of a location (given as the code carries it, host first) on the test server.
 async fn read_location(app: &TestApp, location: &str, query: &str) -> (u16, String, String) {
     let path = location.strip_prefix(HOST).expect("the location is on the configured host");
@@ -82,13 +94,7 @@ fn location_of(view: &Value) -> String {
 #[actix_rt::test]
 async fn a_cob_and_a_cobv_are_read_from_their_locations_as_signed_payloads() {
     let keys = tempfile::tempdir().unwrap();
-    let (cert, key, leaf_der) = payload_pki(keys.path());
-    let env = vec![
-        ("PIXGW_PAYLOAD_HOST".to_owned(), HOST.to_owned()),
-        ("PIXGW_PAYLOAD_CERT".to_owned(), cert.display().to_string()),
-        ("PIXGW_PAYLOAD_KEY".to_owned(), key.display().to_string()),
-    ];
-    let app = spawn_with(Options { env, ..Options::default() }).await;
+    let (app, leaf_der) = serving_locations(keys.path()).await;
     let token = app.demo_token().await;
     let (s, jwks) = send(app.client.get(app.url("/qr/jwks")), None).await;
     assert_eq!(s, 200, "{jwks}");
@@ -196,4 +202,51 @@ async fn a_server_without_a_payload_host_serves_no_location_and_no_dynamic_code(
     let (s, cob) = send(app.client.post(app.url("/cob")).bearer_auth(&token), Some(body)).await;
     assert_eq!(s, 201, "{cob}");
     assert!(cob.get("pixCopiaECola").is_none(), "{cob}");
+}
+
+/// Journey 2 on a server that serves locations: a recurrence's location is on the host
+/// (`/qr/rec/{token}`), its BR Code carries it, and the location answers the signed
+/// `RecPayload` while the recurrence awaits the payer; once authorised it is 410, and a
+/// forged token is 404.
+#[actix_rt::test]
+async fn a_recurrences_location_answers_its_signed_payload_until_it_is_authorised() {
+    let keys = tempfile::tempdir().unwrap();
+    let (app, leaf_der) = serving_locations(keys.path()).await;
+    let token = app.demo_token().await;
+    let (_, jwks) = send(app.client.get(app.url("/qr/jwks")), None).await;
+    let (s, loc) = crate::rec::post(&app, "/locrec", &token, json!({})).await;
+    assert_eq!(s, 201, "{loc}");
+    let location = loc["location"].as_str().unwrap().to_owned();
+    assert!(location.starts_with(&format!("{HOST}/qr/rec/")) && location.len() <= 77, "{location}");
+    let (s, _, _) = read_location(&app, &location, "").await;
+    assert_eq!(s, 404, "a location no recurrence is linked to serves nothing yet");
+
+    let mut body = crate::rec::rec_body(json!({"valorRec": "30.00"}));
+    body["loc"] = loc["id"].clone();
+    let (s, rec) = crate::rec::post(&app, "/rec", &token, body).await;
+    assert_eq!(s, 201, "{rec}");
+    let id = rec["idRec"].as_str().unwrap().to_owned();
+    let code = rec["dadosQR"]["pixCopiaECola"].as_str().unwrap();
+    assert!(code.contains(location.as_str()), "journey 2's code carries the location: {code}");
+
+    let (s, content_type, jws) = read_location(&app, &location, "").await;
+    assert_eq!((s, content_type.as_str()), (200, "application/jose"), "{jws}");
+    let payload = verified(&jws, &jwks, &leaf_der);
+    assert_eq!(payload["idRec"], id.as_str(), "{payload}");
+    assert_eq!(payload["valor"]["valorRec"], "30.00");
+    assert_eq!(payload["recebedor"]["ispbParticipante"], "99999999");
+    assert!(payload.get("loc").is_none() && payload.get("dadosQR").is_none(), "{payload}");
+
+    // A forged token names nothing.
+    let mut forged = location.clone();
+    let last = forged.pop().unwrap();
+    forged.push(if last == 'A' { 'B' } else { 'A' });
+    assert_eq!(read_location(&app, &forged, "").await.0, 404);
+
+    // Authorised by its code: the location no longer asks anything.
+    let (s, r) =
+        crate::rec::post(&app, &format!("/sandbox/rec/{id}/approve"), &token, json!({"cpf": "11144477735"}))
+            .await;
+    assert_eq!((s, r["status"].as_str()), (200, Some("APROVADA")), "{r}");
+    assert_eq!(read_location(&app, &location, "").await.0, 410);
 }

@@ -418,3 +418,126 @@ async fn the_locations_are_listed_in_their_window_newest_first_and_by_whether_th
     let (s, theirs) = app.get_with(&format!("/locrec?{window}"), t["access_token"].as_str().unwrap()).await;
     assert_eq!((s, ids(&theirs).len()), (200, 0), "{theirs}");
 }
+
+/// `PATCH /rec/{idRec}` revises what the API Pix's `RecRevisada` names: the debtor's name at
+/// any time before the end, the first date and the location only before the payer is asked;
+/// `status` goes alone. `recebedor.convenio` is kept and filtered on, as is
+/// `locationPresente`.
+#[actix_rt::test]
+async fn a_recurrence_is_revised_before_authorisation_and_listed_by_agreement_and_location() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let mut body = rec_body(json!({"valorRec": "30.00"}));
+    body["recebedor"] = json!({"convenio": "Master"});
+    let (s, r) = post(&app, "/rec", &token, body).await;
+    assert_eq!((s, r["recebedor"]["convenio"].as_str()), (201, Some("Master")), "{r}");
+    let id = r["idRec"].as_str().unwrap().to_owned();
+    let (s, loc) = post(&app, "/locrec", &token, json!({})).await;
+    assert_eq!(s, 201, "{loc}");
+    let later = (crate::cobr::today() + chrono::Duration::days(9)).to_string();
+    let revision = json!({"vinculo": {"devedor": {"nome": "Fulano de Tal"}}, "calendario": {"dataInicial": later},
+        "loc": loc["id"]});
+    let (s, r) = patch(&app, &format!("/rec/{id}"), &token, revision).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(
+        (
+            r["vinculo"]["devedor"]["nome"].as_str(),
+            r["calendario"]["dataInicial"].as_str(),
+            r["status"].as_str()
+        ),
+        (Some("Fulano de Tal"), Some(later.as_str()), Some("CRIADA"))
+    );
+    assert_eq!(
+        (r["loc"]["id"].clone(), r["loc"]["idRec"].as_str()),
+        (loc["id"].clone(), Some(id.as_str())),
+        "{r}"
+    );
+    let (_, l) = app.get_with(&format!("/locrec/{}", loc["id"]), &token).await;
+    assert_eq!(l["idRec"], id.as_str(), "the location names it: {l}");
+    // Unlinked: neither names the other any more, and the status stays.
+    let unlink =
+        awc::Client::new().delete(app.url(&format!("/locrec/{}/idRec", loc["id"]))).bearer_auth(&token);
+    let (s, l) = send(unlink, None).await;
+    assert_eq!((s, l.get("idRec")), (200, None), "{l}");
+    let (_, r) = app.get_with(&format!("/rec/{id}"), &token).await;
+    assert_eq!((r.get("loc"), r.get("dadosQR"), r["status"].as_str()), (None, None, Some("CRIADA")), "{r}");
+    let missing = awc::Client::new().delete(app.url("/locrec/999999/idRec")).bearer_auth(&token);
+    assert_eq!(send(missing, None).await.0, 404);
+    // Linked again by a revision.
+    let (s, r) = patch(&app, &format!("/rec/{id}"), &token, json!({"loc": loc["id"]})).await;
+    assert_eq!((s, r["loc"]["idRec"].as_str()), (200, Some(id.as_str())), "{r}");
+    // Journey 3's composite code: a cob's code that pays it, with the recurrence's location.
+    let cob_txid = "compositecob00000000000000000001";
+    let cob = json!({"calendario": {"expiracao": 3600}, "valor": {"original": "30.00"}});
+    let (s, c) =
+        send(awc::Client::new().put(app.url(&format!("/cob/{cob_txid}"))).bearer_auth(&token), Some(cob))
+            .await;
+    assert_eq!(s, 201, "{c}");
+    let (s, r) = app.get_with(&format!("/rec/{id}?txid={cob_txid}"), &token).await;
+    assert_eq!((s, r["dadosQR"]["jornada"].as_str()), (200, Some("JORNADA_3")), "{r}");
+    let code = r["dadosQR"]["pixCopiaECola"].as_str().unwrap();
+    let (paid, of_cob) = (
+        pixgw::domain::brcode::parse(code).unwrap(),
+        pixgw::domain::brcode::parse(c["location"].as_str().unwrap()).unwrap(),
+    );
+    assert_eq!(
+        (paid.key, paid.amount, paid.txid),
+        (of_cob.key, of_cob.amount, of_cob.txid),
+        "it pays the cob"
+    );
+    assert!(code.contains(loc["location"].as_str().unwrap()), "and carries the location: {code}");
+    for bad in ["txid=nocobhasthistxid000000000001", "other=1"] {
+        let (s, b) = app.get_with(&format!("/rec/{id}?{bad}"), &token).await;
+        assert_eq!(s, 400, "{bad}: {b}");
+    }
+
+    // Refused: nothing, a status with a revision, a date in the past; nothing changed.
+    for (bad, field) in [
+        (json!({}), "status"),
+        (json!({"status": "CANCELADA", "loc": loc["id"]}), "status"),
+        (json!({"calendario": {"dataInicial": "2020-01-01"}}), "calendario.dataInicial"),
+        (json!({"vinculo": {"devedor": {"nome": ""}}}), "vinculo.devedor.nome"),
+    ] {
+        let (s, b) = patch(&app, &format!("/rec/{id}"), &token, bad.clone()).await;
+        assert_eq!(s, 400, "{bad}: {b}");
+        assert!(b["message"].as_str().unwrap_or("").contains(field), "{bad}: {b}");
+    }
+    let (_, same) = app.get_with(&format!("/rec/{id}"), &token).await;
+    assert_eq!(same["calendario"]["dataInicial"], later.as_str());
+
+    // Sent for authorisation: the terms stay as the payer is asked them.
+    let (s, sol) = post(&app, "/solicrec", &token, solic_body(&id, &in_hours(24))).await;
+    assert_eq!(s, 201, "{sol}");
+    let (s, b) =
+        patch(&app, &format!("/rec/{id}"), &token, json!({"calendario": {"dataInicial": later}})).await;
+    assert_eq!(s, 409, "{b}");
+    let (s, r) =
+        patch(&app, &format!("/rec/{id}"), &token, json!({"vinculo": {"devedor": {"nome": "Beltrano"}}}))
+            .await;
+    assert_eq!((s, r["vinculo"]["devedor"]["nome"].as_str()), (200, Some("Beltrano")), "{r}");
+
+    // Listed by agreement and by whether it has a location.
+    let (s, other) = post(&app, "/rec", &token, rec_body(json!({}))).await;
+    assert_eq!(s, 201, "{other}");
+    let window = format!(
+        "inicio={}&fim={}",
+        (chrono::Utc::now() - chrono::Duration::days(1)).format("%Y-%m-%dT%H:%M:%SZ"),
+        (chrono::Utc::now() + chrono::Duration::days(1)).format("%Y-%m-%dT%H:%M:%SZ")
+    );
+    let ids = |l: &Value| -> Vec<String> {
+        l["recs"].as_array().unwrap().iter().map(|r| r["idRec"].as_str().unwrap().to_owned()).collect()
+    };
+    for (query, expected) in [
+        ("convenio=Master", vec![id.clone()]),
+        ("convenio=Other", vec![]),
+        ("locationPresente=true", vec![id.clone()]),
+        ("locationPresente=false", vec![other["idRec"].as_str().unwrap().to_owned()]),
+    ] {
+        let (s, l) = app.get_with(&format!("/rec?{window}&{query}"), &token).await;
+        assert_eq!((s, ids(&l)), (200, expected), "{query}: {l}");
+    }
+    let (_, l) = app.get_with(&format!("/rec?{window}&convenio=Master"), &token).await;
+    assert_eq!(l["parametros"]["recebedor"]["convenio"], "Master", "{l}");
+    let (s, b) = app.get_with(&format!("/rec?{window}&locationPresente=maybe"), &token).await;
+    assert_eq!(s, 400, "{b}");
+}

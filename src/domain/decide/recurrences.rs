@@ -19,10 +19,11 @@ use crate::domain::cobr::{
 use crate::domain::cobv::payment_day;
 use crate::domain::events::{EventBody, EventType, OutboxEvent};
 use crate::domain::listing::local_day;
+use crate::domain::location::RecLocations;
 use crate::domain::money::Money;
 use crate::domain::rec::{
     Answer, Link, LocRec, Party, PayerAuthorisation, PayerSide, RecError, RecStatus, Receiver, Recipient,
-    Recurrence,
+    Recurrence, Revision,
 };
 use crate::domain::recurrence::{check_amount, check_send_window, AmountRule, RetryPolicy, Schedule};
 use crate::domain::transaction::BankInfo;
@@ -56,6 +57,8 @@ pub enum RecChange {
     /// The payer authorises it by a QR code (journeys 2 and 3; sandbox): `first_paid` says
     /// whether its first cob is paid.
     ApproveByQr { payer: PayerAuthorisation, first_paid: bool },
+    /// The receiver revises it (`PATCH /rec` beyond `status`).
+    Revise(Revision),
 }
 
 /// The event of a recurrence's status change: the webhook carries its view.
@@ -114,20 +117,44 @@ pub fn create_rec(
     Ok(plan)
 }
 
-/// Makes a location for a recurrence (`POST /locrec`). Ids: one, the location's; its
-/// random part names it in the location.
-pub fn create_locrec(account: &Account, now: DateTime<Utc>, ids: &mut Ids) -> Result<Plan<LocRec>, Refusal> {
+/// Makes a location for a recurrence (`POST /locrec`): served at `served` when the server
+/// serves locations (`GET /qr/rec/{token}`), else on the sandbox's host, its random part
+/// naming it. Ids: one, the location's.
+pub fn create_locrec(
+    account: &Account,
+    served: Option<&RecLocations>,
+    now: DateTime<Utc>,
+    ids: &mut Ids,
+) -> Result<Plan<LocRec>, Refusal> {
     let fresh = ids.take()?;
+    let location = served
+        .and_then(|s| s.location(account.id.get(), fresh.local_id))
+        .unwrap_or_else(|| format!("{LOCATION_HOST}/rec/{}", fresh.hex(32)));
     let loc = LocRec {
         account_id: account.id.get(),
         local_id: fresh.local_id,
-        location: format!("{LOCATION_HOST}/rec/{}", fresh.hex(32)),
+        location,
         created_at: now,
         id_rec: None,
     };
     let mut plan = Plan::new(loc.clone());
     plan.records.push(Record::LocRec(loc));
     Ok(plan)
+}
+
+/// Unlinks `loc` from the recurrence it serves (`DELETE /locrec/{id}/idRec`): the location
+/// serves none, and the recurrence no longer shows it (nor journey 2's code); its status
+/// does not change.
+pub fn unlink_locrec(mut rec: Recurrence, loc: LocRec, now: DateTime<Utc>) -> Plan<LocRec> {
+    let loc = LocRec { id_rec: None, ..loc };
+    if rec.loc.as_ref().is_some_and(|l| l.local_id == loc.local_id) {
+        rec.loc = None;
+        rec.updated_at = now;
+    }
+    let mut plan = Plan::new(loc.clone());
+    plan.records.push(Record::LocRec(loc));
+    plan.records.push(Record::Recurrence(rec));
+    plan
 }
 
 /// The host a location names. The sandbox's payer's institution reads a recurrence through
@@ -159,6 +186,7 @@ pub fn change_rec(
         (false, None) => {}
     }
     let before = rec.status;
+    let mut side_records = Vec::new();
     let by = match &change {
         RecChange::Cancel(Party::UsuarioPagador) => Canceller::Payer,
         _ => Canceller::Receiver,
@@ -172,10 +200,20 @@ pub fn change_rec(
         RecChange::Withdraw { solicitation } => rec.withdraw(&solicitation, now),
         RecChange::Cancel(by) => rec.cancel(by, now),
         RecChange::ApproveByQr { payer, first_paid } => rec.approve_by_qr(payer, first_paid, now),
+        RecChange::Revise(revision) => {
+            let linked = revision.loc_id.is_some();
+            rec.revise(revision, local_day(now), now).map(|unlinked| {
+                if linked {
+                    side_records.extend(rec.loc.clone().map(Record::LocRec));
+                }
+                side_records.extend(unlinked.map(Record::LocRec));
+            })
+        }
     }
     .map_err(Refusal::Rec)?;
     let moved = rec.status != before;
     let mut plan = written(rec, moved);
+    plan.records.extend(side_records);
     if plan.reply.status == RecStatus::Cancelada {
         for mut c in open.into_iter().filter(|c| c.rec_local == plan.reply.local_id) {
             if c.cancel(by, "the recurrence was cancelled", now).is_ok() {
@@ -263,6 +301,8 @@ pub fn create_cobr(
         receiver_account: req.receiver_account,
         debtor_details: req.debtor_details,
         receiver: Some((rec.receiver.name.clone(), rec.receiver.document.clone())),
+        debtor_document: Some(rec.link.debtor.document.clone()),
+        agreement: rec.receiver.agreement.clone(),
     };
     cobr.activate(now);
     rec.charges.push((cycle, local_id));
@@ -416,7 +456,7 @@ mod tests {
             schedule: Schedule::new(start, Periodicity::Monthly, None).unwrap(),
             amount: AmountRule::Fixed(m("30")),
             retry: RetryPolicy::NotAllowed,
-            receiver: Receiver { name: "Shop".into(), document: "11222333000181".into() },
+            receiver: Receiver { name: "Shop".into(), document: "11222333000181".into(), agreement: None },
             loc: None,
             first_txid: None,
         }

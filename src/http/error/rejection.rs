@@ -422,7 +422,7 @@ fn rec_parts(r: &RecError, family: Family) -> ErrorParts {
         | RecError::TooManySolicitations => status(StatusCode::CONFLICT, "CONFLICT"),
         RecError::ExpiryInThePast | RecError::ExpiryTooFar => field("calendario.dataExpiracaoSolicitacao"),
         RecError::MaximumOnFixedValue | RecError::MaximumBelowMinimum(_) => field("valorMaximo"),
-        RecError::StartsBeforeToday => field("calendario.dataInicial"),
+        RecError::StartsBeforeToday | RecError::StartsAfterEnd => field("calendario.dataInicial"),
     }
 }
 
@@ -504,6 +504,7 @@ mod tests {
             Rejection::Rec(RecError::MaximumOnFixedValue),
             Rejection::Rec(RecError::MaximumBelowMinimum(Money::parse("1").unwrap())),
             Rejection::Rec(RecError::StartsBeforeToday),
+            Rejection::Rec(RecError::StartsAfterEnd),
             Rejection::Rec(RecError::LocationNotFound),
             Rejection::Rec(RecError::LocationTaken("RR".into())),
             Rejection::Rec(RecError::FirstChargeNotFound),
