@@ -84,6 +84,8 @@ pub enum RecError {
     StartsBeforeToday,
     #[error("dataInicial is after the recurrence's dataFinal")]
     StartsAfterEnd,
+    #[error("the recurrence is {0}: only an authorised one has a payer's maximum to change")]
+    NotAuthorised(&'static str),
     #[error("no location with this id")]
     LocationNotFound,
     #[error("the location is linked to the recurrence {0} already")]
@@ -598,6 +600,21 @@ impl Recurrence {
             }
             (AmountRule::Variable { .. }, Some(_)) => Ok(()),
         }
+    }
+
+    /// The payer changes the most it allows a charge to be (`None`: no maximum), while it
+    /// has authorised the recurrence: the rules of an approval's maximum hold.
+    pub fn change_maximum(&mut self, maximum: Option<Money>, now: DateTime<Utc>) -> Result<(), RecError> {
+        if self.status.is_final() {
+            return Err(RecError::Final(self.status.as_str()));
+        }
+        self.check_maximum(maximum)?;
+        let Some(payer) = self.payer.as_mut().filter(|_| self.status == RecStatus::Aprovada) else {
+            return Err(RecError::NotAuthorised(self.status.as_str()));
+        };
+        payer.maximum = maximum;
+        self.updated_at = now;
+        Ok(())
     }
 
     /// The payer authorises it by a QR code: journey 3 when it has a first cob (which must

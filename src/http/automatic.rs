@@ -1,6 +1,7 @@
 //! Pix Automático, the payer's side for an account of this gateway (on us): the recurrences
 //! offered to the account as their payer (`GET /api/automatic-pix/recurrences`), its answer
-//! to a request for authorisation, and its cancellation of an authorisation.
+//! to a request for authorisation, a change of its maximum, its cancellation of one
+//! scheduled payment, and its cancellation of an authorisation.
 //!
 //! A recurrence is its receiver's record. The `payrec/` index says which account that is;
 //! a change goes to the receiver's actor with the caller as the payer, and the actor checks
@@ -14,11 +15,11 @@ use serde_json::json;
 use super::ask::ask_account;
 use super::auth::Caller;
 use super::error::{ApiError, ExtendedErrorBody};
-use super::rec::read_answer;
+use super::rec::{read_answer, read_maximum};
 use super::rec_schemas as s;
 use super::AppState;
-use crate::account::{ChangeRec, RecRef};
-use crate::domain::decide::RecChange;
+use crate::account::{ChangeCobr, ChangeRec, RecRef};
+use crate::domain::decide::{CobrChange, RecChange};
 use crate::domain::ids::AccountId;
 use crate::domain::rec::{is_id_shaped, rec_local, Party, PayerSide, Recurrence};
 
@@ -102,6 +103,32 @@ pub async fn answer(
 }
 
 #[utoipa::path(
+    post, operation_id = "change_automatic_pix_maximum", path = "/api/automatic-pix/recurrences/{idRec}/maximum", tag = "automatic-pix",
+    params(("idRec" = String, Path, description = "The recurrence's id")),
+    request_body(content = s::PayerMaximum),
+    responses(
+        (status = 200, description = "The recurrence with this account's new maximum; its charges not yet tried follow it", body = s::RecView),
+        (status = 400, body = ExtendedErrorBody),
+        (status = 401, body = ExtendedErrorBody),
+        (status = 404, body = ExtendedErrorBody),
+        (status = 409, description = "The recurrence is not authorised by this account, or it ended", body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn maximum(
+    caller: Caller,
+    req: HttpRequest,
+    path: web::Path<String>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let maximum = read_maximum(&req, &bytes)?;
+    let id = path.into_inner();
+    let (receiver, _) = offered(&state, &caller, &id)?;
+    change(&state, &caller, receiver, id, RecChange::Maximum(maximum)).await
+}
+
+#[utoipa::path(
     post, operation_id = "cancel_automatic_pix_recurrence", path = "/api/automatic-pix/recurrences/{idRec}/cancel", tag = "automatic-pix",
     params(("idRec" = String, Path, description = "The recurrence's id")),
     responses(
@@ -120,4 +147,30 @@ pub async fn cancel(
     let id = path.into_inner();
     let (receiver, _) = offered(&state, &caller, &id)?;
     change(&state, &caller, receiver, id, RecChange::Cancel(Party::UsuarioPagador)).await
+}
+
+#[utoipa::path(
+    post, operation_id = "cancel_automatic_pix_charge", path = "/api/automatic-pix/recurrences/{idRec}/charges/{txid}/cancel", tag = "automatic-pix",
+    params(
+        ("idRec" = String, Path, description = "The recurrence's id"),
+        ("txid" = String, Path, description = "The recurring charge's txid"),
+    ),
+    responses(
+        (status = 200, description = "The charge, CANCELADA by the payer (USUARIO_PAGADOR, SLBD); the recurrence goes on", body = s::CobrView),
+        (status = 401, body = ExtendedErrorBody),
+        (status = 404, body = ExtendedErrorBody),
+        (status = 409, description = "The charge is final, or its day has begun", body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn cancel_charge(
+    caller: Caller,
+    path: web::Path<(String, String)>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, txid) = path.into_inner();
+    let (receiver, _) = offered(&state, &caller, &id)?;
+    let change = CobrChange::CancelByPayer { payer: caller.account_id.get(), id_rec: id };
+    let cobr = ask_account(&state, &caller, receiver, ChangeCobr { txid, change }).await??;
+    Ok(HttpResponse::Ok().json(cobr.to_json()))
 }

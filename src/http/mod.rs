@@ -217,6 +217,13 @@ fn table() -> RouteTable {
     t.add(a, Method::GET, "/api/automatic-pix/recurrences", automatic::list);
     t.add(a, Method::POST, "/api/automatic-pix/recurrences/{idRec}/answer", automatic::answer);
     t.add(a, Method::POST, "/api/automatic-pix/recurrences/{idRec}/cancel", automatic::cancel);
+    t.add(a, Method::POST, "/api/automatic-pix/recurrences/{idRec}/maximum", automatic::maximum);
+    t.add(
+        a,
+        Method::POST,
+        "/api/automatic-pix/recurrences/{idRec}/charges/{txid}/cancel",
+        automatic::cancel_charge,
+    );
     t.add(a, Method::POST, "/sandbox/med", med::open);
     t.add(a, Method::POST, "/sandbox/med/{id}/analyze", med::analyze);
     t.add(a, Method::POST, "/sandbox/med/{id}/cancel", med::cancel);
@@ -238,6 +245,7 @@ fn table() -> RouteTable {
     t.add(a, Method::POST, "/sandbox/refund-out", sandbox::refund_out);
     t.add(a, Method::POST, "/sandbox/solicrec/{idSolicRec}/answer", rec::sandbox_answer);
     t.add(a, Method::POST, "/sandbox/rec/{idRec}/cancel", rec::sandbox_cancel);
+    t.add(a, Method::POST, "/sandbox/rec/{idRec}/maximum", rec::sandbox_maximum);
     t.add(a, Method::POST, "/sandbox/rec/{idRec}/approve", rec::sandbox_approve);
 
     t.add(a, Method::POST, "/admin/accounts", admin::create_account);

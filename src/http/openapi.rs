@@ -214,6 +214,7 @@ const SUMMARIES: &[(&str, &str)] = &[
         "Sandbox: the payer's institution approves or rejects a recurrence",
     ),
     ("POST /sandbox/rec/{idRec}/cancel", "Sandbox: the payer cancels an authorised recurrence"),
+    ("POST /sandbox/rec/{idRec}/maximum", "Sandbox: the payer changes its maximum"),
     ("GET /api/automatic-pix/recurrences", "Pix Automático: the recurrences this account is asked to pay"),
     (
         "POST /api/automatic-pix/recurrences/{idRec}/answer",
@@ -222,6 +223,14 @@ const SUMMARIES: &[(&str, &str)] = &[
     (
         "POST /api/automatic-pix/recurrences/{idRec}/cancel",
         "Pix Automático: the payer cancels an authorised recurrence",
+    ),
+    (
+        "POST /api/automatic-pix/recurrences/{idRec}/maximum",
+        "Pix Automático: the payer changes the most a charge may be",
+    ),
+    (
+        "POST /api/automatic-pix/recurrences/{idRec}/charges/{txid}/cancel",
+        "Pix Automático: the payer cancels one scheduled payment",
     ),
     (
         "POST /sandbox/rec/{idRec}/approve",
@@ -374,10 +383,13 @@ fn default_description(status: &str) -> &'static str {
         rec::patch_solicrec,
         rec::sandbox_answer,
         rec::sandbox_cancel,
+        rec::sandbox_maximum,
         rec::sandbox_approve,
         automatic::list,
         automatic::answer,
         automatic::cancel,
+        automatic::maximum,
+        automatic::cancel_charge,
         rec::post_locrec,
         rec::get_locrec,
         rec::unlink_locrec,

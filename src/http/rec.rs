@@ -678,6 +678,56 @@ pub(super) fn read_answer(req: &HttpRequest, bytes: &Bytes) -> Result<Answer, Ap
     }
 }
 
+/// The payer's new maximum: `{valorMaximo}`, a family B amount, or null to remove it.
+pub(super) fn read_maximum(req: &HttpRequest, bytes: &Bytes) -> Result<Option<Money>, ApiError> {
+    let obj = request_object(req, bytes)?;
+    let mut f = Fields::new(&obj);
+    if !obj.contains_key("valorMaximo") {
+        f.fail("valorMaximo", "is required (null removes the maximum)");
+    }
+    let maximum = valor(&mut f, "valorMaximo", false);
+    if f.violations.is_empty() {
+        Ok(maximum)
+    } else {
+        Err(ApiError::Validation(f.violations))
+    }
+}
+
+#[utoipa::path(
+    post, path = "/sandbox/rec/{idRec}/maximum", tag = "sandbox",
+    params(("idRec" = String, Path, description = "The recurrence's id")),
+    request_body(content = s::PayerMaximum),
+    responses(
+        (status = 200, description = "The recurrence with the sandbox payer's new maximum", body = s::RecView),
+        (status = 400, body = ExtendedErrorBody),
+        (status = 403, body = ExtendedErrorBody),
+        (status = 404, body = ExtendedErrorBody),
+        (status = 409, description = "The recurrence is not authorised, or its payer is an account of this gateway", body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn sandbox_maximum(
+    caller: Caller,
+    req: HttpRequest,
+    path: web::Path<String>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    sandbox_only(&caller)?;
+    let maximum = read_maximum(&req, &bytes)?;
+    let id = path.into_inner();
+    if !is_id_shaped(&id) {
+        return Err(ApiError::NotFound("no recurrence with this idRec".into()));
+    }
+    let msg = ChangeRec {
+        rec: RecRef::Rec(id),
+        change: RecChange::Maximum(maximum),
+        payer: Some(PayerSide::Sandbox),
+    };
+    let rec = ask(&state, &caller, msg).await??;
+    Ok(HttpResponse::Ok().json(rec.to_json()))
+}
+
 #[utoipa::path(
     post, path = "/sandbox/rec/{idRec}/cancel", tag = "sandbox",
     params(("idRec" = String, Path, description = "The recurrence's id")),

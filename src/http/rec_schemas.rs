@@ -237,6 +237,17 @@ pub struct SolicCalendario {
     data_expiracao_solicitacao: String,
 }
 
+/// The payer's new maximum (`POST /api/automatic-pix/recurrences/{idRec}/maximum` and the
+/// sandbox's `POST /sandbox/rec/{idRec}/maximum`).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PayerMaximum {
+    /// The most a charge may be; null removes the maximum. For a recurrence without valorRec,
+    /// not below its valorMinimoRecebedor.
+    #[schema(schema_with = amount_text)]
+    valor_maximo: Option<String>,
+}
+
 /// `POST /sandbox/solicrec/{idSolicRec}/answer`: the payer's institution's answer.
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]

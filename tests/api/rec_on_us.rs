@@ -298,3 +298,143 @@ async fn a_payer_that_refused_is_told_409_on_a_later_answer_or_cancel() {
     let (_, list) = app.get_with("/api/automatic-pix/recurrences", &payer_token).await;
     assert_eq!(list["recurrences"][0]["idRec"], id.as_str(), "{list}");
 }
+
+/// The payer's institution checks the payer's maximum when a charge arrives, not on its
+/// due date: above it, the charge is REJEITADA at once (AM02) and its cycle stays free. The
+/// payer may change its maximum; then the cycle is charged again. Only the payer may.
+#[actix_rt::test]
+async fn a_charge_above_the_payers_maximum_is_refused_when_it_arrives_and_the_payer_may_raise_it() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let payer = Payer::new(&app).await;
+    let payer_token = payer.token(&app).await;
+    let (s, r) = post(&app, "/rec", &token, rec_body(json!({}))).await;
+    assert_eq!(s, 201, "{r}");
+    let id = r["idRec"].as_str().unwrap().to_owned();
+    let (s, sol) = post(&app, "/solicrec", &token, on_us_solicitation(&id, payer.id, "52998224725")).await;
+    assert_eq!(s, 201, "{sol}");
+    let answer = format!("/api/automatic-pix/recurrences/{id}/answer");
+    let approve = json!({"decision": "APPROVE", "valorMaximo": "25.00"});
+    assert_eq!(post(&app, &answer, &payer_token, approve).await.0, 200);
+
+    let due = today() + Duration::days(3);
+    let c = put_cobr(&app, &token, "abovemaximum000000000000000001", cobr_body(&id, due)).await;
+    assert_eq!(
+        (c["status"].as_str(), c["encerramento"]["rejeicao"]["codigo"].as_str()),
+        (Some("REJEITADA"), Some("AM02")),
+        "{c}"
+    );
+    assert_eq!(c["tentativas"][0]["status"], "REJEITADA");
+
+    // The receiver may not change the payer's maximum; the payer may.
+    let maximum = format!("/api/automatic-pix/recurrences/{id}/maximum");
+    assert_eq!(
+        post(&app, &maximum, &token, json!({"valorMaximo": "40.00"})).await.0,
+        404,
+        "not offered to the receiver"
+    );
+    let (s, b) = post(&app, &maximum, &payer_token, json!({})).await;
+    assert_eq!(s, 400, "{b}");
+    let (s, r) = post(&app, &maximum, &payer_token, json!({"valorMaximo": "40.00"})).await;
+    assert_eq!((s, r["pagador"]["valorMaximo"].as_str()), (200, Some("40.00")), "{r}");
+    let (s, b) =
+        post(&app, &format!("/sandbox/rec/{id}/maximum"), &token, json!({"valorMaximo": "50.00"})).await;
+    assert_eq!(s, 409, "the sandbox does not speak for a payer of ours: {b}");
+
+    let c = put_cobr(&app, &token, "withinmaximum00000000000000001", cobr_body(&id, due)).await;
+    assert_eq!(c["status"], "ATIVA", "the cycle is charged again: {c}");
+}
+
+/// The payer may cancel one scheduled payment before its attempt: that charge is CANCELADA
+/// by the payer (SLBD) and the recurrence goes on; a paid one is final (409). No other
+/// account may cancel it. (That the attempt is under way from 00:00 of its day is the
+/// receiver's rule too, shown by the domain's tests.)
+#[actix_rt::test]
+async fn the_payer_cancels_one_scheduled_payment_until_the_day_before() {
+    let app = spawn_with(settle_fast()).await;
+    let token = app.demo_token().await;
+    let payer = Payer::new(&app).await;
+    let payer_token = payer.token(&app).await;
+    let stranger = Payer::new(&app).await;
+    let stranger_token = stranger.token(&app).await;
+    let id = approved_on_us(&app, &token, &payer_token, payer.id).await;
+    let due = today() + Duration::days(3);
+    let txid = "payercancels000000000000000001";
+    put_cobr(&app, &token, txid, cobr_body(&id, due)).await;
+    let cancel = format!("/api/automatic-pix/recurrences/{id}/charges/{txid}/cancel");
+    assert_eq!(post(&app, &cancel, &stranger_token, json!({})).await.0, 404, "not offered to it");
+    let (s, b) = post(
+        &app,
+        &format!("/api/automatic-pix/recurrences/{id}/charges/nosuchcharge0000000000000001/cancel"),
+        &payer_token,
+        json!({}),
+    )
+    .await;
+    assert_eq!(s, 404, "{b}");
+    let (s, c) = post(&app, &cancel, &payer_token, json!({})).await;
+    assert_eq!(s, 200, "{c}");
+    assert_eq!(
+        (
+            c["status"].as_str(),
+            c["encerramento"]["cancelamento"]["solicitante"].as_str(),
+            c["encerramento"]["cancelamento"]["codigo"].as_str()
+        ),
+        (Some("CANCELADA"), Some("USUARIO_PAGADOR"), Some("SLBD")),
+        "{c}"
+    );
+    let (_, r) = app.get_with(&format!("/rec/{id}"), &token).await;
+    assert_eq!(r["status"], "APROVADA", "the recurrence goes on: {r}");
+
+    // Charged again for the cycle and paid on its day: then too late to cancel.
+    app.fund(&payer_token, "100").await;
+    let again = "payercancels000000000000000002";
+    put_cobr(&app, &token, again, cobr_body(&id, due)).await;
+    app.advance(seconds_to(due, 0)).await;
+    let c = wait_cobr(&app, again, |c| c["status"] == "CONCLUIDA").await;
+    assert_eq!(c["tentativas"][0]["status"], "PAGA", "{c}");
+    let payer_token = payer.token(&app).await;
+    let path = format!("/api/automatic-pix/recurrences/{id}/charges/{again}/cancel");
+    let (s, b) = post(&app, &path, &payer_token, json!({})).await;
+    assert_eq!(s, 409, "{b}");
+}
+
+/// On us the payer hears, at its own `rec` and `cobr` endpoints, of the solicitation asked
+/// of it and of each charge scheduled and settled (the receiver hears of its own as before).
+#[actix_rt::test]
+async fn the_payer_of_this_gateway_hears_of_the_solicitation_and_of_its_charges() {
+    let app = spawn_with(crate::deliveries::options()).await;
+    let token = app.demo_token().await;
+    let payer = Payer::new(&app).await;
+    let payer_token = payer.token(&app).await;
+    let mut hooks = crate::receiver::Receiver::ok();
+    for t in ["rec", "cobr"] {
+        let body = json!({"eventType": t, "url": hooks.url}).to_string();
+        assert_eq!(app.post_raw("/api/webhooks", &payer_token, &body, &[]).await.0, 201);
+    }
+    let (s, r) = post(&app, "/rec", &token, rec_body(json!({"valorRec": "30.00"}))).await;
+    assert_eq!(s, 201, "{r}");
+    let id = r["idRec"].as_str().unwrap().to_owned();
+    let (s, sol) = post(&app, "/solicrec", &token, on_us_solicitation(&id, payer.id, "52998224725")).await;
+    assert_eq!(s, 201, "{sol}");
+    let asked = hooks.next().await.json();
+    assert_eq!(
+        (asked["recs"][0]["idRec"].as_str(), asked["recs"][0]["status"].as_str()),
+        (Some(id.as_str()), Some("CRIADA")),
+        "{asked}"
+    );
+
+    let answer = format!("/api/automatic-pix/recurrences/{id}/answer");
+    assert_eq!(post(&app, &answer, &payer_token, json!({"decision": "APPROVE"})).await.0, 200);
+    let approved = hooks.next().await.json();
+    assert_eq!(approved["recs"][0]["status"], "APROVADA", "{approved}");
+
+    let txid = "payerhears0000000000000000001";
+    put_cobr(&app, &token, txid, cobr_body(&id, today() + Duration::days(3))).await;
+    let scheduled = hooks.next().await.json();
+    assert_eq!(
+        (scheduled["cobsr"][0]["txid"].as_str(), scheduled["cobsr"][0]["status"].as_str()),
+        (Some(txid), Some("ATIVA")),
+        "{scheduled}"
+    );
+    assert!(hooks.drain().is_empty(), "nothing else yet");
+}

@@ -59,6 +59,8 @@ pub enum RecChange {
     ApproveByQr { payer: PayerAuthorisation, first_paid: bool },
     /// The receiver revises it (`PATCH /rec` beyond `status`).
     Revise(Revision),
+    /// The payer changes its maximum (`None`: none); its charges not yet tried follow it.
+    Maximum(Option<Money>),
 }
 
 /// The event of a recurrence's status change: the webhook carries its view.
@@ -72,11 +74,32 @@ fn rec_event(rec: &Recurrence) -> OutboxEvent {
     }
 }
 
+/// The same event for the payer's account, when the payer is an account of this gateway
+/// (on us) other than the receiver: the payer hears of what is asked of it (a solicitation,
+/// each charge scheduled, failed, paid or cancelled) at its own endpoint for that type.
+fn for_payer(e: &OutboxEvent, payer: Option<u64>) -> Option<OutboxEvent> {
+    payer.filter(|p| *p != e.account_id).map(|account_id| OutboxEvent { account_id, ..e.clone() })
+}
+
+/// A recurrence's event, and the on-us payer's copy of it.
+fn rec_events(rec: &Recurrence) -> impl Iterator<Item = OutboxEvent> {
+    let e = rec_event(rec);
+    let copy = for_payer(&e, rec.on_us_payer());
+    std::iter::once(e).chain(copy)
+}
+
+/// A recurring charge's event, and the on-us payer's copy of it.
+fn cobr_events(c: &Cobr) -> impl Iterator<Item = OutboxEvent> {
+    let e = cobr_event(c);
+    let copy = for_payer(&e, c.on_us_payer);
+    std::iter::once(e).chain(copy)
+}
+
 /// Writes the recurrence, with its event when its status moved.
 fn written(rec: Recurrence, status_moved: bool) -> Plan<Recurrence> {
     let mut plan = Plan::new(rec.clone());
     if status_moved {
-        plan.events.push(rec_event(&rec));
+        plan.events.extend(rec_events(&rec));
     }
     plan.records.push(Record::Recurrence(rec));
     plan
@@ -177,7 +200,10 @@ pub fn change_rec(
 ) -> Result<Plan<Recurrence>, Refusal> {
     let payers = matches!(
         change,
-        RecChange::Answer { .. } | RecChange::Cancel(Party::UsuarioPagador) | RecChange::ApproveByQr { .. }
+        RecChange::Answer { .. }
+            | RecChange::Cancel(Party::UsuarioPagador)
+            | RecChange::ApproveByQr { .. }
+            | RecChange::Maximum(_)
     );
     match (payers, payer) {
         (true, side) => rec.check_payer_side(side.unwrap_or(PayerSide::Sandbox)).map_err(Refusal::Rec)?,
@@ -186,6 +212,7 @@ pub fn change_rec(
         (false, None) => {}
     }
     let before = rec.status;
+    let solicited = matches!(change, RecChange::Solicit { .. });
     let mut side_records = Vec::new();
     let by = match &change {
         RecChange::Cancel(Party::UsuarioPagador) => Canceller::Payer,
@@ -200,6 +227,13 @@ pub fn change_rec(
         RecChange::Withdraw { solicitation } => rec.withdraw(&solicitation, now),
         RecChange::Cancel(by) => rec.cancel(by, now),
         RecChange::ApproveByQr { payer, first_paid } => rec.approve_by_qr(payer, first_paid, now),
+        RecChange::Maximum(maximum) => rec.change_maximum(maximum, now).map(|()| {
+            for mut c in open.iter().filter(|c| c.rec_local == rec.local_id && !c.status.is_final()).cloned()
+            {
+                c.payer_maximum = maximum;
+                side_records.push(Record::Cobr(c));
+            }
+        }),
         RecChange::Revise(revision) => {
             let linked = revision.loc_id.is_some();
             rec.revise(revision, local_day(now), now).map(|unlinked| {
@@ -212,12 +246,16 @@ pub fn change_rec(
     }
     .map_err(Refusal::Rec)?;
     let moved = rec.status != before;
+    // A solicitation leaves the status CRIADA: the receiver hears nothing new, but a payer of
+    // this gateway is asked something.
+    let asked = (solicited && !moved).then(|| for_payer(&rec_event(&rec), rec.on_us_payer())).flatten();
     let mut plan = written(rec, moved);
+    plan.events.extend(asked);
     plan.records.extend(side_records);
     if plan.reply.status == RecStatus::Cancelada {
         for mut c in open.into_iter().filter(|c| c.rec_local == plan.reply.local_id) {
             if c.cancel(by, "the recurrence was cancelled", now).is_ok() {
-                plan.events.push(cobr_event(&c));
+                plan.events.extend(cobr_events(&c));
                 plan.records.push(Record::Cobr(c));
             }
         }
@@ -305,9 +343,14 @@ pub fn create_cobr(
         agreement: rec.receiver.agreement.clone(),
     };
     cobr.activate(now);
+    // The payer's institution receives it now and checks the payer's maximum then, so the
+    // receiver learns of a refusal days before the due date, not on it.
+    if cobr.payer_maximum.is_some_and(|max| cobr.value > max) {
+        cobr.failed(Failure::AboveMaximum, now);
+    }
     rec.charges.push((cycle, local_id));
     let mut plan = Plan::new(cobr.clone());
-    plan.events.push(cobr_event(&cobr));
+    plan.events.extend(cobr_events(&cobr));
     plan.records.push(Record::Cobr(cobr));
     plan.records.push(Record::Recurrence(rec));
     Ok(plan)
@@ -320,6 +363,9 @@ pub enum CobrChange {
     Retry(NaiveDate),
     /// `PATCH /cobr/{txid}` with `CANCELADA`.
     Cancel,
+    /// The payer (an account of this gateway, by its id) cancels this one payment, until the
+    /// end of the day before its attempt; the recurrence goes on.
+    CancelByPayer { payer: u64, id_rec: String },
 }
 
 /// Changes a recurring charge. `rec_status` is its recurrence's: a retry is a new attempt to
@@ -338,10 +384,19 @@ pub fn change_cobr(
         }
         CobrChange::Retry(date) => cobr.ask_retry(date, now),
         CobrChange::Cancel => cobr.cancel(Canceller::Receiver, "cancelled by the receiver", now),
+        // To any other account, and under another recurrence, the charge does not exist.
+        CobrChange::CancelByPayer { payer, id_rec }
+            if cobr.on_us_payer != Some(payer) || cobr.id_rec != id_rec =>
+        {
+            Err(CobrError::NotFound)
+        }
+        CobrChange::CancelByPayer { .. } => {
+            cobr.cancel(Canceller::Payer, "this payment was cancelled by the payer", now)
+        }
     }
     .map_err(Refusal::Cobr)?;
     let mut plan = Plan::new(cobr.clone());
-    plan.events.push(cobr_event(&cobr));
+    plan.events.extend(cobr_events(&cobr));
     plan.records.push(Record::Cobr(cobr));
     Ok(plan)
 }
@@ -382,7 +437,7 @@ pub fn attempt_cobr(
             received.with_reply(cobr.clone())
         }
     };
-    plan.events.push(cobr_event(&cobr));
+    plan.events.extend(cobr_events(&cobr));
     plan.records.push(Record::Cobr(cobr));
     Ok(Some(plan))
 }
@@ -396,7 +451,7 @@ pub fn fail_on_us(mut cobr: Cobr, failure: Failure, now: DateTime<Utc>) -> Optio
     }
     cobr.failed(failure, now);
     let mut plan = Plan::new(cobr.clone());
-    plan.events.push(cobr_event(&cobr));
+    plan.events.extend(cobr_events(&cobr));
     plan.records.push(Record::Cobr(cobr));
     Some(plan)
 }
@@ -431,7 +486,7 @@ pub fn settle_on_us(
     let received = pix_in(account, req, now, ids)?;
     cobr.settled(credit.end_to_end_id.clone(), now);
     let mut plan = received.with_reply(cobr.clone());
-    plan.events.push(cobr_event(&cobr));
+    plan.events.extend(cobr_events(&cobr));
     plan.records.push(Record::Cobr(cobr));
     plan.update(Record::OnUsCredited(credit.end_to_end_id.clone()));
     Ok(Some(plan))
@@ -563,6 +618,104 @@ mod tests {
     }
 
     #[test]
+    fn only_its_payer_cancels_one_payment_and_only_before_its_day() {
+        let f = Fixture::with_balance("0");
+        let now: DateTime<Utc> = "2026-11-26T12:00:00Z".parse().unwrap();
+        let start = NaiveDate::from_ymd_opt(2026, 12, 1).unwrap();
+        let rec = approved(&f, start, now);
+        let mut cobr = create_cobr(&f.account(), rec.clone(), charge(start, "30"), &[], now, &mut ids(&[20]))
+            .unwrap()
+            .reply;
+        cobr.on_us_payer = Some(7);
+        let by = |payer: u64, id_rec: &str| CobrChange::CancelByPayer { payer, id_rec: id_rec.into() };
+        for wrong in [by(8, &rec.id), by(7, "RR999999992026112600000000009")] {
+            assert_eq!(
+                change_cobr(cobr.clone(), wrong, RecStatus::Aprovada, now).map(|p| p.reply.status),
+                Err(Refusal::Cobr(CobrError::NotFound))
+            );
+        }
+        let due = crate::domain::cobv::start_of_day(start);
+        assert_eq!(
+            change_cobr(cobr.clone(), by(7, &rec.id), RecStatus::Aprovada, due).map(|p| p.reply.status),
+            Err(Refusal::Cobr(CobrError::UnderWay(start))),
+            "from 00:00 of its day"
+        );
+        let cancelled =
+            change_cobr(cobr, by(7, &rec.id), RecStatus::Aprovada, due - chrono::Duration::seconds(1))
+                .unwrap();
+        let v = cancelled.reply.to_json();
+        assert_eq!(v["encerramento"]["cancelamento"]["solicitante"], "USUARIO_PAGADOR", "{v}");
+        assert_eq!(v["encerramento"]["cancelamento"]["codigo"], "SLBD");
+    }
+
+    #[test]
+    fn the_payers_maximum_is_checked_when_a_charge_arrives_and_the_payer_may_change_it() {
+        let f = Fixture::with_balance("0");
+        let now: DateTime<Utc> = "2026-11-26T12:00:00Z".parse().unwrap();
+        let start = NaiveDate::from_ymd_opt(2026, 12, 1).unwrap();
+        let variable = RecRequest { amount: AmountRule::Variable { minimum: None }, ..request(start) };
+        let rec = create_rec(&f.account(), variable, now, &mut ids(&[9])).unwrap().reply;
+        let solicit =
+            RecChange::Solicit { recipient: recipient(), expires_at: now + chrono::Duration::hours(1) };
+        let rec = change_rec(rec, solicit, None, vec![], now, &mut ids(&[10])).unwrap().reply;
+        let sid = rec.solicitations[0].id.clone();
+        let approve =
+            RecChange::Answer { solicitation: sid, answer: Answer::Approve { maximum: Some(m("25")) } };
+        let rec = change_rec(rec, approve, None, vec![], now, &mut ids(&[])).unwrap().reply;
+
+        // Above the maximum: refused when it arrives, days before its due date.
+        let refused = create_cobr(&f.account(), rec, charge(start, "30"), &[], now, &mut ids(&[20])).unwrap();
+        let v = refused.reply.to_json();
+        assert_eq!((refused.reply.status, refused.reply.deadline()), (CobrStatus::Rejeitada, None));
+        assert_eq!(v["encerramento"]["rejeicao"]["codigo"], "AM02", "{v}");
+        assert_eq!(v["tentativas"][0]["status"], "REJEITADA");
+        let Some(Record::Recurrence(rec)) = refused.records.get(1).cloned() else {
+            panic!("{:?}", refused.records)
+        };
+
+        // The cycle is free again; a charge within the maximum is scheduled.
+        let within =
+            create_cobr(&f.account(), rec.clone(), charge(start, "20"), &[20], now, &mut ids(&[21])).unwrap();
+        assert_eq!(within.reply.status, CobrStatus::Ativa);
+        let Some(Record::Recurrence(rec)) = within.records.get(1).cloned() else {
+            panic!("{:?}", within.records)
+        };
+
+        // The payer raises its maximum: its charges not yet tried follow it.
+        let raise = RecChange::Maximum(Some(m("40")));
+        let raised =
+            change_rec(rec.clone(), raise, None, vec![within.reply.clone()], now, &mut ids(&[])).unwrap();
+        assert_eq!(raised.reply.payer.as_ref().and_then(|p| p.maximum), Some(m("40")));
+        assert!(
+            raised.records.iter().any(
+                |r| matches!(r, Record::Cobr(c) if c.local_id == 21 && c.payer_maximum == Some(m("40")))
+            ),
+            "{:?}",
+            raised.records
+        );
+        // The rules of an approval's maximum hold; only an authorised recurrence has one.
+        let fixed = approved(&f, start, now);
+        assert_eq!(
+            change_rec(fixed, RecChange::Maximum(Some(m("40"))), None, vec![], now, &mut ids(&[]))
+                .map(|p| p.reply.status),
+            Err(Refusal::Rec(RecError::MaximumOnFixedValue))
+        );
+        let fresh = create_rec(
+            &f.account(),
+            RecRequest { amount: AmountRule::Variable { minimum: None }, ..request(start) },
+            now,
+            &mut ids(&[30]),
+        )
+        .unwrap()
+        .reply;
+        assert_eq!(
+            change_rec(fresh, RecChange::Maximum(None), None, vec![], now, &mut ids(&[]))
+                .map(|p| p.reply.status),
+            Err(Refusal::Rec(RecError::NotAuthorised("CRIADA")))
+        );
+    }
+
+    #[test]
     fn a_cycle_is_charged_once_inside_the_window_at_the_recurrences_value() {
         let f = Fixture::with_balance("0");
         let now: DateTime<Utc> = "2026-11-26T12:00:00Z".parse().unwrap();
@@ -673,7 +826,12 @@ mod tests {
         assert!(fail_on_us(cobr.clone(), Failure::NoFunds, due - chrono::Duration::seconds(1)).is_none());
         let failed = fail_on_us(cobr.clone(), Failure::NoFunds, due).unwrap();
         assert_eq!(failed.reply.to_json()["tentativas"][0]["status"], "EXPIRADA");
-        assert_eq!((failed.ledger.is_none(), failed.events.len()), (true, 1), "nothing moves; one webhook");
+        assert_eq!(
+            (failed.ledger.is_none(), failed.events.len()),
+            (true, 2),
+            "nothing moves; a webhook to each side"
+        );
+        assert_eq!(failed.events.iter().map(|e| e.account_id).collect::<Vec<_>>(), [f.account().id.get(), 7]);
 
         let credit = OnUsCredit {
             payee: f.account().id,

@@ -419,6 +419,7 @@ fn rec_parts(r: &RecError, family: Family) -> ErrorParts {
         | RecError::NotAwaitingAuthorisation(_)
         | RecError::SolicitationAwaiting
         | RecError::SolicitationClosed(_)
+        | RecError::NotAuthorised(_)
         | RecError::TooManySolicitations => status(StatusCode::CONFLICT, "CONFLICT"),
         RecError::ExpiryInThePast | RecError::ExpiryTooFar => field("calendario.dataExpiracaoSolicitacao"),
         RecError::MaximumOnFixedValue | RecError::MaximumBelowMinimum(_) => field("valorMaximo"),
@@ -505,6 +506,7 @@ mod tests {
             Rejection::Rec(RecError::MaximumBelowMinimum(Money::parse("1").unwrap())),
             Rejection::Rec(RecError::StartsBeforeToday),
             Rejection::Rec(RecError::StartsAfterEnd),
+            Rejection::Rec(RecError::NotAuthorised("CRIADA")),
             Rejection::Rec(RecError::LocationNotFound),
             Rejection::Rec(RecError::LocationTaken("RR".into())),
             Rejection::Rec(RecError::FirstChargeNotFound),
