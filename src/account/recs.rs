@@ -22,7 +22,7 @@ use crate::domain::pix_key::DirectoryKeyType;
 use crate::domain::rec::{
     rec_local, solicitation_local, Link, LocRec, PayerSide, RecError, Receiver, Recurrence,
 };
-use crate::domain::recurrence::{AmountRule, RetryPolicy, Schedule};
+use crate::domain::recurrence::{AmountRule, AutoRetry, RetryPolicy, Schedule};
 use crate::domain::transaction::{Counterpart, TxKind, TxStatus};
 
 /// Makes a recurrence (`POST /rec`); the receiver is the account itself.
@@ -39,6 +39,8 @@ pub struct CreateRec {
     pub first_txid: Option<String>,
     /// `recebedor.convenio`.
     pub agreement: Option<String>,
+    /// `automacao.diasRetentativa`: the retries the gateway asks for by itself.
+    pub auto_retry: AutoRetry,
 }
 
 /// Makes a location for a recurrence (`POST /locrec`).
@@ -118,6 +120,7 @@ impl AccountActor {
             receiver,
             loc,
             first_txid: msg.first_txid,
+            auto_retry: msg.auto_retry,
         };
         let mut ids = self.draw_ids(1, ctx)?;
         let now = self.now();

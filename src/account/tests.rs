@@ -615,6 +615,7 @@ async fn an_answered_solicitation_does_not_expire_and_an_unanswered_one_expires_
         amount: AmountRule::Fixed(m("5")),
         retry: RetryPolicy::NotAllowed,
         agreement: None,
+        auto_retry: Default::default(),
         loc: None,
         first_txid: None,
     };
@@ -673,6 +674,7 @@ async fn a_recurring_charge_due_while_the_disk_is_full_settles_once_room_returns
         schedule: Schedule::new(today, Periodicity::Monthly, None).unwrap(),
         amount: AmountRule::Fixed(m("30")),
         agreement: None,
+        auto_retry: Default::default(),
         retry: RetryPolicy::NotAllowed,
         loc: None,
         first_txid: None,

@@ -30,7 +30,7 @@ use super::cobv::{payment_day, start_of_day};
 use super::events::iso;
 use super::money::Money;
 use super::recurrence::{
-    check_retry, effective_due_date, RecurrenceRejection, RetryPolicy, RETRY_WINDOW_DAYS,
+    check_retry, effective_due_date, AutoRetry, RecurrenceRejection, RetryPolicy, RETRY_WINDOW_DAYS,
 };
 
 /// Characters of a charge's `infoAdicional`.
@@ -379,6 +379,9 @@ pub struct Cobr {
     pub debtor_document: Option<String>,
     #[serde(default)]
     pub agreement: Option<String>,
+    /// The retries the gateway asks for by itself, as its recurrence had them when it was made.
+    #[serde(default)]
+    pub auto_retry: AutoRetry,
 }
 
 /// What is due of a charge at an instant (see [`Cobr::step_due`]).
@@ -587,6 +590,18 @@ impl Cobr {
             self.step(CobrStatus::Rejeitada, now);
         } else if retries_left {
             self.updated_at = now;
+            // The gateway's own retry policy asks for the next retry at once.
+            let failed_on = self.attempts.last().map_or(payment_day(now), |a| a.date);
+            let next = self.auto_retry.next(
+                self.retry,
+                self.settles_on(),
+                &self.retries(),
+                failed_on,
+                payment_day(now),
+            );
+            if let Some(date) = next {
+                self.schedule(date, true, now);
+            }
         } else {
             self.closing = Some(Closing::Expired { description: failure.description().into() });
             self.step(CobrStatus::Expirada, now);
@@ -769,6 +784,7 @@ mod tests {
             receiver: None,
             debtor_document: None,
             agreement: None,
+            auto_retry: AutoRetry::default(),
         };
         c.activate(now);
         c

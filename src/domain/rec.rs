@@ -36,7 +36,7 @@ use serde_json::{json, Map, Value};
 use super::events::iso;
 use super::listing::local_day;
 use super::money::Money;
-use super::recurrence::{AmountRule, RetryPolicy, Schedule};
+use super::recurrence::{AmountRule, AutoRetry, RetryPolicy, Schedule};
 use super::transaction::gateway_ispb;
 
 /// Characters of `vinculo.objeto` and of `vinculo.contrato`.
@@ -406,6 +406,10 @@ pub struct Recurrence {
     /// The txid of the cob whose payment authorises it (journey 3).
     #[serde(default)]
     pub first_txid: Option<String>,
+    /// The retries the gateway asks for by itself after a failed attempt (pixgw's own
+    /// `automacao.diasRetentativa`; off by default).
+    #[serde(default)]
+    pub auto_retry: AutoRetry,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -516,6 +520,7 @@ impl Recurrence {
             charges: Vec::new(),
             loc: None,
             first_txid: None,
+            auto_retry: AutoRetry::default(),
             created_at: now,
             updated_at: now,
         })
@@ -845,6 +850,10 @@ impl Recurrence {
         });
         if let Some(a) = &self.receiver.agreement {
             out["recebedor"]["convenio"] = json!(a);
+        }
+        // pixgw's own, beyond the API Pix: what the gateway does by itself for the receiver.
+        if !self.auto_retry.is_off() {
+            out["automacao"] = json!({"diasRetentativa": self.auto_retry.days()});
         }
         if let Some(p) = &self.payer {
             let mut pagador = json!({document_field(&p.document): p.document, "ispbParticipante": p.ispb});

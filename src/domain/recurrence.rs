@@ -69,6 +69,58 @@ pub enum RecurrenceRejection {
     RetryInThePast,
     #[error("the charge is already tried on that date")]
     RetrySameDate,
+    #[error("the gateway's retries are 1 to {RETRIES_MAX} days, each 1 to {RETRY_WINDOW_DAYS} after the due date, in ascending order")]
+    BadAutoRetryDays,
+}
+
+/// The retries the gateway asks for by itself after a failed attempt (pixgw's own, off by
+/// default): days after the charge's settlement day, ascending, each within the retry
+/// window, at most [`RETRIES_MAX`]. After each failure the first of them still to come is
+/// scheduled, as if the receiver had asked for it; the receiver may still ask for its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct AutoRetry(Vec<u8>);
+
+impl AutoRetry {
+    pub fn parse(days: &[u64], policy: RetryPolicy) -> Result<AutoRetry, RecurrenceRejection> {
+        if days.is_empty() {
+            return Ok(AutoRetry::default());
+        }
+        if policy == RetryPolicy::NotAllowed {
+            return Err(RecurrenceRejection::RetriesNotAllowed);
+        }
+        let in_window = days.iter().all(|d| (1..=RETRY_WINDOW_DAYS as u64).contains(d));
+        let ascending = days.windows(2).all(|w| w[0] < w[1]);
+        if days.len() > RETRIES_MAX || !in_window || !ascending {
+            return Err(RecurrenceRejection::BadAutoRetryDays);
+        }
+        Ok(AutoRetry(days.iter().map(|d| *d as u8).collect()))
+    }
+
+    pub fn days(&self) -> &[u8] {
+        &self.0
+    }
+
+    pub fn is_off(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The retry to schedule after a failure on `failed_on` of a charge settled on `due`, that
+    /// `retried` holds the retries of: the first of these days after the failure, not before
+    /// `today`, that the rules of retries allow.
+    pub fn next(
+        &self,
+        policy: RetryPolicy,
+        due: NaiveDate,
+        retried: &[NaiveDate],
+        failed_on: NaiveDate,
+        today: NaiveDate,
+    ) -> Option<NaiveDate> {
+        self.0
+            .iter()
+            .map(|d| due + chrono::Duration::days(i64::from(*d)))
+            .filter(|date| *date > failed_on)
+            .find(|date| check_retry(policy, due, retried, *date, today).is_ok())
+    }
 }
 
 /// How often a recurrence charges (`periodicidade`). Stored and shown by its API Pix name.
@@ -345,6 +397,34 @@ pub fn check_retry(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gateways_retries_keep_the_rules_of_retries_and_take_the_first_day_still_to_come() {
+        let ok = |days: &[u64]| AutoRetry::parse(days, RetryPolicy::ThreeWithinSevenDays);
+        assert_eq!(ok(&[]), Ok(AutoRetry::default()));
+        assert_eq!(
+            AutoRetry::parse(&[1], RetryPolicy::NotAllowed),
+            Err(RecurrenceRejection::RetriesNotAllowed)
+        );
+        for bad in [&[0][..], &[8], &[3, 1], &[2, 2], &[1, 2, 3, 4]] {
+            assert_eq!(ok(bad), Err(RecurrenceRejection::BadAutoRetryDays), "{bad:?}");
+        }
+        let a = ok(&[1, 3, 7]).unwrap();
+        let day = |d: u32| NaiveDate::from_ymd_opt(2026, 12, d).unwrap();
+        let policy = RetryPolicy::ThreeWithinSevenDays;
+        assert_eq!(a.next(policy, day(10), &[], day(10), day(10)), Some(day(11)));
+        assert_eq!(a.next(policy, day(10), &[day(11)], day(11), day(11)), Some(day(13)));
+        assert_eq!(
+            a.next(policy, day(10), &[day(11)], day(11), day(14)),
+            Some(day(17)),
+            "not a day already past"
+        );
+        assert_eq!(
+            a.next(policy, day(10), &[day(11), day(13), day(17)], day(17), day(17)),
+            None,
+            "three at most"
+        );
+    }
 
     fn d(y: i32, m: u32, day: u32) -> NaiveDate {
         NaiveDate::from_ymd_opt(y, m, day).unwrap()

@@ -33,12 +33,12 @@ use crate::domain::rec::{
     PayerSide, RecStatus, Recipient, Recurrence, Revision, AGENCIA_LEN_MAX, CONTA_LEN_MAX, CONTRATO_LEN_MAX,
     CONVENIO_LEN_MAX, ID_SHAPE, OBJETO_LEN_MAX,
 };
-use crate::domain::recurrence::{AmountRule, Periodicity, RetryPolicy, Schedule};
+use crate::domain::recurrence::{AmountRule, AutoRetry, Periodicity, RetryPolicy, Schedule};
 use crate::domain::transaction::{gateway_ispb, PAYER_ISPB};
 
 /// The members of a recurrence's request.
-const REC_MEMBERS: [&str; 7] =
-    ["vinculo", "calendario", "valor", "politicaRetentativa", "loc", "ativacao", "recebedor"];
+const REC_MEMBERS: [&str; 8] =
+    ["vinculo", "calendario", "valor", "politicaRetentativa", "loc", "ativacao", "recebedor", "automacao"];
 
 /// A family B amount: a decimal string with two places, at least 0.01.
 pub(super) fn valor(f: &mut Fields<'_>, field: &str, required: bool) -> Option<Money> {
@@ -137,9 +137,32 @@ fn read_rec(obj: &serde_json::Map<String, Value>) -> Result<CreateRec, ApiError>
             r.text("convenio", false, CONVENIO_LEN_MAX).map(str::to_owned)
         })
         .flatten();
+    let days = f.object("automacao", |a| {
+        a.only(&["diasRetentativa"]);
+        match a.raw("diasRetentativa") {
+            None | Some(Value::Null) => Some(Vec::new()),
+            Some(Value::Array(items)) if items.iter().all(|d| d.as_u64().is_some()) => {
+                Some(items.iter().filter_map(Value::as_u64).collect::<Vec<u64>>())
+            }
+            Some(_) => {
+                a.fail("diasRetentativa", "must be a list of whole numbers of days");
+                None
+            }
+        }
+    });
+    let auto_retry = match (days.flatten(), retry) {
+        (Some(days), Some(policy)) => match AutoRetry::parse(&days, policy) {
+            Ok(a) => a,
+            Err(e) => {
+                f.fail("automacao.diasRetentativa", e.to_string());
+                AutoRetry::default()
+            }
+        },
+        _ => AutoRetry::default(),
+    };
     match (link.flatten(), schedule.flatten(), retry, f.violations.is_empty()) {
         (Some(link), Some(schedule), Some(retry), true) => {
-            Ok(CreateRec { link, schedule, amount, retry, loc, first_txid, agreement })
+            Ok(CreateRec { link, schedule, amount, retry, loc, first_txid, agreement, auto_retry })
         }
         _ => Err(ApiError::Validation(f.violations)),
     }

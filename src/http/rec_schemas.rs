@@ -28,6 +28,18 @@ pub struct RecRequest {
     /// Journey 3: the cob whose payment authorises the recurrence.
     ativacao: Option<AtivacaoRequest>,
     recebedor: Option<RecRecebedorRequest>,
+    automacao: Option<Automacao>,
+}
+
+/// pixgw's own, beyond the API Pix (off by default): what the gateway does by itself for the
+/// receiver.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Automacao {
+    /// Under PERMITE_3R_7D: after each failed attempt the gateway asks for the next retry
+    /// itself, on the first of these days after the settlement day still to come (1 to 3
+    /// days, each 1 to 7, ascending). The receiver may still ask for retries of its own.
+    dias_retentativa: Option<Vec<u8>>,
 }
 
 /// `recebedor` of `POST /rec`.
@@ -290,6 +302,8 @@ pub struct RecView {
     /// While CRIADA with a location and no first cob: journey 2's QR code.
     #[serde(rename = "dadosQR")]
     dados_qr: Option<DadosQr>,
+    /// When the receiver asked for it (pixgw's own).
+    automacao: Option<Automacao>,
 }
 
 #[derive(ToSchema)]

@@ -300,3 +300,49 @@ async fn a_kill_9_before_and_after_the_settlement_day_pays_the_cycle_once() {
     assert_eq!((c["status"].as_str(), attempts(&c).len()), (Some("CONCLUIDA"), 1));
     assert_eq!(net(&app).await, plus(before, "30"), "paid once");
 }
+
+/// pixgw's own retry policy (`automacao.diasRetentativa`, off by default): after a failed
+/// attempt the gateway asks for the next retry itself, and the charge settles on it with no
+/// call of the receiver's. It keeps the rules of retries.
+#[actix_rt::test]
+async fn the_gateway_asks_for_a_retry_itself_when_the_recurrence_says_so() {
+    let app = spawn_with(hooked()).await;
+    let token = app.demo_token().await;
+    for (policy, days) in
+        [("NAO_PERMITE", json!([1])), ("PERMITE_3R_7D", json!([9])), ("PERMITE_3R_7D", json!([3, 1]))]
+    {
+        let mut body = rec_body(json!({"valorRec": "30.00"}));
+        body["politicaRetentativa"] = json!(policy);
+        body["automacao"] = json!({"diasRetentativa": days});
+        let (s, b) = post(&app, "/rec", &token, body).await;
+        assert_eq!(s, 400, "{b}");
+        assert!(b["message"].as_str().unwrap_or("").contains("automacao.diasRetentativa"), "{b}");
+    }
+    let mut body = rec_body(json!({"valorRec": "30.00"}));
+    body["automacao"] = json!({"diasRetentativa": [1]});
+    let (s, r) = post(&app, "/rec", &token, body).await;
+    assert_eq!((s, &r["automacao"]["diasRetentativa"]), (201, &json!([1])), "{r}");
+    let id = r["idRec"].as_str().unwrap().to_owned();
+    let (s, sol) = post(&app, "/solicrec", &token, solic_body(&id, &in_hours(24))).await;
+    assert_eq!(s, 201, "{sol}");
+    let path = format!("/sandbox/solicrec/{}/answer", sol["idSolicRec"].as_str().unwrap());
+    assert_eq!(post(&app, &path, &token, json!({"decision": "APPROVE"})).await.0, 200);
+
+    let due = today() + Duration::days(3);
+    let txid = "gatewayretries000000000000001";
+    charge(&app, &token, txid, cobr_body(&id, due), "NO_FUNDS_1").await;
+    let before = net(&app).await;
+    app.advance(seconds_to(due, 0)).await;
+    let c = cobr(&app, txid).await;
+    assert_eq!(c["status"], "ATIVA", "{c}");
+    assert_eq!(
+        attempts(&c),
+        [("AGND".to_owned(), "EXPIRADA".to_owned()), ("NTAG".to_owned(), "AGENDADA".to_owned())],
+        "the retry asked for by the gateway: {c}"
+    );
+    assert_eq!(c["tentativas"][1]["dataLiquidacao"], (due + Duration::days(1)).to_string());
+    app.advance(24 * 3600).await;
+    let c = cobr(&app, txid).await;
+    assert_eq!(c["status"], "CONCLUIDA", "{c}");
+    assert_eq!(net(&app).await, plus(before, "30"), "paid once");
+}

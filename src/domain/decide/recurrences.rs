@@ -25,7 +25,9 @@ use crate::domain::rec::{
     Answer, Link, LocRec, Party, PayerAuthorisation, PayerSide, RecError, RecStatus, Receiver, Recipient,
     Recurrence, Revision,
 };
-use crate::domain::recurrence::{check_amount, check_send_window, AmountRule, RetryPolicy, Schedule};
+use crate::domain::recurrence::{
+    check_amount, check_send_window, AmountRule, AutoRetry, RetryPolicy, Schedule,
+};
 use crate::domain::transaction::BankInfo;
 
 /// A new recurrence, as the receiver asks for it (`POST /rec`).
@@ -41,6 +43,8 @@ pub struct RecRequest {
     pub loc: Option<LocRec>,
     /// The txid of an existing cob of the account whose payment authorises it (journey 3).
     pub first_txid: Option<String>,
+    /// The retries the gateway asks for by itself (checked against `retry` already).
+    pub auto_retry: AutoRetry,
 }
 
 /// A change of a recurrence.
@@ -131,6 +135,7 @@ pub fn create_rec(
     )
     .ok_or_else(|| Refusal::Bug(format!("local id {local_id} does not fit an idRec")))?;
     rec.first_txid = req.first_txid;
+    rec.auto_retry = req.auto_retry;
     let linked = req.loc.map(|l| LocRec { id_rec: Some(rec.id.clone()), ..l });
     rec.loc = linked.clone();
     let mut plan = written(rec, true);
@@ -341,6 +346,7 @@ pub fn create_cobr(
         receiver: Some((rec.receiver.name.clone(), rec.receiver.document.clone())),
         debtor_document: Some(rec.link.debtor.document.clone()),
         agreement: rec.receiver.agreement.clone(),
+        auto_retry: rec.auto_retry.clone(),
     };
     cobr.activate(now);
     // The payer's institution receives it now and checks the payer's maximum then, so the
@@ -514,6 +520,7 @@ mod tests {
             receiver: Receiver { name: "Shop".into(), document: "11222333000181".into(), agreement: None },
             loc: None,
             first_txid: None,
+            auto_retry: AutoRetry::default(),
         }
     }
 
@@ -615,6 +622,39 @@ mod tests {
             receiver_account: None,
             debtor_details: None,
         }
+    }
+
+    #[test]
+    fn the_gateway_asks_for_the_next_retry_itself_when_the_recurrence_says_so() {
+        let f = Fixture::with_balance("0");
+        let now: DateTime<Utc> = "2026-11-26T12:00:00Z".parse().unwrap();
+        let start = NaiveDate::from_ymd_opt(2026, 12, 1).unwrap();
+        let mut rec = approved(&f, start, now);
+        rec.retry = RetryPolicy::ThreeWithinSevenDays;
+        rec.auto_retry = AutoRetry::parse(&[2, 4], rec.retry).unwrap();
+        let req = CobrRequest { scenario: SettleScenario::NoFunds { failures: 1 }, ..charge(start, "30") };
+        let cobr = create_cobr(&f.account(), rec, req, &[], now, &mut ids(&[20])).unwrap().reply;
+        let due = crate::domain::cobv::start_of_day(start);
+        let payer = || CobrPayer { name: "Ana".into(), document: "52998224725".into(), bank: None };
+        let failed = attempt_cobr(&f.account(), cobr, payer(), due, &mut ids(&[21])).unwrap().unwrap().reply;
+        let v = failed.to_json();
+        let kinds: Vec<(&str, &str, &str)> = v["tentativas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["tipo"].as_str().unwrap(),
+                    t["status"].as_str().unwrap(),
+                    t["dataLiquidacao"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(kinds, [("AGND", "EXPIRADA", "2026-12-01"), ("NTAG", "AGENDADA", "2026-12-03")], "{v}");
+        assert_eq!(
+            failed.deadline(),
+            Some(crate::domain::cobv::start_of_day(NaiveDate::from_ymd_opt(2026, 12, 3).unwrap()))
+        );
     }
 
     #[test]

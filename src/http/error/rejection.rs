@@ -453,6 +453,7 @@ fn cobr_parts(r: &CobrError, family: Family) -> ErrorParts {
             R::UnknownPeriodicity => field("periodicidade"),
             R::UnknownRetryPolicy => field("politicaRetentativa"),
             R::EndsBeforeStart => field("dataFinal"),
+            R::BadAutoRetryDays => field("automacao.diasRetentativa"),
         },
     }
 }
