@@ -41,6 +41,8 @@ pub struct CreateRec {
     pub agreement: Option<String>,
     /// `automacao.diasRetentativa`: the retries the gateway asks for by itself.
     pub auto_retry: AutoRetry,
+    /// `automacao.diasAntesEnvio`: the gateway sends each cycle's charge by itself.
+    pub auto_send_days: Option<u8>,
 }
 
 /// Makes a location for a recurrence (`POST /locrec`).
@@ -121,6 +123,7 @@ impl AccountActor {
             loc,
             first_txid: msg.first_txid,
             auto_retry: msg.auto_retry,
+            auto_send_days: msg.auto_send_days,
         };
         let mut ids = self.draw_ids(1, ctx)?;
         let now = self.now();
@@ -202,10 +205,30 @@ impl AccountActor {
         }
     }
 
-    /// Expires the solicitation of a recurrence whose expiry came.
+    /// What came due of a recurrence: its solicitation's expiry, or a charge the gateway
+    /// sends by itself.
     pub(super) fn expire_rec(&mut self, local_id: u64, ctx: &mut Context<Self>) {
         let Some(rec) = self.held_rec(local_id).cloned() else { return };
-        let Some(plan) = decide::expire_rec(rec, self.now()) else { return };
+        let now = self.now();
+        let plan = if rec.awaiting().is_some_and(|s| s.expires_at <= now) {
+            decide::expire_rec(rec, now)
+        } else {
+            let Ok(mut ids) = self.draw_ids(1, ctx) else {
+                return self.postpone(local_id, Self::expire_rec, ctx);
+            };
+            let Ok(view) = self.view() else { return };
+            let (repo, account) = (self.deps.repo.clone(), self.account.id);
+            // A txid a client took is passed over (the cycle is then the receiver's to charge).
+            let taken = |txid: &str| !matches!(repo.cobr_by_txid(account, txid), Ok(None));
+            match decide::auto_send(&view, rec, taken, now, &mut ids) {
+                Ok(plan) => plan,
+                Err(r) => {
+                    self.refused(r, ctx);
+                    return;
+                }
+            }
+        };
+        let Some(plan) = plan else { return };
         match self.execute(plan, ctx) {
             Ok(_) => self.forget_when_durable(ctx),
             Err(e) => {

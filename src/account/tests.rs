@@ -616,6 +616,7 @@ async fn an_answered_solicitation_does_not_expire_and_an_unanswered_one_expires_
         retry: RetryPolicy::NotAllowed,
         agreement: None,
         auto_retry: Default::default(),
+        auto_send_days: None,
         loc: None,
         first_txid: None,
     };
@@ -675,6 +676,7 @@ async fn a_recurring_charge_due_while_the_disk_is_full_settles_once_room_returns
         amount: AmountRule::Fixed(m("30")),
         agreement: None,
         auto_retry: Default::default(),
+        auto_send_days: None,
         retry: RetryPolicy::NotAllowed,
         loc: None,
         first_txid: None,

@@ -410,6 +410,14 @@ pub struct Recurrence {
     /// `automacao.diasRetentativa`; off by default).
     #[serde(default)]
     pub auto_retry: AutoRetry,
+    /// The gateway sends each cycle's charge by itself this many days before its due date
+    /// (pixgw's own `automacao.diasAntesEnvio`; a recurrence with `valorRec` only; off by
+    /// default) ...
+    #[serde(default)]
+    pub auto_send_days: Option<u8>,
+    /// ... starting from this cycle (the ones before were sent or passed over).
+    #[serde(default)]
+    pub auto_next_cycle: u32,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -521,6 +529,8 @@ impl Recurrence {
             loc: None,
             first_txid: None,
             auto_retry: AutoRetry::default(),
+            auto_send_days: None,
+            auto_next_cycle: 0,
             created_at: now,
             updated_at: now,
         })
@@ -537,9 +547,22 @@ impl Recurrence {
         self.solicitations.last().filter(|s| s.status == SolicStatus::Recebida)
     }
 
-    /// When the solicitation awaiting an answer expires, if one awaits.
+    /// When its actor must act next: the solicitation awaiting an answer expires, or the
+    /// gateway sends a cycle's charge by itself.
     pub fn deadline(&self) -> Option<DateTime<Utc>> {
-        self.awaiting().map(|s| s.expires_at)
+        match (self.awaiting().map(|s| s.expires_at), self.auto_send_at()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// When the gateway sends the next cycle's charge by itself: 00:00 (São Paulo) of the
+    /// day `auto_send_days` before that cycle's first date, while the recurrence is
+    /// authorised; `None` when it sends none.
+    pub fn auto_send_at(&self) -> Option<DateTime<Utc>> {
+        let days = self.auto_send_days.filter(|_| self.status == RecStatus::Aprovada)?;
+        let due = self.schedule.cycle_start(self.auto_next_cycle)?;
+        Some(super::cobv::start_of_day(due - chrono::Duration::days(i64::from(days))))
     }
 
     pub fn solicitation(&self, id: &str) -> Option<&Solicitation> {
@@ -853,7 +876,10 @@ impl Recurrence {
         }
         // pixgw's own, beyond the API Pix: what the gateway does by itself for the receiver.
         if !self.auto_retry.is_off() {
-            out["automacao"] = json!({"diasRetentativa": self.auto_retry.days()});
+            out["automacao"]["diasRetentativa"] = json!(self.auto_retry.days());
+        }
+        if let Some(days) = self.auto_send_days {
+            out["automacao"]["diasAntesEnvio"] = json!(days);
         }
         if let Some(p) = &self.payer {
             let mut pagador = json!({document_field(&p.document): p.document, "ispbParticipante": p.ispb});

@@ -33,7 +33,9 @@ use crate::domain::rec::{
     PayerSide, RecStatus, Recipient, Recurrence, Revision, AGENCIA_LEN_MAX, CONTA_LEN_MAX, CONTRATO_LEN_MAX,
     CONVENIO_LEN_MAX, ID_SHAPE, OBJETO_LEN_MAX,
 };
-use crate::domain::recurrence::{AmountRule, AutoRetry, Periodicity, RetryPolicy, Schedule};
+use crate::domain::recurrence::{
+    AmountRule, AutoRetry, Periodicity, RetryPolicy, Schedule, SEND_DAYS_BEFORE_MAX, SEND_DAYS_BEFORE_MIN,
+};
 use crate::domain::transaction::{gateway_ispb, PAYER_ISPB};
 
 /// The members of a recurrence's request.
@@ -137,8 +139,20 @@ fn read_rec(obj: &serde_json::Map<String, Value>) -> Result<CreateRec, ApiError>
             r.text("convenio", false, CONVENIO_LEN_MAX).map(str::to_owned)
         })
         .flatten();
+    let auto_send_days = f
+        .object("automacao", |a| {
+            let days = a.integer("diasAntesEnvio", SEND_DAYS_BEFORE_MIN as u64, SEND_DAYS_BEFORE_MAX as u64);
+            if days.is_some() && !matches!(amount, AmountRule::Fixed(_)) {
+                a.fail(
+                    "diasAntesEnvio",
+                    "is for a recurrence with valorRec: the charge the gateway sends asks for it",
+                );
+            }
+            days.and_then(|d| u8::try_from(d).ok())
+        })
+        .flatten();
     let days = f.object("automacao", |a| {
-        a.only(&["diasRetentativa"]);
+        a.only(&["diasRetentativa", "diasAntesEnvio"]);
         match a.raw("diasRetentativa") {
             None | Some(Value::Null) => Some(Vec::new()),
             Some(Value::Array(items)) if items.iter().all(|d| d.as_u64().is_some()) => {
@@ -161,9 +175,17 @@ fn read_rec(obj: &serde_json::Map<String, Value>) -> Result<CreateRec, ApiError>
         _ => AutoRetry::default(),
     };
     match (link.flatten(), schedule.flatten(), retry, f.violations.is_empty()) {
-        (Some(link), Some(schedule), Some(retry), true) => {
-            Ok(CreateRec { link, schedule, amount, retry, loc, first_txid, agreement, auto_retry })
-        }
+        (Some(link), Some(schedule), Some(retry), true) => Ok(CreateRec {
+            link,
+            schedule,
+            amount,
+            retry,
+            loc,
+            first_txid,
+            agreement,
+            auto_retry,
+            auto_send_days,
+        }),
         _ => Err(ApiError::Validation(f.violations)),
     }
 }

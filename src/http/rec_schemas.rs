@@ -40,6 +40,11 @@ pub struct Automacao {
     /// itself, on the first of these days after the settlement day still to come (1 to 3
     /// days, each 1 to 7, ascending). The receiver may still ask for retries of its own.
     dias_retentativa: Option<Vec<u8>>,
+    /// For a recurrence with valorRec: the gateway sends each cycle's charge by itself this
+    /// many days (2 to 10) before the cycle's first date, with a txid of its own
+    /// (`pixgwauto...`), once the recurrence is APROVADA; a cycle already charged is passed
+    /// over.
+    dias_antes_envio: Option<u8>,
 }
 
 /// `recebedor` of `POST /rec`.

@@ -59,8 +59,9 @@
 //!                           solicitations; its idRec carries the local id
 //! solrec/{id:020}/{local:020}  u64: the recurrence a solicitation (by its own local id,
 //!                           which its idSolicRec carries) belongs to
-//! recopen/{id:020}/{local:020}  empty: a recurrence whose solicitation awaits an answer
-//!                           (its actor keeps a timer for the expiry; resumed at start)
+//! recopen/{id:020}/{local:020}  empty: a recurrence whose solicitation awaits an answer,
+//!                           or whose next charge the gateway sends by itself (its actor
+//!                           keeps a timer for either; resumed at start)
 //! locrec/{id:020}/{local:020}  LocRec (JSON): a recurrence's location (journey 2); its id
 //!                           is the local id
 //! cobr/{id:020}/{local:020} Cobr (JSON): a recurring charge with its attempts

@@ -346,3 +346,57 @@ async fn the_gateway_asks_for_a_retry_itself_when_the_recurrence_says_so() {
     assert_eq!(c["status"], "CONCLUIDA", "{c}");
     assert_eq!(net(&app).await, plus(before, "30"), "paid once");
 }
+
+/// pixgw's own `automacao.diasAntesEnvio`: once the recurrence is authorised, the gateway
+/// sends each cycle's charge by itself that many days before the cycle's first date; a cycle
+/// already too near to be sent is passed over. A recurrence without valorRec takes none.
+#[actix_rt::test]
+async fn the_gateway_sends_each_cycles_charge_itself_when_the_recurrence_says_so() {
+    let app = spawn_with(hooked()).await;
+    let token = app.demo_token().await;
+    let mut variable = rec_body(json!({"valorMinimoRecebedor": "10.00"}));
+    variable["automacao"] = json!({"diasAntesEnvio": 3});
+    let (s, b) = post(&app, "/rec", &token, variable).await;
+    assert_eq!(s, 400, "{b}");
+    for days in [1, 11] {
+        let mut body = rec_body(json!({"valorRec": "30.00"}));
+        body["automacao"] = json!({"diasAntesEnvio": days});
+        assert_eq!(post(&app, "/rec", &token, body).await.0, 400, "{days}");
+    }
+    let mut body = rec_body(json!({"valorRec": "30.00"}));
+    body["automacao"] = json!({"diasAntesEnvio": 3});
+    let (s, r) = post(&app, "/rec", &token, body).await;
+    assert_eq!((s, &r["automacao"]["diasAntesEnvio"]), (201, &json!(3)), "{r}");
+    let id = r["idRec"].as_str().unwrap().to_owned();
+    let (s, sol) = post(&app, "/solicrec", &token, solic_body(&id, &in_hours(24))).await;
+    assert_eq!(s, 201, "{sol}");
+    let path = format!("/sandbox/solicrec/{}/answer", sol["idSolicRec"].as_str().unwrap());
+    assert_eq!(post(&app, &path, &token, json!({"decision": "APPROVE"})).await.0, 200);
+
+    // The first cycle (tomorrow) is too near to be sent; the second's charge goes 3 days
+    // before its first date, at 00:00.
+    let first =
+        NaiveDate::parse_from_str(r["calendario"]["dataInicial"].as_str().unwrap(), "%Y-%m-%d").unwrap();
+    let second = first.checked_add_months(chrono::Months::new(1)).unwrap();
+    let local = pixgw::domain::rec::rec_local(&id).unwrap();
+    let txid = pixgw::domain::decide::auto_txid(local, 1);
+    let send_day = second - Duration::days(3);
+    let moved = seconds_to(send_day, 0) - 60;
+    app.advance(moved).await;
+    let token = app.demo_token().await;
+    assert_eq!(app.get_with(&format!("/cobr/{txid}"), &token).await.0, 404, "not before its day");
+    app.advance(60).await;
+    let c = cobr(&app, &txid).await;
+    assert_eq!(
+        (c["status"].as_str(), c["calendario"]["dataDeVencimento"].as_str(), c["valor"]["original"].as_str()),
+        (Some("ATIVA"), Some(second.to_string().as_str()), Some("30.00")),
+        "{c}"
+    );
+    let token = app.demo_token().await;
+    let never = pixgw::domain::decide::auto_txid(local, 0);
+    assert_eq!(
+        app.get_with(&format!("/cobr/{never}"), &token).await.0,
+        404,
+        "the first cycle was passed over"
+    );
+}

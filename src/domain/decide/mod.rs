@@ -38,9 +38,9 @@ pub use on_us::{
 };
 pub use pay::{pay, pix_in, settle, DictRequest, PayDecision, PayRequest, PixInRequest};
 pub use recurrences::{
-    attempt_cobr, change_cobr, change_rec, create_cobr, create_locrec, create_rec, expire_rec,
-    fail_on_us as fail_cobr_on_us, settle_on_us as settle_cobr_on_us, unlink_locrec, CobrChange, CobrPayer,
-    CobrRequest, RecChange, RecRequest,
+    attempt_cobr, auto_send, auto_txid, change_cobr, change_rec, create_cobr, create_locrec, create_rec,
+    expire_rec, fail_on_us as fail_cobr_on_us, settle_on_us as settle_cobr_on_us, unlink_locrec, CobrChange,
+    CobrPayer, CobrRequest, RecChange, RecRequest,
 };
 pub use refunds::{refund, take_back, RefundDecision, RefundRequest};
 

@@ -26,7 +26,7 @@ use crate::domain::rec::{
     Recurrence, Revision,
 };
 use crate::domain::recurrence::{
-    check_amount, check_send_window, AmountRule, AutoRetry, RetryPolicy, Schedule,
+    check_amount, check_send_window, AmountRule, AutoRetry, RetryPolicy, Schedule, SEND_DAYS_BEFORE_MIN,
 };
 use crate::domain::transaction::BankInfo;
 
@@ -45,6 +45,9 @@ pub struct RecRequest {
     pub first_txid: Option<String>,
     /// The retries the gateway asks for by itself (checked against `retry` already).
     pub auto_retry: AutoRetry,
+    /// The gateway sends each cycle's charge this many days before its due date (checked
+    /// already: within the sending window, for a fixed value).
+    pub auto_send_days: Option<u8>,
 }
 
 /// A change of a recurrence.
@@ -136,6 +139,7 @@ pub fn create_rec(
     .ok_or_else(|| Refusal::Bug(format!("local id {local_id} does not fit an idRec")))?;
     rec.first_txid = req.first_txid;
     rec.auto_retry = req.auto_retry;
+    rec.auto_send_days = req.auto_send_days;
     let linked = req.loc.map(|l| LocRec { id_rec: Some(rec.id.clone()), ..l });
     rec.loc = linked.clone();
     let mut plan = written(rec, true);
@@ -266,6 +270,72 @@ pub fn change_rec(
         }
     }
     Ok(plan)
+}
+
+/// The txid of the charge the gateway sends by itself for cycle `n` of the recurrence with
+/// local id `local`: 32 letters and digits, one per cycle.
+pub fn auto_txid(local: u64, n: u32) -> String {
+    format!("pixgwauto{local:0>14}{n:0>9}")
+}
+
+/// The charge the gateway sends by itself (`automacao.diasAntesEnvio`) when its day has
+/// come: for the first cycle from `rec.auto_next_cycle` that was not charged yet, that is
+/// still at least [`SEND_DAYS_BEFORE_MIN`] days ahead, and whose txid no charge of the
+/// account has (`taken`); the cycles before it are passed over. The plan writes the
+/// recurrence with the cycle to look at next, so its timer moves on. `None` when nothing is
+/// due. Ids: one, for the charge.
+pub fn auto_send(
+    account: &Account,
+    mut rec: Recurrence,
+    taken: impl Fn(&str) -> bool,
+    now: DateTime<Utc>,
+    ids: &mut Ids,
+) -> Result<Option<Plan<Recurrence>>, Refusal> {
+    let (Some(days), AmountRule::Fixed(value), RecStatus::Aprovada) =
+        (rec.auto_send_days, rec.amount, rec.status)
+    else {
+        return Ok(None);
+    };
+    let today = local_day(now);
+    let first = rec.auto_next_cycle;
+    let mut n = first;
+    loop {
+        let due = rec.schedule.cycle_start(n);
+        let not_yet = due.is_none_or(|d| today < d - chrono::Duration::days(i64::from(days)));
+        if not_yet {
+            rec.auto_next_cycle = n;
+            return Ok((n != first).then(|| written(rec, false)));
+        }
+        let Some(due) = due else { return Ok(None) };
+        let txid = auto_txid(rec.local_id, n);
+        let passed = rec.charges.iter().any(|(c, _)| *c == n)
+            || (due - today).num_days() < SEND_DAYS_BEFORE_MIN
+            || taken(&txid);
+        if passed {
+            n += 1;
+            continue;
+        }
+        rec.auto_next_cycle = n + 1;
+        let req = CobrRequest {
+            txid,
+            due,
+            adjust: true,
+            value,
+            info: None,
+            scenario: SettleScenario::Pay,
+            receiver_account: None,
+            debtor_details: None,
+        };
+        let plan = create_cobr(account, rec, req, &[], now, ids)?;
+        let rec = plan.records.iter().find_map(|r| match r {
+            Record::Recurrence(r) => Some(r.clone()),
+            _ => None,
+        });
+        return match rec {
+            Some(rec) => Ok(Some(plan.with_reply(rec))),
+            None => Err(Refusal::Bug("a charge made without its recurrence".into())),
+        };
+    }
 }
 
 /// Expires the recurrence's solicitation if its time has come (`None`: nothing is due).
@@ -521,6 +591,7 @@ mod tests {
             loc: None,
             first_txid: None,
             auto_retry: AutoRetry::default(),
+            auto_send_days: None,
         }
     }
 
@@ -655,6 +726,55 @@ mod tests {
             failed.deadline(),
             Some(crate::domain::cobv::start_of_day(NaiveDate::from_ymd_opt(2026, 12, 3).unwrap()))
         );
+    }
+
+    #[test]
+    fn the_gateway_sends_a_cycles_charge_on_its_day_and_passes_over_what_it_may_not_send() {
+        let f = Fixture::with_balance("0");
+        let now: DateTime<Utc> = "2026-11-26T12:00:00Z".parse().unwrap();
+        let start = NaiveDate::from_ymd_opt(2026, 11, 27).unwrap();
+        let mut rec = approved(&f, start, now);
+        let free = |_: &str| false;
+        assert_eq!(
+            auto_send(&f.account(), rec.clone(), free, now, &mut ids(&[20])),
+            Ok(None),
+            "off by default"
+        );
+        rec.auto_send_days = Some(3);
+        // Cycle 0 (tomorrow) is too near: passed over; cycle 1 (27 December) waits for the 24th.
+        let moved = auto_send(&f.account(), rec.clone(), free, now, &mut ids(&[20])).unwrap().unwrap();
+        assert_eq!(
+            (moved.reply.auto_next_cycle, moved.records.len()),
+            (1, 1),
+            "only the recurrence: {:?}",
+            moved.records
+        );
+        let rec = moved.reply;
+        let dec = |d: u32| NaiveDate::from_ymd_opt(2026, 12, d).unwrap();
+        assert_eq!(rec.deadline(), Some(crate::domain::cobv::start_of_day(dec(24))));
+        let early = crate::domain::cobv::start_of_day(dec(24)) - chrono::Duration::seconds(1);
+        assert_eq!(auto_send(&f.account(), rec.clone(), free, early, &mut ids(&[20])), Ok(None));
+        let on_day = crate::domain::cobv::start_of_day(dec(24));
+        let sent = auto_send(&f.account(), rec.clone(), free, on_day, &mut ids(&[20])).unwrap().unwrap();
+        let Some(Record::Cobr(c)) = sent.records.first() else { panic!("{:?}", sent.records) };
+        assert_eq!(
+            (c.txid.as_str(), c.due, c.cycle, c.adjust),
+            (auto_txid(rec.local_id, 1).as_str(), dec(27), 1, true)
+        );
+        assert_eq!((sent.reply.auto_next_cycle, sent.reply.charges.clone()), (2, vec![(1, 20)]));
+        // A txid a client took, or a cycle the receiver charged, is passed over too.
+        let taken = |t: &str| t == auto_txid(rec.local_id, 1);
+        let passed = auto_send(&f.account(), rec.clone(), taken, on_day, &mut ids(&[20])).unwrap().unwrap();
+        assert_eq!((passed.reply.auto_next_cycle, passed.records.len()), (2, 1));
+        let mut charged = rec.clone();
+        charged.charges.push((1, 5));
+        let passed = auto_send(&f.account(), charged, free, on_day, &mut ids(&[20])).unwrap().unwrap();
+        assert_eq!(passed.reply.auto_next_cycle, 2);
+        // Not authorised (cancelled): nothing, and no timer.
+        let mut cancelled = rec;
+        cancelled.status = RecStatus::Cancelada;
+        assert_eq!(cancelled.deadline(), None);
+        assert_eq!(auto_send(&f.account(), cancelled, free, on_day, &mut ids(&[20])), Ok(None));
     }
 
     #[test]

@@ -24,7 +24,8 @@ impl Repo {
             b.put(keys::payer_rec(payer, rec.local_id), rec.account_id.to_be_bytes().to_vec());
         }
         let open = keys::open_rec(rec.account_id, rec.local_id);
-        if rec.awaiting().is_some() {
+        // Open while its actor has something to do at a time: an expiry, or a charge to send.
+        if rec.deadline().is_some() {
             b.put(open, Vec::new());
         } else {
             b.delete(open);
