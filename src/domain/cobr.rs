@@ -211,6 +211,24 @@ pub struct Attempt {
     /// When it was scheduled (asked of the payer's institution).
     #[serde(default)]
     pub scheduled_at: Option<DateTime<Utc>>,
+    /// The same day's second try of the payer's institution, in the evening, after the
+    /// morning's failed (`tipo` `RIFL`); not one of the receiver's retries.
+    #[serde(default)]
+    pub evening: bool,
+}
+
+/// The hour (São Paulo) of a day's second try, after its first failed at 00:00: the
+/// arrangement has the payer's institution try again between 18:00 and 21:00 the same day.
+pub const EVENING_ATTEMPT_HOUR: i64 = 18;
+/// The end of the evening's window: a first failure seen after it gets no second try.
+pub const EVENING_WINDOW_END_HOUR: i64 = 21;
+
+impl Attempt {
+    /// When the payer's institution makes it: 00:00 of its day, or the evening's hour.
+    pub fn at(&self) -> DateTime<Utc> {
+        let hours = if self.evening { EVENING_ATTEMPT_HOUR } else { 0 };
+        start_of_day(self.date) + chrono::Duration::hours(hours)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -454,6 +472,7 @@ impl Cobr {
             outcome: None,
             end_to_end_id: Some(e2e),
             scheduled_at: Some(now),
+            evening: false,
         });
     }
 
@@ -486,7 +505,7 @@ impl Cobr {
             return None;
         }
         match self.attempts.last() {
-            Some(Attempt { outcome: None, date, .. }) => Some(start_of_day(*date)),
+            Some(a) if a.outcome.is_none() => Some(a.at()),
             _ => Some(start_of_day(self.last_retry_day() + chrono::Duration::days(1))),
         }
     }
@@ -509,10 +528,8 @@ impl Cobr {
     /// payer's institution is at it, so it settles or fails and is not cancelled.
     pub fn under_way(&self, now: DateTime<Utc>) -> Option<NaiveDate> {
         match self.attempts.last() {
-            Some(Attempt { outcome: None, date, .. })
-                if self.status == CobrStatus::Ativa && start_of_day(*date) <= now =>
-            {
-                Some(*date)
+            Some(a) if a.outcome.is_none() && self.status == CobrStatus::Ativa && a.at() <= now => {
+                Some(a.date)
             }
             _ => None,
         }
@@ -579,8 +596,26 @@ impl Cobr {
     /// Records the scheduled attempt as failed: the charge stays `ATIVA` while a retry may
     /// still be asked for, else it expires.
     pub fn failed(&mut self, failure: Failure, now: DateTime<Utc>) {
+        let mut first_of_day = None;
         if let Some(last) = self.attempts.last_mut() {
             last.outcome = Some(Outcome::Failed { failure, at: now });
+            first_of_day = (!last.evening).then_some(last.date);
+        }
+        // The day's first try failed for want of money: the payer's institution tries again
+        // that evening, when the evening's window is still ahead.
+        let evening_end = |d: NaiveDate| start_of_day(d) + chrono::Duration::hours(EVENING_WINDOW_END_HOUR);
+        if let Some(date) = first_of_day.filter(|d| failure == Failure::NoFunds && now < evening_end(*d)) {
+            let e2e = attempt_end_to_end_id(self.local_id, self.attempts.len(), now);
+            self.attempts.push(Attempt {
+                date,
+                retry: false,
+                outcome: None,
+                end_to_end_id: Some(e2e),
+                scheduled_at: Some(now),
+                evening: true,
+            });
+            self.updated_at = now;
+            return;
         }
         let retries_left = self.retry == RetryPolicy::ThreeWithinSevenDays
             && self.retries().len() < super::recurrence::RETRIES_MAX
@@ -708,7 +743,11 @@ fn attempt_json(a: &Attempt) -> Value {
     }
     let mut t = json!({
         "dataLiquidacao": a.date.to_string(),
-        "tipo": if a.retry { "NTAG" } else { "AGND" },
+        "tipo": match (a.evening, a.retry) {
+            (true, _) => "RIFL",
+            (false, true) => "NTAG",
+            (false, false) => "AGND",
+        },
         "status": status,
         "atualizacao": history,
     });
@@ -815,12 +854,27 @@ mod tests {
     }
 
     #[test]
-    fn without_retries_a_failure_expires_it() {
-        let mut c = cobr(RetryPolicy::NotAllowed, SettleScenario::NoFunds { failures: 1 });
+    fn without_retries_a_failure_expires_it_after_the_days_evening_try() {
+        let mut c = cobr(RetryPolicy::NotAllowed, SettleScenario::NoFunds { failures: 2 });
         let at = start_of_day(d(2026, 12, 14));
         assert_eq!(c.attempt(at), Some(Attempted::Failed));
+        assert_eq!(c.status, CobrStatus::Ativa, "the evening's try is still to come");
+        let evening = at + chrono::Duration::hours(EVENING_ATTEMPT_HOUR);
+        assert_eq!(
+            (c.deadline(), c.under_way(evening - chrono::Duration::seconds(1))),
+            (Some(evening), None)
+        );
+        assert_eq!(c.attempt(evening - chrono::Duration::seconds(1)), None);
+        assert_eq!(c.attempt(evening), Some(Attempted::Failed));
         assert_eq!(c.status, CobrStatus::Expirada);
         let v = c.to_json();
+        assert_eq!(v["tentativas"][1]["tipo"], "RIFL", "{v}");
+        // A morning's failure known only after the evening's window (the actor was down):
+        // no second try that day.
+        let mut late = cobr(RetryPolicy::NotAllowed, SettleScenario::NoFunds { failures: 2 });
+        late.failed(Failure::NoFunds, at + chrono::Duration::hours(EVENING_WINDOW_END_HOUR));
+        assert_eq!((late.status, late.attempts.len()), (CobrStatus::Expirada, 1));
+        assert_eq!(v["tentativas"][1]["dataLiquidacao"], "2026-12-14");
         assert_eq!(v["tentativas"][0]["status"], "EXPIRADA", "the day ended without the money");
         assert_eq!((v.get("encerramento"), v["tentativas"][0].get("rejeicao")), (None, None), "{v}");
         assert_eq!(c.ask_retry(d(2026, 12, 15), at), Err(CobrError::Final("EXPIRADA")));
@@ -835,7 +889,14 @@ mod tests {
             Err(CobrError::NothingToRetry),
             "before any failure"
         );
+        let evening = |n: u32| day(n) + chrono::Duration::hours(EVENING_ATTEMPT_HOUR);
         assert_eq!(c.attempt(day(14)), Some(Attempted::Failed));
+        assert_eq!(
+            c.ask_retry(d(2026, 12, 15), day(14)),
+            Err(CobrError::NothingToRetry),
+            "the evening's try first"
+        );
+        assert_eq!(c.attempt(evening(14)), Some(Attempted::Failed));
         assert_eq!(c.status, CobrStatus::Ativa, "a retry may follow");
         assert_eq!(c.deadline(), Some(day(22)), "the window ends with the 21st, 7 days after the 14th");
         assert_eq!(
@@ -850,15 +911,17 @@ mod tests {
                 "one at a time"
             );
             assert_eq!(c.attempt(day(n)), Some(Attempted::Failed));
+            assert_eq!(c.attempt(evening(n)), Some(Attempted::Failed), "a retry's day has its evening too");
             assert_eq!(c.status, CobrStatus::Ativa);
         }
         c.ask_retry(d(2026, 12, 21), day(17)).unwrap();
         assert_eq!(c.attempt(day(21)), Some(Attempted::Failed));
+        assert_eq!(c.attempt(evening(21)), Some(Attempted::Failed));
         assert_eq!(c.status, CobrStatus::Expirada, "the third retry was the last");
-        assert_eq!(c.attempts.len(), 4);
+        assert_eq!(c.attempts.len(), 8, "four days, two tries each");
         let e2e: std::collections::HashSet<_> =
             c.attempts.iter().map(|a| a.end_to_end_id.clone().unwrap()).collect();
-        assert_eq!(e2e.len(), 4, "an end-to-end id per attempt");
+        assert_eq!(e2e.len(), 8, "an end-to-end id per attempt");
     }
 
     #[test]
@@ -917,9 +980,10 @@ mod tests {
 
     #[test]
     fn a_window_with_no_retry_asked_for_ends_it_and_a_retry_can_settle() {
-        let mut c = cobr(RetryPolicy::ThreeWithinSevenDays, SettleScenario::NoFunds { failures: 1 });
+        let mut c = cobr(RetryPolicy::ThreeWithinSevenDays, SettleScenario::NoFunds { failures: 2 });
         let day = |n: u32| start_of_day(d(2026, 12, n));
         c.attempt(day(14));
+        c.attempt(day(14) + chrono::Duration::hours(EVENING_ATTEMPT_HOUR));
         let mut waited = c.clone();
         assert_eq!(waited.attempt(day(22) - chrono::Duration::seconds(1)), None);
         assert_eq!(waited.attempt(day(22)), Some(Attempted::Failed));
@@ -934,7 +998,7 @@ mod tests {
             .iter()
             .map(|t| (t["tipo"].as_str().unwrap(), t["status"].as_str().unwrap()))
             .collect();
-        assert_eq!(kinds, [("AGND", "EXPIRADA"), ("NTAG", "PAGA")]);
+        assert_eq!(kinds, [("AGND", "EXPIRADA"), ("RIFL", "EXPIRADA"), ("NTAG", "PAGA")]);
     }
 
     #[test]
@@ -984,10 +1048,14 @@ mod tests {
         assert_eq!(cobr_of_reference("COBR/x/t"), None);
         c.failed(Failure::NoFunds, at);
         assert_eq!((c.status, c.step_due(at), c.under_way(at)), (CobrStatus::Ativa, Due::Nothing, None));
+        // The evening's try asks the payer's account again, with its own externalId.
+        let evening = at + chrono::Duration::hours(EVENING_ATTEMPT_HOUR);
+        assert_eq!(c.step_due(evening), Due::Attempt(1));
+        c.failed(Failure::NoFunds, evening);
         let retry = d(2026, 12, 16);
-        c.ask_retry(retry, at).unwrap();
-        assert_eq!(c.step_due(start_of_day(retry)), Due::Attempt(1));
-        assert_ne!(c.debit_external_id(1), c.debit_external_id(0));
+        c.ask_retry(retry, evening).unwrap();
+        assert_eq!(c.step_due(start_of_day(retry)), Due::Attempt(2));
+        assert_ne!(c.debit_external_id(2), c.debit_external_id(1));
         c.settled("E1".into(), start_of_day(retry));
         assert_eq!((c.status, c.step_due(start_of_day(retry))), (CobrStatus::Concluida, Due::Nothing));
         // Above the payer's maximum it is refused before anyone is asked for money.

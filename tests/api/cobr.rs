@@ -162,7 +162,7 @@ async fn a_failed_cycle_is_retried_to_success_and_one_failed_past_its_last_retry
     let id = approved(&app, &token, "PERMITE_3R_7D").await;
     let due = today() + Duration::days(3);
     let once = "retriedonce000000000000000001";
-    charge(&app, &token, once, cobr_body(&id, due), "NO_FUNDS_1").await;
+    charge(&app, &token, once, cobr_body(&id, due), "NO_FUNDS_2").await;
     let other = approved(&app, &token, "PERMITE_3R_7D").await;
     let never = "neverpays0000000000000000001";
     charge(&app, &token, never, cobr_body(&other, due), "NO_FUNDS").await;
@@ -182,18 +182,31 @@ async fn a_failed_cycle_is_retried_to_success_and_one_failed_past_its_last_retry
     let mut moved = seconds_to(due, 0);
     app.advance(moved).await;
     let c = cobr(&app, once).await;
-    assert_eq!((c["status"].as_str(), attempts(&c).len()), (Some("ATIVA"), 1), "{c}");
-    assert_eq!(c["tentativas"][0]["status"], "EXPIRADA", "the day ended without the money: {c}");
+    assert_eq!(
+        (c["status"].as_str(), attempts(&c)),
+        (
+            Some("ATIVA"),
+            vec![("AGND".to_owned(), "EXPIRADA".to_owned()), ("RIFL".to_owned(), "AGENDADA".to_owned())]
+        ),
+        "the morning's try found no money; the evening's is to come: {c}"
+    );
     let c = cobr(&app, closed).await;
     assert_eq!(c["status"], "REJEITADA", "a closed account ends it: {c}");
     assert_eq!(c["encerramento"]["rejeicao"]["codigo"], "AC05", "{c}");
     let (s, b) = retry(closed, due + Duration::days(1)).await;
     assert_eq!(s, 409, "{b}");
+    let (s, b) = retry(once, due + Duration::days(1)).await;
+    assert_eq!(s, 409, "the day's evening try first: {b}");
+    // 18:00: the evening's try fails too.
+    app.advance(18 * 3600).await;
+    moved += 18 * 3600;
+    let c = cobr(&app, once).await;
+    assert_eq!(c["tentativas"][1]["status"], "EXPIRADA", "{c}");
 
     let (s, b) = retry(once, due + Duration::days(8)).await;
     assert_eq!(s, 400, "past the window: {b}");
     let (s, c) = retry(once, due + Duration::days(1)).await;
-    assert_eq!((s, attempts(&c).len()), (201, 2), "the API Pix answers a retry 201: {c}");
+    assert_eq!((s, attempts(&c).len()), (201, 3), "the API Pix answers a retry 201: {c}");
     let (s, _) = retry(once, due + Duration::days(2)).await;
     assert_eq!(s, 409, "one retry scheduled at a time");
     let (s, _) = retry(never, due + Duration::days(1)).await;
@@ -205,10 +218,17 @@ async fn a_failed_cycle_is_retried_to_success_and_one_failed_past_its_last_retry
     assert_eq!(c["status"], "CONCLUIDA", "{c}");
     assert_eq!(
         attempts(&c),
-        [("AGND".to_owned(), "EXPIRADA".to_owned()), ("NTAG".to_owned(), "PAGA".to_owned())]
+        [
+            ("AGND".to_owned(), "EXPIRADA".to_owned()),
+            ("RIFL".to_owned(), "EXPIRADA".to_owned()),
+            ("NTAG".to_owned(), "PAGA".to_owned())
+        ]
     );
 
     for n in [2, 3] {
+        // The day before's evening try first.
+        app.advance(18 * 3600).await;
+        moved += 18 * 3600;
         let day = due + Duration::days(n);
         let (s, b) = retry(never, day).await;
         assert_eq!(s, 201, "{b}");
@@ -216,8 +236,13 @@ async fn a_failed_cycle_is_retried_to_success_and_one_failed_past_its_last_retry
         app.advance(step).await;
         moved += step;
     }
+    app.advance(18 * 3600).await;
     let c = cobr(&app, never).await;
-    assert_eq!((c["status"].as_str(), attempts(&c).len()), (Some("EXPIRADA"), 4), "{c}");
+    assert_eq!(
+        (c["status"].as_str(), attempts(&c).len()),
+        (Some("EXPIRADA"), 8),
+        "four days, two tries each: {c}"
+    );
     let (s, b) = retry(never, due + Duration::days(5)).await;
     assert_eq!(s, 409, "nothing after the third retry: {b}");
     let token = app.demo_token().await;
@@ -330,18 +355,22 @@ async fn the_gateway_asks_for_a_retry_itself_when_the_recurrence_says_so() {
 
     let due = today() + Duration::days(3);
     let txid = "gatewayretries000000000000001";
-    charge(&app, &token, txid, cobr_body(&id, due), "NO_FUNDS_1").await;
+    charge(&app, &token, txid, cobr_body(&id, due), "NO_FUNDS_2").await;
     let before = net(&app).await;
-    app.advance(seconds_to(due, 0)).await;
+    app.advance(seconds_to(due, 0) + 18 * 3600).await;
     let c = cobr(&app, txid).await;
     assert_eq!(c["status"], "ATIVA", "{c}");
     assert_eq!(
         attempts(&c),
-        [("AGND".to_owned(), "EXPIRADA".to_owned()), ("NTAG".to_owned(), "AGENDADA".to_owned())],
-        "the retry asked for by the gateway: {c}"
+        [
+            ("AGND".to_owned(), "EXPIRADA".to_owned()),
+            ("RIFL".to_owned(), "EXPIRADA".to_owned()),
+            ("NTAG".to_owned(), "AGENDADA".to_owned())
+        ],
+        "the retry asked for by the gateway after the day's two tries: {c}"
     );
-    assert_eq!(c["tentativas"][1]["dataLiquidacao"], (due + Duration::days(1)).to_string());
-    app.advance(24 * 3600).await;
+    assert_eq!(c["tentativas"][2]["dataLiquidacao"], (due + Duration::days(1)).to_string());
+    app.advance(6 * 3600).await;
     let c = cobr(&app, txid).await;
     assert_eq!(c["status"], "CONCLUIDA", "{c}");
     assert_eq!(net(&app).await, plus(before, "30"), "paid once");

@@ -138,30 +138,39 @@ async fn a_payer_of_this_gateway_authorises_and_pays_a_recurrence_with_one_end_t
     put_cobr(&app, &token, txid, cobr_body(&id, due)).await;
     let (receiver_before, payer_before) = (net(&app, &token).await, net(&app, &payer_token).await);
     app.advance(seconds_to(due, 0)).await;
-    let (token, payer_token) = (app.demo_token().await, payer.token(&app).await);
+    let payer_token = payer.token(&app).await;
     let c = wait_cobr(&app, txid, |c| c["tentativas"][0]["status"] == "EXPIRADA").await;
-    assert_eq!(c["status"], "ATIVA", "a retry may follow: {c}");
+    assert_eq!(
+        (c["status"].as_str(), c["tentativas"][1]["tipo"].as_str()),
+        (Some("ATIVA"), Some("RIFL")),
+        "{c}"
+    );
     assert_eq!(net(&app, &payer_token).await, payer_before, "a refused debit moves nothing");
     let first = format!("/api/transactions/pixauto:{id}:{txid}:1");
     assert_eq!(app.get_with(&first, &payer_token).await.0, 404, "the refused attempt made no debit");
+    // The evening's try (18:00) asks the payer's account again, and is refused again.
+    app.advance(18 * 3600).await;
+    let (token, payer_token) = (app.demo_token().await, payer.token(&app).await);
+    let c = wait_cobr(&app, txid, |c| c["tentativas"][1]["status"] == "EXPIRADA").await;
+    assert_eq!(c["status"], "ATIVA", "a retry may follow: {c}");
 
     // Funded, the retry the receiver asks for the next day is debited and settles the charge.
     app.fund(&payer_token, "100").await;
     let retry = due + Duration::days(1);
     let (s, b) = post(&app, &format!("/cobr/{txid}/retentativa/{retry}"), &token, json!({})).await;
     assert_eq!(s, 201, "{b}");
-    let scheduled_e2e = b["tentativas"][1]["endToEndId"].as_str().unwrap().to_owned();
-    app.advance(24 * 3600).await;
+    let scheduled_e2e = b["tentativas"][2]["endToEndId"].as_str().unwrap().to_owned();
+    app.advance(6 * 3600).await;
     let (token, payer_token) = (app.demo_token().await, payer.token(&app).await);
     let stranger_token = stranger.token(&app).await;
     let c = wait_cobr(&app, txid, |c| c["status"] != "ATIVA").await;
     assert_eq!(c["status"], "CONCLUIDA", "{c}");
-    let e2e = c["tentativas"][1]["endToEndId"].as_str().unwrap().to_owned();
+    let e2e = c["tentativas"][2]["endToEndId"].as_str().unwrap().to_owned();
     assert_ne!(e2e, scheduled_e2e, "on us, the attempt shows the id the payer's debit carries once paid");
     let (s, pix) = app.get_with(&format!("/pix/{e2e}"), &token).await;
     assert_eq!((s, pix["txid"].as_str(), pix["valor"].as_str()), (200, Some(txid), Some("30.00")), "{pix}");
     assert_eq!(net(&app, &token).await, plus(receiver_before, "30"), "the receiver is credited once");
-    let second = format!("pixauto:{id}:{txid}:2");
+    let second = format!("pixauto:{id}:{txid}:3");
     let debit = app.wait_final(&payer_token, &second).await;
     assert_eq!(
         (debit["status"].as_str(), debit["endToEndId"].as_str()),

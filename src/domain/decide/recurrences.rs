@@ -703,11 +703,14 @@ mod tests {
         let mut rec = approved(&f, start, now);
         rec.retry = RetryPolicy::ThreeWithinSevenDays;
         rec.auto_retry = AutoRetry::parse(&[2, 4], rec.retry).unwrap();
-        let req = CobrRequest { scenario: SettleScenario::NoFunds { failures: 1 }, ..charge(start, "30") };
+        let req = CobrRequest { scenario: SettleScenario::NoFunds { failures: 2 }, ..charge(start, "30") };
         let cobr = create_cobr(&f.account(), rec, req, &[], now, &mut ids(&[20])).unwrap().reply;
         let due = crate::domain::cobv::start_of_day(start);
         let payer = || CobrPayer { name: "Ana".into(), document: "52998224725".into(), bank: None };
-        let failed = attempt_cobr(&f.account(), cobr, payer(), due, &mut ids(&[21])).unwrap().unwrap().reply;
+        let morning = attempt_cobr(&f.account(), cobr, payer(), due, &mut ids(&[21])).unwrap().unwrap().reply;
+        let evening = due + chrono::Duration::hours(crate::domain::cobr::EVENING_ATTEMPT_HOUR);
+        let failed =
+            attempt_cobr(&f.account(), morning, payer(), evening, &mut ids(&[22])).unwrap().unwrap().reply;
         let v = failed.to_json();
         let kinds: Vec<(&str, &str, &str)> = v["tentativas"]
             .as_array()
@@ -721,7 +724,15 @@ mod tests {
                 )
             })
             .collect();
-        assert_eq!(kinds, [("AGND", "EXPIRADA", "2026-12-01"), ("NTAG", "AGENDADA", "2026-12-03")], "{v}");
+        assert_eq!(
+            kinds,
+            [
+                ("AGND", "EXPIRADA", "2026-12-01"),
+                ("RIFL", "EXPIRADA", "2026-12-01"),
+                ("NTAG", "AGENDADA", "2026-12-03")
+            ],
+            "{v}"
+        );
         assert_eq!(
             failed.deadline(),
             Some(crate::domain::cobv::start_of_day(NaiveDate::from_ymd_opt(2026, 12, 3).unwrap()))
