@@ -218,9 +218,21 @@ impl AccountActor {
             };
             let Ok(view) = self.view() else { return };
             let (repo, account) = (self.deps.repo.clone(), self.account.id);
-            // A txid a client took is passed over (the cycle is then the receiver's to charge).
-            let taken = |txid: &str| !matches!(repo.cobr_by_txid(account, txid), Ok(None));
-            match decide::auto_send(&view, rec, taken, now, &mut ids) {
+            // A txid a client took is passed over (the cycle is then the receiver's to charge);
+            // one storage cannot tell of is not: the whole is tried again later.
+            let unread = std::cell::Cell::new(false);
+            let taken = |txid: &str| match repo.cobr_by_txid(account, txid) {
+                Ok(found) => found.is_some(),
+                Err(_) => {
+                    unread.set(true);
+                    true
+                }
+            };
+            let decided = decide::auto_send(&view, rec, taken, now, &mut ids);
+            if unread.get() {
+                return self.postpone(local_id, Self::expire_rec, ctx);
+            }
+            match decided {
                 Ok(plan) => plan,
                 Err(r) => {
                     self.refused(r, ctx);
