@@ -108,12 +108,10 @@ impl AccountActor {
                 Some(loc)
             }
         };
-        if let Some(txid) = &msg.first_txid {
-            let found = self.deps.repo.charge_by_txid(self.account.id, txid);
-            if !self.read(found, ctx)?.is_some_and(|t| t.is_cob(false)) {
-                return Err(CommandError::Refused(Refusal::Rec(RecError::FirstChargeNotFound)));
-            }
-        }
+        let first_is_cobv = match &msg.first_txid {
+            Some(txid) => self.first_charge_is_cobv(txid, ctx)?,
+            None => false,
+        };
         let req = RecRequest {
             link: msg.link,
             schedule: msg.schedule,
@@ -122,6 +120,7 @@ impl AccountActor {
             receiver,
             loc,
             first_txid: msg.first_txid,
+            first_is_cobv,
             auto_retry: msg.auto_retry,
             auto_send_days: msg.auto_send_days,
         };
@@ -130,6 +129,17 @@ impl AccountActor {
         match decide::create_rec(&self.view()?, req, now, &mut ids) {
             Ok(plan) => self.execute(plan, ctx),
             Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
+    /// Whether the first charge a journey 3 or 4 recurrence names (`ativacao.dadosJornada.txid`)
+    /// is a cobv; refused when the txid names neither a cob nor a cobv of the account.
+    fn first_charge_is_cobv(&mut self, txid: &str, ctx: &mut Context<Self>) -> Result<bool, CommandError> {
+        let found = self.deps.repo.charge_by_txid(self.account.id, txid);
+        match self.read(found, ctx)? {
+            Some(t) if t.is_cob(false) => Ok(false),
+            Some(t) if t.is_cob(true) => Ok(true),
+            _ => Err(CommandError::Refused(Refusal::Rec(RecError::FirstChargeNotFound))),
         }
     }
 
@@ -178,11 +188,8 @@ impl AccountActor {
                 }
                 r.loc = loc;
             }
-            if let Some(txid) = &r.first_txid {
-                let found = self.deps.repo.charge_by_txid(self.account.id, txid);
-                if !self.read(found, ctx)?.is_some_and(|t| t.is_cob(false)) {
-                    return Err(CommandError::Refused(Refusal::Rec(RecError::FirstChargeNotFound)));
-                }
+            if let Some(txid) = r.first_txid.clone() {
+                r.first_is_cobv = self.first_charge_is_cobv(&txid, ctx)?;
             }
         }
         // Journey 3 authorises with the first cob's payment: whether it is paid is storage's

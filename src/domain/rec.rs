@@ -90,11 +90,11 @@ pub enum RecError {
     LocationNotFound,
     #[error("the location is linked to the recurrence {0} already")]
     LocationTaken(String),
-    #[error("no cob of this account with this txid")]
+    #[error("no cob or cobv of this account with this txid")]
     FirstChargeNotFound,
     #[error("the recurrence has neither a location nor a first cob: it is authorised by a solicitation")]
     NoQrJourney,
-    #[error("the first cob is not paid: journey 3 authorises with its payment")]
+    #[error("the first charge is not paid: journeys 3 and 4 authorise with its payment")]
     FirstChargeUnpaid,
     #[error("the payer is account {0} of this gateway: it answers through its own API, not the sandbox")]
     PayerOnUs(u64),
@@ -203,6 +203,9 @@ pub enum Journey {
     /// A QR code that pays a first cob and authorises with that payment.
     #[serde(rename = "JORNADA_3")]
     Three,
+    /// The same with a first cobv (a charge with a due date).
+    #[serde(rename = "JORNADA_4")]
+    Four,
 }
 
 impl Journey {
@@ -211,6 +214,7 @@ impl Journey {
             Journey::One => "JORNADA_1",
             Journey::Two => "JORNADA_2",
             Journey::Three => "JORNADA_3",
+            Journey::Four => "JORNADA_4",
         }
     }
 }
@@ -315,8 +319,10 @@ pub struct Revision {
     pub loc_id: Option<u64>,
     /// ... and that location as stored, which the caller reads by its id.
     pub loc: Option<LocRec>,
-    /// `ativacao.dadosJornada.txid`: a cob of the account (the caller checks it is one).
+    /// `ativacao.dadosJornada.txid`: a cob of the account, or a cobv (journey 4): the caller
+    /// checks it is one and says which.
     pub first_txid: Option<String>,
+    pub first_is_cobv: bool,
 }
 
 /// The payer's institution's answer to a solicitation.
@@ -406,6 +412,9 @@ pub struct Recurrence {
     /// The txid of the cob whose payment authorises it (journey 3).
     #[serde(default)]
     pub first_txid: Option<String>,
+    /// That first charge is a cobv (journey 4), not a cob.
+    #[serde(default)]
+    pub first_is_cobv: bool,
     /// The retries the gateway asks for by itself after a failed attempt (pixgw's own
     /// `automacao.diasRetentativa`; off by default).
     #[serde(default)]
@@ -528,6 +537,7 @@ impl Recurrence {
             charges: Vec::new(),
             loc: None,
             first_txid: None,
+            first_is_cobv: false,
             auto_retry: AutoRetry::default(),
             auto_send_days: None,
             auto_next_cycle: 0,
@@ -661,6 +671,7 @@ impl Recurrence {
         }
         let journey = match (&self.first_txid, &self.loc) {
             (Some(_), _) if !first_paid => return Err(RecError::FirstChargeUnpaid),
+            (Some(_), _) if self.first_is_cobv => Journey::Four,
             (Some(_), _) => Journey::Three,
             (None, Some(_)) => Journey::Two,
             (None, None) => return Err(RecError::NoQrJourney),
@@ -809,6 +820,7 @@ impl Recurrence {
         }
         if let Some(txid) = r.first_txid {
             self.first_txid = Some(txid);
+            self.first_is_cobv = r.first_is_cobv;
         }
         if let Some(name) = r.debtor_name {
             self.link.debtor.name = name;

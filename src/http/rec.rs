@@ -223,7 +223,7 @@ fn read_first_txid(f: &mut Fields) -> Option<String> {
             let txid = d.string("txid", true)?;
             let ok = (26..=35).contains(&txid.len()) && txid.bytes().all(|b| b.is_ascii_alphanumeric());
             if !ok {
-                d.fail("txid", "must be 26 to 35 letters and digits: the txid of a cob");
+                d.fail("txid", "must be 26 to 35 letters and digits: the txid of a cob or a cobv");
             }
             ok.then(|| txid.to_owned())
         })
@@ -271,7 +271,14 @@ fn read_rec_patch(req: &HttpRequest, bytes: &[u8]) -> Result<RecChange, ApiError
     if obj.contains_key("status") {
         return Ok(RecChange::Cancel(Party::UsuarioRecebedor));
     }
-    Ok(RecChange::Revise(Revision { debtor_name, start, loc_id, loc: None, first_txid }))
+    Ok(RecChange::Revise(Revision {
+        debtor_name,
+        start,
+        loc_id,
+        loc: None,
+        first_txid,
+        first_is_cobv: false,
+    }))
 }
 
 /// The body of a receiver's `PATCH`: `{status: "CANCELADA"}`, the one change it makes.

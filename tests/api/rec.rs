@@ -541,3 +541,30 @@ async fn a_recurrence_is_revised_before_authorisation_and_listed_by_agreement_an
     let (s, b) = app.get_with(&format!("/rec?{window}&locationPresente=maybe"), &token).await;
     assert_eq!(s, 400, "{b}");
 }
+
+/// Journey 4: a recurrence whose first charge is a cobv is authorised by that cobv's
+/// payment, and its composite code is journey 4's.
+#[actix_rt::test]
+async fn journey_four_authorises_by_a_first_cobvs_payment() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    let txid = "firstcobvofarecurrence0000001";
+    let due = (crate::cobr::today() + chrono::Duration::days(5)).to_string();
+    let cobv = json!({"calendario": {"dataDeVencimento": due}, "valor": {"original": "30.00"},
+        "devedor": {"cpf": "11144477735", "nome": "Ana"}});
+    let put = awc::Client::new().put(app.url(&format!("/cobv/{txid}"))).bearer_auth(&token);
+    let (s, c) = send(put, Some(cobv)).await;
+    assert_eq!(s, 201, "{c}");
+    let mut body = rec_body(json!({"valorRec": "30.00"}));
+    body["ativacao"] = json!({"dadosJornada": {"txid": txid}});
+    let (s, r) = post(&app, "/rec", &token, body).await;
+    assert_eq!(s, 201, "{r}");
+    let id = r["idRec"].as_str().unwrap().to_owned();
+    let (s, b) = post(&app, &format!("/sandbox/rec/{id}/approve"), &token, json!({})).await;
+    assert_eq!(s, 409, "not before the first cobv is paid: {b}");
+    let pay = json!({"txid": txid, "amount": 30});
+    let (s, paid) = post(&app, "/sandbox/pay", &token, pay).await;
+    assert_eq!(s, 200, "{paid}");
+    let (s, r) = post(&app, &format!("/sandbox/rec/{id}/approve"), &token, json!({})).await;
+    assert_eq!((s, r["ativacao"]["tipoJornada"].as_str()), (200, Some("JORNADA_4")), "{r}");
+}

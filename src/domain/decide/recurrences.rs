@@ -41,8 +41,10 @@ pub struct RecRequest {
     pub receiver: Receiver,
     /// Its location (journey 2), as stored: it must not be linked yet.
     pub loc: Option<LocRec>,
-    /// The txid of an existing cob of the account whose payment authorises it (journey 3).
+    /// The txid of an existing cob of the account whose payment authorises it (journey 3),
+    /// or of a cobv (journey 4, `first_is_cobv`).
     pub first_txid: Option<String>,
+    pub first_is_cobv: bool,
     /// The retries the gateway asks for by itself (checked against `retry` already).
     pub auto_retry: AutoRetry,
     /// The gateway sends each cycle's charge this many days before its due date (checked
@@ -138,6 +140,7 @@ pub fn create_rec(
     )
     .ok_or_else(|| Refusal::Bug(format!("local id {local_id} does not fit an idRec")))?;
     rec.first_txid = req.first_txid;
+    rec.first_is_cobv = req.first_is_cobv;
     rec.auto_retry = req.auto_retry;
     rec.auto_send_days = req.auto_send_days;
     let linked = req.loc.map(|l| LocRec { id_rec: Some(rec.id.clone()), ..l });
@@ -590,6 +593,7 @@ mod tests {
             receiver: Receiver { name: "Shop".into(), document: "11222333000181".into(), agreement: None },
             loc: None,
             first_txid: None,
+            first_is_cobv: false,
             auto_retry: AutoRetry::default(),
             auto_send_days: None,
         }
