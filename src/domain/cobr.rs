@@ -253,7 +253,7 @@ pub enum Outcome {
 /// and the attempt's number in one. The letter keeps it apart from a transaction's own ids,
 /// so storage indexes the payment that carries it.
 pub fn attempt_end_to_end_id(local_id: u64, n: usize, at: DateTime<Utc>) -> String {
-    const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    use super::transaction::BASE62;
     let mut tail = [b'0'; 10];
     tail[9] = BASE62[n % 62];
     let mut rest = local_id;
@@ -461,10 +461,12 @@ impl Cobr {
         self.history = vec![(CobrStatus::Criada, now)];
         self.step(CobrStatus::Ativa, now);
         self.attempts = Vec::new();
-        self.schedule(self.settles_on(), false, now);
+        self.schedule(self.settles_on(), false, false, now);
     }
 
-    fn schedule(&mut self, date: NaiveDate, retry: bool, now: DateTime<Utc>) {
+    /// Adds an attempt to make on `date` (a receiver's retry, or the day's evening try), with
+    /// the end-to-end id its payment will carry.
+    fn schedule(&mut self, date: NaiveDate, retry: bool, evening: bool, now: DateTime<Utc>) {
         let e2e = attempt_end_to_end_id(self.local_id, self.attempts.len(), now);
         self.attempts.push(Attempt {
             date,
@@ -472,7 +474,7 @@ impl Cobr {
             outcome: None,
             end_to_end_id: Some(e2e),
             scheduled_at: Some(now),
-            evening: false,
+            evening,
         });
     }
 
@@ -519,7 +521,7 @@ impl Cobr {
             return Err(CobrError::NothingToRetry);
         }
         check_retry(self.retry, self.settles_on(), &self.retries(), date, payment_day(now))?;
-        self.schedule(date, true, now);
+        self.schedule(date, true, false, now);
         self.updated_at = now;
         Ok(())
     }
@@ -605,15 +607,7 @@ impl Cobr {
         // that evening, when the evening's window is still ahead.
         let evening_end = |d: NaiveDate| start_of_day(d) + chrono::Duration::hours(EVENING_WINDOW_END_HOUR);
         if let Some(date) = first_of_day.filter(|d| failure == Failure::NoFunds && now < evening_end(*d)) {
-            let e2e = attempt_end_to_end_id(self.local_id, self.attempts.len(), now);
-            self.attempts.push(Attempt {
-                date,
-                retry: false,
-                outcome: None,
-                end_to_end_id: Some(e2e),
-                scheduled_at: Some(now),
-                evening: true,
-            });
+            self.schedule(date, false, true, now);
             self.updated_at = now;
             return;
         }
@@ -635,7 +629,7 @@ impl Cobr {
                 payment_day(now),
             );
             if let Some(date) = next {
-                self.schedule(date, true, now);
+                self.schedule(date, true, false, now);
             }
         } else {
             self.closing = Some(Closing::Expired { description: failure.description().into() });

@@ -580,7 +580,7 @@ impl E2eVariant {
     }
 }
 
-const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+pub(crate) const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 /// Base-62 digits of the local id in an own end-to-end id.
 const OWN_DIGITS: usize = 10;
 /// The largest local id an own end-to-end id carries: 62^10 - 1.
