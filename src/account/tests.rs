@@ -825,3 +825,74 @@ async fn an_arrival_is_accepted_once_credited_once_and_a_rejected_one_credits_no
     assert_eq!(received.len(), 1, "one received PIX: {received:?}");
     assert_eq!(received[0].end_to_end_id, "E1");
 }
+
+/// The clock's tick does everything that has come, including what an earlier step sets due
+/// in the past (a jump past a due day's evening: the morning try fails, the evening try it
+/// schedules is already due and fails, and the gateway's own retry is asked for), before it
+/// answers; none of it is left to the timer, which a reader could overtake.
+#[actix_rt::test]
+async fn one_tick_carries_a_recurring_charge_through_every_step_that_has_come() {
+    use crate::domain::cobr::{CobrStatus, SettleScenario};
+    use crate::domain::decide::{CobrRequest, RecChange};
+    use crate::domain::rec::{Debtor, Link, Recipient};
+    use crate::domain::recurrence::{AmountRule, AutoRetry, Periodicity, RetryPolicy, Schedule};
+    let f = fixture("0.00");
+    let addr = f.actor();
+    let today = crate::domain::listing::local_day(f.clock.now());
+    let rec = CreateRec {
+        link: Link {
+            object: None,
+            contract: "c".into(),
+            debtor: Debtor { name: "Ana".into(), document: "52998224725".into() },
+        },
+        schedule: Schedule::new(today, Periodicity::Monthly, None).unwrap(),
+        amount: AmountRule::Fixed(m("30")),
+        agreement: None,
+        auto_retry: AutoRetry::parse(&[1], RetryPolicy::ThreeWithinSevenDays).unwrap(),
+        auto_send_days: None,
+        retry: RetryPolicy::ThreeWithinSevenDays,
+        loc: None,
+        first_txid: None,
+    };
+    let rec = addr.send(rec).await.unwrap().unwrap();
+    let recipient = Recipient {
+        document: "11144477735".into(),
+        account: "1".into(),
+        branch: None,
+        ispb: "00000000".into(),
+        on_us: None,
+    };
+    let solicit = RecChange::Solicit { recipient, expires_at: f.clock.now() + chrono::Duration::hours(1) };
+    let rec = addr
+        .send(ChangeRec { rec: RecRef::Rec(rec.id), change: solicit, payer: None })
+        .await
+        .unwrap()
+        .unwrap();
+    addr.send(sandbox_approval(rec.solicitations[0].id.clone())).await.unwrap().unwrap();
+    let due = today + chrono::Duration::days(3);
+    let request = CobrRequest {
+        txid: "u".repeat(26),
+        due,
+        adjust: false,
+        value: m("30"),
+        info: None,
+        scenario: SettleScenario::NoFunds { failures: 2 },
+        receiver_account: None,
+        debtor_details: None,
+    };
+    let cobr = addr.send(CreateCobr { id_rec: rec.id.clone(), request }).await.unwrap().unwrap();
+    let evening = crate::domain::cobv::start_of_day(due)
+        + chrono::Duration::hours(crate::domain::cobr::EVENING_ATTEMPT_HOUR)
+        + chrono::Duration::seconds(5);
+    f.clock.advance((evening - f.clock.now()).num_seconds()).unwrap();
+    addr.send(Tick).await.unwrap().unwrap();
+    let read = f.repo.cobr(f.account, cobr.local_id).unwrap().unwrap();
+    let steps: Vec<(bool, bool, bool)> =
+        read.attempts.iter().map(|a| (a.evening, a.retry, a.outcome.is_some())).collect();
+    assert_eq!(
+        (read.status, steps),
+        (CobrStatus::Ativa, vec![(false, false, true), (true, false, true), (false, true, false)]),
+        "the morning's try and the evening's made, the gateway's retry asked for"
+    );
+    assert_eq!(read.attempts[2].date, due + chrono::Duration::days(1));
+}
