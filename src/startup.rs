@@ -159,9 +159,18 @@ impl Application {
             directory: Arc::clone(&directory),
             on_us: std::sync::OnceLock::new(),
             collect: std::sync::OnceLock::new(),
-            rec_locations: settings.payload.as_ref().map(|p| {
-                crate::domain::location::RecLocations::new(p.host.clone(), boot.location_key.clone())
-            }),
+            // Always made, so a payer of this gateway can be led from a QR code's location
+            // to its recurrence (on us); served at the payload host when there is one.
+            rec_locations: Some(crate::domain::location::RecLocations::new(
+                match settings.payload.as_ref() {
+                    Some(p) => p.host.clone(),
+                    None => {
+                        crate::domain::location::LocationHost::parse(crate::domain::decide::LOCATION_HOST)
+                            .map_err(|e| anyhow::anyhow!("the default location host: {e}"))?
+                    }
+                },
+                boot.location_key.clone(),
+            )),
         });
         // Before anything can write to the outbox (see webhooks::start).
         let webhooks = crate::webhooks::start(

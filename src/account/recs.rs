@@ -200,7 +200,16 @@ impl AccountActor {
                 Some(t) => self.transaction(t.local_id, ctx)?,
                 None => None,
             };
-            *first_paid = cob.is_some_and(|t| t.is_received());
+            *first_paid = match (cob.filter(|t| t.is_received()), msg.payer) {
+                // On us, the first charge authorises only the account whose payment paid it
+                // (its payout carries the same end-to-end id; paid, it stays so).
+                (Some(t), Some(PayerSide::Account(a))) => {
+                    let paid_by = self.deps.repo.payout_by_id(&t.end_to_end_id);
+                    self.read(paid_by, ctx)?.is_some_and(|p| p.account_id.get() == a)
+                }
+                (Some(_), _) => true,
+                (None, _) => false,
+            };
         }
         let n = usize::from(matches!(msg.change, RecChange::Solicit { .. }));
         let mut ids = self.draw_ids(n, ctx)?;

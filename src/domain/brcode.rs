@@ -52,6 +52,8 @@ pub enum BrCodeError {
     Currency,
     #[error("lacks the merchant name or city")]
     Merchant,
+    #[error("carries no recurrence (no template 80 with a br.gov.bcb.pix location)")]
+    NoRecurrence,
 }
 
 /// What a PIX BR Code says.
@@ -120,7 +122,34 @@ pub fn parse(code: &str) -> Result<BrCode, BrCodeError> {
     }
 }
 
-fn parse_as(code: &str, unit: Unit) -> Result<BrCode, BrCodeError> {
+/// The location of the recurrence a code carries in its template 80 (Pix Automático's
+/// journeys 2 to 4), read under the same checks as [`parse`]; the code need not be payable
+/// (journey 2's names no key).
+pub fn recurrence_location(code: &str) -> Result<String, BrCodeError> {
+    match recurrence_location_as(code, Unit::Bytes) {
+        Err(e) if !code.is_ascii() => {
+            recurrence_location_as(code, Unit::Chars).map_err(|c| if e == BrCodeError::Tlv { c } else { e })
+        }
+        read => read,
+    }
+}
+
+fn recurrence_location_as(code: &str, unit: Unit) -> Result<String, BrCodeError> {
+    let top = checked_fields(code, unit)?;
+    let template = tlv(top.get(&80).ok_or(BrCodeError::NoRecurrence)?, unit)?;
+    if !template.iter().any(|(id, v)| *id == 0 && v.eq_ignore_ascii_case(PIX_GUI)) {
+        return Err(BrCodeError::NoRecurrence);
+    }
+    template
+        .into_iter()
+        .find(|(id, v)| *id == 25 && !v.is_empty())
+        .map(|(_, v)| v.to_owned())
+        .ok_or(BrCodeError::NoRecurrence)
+}
+
+/// A code's top-level fields by id, once its length, characters, prefix, TLV structure and
+/// CRC are checked and no id repeats.
+fn checked_fields(code: &str, unit: Unit) -> Result<BTreeMap<u8, &str>, BrCodeError> {
     let chars = code.chars().count();
     if !(BRCODE_LEN_MIN..=BRCODE_LEN_MAX).contains(&chars) || code.len() > 2 * BRCODE_LEN_MAX {
         return Err(BrCodeError::Length);
@@ -142,11 +171,16 @@ fn parse_as(code: &str, unit: Unit) -> Result<BrCode, BrCodeError> {
         return Err(BrCodeError::Crc);
     }
     let mut top: BTreeMap<u8, &str> = BTreeMap::new();
-    for (id, v) in &fields {
-        if top.insert(*id, v).is_some() {
+    for (id, v) in fields {
+        if top.insert(id, v).is_some() {
             return Err(BrCodeError::Tlv);
         }
     }
+    Ok(top)
+}
+
+fn parse_as(code: &str, unit: Unit) -> Result<BrCode, BrCodeError> {
+    let top = checked_fields(code, unit)?;
     let pix = (26..=51)
         .filter_map(|id| top.get(&id))
         .map(|v| tlv(v, unit))
@@ -357,6 +391,24 @@ mod tests {
             "a merchant account template (26, the GUI alone) before 80, as EMV requires: {code}"
         );
         assert!(parse(&code).is_err(), "no key: nothing to pay with it");
+        assert_eq!(recurrence_location(&code).as_deref(), Ok("qr.example/rec/abc"));
+    }
+
+    #[test]
+    fn the_recurrences_location_is_read_from_template_80_alone_under_the_codes_checks() {
+        let charge = generate(&sample());
+        assert_eq!(recurrence_location(&charge), Err(BrCodeError::NoRecurrence), "a charge's code alone");
+        let composite = generate_composite(&charge, "qr.example/rec/abc").unwrap();
+        assert_eq!(recurrence_location(&composite).as_deref(), Ok("qr.example/rec/abc"));
+        let mut broken = composite.clone();
+        broken.replace_range(broken.len() - 4.., "0000");
+        assert_eq!(recurrence_location(&broken), Err(BrCodeError::Crc));
+        // A template 80 of another arrangement, or one with no location, is not a recurrence.
+        for template in ["0010br.gov.xyz2503a/b", "0014br.gov.bcb.pix"] {
+            let mut out = charge[..charge.len() - 8].to_owned() + &field(80, template) + "6304";
+            out += &format!("{:04X}", crc16(out.as_bytes()));
+            assert_eq!(recurrence_location(&out), Err(BrCodeError::NoRecurrence), "{out}");
+        }
     }
 
     #[test]

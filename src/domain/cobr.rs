@@ -123,6 +123,13 @@ pub enum Canceller {
 }
 
 impl Canceller {
+    fn party(self) -> &'static str {
+        match self {
+            Canceller::Receiver => "receiver",
+            Canceller::Payer => "payer",
+        }
+    }
+
     fn solicitante(self) -> &'static str {
         match self {
             Canceller::Receiver => "USUARIO_RECEBEDOR",
@@ -265,6 +272,28 @@ pub fn attempt_end_to_end_id(local_id: u64, n: usize, at: DateTime<Utc>) -> Stri
     format!("E{}{}C{tail}", super::transaction::gateway_ispb(), at.format("%Y%m%d%H%M"))
 }
 
+/// The hour (São Paulo) of the day before an attempt until which its receiver may cancel it;
+/// its payer may until that day ends (docs/decisions.md "Until when a charge is cancelled").
+pub const RECEIVER_CANCEL_HOUR: i64 = 22;
+
+/// The moment from which `by` may no longer cancel the attempt of `date`: 22:00 of the day
+/// before for the receiver, the start of the day for the payer.
+pub fn cancel_deadline(date: NaiveDate, by: Canceller) -> DateTime<Utc> {
+    let start = start_of_day(date);
+    match by {
+        Canceller::Receiver => start - chrono::Duration::hours(24 - RECEIVER_CANCEL_HOUR),
+        Canceller::Payer => start,
+    }
+}
+
+fn cancel_closed_text(date: NaiveDate, by: Canceller) -> String {
+    let until = match by {
+        Canceller::Receiver => "until 22:00 (São Paulo) of the day before",
+        Canceller::Payer => "until the end of the day before",
+    };
+    format!("its attempt of {date} may be cancelled by the {} only {until}", by.party())
+}
+
 /// Why a change of a recurring charge is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CobrError {
@@ -282,6 +311,10 @@ pub enum CobrError {
     NothingToRetry,
     #[error("its attempt of {0} is under way: the charge settles or fails, and is no longer cancelled")]
     UnderWay(NaiveDate),
+    #[error("{}", cancel_closed_text(*.0, *.1))]
+    CancelClosed(NaiveDate, Canceller),
+    #[error("a retry is the receiver's: the payer cancels only a payment on its due date")]
+    RetryNotPayers,
     #[error(transparent)]
     Rule(#[from] RecurrenceRejection),
 }
@@ -538,14 +571,19 @@ impl Cobr {
     }
 
     /// `by` cancels it (the receiver, or either side with its recurrence), before it
-    /// settled and before the day of its scheduled attempt began. The scheduled attempt is
-    /// kept, `CANCELADA`.
+    /// settled and before `by`'s deadline for its scheduled attempt ([`cancel_deadline`]).
+    /// The scheduled attempt is kept, `CANCELADA`.
     pub fn cancel(&mut self, by: Canceller, description: &str, now: DateTime<Utc>) -> Result<(), CobrError> {
         if self.status.is_final() {
             return Err(CobrError::Final(self.status.as_str()));
         }
         if let Some(date) = self.under_way(now) {
             return Err(CobrError::UnderWay(date));
+        }
+        if let Some(a) =
+            self.attempts.last().filter(|a| a.outcome.is_none() && now >= cancel_deadline(a.date, by))
+        {
+            return Err(CobrError::CancelClosed(a.date, by));
         }
         if let Some(a) = self.attempts.last_mut().filter(|a| a.outcome.is_none()) {
             a.outcome = Some(Outcome::Cancelled { at: now });
@@ -1012,10 +1050,23 @@ mod tests {
         c.payer_maximum = Some(m("30"));
         // From the first instant of its day the attempt is under way: no longer cancelled.
         assert_eq!(
-            c.clone().cancel(Canceller::Receiver, "too late", at),
+            c.clone().cancel(Canceller::Payer, "too late", at),
             Err(CobrError::UnderWay(d(2026, 12, 14)))
         );
-        let before = at - chrono::Duration::seconds(1);
+        // The payer may until its day begins; the receiver until 22:00 the day before.
+        let second = chrono::Duration::seconds(1);
+        assert!(c.clone().cancel(Canceller::Payer, "just in time", at - second).is_ok());
+        let receivers = at - chrono::Duration::hours(2);
+        assert_eq!(receivers, cancel_deadline(d(2026, 12, 14), Canceller::Receiver));
+        assert_eq!(
+            c.clone().cancel(Canceller::Receiver, "too late", receivers),
+            Err(CobrError::CancelClosed(d(2026, 12, 14), Canceller::Receiver))
+        );
+        assert_eq!(
+            CobrError::CancelClosed(d(2026, 12, 14), Canceller::Receiver).to_string(),
+            "its attempt of 2026-12-14 may be cancelled by the receiver only until 22:00 (São Paulo) of the day before"
+        );
+        let before = receivers - second;
         c.cancel(Canceller::Receiver, "cancelled by the receiver", before).unwrap();
         assert_eq!((c.status, c.deadline(), c.attempt(at)), (CobrStatus::Cancelada, None, None));
         let v = c.to_json();

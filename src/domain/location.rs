@@ -179,6 +179,16 @@ impl RecLocations {
         Some(format!("{}{LOCATION_PATH}/rec/{token}", self.host.as_str()))
     }
 
+    /// The (account, local id) a recurrence's location names (as a QR code's template 80
+    /// carries it, with or without `https://`), when it is one of this host's and its
+    /// token's MAC holds.
+    pub fn opens_location(&self, location: &str) -> Option<(u64, u64)> {
+        let bare = location.strip_prefix("https://").unwrap_or(location);
+        let token =
+            bare.strip_prefix(self.host.as_str())?.strip_prefix(LOCATION_PATH)?.strip_prefix("/rec/")?;
+        self.opens(token)
+    }
+
     /// The (account, local id) a recurrence's token names, if its MAC holds.
     pub fn opens(&self, token: &str) -> Option<(u64, u64)> {
         if token.len() > LOCATION_TOKEN_LEN_MAX {
@@ -264,6 +274,24 @@ mod tests {
         }
         // A cob's token of the same numbers is not a recurrence's.
         assert_eq!(locs.opens(&token_of_cob()), None);
+    }
+
+    #[test]
+    fn a_whole_location_opens_only_under_its_own_host_and_path() {
+        let locs = RecLocations::new(LocationHost::parse("pix.example.com").unwrap(), KEY.to_vec());
+        let loc = locs.location(7, 4242).unwrap();
+        assert_eq!(locs.opens_location(&loc), Some((7, 4242)));
+        assert_eq!(locs.opens_location(&format!("https://{loc}")), Some((7, 4242)));
+        let token = loc.rsplit('/').next().unwrap();
+        for other in [
+            format!("pix.example.org/qr/rec/{token}"),
+            format!("pix.example.com/qr/cob/{token}"),
+            format!("pix.example.com/rec/{token}"),
+            format!("http://{loc}"),
+            format!("{loc}x"),
+        ] {
+            assert_eq!(locs.opens_location(&other), None, "{other}");
+        }
     }
 
     fn token_of_cob() -> String {

@@ -351,6 +351,18 @@ impl Solicitation {
 
     /// The API Pix view of the solicitation, with the recurrence it asks for.
     pub fn to_json(&self, rec: &Recurrence) -> Value {
+        let mut out = self.view(&rec.id);
+        let mut payload = rec.to_json();
+        // The recurrence as asked for, not its list of what was asked.
+        if let Some(o) = payload.as_object_mut() {
+            o.remove("solicitacao");
+        }
+        out["recPayload"] = payload;
+        out
+    }
+
+    /// The solicitation as its recurrence lists it (`solicitacao`): without the recurrence.
+    fn view(&self, id_rec: &str) -> Value {
         let mut destinatario = Map::new();
         destinatario.insert(document_field(&self.recipient.document).into(), json!(self.recipient.document));
         destinatario.insert("conta".into(), json!(self.recipient.account));
@@ -360,12 +372,11 @@ impl Solicitation {
         destinatario.insert("ispbParticipante".into(), json!(self.recipient.ispb));
         json!({
             "idSolicRec": self.id,
-            "idRec": rec.id,
+            "idRec": id_rec,
             "calendario": {"dataExpiracaoSolicitacao": iso(self.expires_at)},
             "destinatario": destinatario,
             "status": self.status.as_str(),
             "atualizacao": self.history.iter().map(|(s, at)| json!({"status": s.as_str(), "data": iso(*at)})).collect::<Vec<_>>(),
-            "recPayload": rec.to_json(),
         })
     }
 }
@@ -724,6 +735,17 @@ impl Recurrence {
         }
     }
 
+    /// Whether the account of this gateway `account` may authorise the recurrence by its QR
+    /// code: unless another account of this gateway is its payer or is asked to be (whose
+    /// recurrence it then does not see). Whether a QR journey is open at all is
+    /// [`Recurrence::approve_by_qr`]'s to say.
+    pub fn check_qr_payer(&self, account: u64) -> Result<(), RecError> {
+        match self.on_us_payer() {
+            Some(p) if p != account => Err(RecError::NotFound),
+            _ => Ok(()),
+        }
+    }
+
     /// The payer's institution answers the solicitation `id`.
     pub fn answer(&mut self, id: &str, answer: Answer, now: DateTime<Utc>) -> Result<(), RecError> {
         if let Answer::Approve { maximum } = answer {
@@ -847,6 +869,29 @@ impl Recurrence {
         Ok(())
     }
 
+    /// The view the account of this gateway `payer` gets as its payer: its `solicitacao`
+    /// lists the solicitations sent to it alone (another payer asked before it is not its
+    /// business).
+    pub fn to_payer_json(&self, payer: u64) -> Value {
+        let mut out = self.to_json();
+        let mine: Vec<Value> = self
+            .solicitations
+            .iter()
+            .filter(|s| s.recipient.on_us == Some(payer))
+            .map(|s| s.view(&self.id))
+            .collect();
+        match out.as_object_mut() {
+            Some(o) if mine.is_empty() => {
+                o.remove("solicitacao");
+            }
+            Some(o) => {
+                o.insert("solicitacao".into(), Value::Array(mine));
+            }
+            None => {}
+        }
+        out
+    }
+
     /// The API Pix view of the recurrence.
     pub fn to_json(&self) -> Value {
         let devedor = json!({
@@ -915,6 +960,9 @@ impl Recurrence {
                 let code = super::brcode::generate_recurrence(&l.location, &self.receiver.name, "SAO PAULO");
                 out["dadosQR"] = json!({"pixCopiaECola": code, "jornada": "JORNADA_2"});
             }
+        }
+        if !self.solicitations.is_empty() {
+            out["solicitacao"] = self.solicitations.iter().map(|s| s.view(&self.id)).collect();
         }
         if let Some(c) = &self.closing {
             out["encerramento"] = match c {
@@ -1026,6 +1074,32 @@ mod tests {
             sv["atualizacao"].as_array().unwrap().iter().map(|u| u["status"].as_str().unwrap()).collect();
         assert_eq!(steps, ["CRIADA", "ENVIADA", "RECEBIDA", "ACEITA"]);
         assert_eq!(r.answer(&sid, Answer::Reject, now), Err(RecError::SolicitationClosed("ACEITA")));
+    }
+
+    #[test]
+    fn the_recurrence_lists_its_solicitations_and_a_payer_of_this_gateway_sees_its_own_alone() {
+        let now = at("2026-11-26T12:00:00Z");
+        let mut r = rec(AmountRule::Fixed(m("30")));
+        assert!(r.to_json().get("solicitacao").is_none(), "none sent");
+        let to =
+            |account: u64| Recipient { on_us: Some(account), account: account.to_string(), ..recipient() };
+        let first = r.solicit(55, to(5), at("2026-11-27T12:00:00Z"), now).unwrap().id.clone();
+        r.withdraw(&first, now).unwrap();
+        let second = r.solicit(56, to(6), at("2026-11-27T12:00:00Z"), now).unwrap().id.clone();
+        let ids = |v: &Value| -> Vec<String> {
+            v["solicitacao"]
+                .as_array()
+                .map_or(vec![], |a| a.iter().map(|s| s["idSolicRec"].as_str().unwrap().to_owned()).collect())
+        };
+        let all = r.to_json();
+        assert_eq!(ids(&all), [first.clone(), second.clone()], "{all}");
+        assert_eq!(all["solicitacao"][0]["status"], "CANCELADA");
+        assert_eq!(all["solicitacao"][1]["destinatario"]["conta"], "6");
+        assert_eq!(ids(&r.to_payer_json(6)), [second]);
+        assert_eq!(ids(&r.to_payer_json(5)), [first]);
+        assert!(r.to_payer_json(7).get("solicitacao").is_none());
+        let asked = r.solicitations[1].to_json(&r);
+        assert!(asked["recPayload"].get("solicitacao").is_none(), "{asked}");
     }
 
     #[test]

@@ -1,7 +1,12 @@
 //! Pix Automático, the payer's side for an account of this gateway (on us): the recurrences
 //! offered to the account as their payer (`GET /api/automatic-pix/recurrences`), its answer
-//! to a request for authorisation, a change of its maximum, its cancellation of one
-//! scheduled payment, and its cancellation of an authorisation.
+//! to a request for authorisation, its authorisation by a QR code (journeys 2 to 4), a
+//! change of its maximum, its cancellation of one scheduled payment, and its cancellation of
+//! an authorisation.
+//!
+//! A QR code leads to its recurrence through the location in its template 80: a location
+//! this gateway made names the receiver's account and the location under the gateway's MAC
+//! (`RecLocations`), so a code names no recurrence it was not made for.
 //!
 //! A recurrence is its receiver's record. The `payrec/` index says which account that is;
 //! a change goes to the receiver's actor with the caller as the payer, and the actor checks
@@ -14,14 +19,17 @@ use serde_json::json;
 
 use super::ask::ask_account;
 use super::auth::Caller;
-use super::error::{ApiError, ExtendedErrorBody};
-use super::rec::{read_answer, read_maximum};
+use super::body::{request_object, Fields};
+use super::error::{ApiError, ExtendedErrorBody, Violation};
+use super::rec::{read_answer, read_maximum, valor};
 use super::rec_schemas as s;
 use super::AppState;
 use crate::account::{ChangeCobr, ChangeRec, RecRef};
 use crate::domain::decide::{CobrChange, RecChange};
 use crate::domain::ids::AccountId;
-use crate::domain::rec::{is_id_shaped, rec_local, Party, PayerSide, Recurrence};
+use crate::domain::money::Money;
+use crate::domain::rec::{is_id_shaped, rec_local, Party, PayerAuthorisation, PayerSide, Recurrence};
+use crate::domain::transaction::gateway_ispb;
 
 /// The most recurrences `GET /api/automatic-pix/recurrences` lists (the newest).
 pub const PAYER_RECS_LIST_MAX: usize = 500;
@@ -55,7 +63,7 @@ async fn change(
     let payer = Some(PayerSide::Account(caller.account_id.get()));
     let msg = ChangeRec { rec: RecRef::Rec(id), change, payer };
     let rec = ask_account(state, caller, receiver, msg).await??;
-    Ok(HttpResponse::Ok().json(rec.to_json()))
+    Ok(HttpResponse::Ok().json(rec.to_payer_json(caller.account_id.get())))
 }
 
 #[utoipa::path(
@@ -70,8 +78,62 @@ pub async fn list(caller: Caller, state: web::Data<AppState>) -> Result<HttpResp
     let recs = state.repo.payer_recs(caller.account_id)?;
     let payer = caller.account_id.get();
     let shown = recs.iter().rev().filter(|r| r.shown_to_payer(payer));
-    let newest: Vec<_> = shown.take(PAYER_RECS_LIST_MAX).map(Recurrence::to_json).collect();
+    let newest: Vec<_> = shown.take(PAYER_RECS_LIST_MAX).map(|r| r.to_payer_json(payer)).collect();
     Ok(HttpResponse::Ok().json(json!({ "recurrences": newest })))
+}
+
+/// Reads `{qrCode, valorMaximo?}` (family A: a member it does not know is ignored).
+fn read_qr_authorisation(req: &HttpRequest, bytes: &Bytes) -> Result<(String, Option<Money>), ApiError> {
+    let obj = request_object(req, bytes)?;
+    let mut f = Fields::new(&obj);
+    let code = f.string("qrCode", true).map(str::to_owned);
+    let maximum = valor(&mut f, "valorMaximo", false);
+    match code {
+        Some(code) if f.violations.is_empty() => Ok((code, maximum)),
+        _ => Err(ApiError::Validation(f.violations)),
+    }
+}
+
+#[utoipa::path(
+    post, operation_id = "authorise_automatic_pix_by_qr", path = "/api/automatic-pix/authorisations", tag = "automatic-pix",
+    request_body(content = s::QrAuthorisation),
+    responses(
+        (status = 200, description = "The recurrence, APROVADA with this account as its payer: JORNADA_2, or JORNADA_3 / JORNADA_4 once this account paid its first charge", body = s::RecView),
+        (status = 400, description = "Not a BR Code, or one that carries no recurrence", body = ExtendedErrorBody),
+        (status = 401, body = ExtendedErrorBody),
+        (status = 404, description = "No recurrence of this gateway at the code's location, or one another payer holds", body = ExtendedErrorBody),
+        (status = 409, description = "Not CRIADA, a request for authorisation awaits its answer, or its first charge is not paid by this account", body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn authorise(
+    caller: Caller,
+    req: HttpRequest,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (code, maximum) = read_qr_authorisation(&req, &bytes)?;
+    let location = crate::domain::brcode::recurrence_location(&code)
+        .map_err(|e| ApiError::Validation(vec![Violation::new("qrCode", e.to_string())]))?;
+    let none =
+        || ApiError::NotFound("no recurrence of this gateway at the location this code carries".into());
+    let locations = state.registry.deps().rec_locations.as_ref().ok_or_else(none)?;
+    let (receiver, loc) = locations.opens_location(&location).ok_or_else(none)?;
+    let receiver = AccountId::new(receiver).ok_or_else(none)?;
+    let id = state.repo.locrec(receiver, loc)?.and_then(|l| l.id_rec).ok_or_else(none)?;
+    let document = state
+        .repo
+        .account(caller.account_id)?
+        .map(|r| r.profile.document.to_string())
+        .ok_or_else(|| ApiError::internal("the caller's account is not stored"))?;
+    // The account that speaks is the payer (the receiver's actor sets it so).
+    let payer = PayerAuthorisation {
+        document,
+        ispb: gateway_ispb().to_owned(),
+        maximum,
+        on_us: Some(caller.account_id.get()),
+    };
+    change(&state, &caller, receiver, id, RecChange::ApproveByQr { payer, first_paid: false }).await
 }
 
 #[utoipa::path(

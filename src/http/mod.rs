@@ -215,6 +215,7 @@ fn table() -> RouteTable {
     t.add(a, Method::GET, "/api/transactions", transactions::list_transactions);
     t.add(a, Method::GET, "/api/med", med::list);
     t.add(a, Method::GET, "/api/automatic-pix/recurrences", automatic::list);
+    t.add(a, Method::POST, "/api/automatic-pix/authorisations", automatic::authorise);
     t.add(a, Method::POST, "/api/automatic-pix/recurrences/{idRec}/answer", automatic::answer);
     t.add(a, Method::POST, "/api/automatic-pix/recurrences/{idRec}/cancel", automatic::cancel);
     t.add(a, Method::POST, "/api/automatic-pix/recurrences/{idRec}/maximum", automatic::maximum);

@@ -217,6 +217,10 @@ const SUMMARIES: &[(&str, &str)] = &[
     ("POST /sandbox/rec/{idRec}/maximum", "Sandbox: the payer changes its maximum"),
     ("GET /api/automatic-pix/recurrences", "Pix Automático: the recurrences this account is asked to pay"),
     (
+        "POST /api/automatic-pix/authorisations",
+        "Pix Automático: the payer authorises a recurrence by its QR code",
+    ),
+    (
         "POST /api/automatic-pix/recurrences/{idRec}/answer",
         "Pix Automático: the payer approves or rejects a recurrence",
     ),
@@ -386,6 +390,7 @@ fn default_description(status: &str) -> &'static str {
         rec::sandbox_maximum,
         rec::sandbox_approve,
         automatic::list,
+        automatic::authorise,
         automatic::answer,
         automatic::cancel,
         automatic::maximum,

@@ -265,6 +265,18 @@ pub struct PayerMaximum {
     valor_maximo: Option<String>,
 }
 
+/// `POST /api/automatic-pix/authorisations`: a recurrence's QR code, read by its payer.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QrAuthorisation {
+    /// The code's text (copy and paste): journey 2's, or journey 3's or 4's composite code
+    /// once its charge is paid.
+    qr_code: String,
+    /// For a recurrence without valorRec: the most a charge may be.
+    #[schema(schema_with = amount_text)]
+    valor_maximo: Option<String>,
+}
+
 /// `POST /sandbox/solicrec/{idSolicRec}/answer`: the payer's institution's answer.
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]

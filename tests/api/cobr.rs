@@ -281,8 +281,23 @@ async fn a_cancelled_charge_or_recurrence_is_never_settled() {
     let (s, b) = post(&app, "/cobr", &token, cobr_body(&other, due)).await;
     assert_eq!(s, 409, "no charge for a cancelled recurrence: {b}");
 
+    // From 22:00 of the day before, the receiver may no longer cancel; the payer may until
+    // the day begins, and its cancellation of the recurrence takes the charge with it.
+    let late = approved(&app, &token, "NAO_PERMITE").await;
+    let last = "cancelledtoolate0000000000001";
+    charge(&app, &token, last, cobr_body(&late, due), "PAY").await;
+    let moved = seconds_to(due, 0) - 2 * 3600;
+    app.advance(moved).await;
+    let token = app.demo_token().await;
+    let (s, b) = patch(&app, &format!("/cobr/{last}"), &token, json!({"status": "CANCELADA"})).await;
+    assert_eq!(s, 409, "{b}");
+    assert!(b["message"].to_string().contains("22:00"), "{b}");
+    let (s, r) = post(&app, &format!("/sandbox/rec/{late}/cancel"), &token, json!({})).await;
+    assert_eq!((s, r["status"].as_str()), (200, Some("CANCELADA")), "{r}");
+    assert_eq!(cobr(&app, last).await["status"], "CANCELADA", "the payer's deadline had not passed");
+
     let before = net(&app).await;
-    app.advance(seconds_to(due + Duration::days(1), 0)).await;
+    app.advance(seconds_to(due + Duration::days(1), moved)).await;
     assert_eq!(net(&app).await, before, "nothing settled");
     let token = app.demo_token().await;
     assert_eq!(cobr(&app, mine).await["status"], "CANCELADA");
@@ -323,6 +338,59 @@ async fn a_kill_9_before_and_after_the_settlement_day_pays_the_cycle_once() {
     app.advance(3600).await;
     let c = cobr(&app, txid).await;
     assert_eq!((c["status"].as_str(), attempts(&c).len()), (Some("CONCLUIDA"), 1));
+    assert_eq!(net(&app).await, plus(before, "30"), "paid once");
+}
+
+/// The gateway's own sending (`automacao.diasAntesEnvio`) through kill -9s: killed before the
+/// sending day, the start resumes the recurrence's timer and the charge goes out on its day;
+/// killed after, the start does not send it again; it is paid once on its due date.
+#[actix_rt::test]
+async fn a_kill_9_around_the_gateways_own_sending_sends_and_pays_the_cycle_once() {
+    let mut app = spawn_with(Options::default()).await;
+    let token = app.demo_token().await;
+    let mut body = rec_body(json!({"valorRec": "30.00"}));
+    body["automacao"] = json!({"diasAntesEnvio": 3});
+    let (s, r) = post(&app, "/rec", &token, body).await;
+    assert_eq!(s, 201, "{r}");
+    let id = r["idRec"].as_str().unwrap().to_owned();
+    let (s, sol) = post(&app, "/solicrec", &token, solic_body(&id, &in_hours(24))).await;
+    assert_eq!(s, 201, "{sol}");
+    let path = format!("/sandbox/solicrec/{}/answer", sol["idSolicRec"].as_str().unwrap());
+    assert_eq!(post(&app, &path, &token, json!({"decision": "APPROVE"})).await.0, 200);
+    let first =
+        NaiveDate::parse_from_str(r["calendario"]["dataInicial"].as_str().unwrap(), "%Y-%m-%d").unwrap();
+    let second = first.checked_add_months(chrono::Months::new(1)).unwrap();
+    let txid = pixgw::domain::decide::auto_txid(pixgw::domain::rec::rec_local(&id).unwrap(), 1);
+    let before = net(&app).await;
+    let kill = |app: &mut TestApp| {
+        let mut child = app.take_child().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        app.start_again(&Options::default());
+    };
+    kill(&mut app);
+    let moved = seconds_to(second - Duration::days(3), 0);
+    app.advance(moved).await;
+    let c = cobr(&app, &txid).await;
+    assert_eq!(c["status"], "ATIVA", "sent on its day after the restart: {c}");
+    kill(&mut app);
+    app.advance(3600).await;
+    let token = app.demo_token().await;
+    // The charges created around the (moved) clock.
+    let then = Utc::now() + Duration::seconds(moved);
+    let window = format!(
+        "inicio={}&fim={}",
+        (then - Duration::days(1)).format("%Y-%m-%dT%H:%M:%SZ"),
+        (then + Duration::days(1)).format("%Y-%m-%dT%H:%M:%SZ")
+    );
+    let (s, list) = app.get_with(&format!("/cobr?{window}&idRec={id}"), &token).await;
+    assert_eq!(s, 200, "{list}");
+    assert_eq!(list["cobsr"].as_array().map(Vec::len), Some(1), "sent once: {list}");
+    // Its attempt is on the first business day from the due date (ajusteDiaUtil).
+    let day = c["tentativas"][0]["dataLiquidacao"].as_str().unwrap();
+    let day = NaiveDate::parse_from_str(day, "%Y-%m-%d").unwrap();
+    app.advance(seconds_to(day, moved + 3600)).await;
+    assert_eq!(cobr(&app, &txid).await["status"], "CONCLUIDA");
     assert_eq!(net(&app).await, plus(before, "30"), "paid once");
 }
 

@@ -447,3 +447,107 @@ async fn the_payer_of_this_gateway_hears_of_the_solicitation_and_of_its_charges(
     );
     assert!(hooks.drain().is_empty(), "nothing else yet");
 }
+
+/// Journeys 2 and 3 on us: an account of this gateway authorises a recurrence with its QR
+/// code. Journey 2's code authorises at once; journey 3's composite code pays its first cob
+/// as any code would, and authorises only once this account paid it. A text that is no
+/// code, a code with no recurrence, a location this gateway never made, and a recurrence
+/// another payer holds are refused; the payer finds the recurrence among its own.
+#[actix_rt::test]
+async fn a_payer_of_this_gateway_authorises_by_the_recurrences_qr_code() {
+    let app = spawn_with(settle_fast()).await;
+    let token = app.demo_token().await;
+    let payer = Payer::new(&app).await;
+    let payer_token = payer.token(&app).await;
+    let stranger = Payer::new(&app).await;
+    let stranger_token = stranger.token(&app).await;
+    let path = "/api/automatic-pix/authorisations";
+
+    // Journey 2: the location's code.
+    let (s, loc) = post(&app, "/locrec", &token, json!({})).await;
+    assert_eq!(s, 201, "{loc}");
+    let mut body = rec_body(json!({"valorRec": "30.00"}));
+    body["loc"] = loc["id"].clone();
+    let (s, r) = post(&app, "/rec", &token, body).await;
+    assert_eq!(s, 201, "{r}");
+    let two = r["idRec"].as_str().unwrap().to_owned();
+    let code = r["dadosQR"]["pixCopiaECola"].as_str().unwrap().to_owned();
+
+    let (s, b) = post(&app, path, &payer_token, json!({})).await;
+    assert_eq!(s, 400, "{b}");
+    let (s, b) = post(&app, path, &payer_token, json!({"qrCode": "not a code"})).await;
+    assert_eq!(s, 400, "{b}");
+    let charge = json!({"transaction": {"value": 5, "description": "bread", "externalId": "c-1"},
+        "payer": {"fullName": "Bia Payer", "document": "52998224725"}});
+    let (s, cob) = app.post_raw("/api/pix/cash-in", &token, &charge.to_string(), &[]).await;
+    assert_eq!(s, 201, "{cob}");
+    let (s, b) = post(&app, path, &payer_token, json!({"qrCode": cob["pixCode"]})).await;
+    assert_eq!(s, 400, "a charge's code alone carries no recurrence: {b}");
+    assert!(b.to_string().contains("template 80"), "{b}");
+    let forged_location = loc["location"].as_str().unwrap().replace("/rec/", "/rec/A");
+    let forged = pixgw::domain::brcode::generate_recurrence(&forged_location, "Demo", "SAO PAULO");
+    let (s, b) = post(&app, path, &payer_token, json!({"qrCode": forged})).await;
+    assert_eq!(s, 404, "a location this gateway did not make: {b}");
+
+    let (s, rec) = post(&app, path, &payer_token, json!({"qrCode": code})).await;
+    assert_eq!(s, 200, "{rec}");
+    assert_eq!(
+        (rec["status"].as_str(), rec["ativacao"]["tipoJornada"].as_str()),
+        (Some("APROVADA"), Some("JORNADA_2"))
+    );
+    assert_eq!(
+        (rec["pagador"]["cpf"].as_str(), rec["pagador"]["ispbParticipante"].as_str()),
+        (Some("52998224725"), Some("99999999")),
+        "this account is the payer: {rec}"
+    );
+    let (_, mine) = app.get_with("/api/automatic-pix/recurrences", &payer_token).await;
+    assert_eq!(mine["recurrences"][0]["idRec"], two.as_str(), "{mine}");
+    let (s, b) = post(&app, path, &stranger_token, json!({"qrCode": code})).await;
+    assert_eq!(s, 404, "another payer holds it: {b}");
+    let (s, b) = post(&app, path, &payer_token, json!({"qrCode": code})).await;
+    assert_eq!(s, 409, "authorised once: {b}");
+
+    // Journey 3: the composite code of a first cob and the recurrence's location.
+    let txid = "onusfirstcobofarecurrence0001";
+    let cob = json!({"calendario": {"expiracao": 3600}, "valor": {"original": "30.00"}});
+    put_cob(&app, &token, txid, cob).await;
+    let (_, loc) = post(&app, "/locrec", &token, json!({})).await;
+    let mut body = rec_body(json!({"valorRec": "30.00"}));
+    body["loc"] = loc["id"].clone();
+    body["ativacao"] = json!({"dadosJornada": {"txid": txid}});
+    let (s, r) = post(&app, "/rec", &token, body).await;
+    assert_eq!(s, 201, "{r}");
+    let three = r["idRec"].as_str().unwrap().to_owned();
+    let (s, r) = app.get_with(&format!("/rec/{three}?txid={txid}"), &token).await;
+    assert_eq!(s, 200, "{r}");
+    let composite = r["dadosQR"]["pixCopiaECola"].as_str().unwrap().to_owned();
+    let (s, b) = post(&app, path, &payer_token, json!({"qrCode": composite})).await;
+    assert_eq!(s, 409, "not before its first cob is paid: {b}");
+    app.fund(&payer_token, "30").await;
+    let pay = json!({"value": 30, "qrCode": composite, "externalId": "pay-first-cob"});
+    let (s, paid) = app.post_raw("/api/pix/cash-out-qrcode", &payer_token, &pay.to_string(), &[]).await;
+    assert_eq!(s, 201, "{paid}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (_, c) = app.get_with(&format!("/cob/{txid}"), &token).await;
+        if c["status"] == "CONCLUIDA" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the first cob was not paid: {c}");
+        actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let (s, b) = post(&app, path, &stranger_token, json!({"qrCode": composite})).await;
+    assert_eq!(s, 409, "the first cob authorises only the account that paid it: {b}");
+    let (s, rec) = post(&app, path, &payer_token, json!({"qrCode": composite})).await;
+    assert_eq!(s, 200, "{rec}");
+    assert_eq!(
+        (rec["status"].as_str(), rec["ativacao"]["tipoJornada"].as_str()),
+        (Some("APROVADA"), Some("JORNADA_3"))
+    );
+}
+
+async fn put_cob(app: &TestApp, token: &str, txid: &str, body: Value) {
+    let req = awc::Client::new().put(app.url(&format!("/cob/{txid}"))).bearer_auth(token);
+    let (s, c) = crate::helpers::send(req, Some(body)).await;
+    assert_eq!(s, 201, "{c}");
+}

@@ -40,7 +40,7 @@ pub use pay::{pay, pix_in, settle, DictRequest, PayDecision, PayRequest, PixInRe
 pub use recurrences::{
     attempt_cobr, auto_send, auto_txid, change_cobr, change_rec, create_cobr, create_locrec, create_rec,
     expire_rec, fail_on_us as fail_cobr_on_us, settle_on_us as settle_cobr_on_us, unlink_locrec, CobrChange,
-    CobrPayer, CobrRequest, RecChange, RecRequest,
+    CobrPayer, CobrRequest, RecChange, RecRequest, LOCATION_HOST,
 };
 pub use refunds::{refund, take_back, RefundDecision, RefundRequest};
 

@@ -90,11 +90,18 @@ fn for_payer(e: &OutboxEvent, payer: Option<u64>) -> Option<OutboxEvent> {
     payer.filter(|p| *p != e.account_id).map(|account_id| OutboxEvent { account_id, ..e.clone() })
 }
 
-/// A recurrence's event, and the on-us payer's copy of it.
+/// A recurrence's event, and the on-us payer's copy of it (in the payer's view).
 fn rec_events(rec: &Recurrence) -> impl Iterator<Item = OutboxEvent> {
     let e = rec_event(rec);
-    let copy = for_payer(&e, rec.on_us_payer());
+    let copy = payer_rec_event(rec, &e);
     std::iter::once(e).chain(copy)
+}
+
+/// The on-us payer's copy of a recurrence's event `e`, carrying the payer's view.
+fn payer_rec_event(rec: &Recurrence, e: &OutboxEvent) -> Option<OutboxEvent> {
+    let mut copy = for_payer(e, rec.on_us_payer())?;
+    copy.body = EventBody::Json(serde_json::json!({ "recs": [rec.to_payer_json(copy.account_id)] }));
+    Some(copy)
 }
 
 /// A recurring charge's event, and the on-us payer's copy of it.
@@ -218,6 +225,11 @@ pub fn change_rec(
             | RecChange::Maximum(_)
     );
     match (payers, payer) {
+        // A QR code is open to whoever holds it: an account of this gateway may authorise
+        // with it a recurrence no other payer holds (journeys 2 to 4 on us).
+        (true, Some(PayerSide::Account(a))) if matches!(change, RecChange::ApproveByQr { .. }) => {
+            rec.check_qr_payer(a).map_err(Refusal::Rec)?
+        }
         (true, side) => rec.check_payer_side(side.unwrap_or(PayerSide::Sandbox)).map_err(Refusal::Rec)?,
         // A payer's account asks only for the payer's changes.
         (false, Some(_)) => return Err(Refusal::Rec(RecError::NotFound)),
@@ -238,7 +250,14 @@ pub fn change_rec(
         RecChange::Answer { solicitation, answer } => rec.answer(&solicitation, answer, now),
         RecChange::Withdraw { solicitation } => rec.withdraw(&solicitation, now),
         RecChange::Cancel(by) => rec.cancel(by, now),
-        RecChange::ApproveByQr { payer, first_paid } => rec.approve_by_qr(payer, first_paid, now),
+        RecChange::ApproveByQr { payer: mut who, first_paid } => {
+            // The payer on us is the account that speaks, whatever the request said.
+            who.on_us = match payer {
+                Some(PayerSide::Account(a)) => Some(a),
+                _ => None,
+            };
+            rec.approve_by_qr(who, first_paid, now)
+        }
         RecChange::Maximum(maximum) => rec.change_maximum(maximum, now).map(|()| {
             for mut c in open.iter().filter(|c| c.rec_local == rec.local_id && !c.status.is_final()).cloned()
             {
@@ -260,7 +279,7 @@ pub fn change_rec(
     let moved = rec.status != before;
     // A solicitation leaves the status CRIADA: the receiver hears nothing new, but a payer of
     // this gateway is asked something.
-    let asked = (solicited && !moved).then(|| for_payer(&rec_event(&rec), rec.on_us_payer())).flatten();
+    let asked = (solicited && !moved).then(|| payer_rec_event(&rec, &rec_event(&rec))).flatten();
     let mut plan = written(rec, moved);
     plan.events.extend(asked);
     plan.records.extend(side_records);
@@ -469,6 +488,10 @@ pub fn change_cobr(
         {
             Err(CobrError::NotFound)
         }
+        // The payer cancels a payment on its due date; a retry is the receiver's.
+        CobrChange::CancelByPayer { .. } if cobr.attempts.last().is_some_and(|a| a.retry) => {
+            Err(CobrError::RetryNotPayers)
+        }
         CobrChange::CancelByPayer { .. } => {
             cobr.cancel(Canceller::Payer, "this payment was cancelled by the payer", now)
         }
@@ -577,7 +600,7 @@ mod tests {
 
     use super::super::testing::*;
     use super::*;
-    use crate::domain::rec::{Debtor, RecStatus};
+    use crate::domain::rec::{Debtor, Journey, RecStatus};
     use crate::domain::recurrence::Periodicity;
 
     fn request(start: NaiveDate) -> RecRequest {
@@ -673,6 +696,51 @@ mod tests {
         .unwrap();
         assert_eq!(approved.events.len(), 1);
         assert_eq!(approved.events[0].payload()["recs"][0]["status"], "APROVADA");
+    }
+
+    #[test]
+    fn an_account_of_this_gateway_authorises_by_a_qr_code_for_itself_and_only_where_no_other_payer_is() {
+        let f = Fixture::with_balance("0");
+        let now: DateTime<Utc> = "2026-11-26T12:00:00Z".parse().unwrap();
+        let mut req = request(local_day(now));
+        req.loc = Some(LocRec {
+            account_id: 1,
+            local_id: 3,
+            location: "qr.example/qr/rec/x".into(),
+            created_at: now,
+            id_rec: None,
+        });
+        let rec = create_rec(&f.account(), req, now, &mut ids(&[9])).unwrap().reply;
+        // The request names no account (or another): the account that speaks is the payer.
+        let payer = PayerAuthorisation {
+            document: "52998224725".into(),
+            ispb: "99999999".into(),
+            maximum: None,
+            on_us: Some(77),
+        };
+        let qr = |rec: &Recurrence, side: PayerSide| {
+            let change = RecChange::ApproveByQr { payer: payer.clone(), first_paid: false };
+            change_rec(rec.clone(), change, Some(side), vec![], now, &mut ids(&[])).map(|p| p.reply)
+        };
+        let by_five = qr(&rec, PayerSide::Account(5)).unwrap();
+        assert_eq!(
+            (by_five.status, by_five.journey, by_five.on_us_payer()),
+            (RecStatus::Aprovada, Some(Journey::Two), Some(5))
+        );
+        assert_eq!(qr(&rec, PayerSide::Sandbox).unwrap().on_us_payer(), None, "the sandbox's payer");
+        // Once account 5 holds it, another account does not see it; account 5 is told why.
+        assert_eq!(qr(&by_five, PayerSide::Account(6)), Err(Refusal::Rec(RecError::NotFound)));
+        assert_eq!(
+            qr(&by_five, PayerSide::Account(5)),
+            Err(Refusal::Rec(RecError::NotAwaitingAuthorisation("APROVADA")))
+        );
+        // Asked of account 5 by a solicitation, the recurrence is not another account's to take.
+        let mut asked = recipient();
+        asked.on_us = Some(5);
+        let solicit = RecChange::Solicit { recipient: asked, expires_at: now + chrono::Duration::hours(1) };
+        let sent = change_rec(rec, solicit, None, vec![], now, &mut ids(&[10])).unwrap().reply;
+        assert_eq!(qr(&sent, PayerSide::Account(6)), Err(Refusal::Rec(RecError::NotFound)));
+        assert_eq!(qr(&sent, PayerSide::Account(5)), Err(Refusal::Rec(RecError::SolicitationAwaiting)));
     }
 
     /// An approved monthly recurrence of 30.00 from `start`, made at `now`.
@@ -793,7 +861,7 @@ mod tests {
     }
 
     #[test]
-    fn only_its_payer_cancels_one_payment_and_only_before_its_day() {
+    fn only_its_payer_cancels_one_payment_on_its_due_date_and_only_before_its_day() {
         let f = Fixture::with_balance("0");
         let now: DateTime<Utc> = "2026-11-26T12:00:00Z".parse().unwrap();
         let start = NaiveDate::from_ymd_opt(2026, 12, 1).unwrap();
@@ -814,6 +882,13 @@ mod tests {
             change_cobr(cobr.clone(), by(7, &rec.id), RecStatus::Aprovada, due).map(|p| p.reply.status),
             Err(Refusal::Cobr(CobrError::UnderWay(start))),
             "from 00:00 of its day"
+        );
+        // A retry the receiver asked for is not the payer's to cancel, however early.
+        let mut retried = cobr.clone();
+        retried.attempts.last_mut().unwrap().retry = true;
+        assert_eq!(
+            change_cobr(retried, by(7, &rec.id), RecStatus::Aprovada, now).map(|p| p.reply.status),
+            Err(Refusal::Cobr(CobrError::RetryNotPayers))
         );
         let cancelled =
             change_cobr(cobr, by(7, &rec.id), RecStatus::Aprovada, due - chrono::Duration::seconds(1))

@@ -439,7 +439,9 @@ fn cobr_parts(r: &CobrError, family: Family) -> ErrorParts {
         | CobrError::CycleCharged(_)
         | CobrError::Final(_)
         | CobrError::NothingToRetry
-        | CobrError::UnderWay(_) => status(StatusCode::CONFLICT, "CONFLICT"),
+        | CobrError::UnderWay(_)
+        | CobrError::CancelClosed(..)
+        | CobrError::RetryNotPayers => status(StatusCode::CONFLICT, "CONFLICT"),
         CobrError::Rule(rule) => match rule {
             R::BeforeFirstCycle | R::AfterLastDate | R::OutsideSendWindow(_) => {
                 field("calendario.dataDeVencimento")
