@@ -657,14 +657,19 @@ async fn an_answered_solicitation_does_not_expire_and_an_unanswered_one_expires_
     assert!(matches!(refused(late), Refusal::Rec(crate::domain::rec::RecError::NotAwaitingAuthorisation(_))));
 }
 
-#[actix_rt::test]
-async fn a_recurring_charge_due_while_the_disk_is_full_settles_once_room_returns() {
-    use crate::domain::cobr::{CobrStatus, SettleScenario};
+/// A recurring charge of 30.00, due in three days, of a monthly recurrence (30.00 fixed,
+/// under `retry` and `auto_retry`) the sandbox's payer authorised: its first write, and its
+/// due date.
+async fn charge_of_an_approved_rec(
+    f: &Fixture,
+    addr: &Addr<AccountActor>,
+    retry: crate::domain::recurrence::RetryPolicy,
+    auto_retry: crate::domain::recurrence::AutoRetry,
+    scenario: crate::domain::cobr::SettleScenario,
+) -> (crate::domain::cobr::Cobr, chrono::NaiveDate) {
     use crate::domain::decide::{CobrRequest, RecChange};
     use crate::domain::rec::{Debtor, Link, Recipient};
-    use crate::domain::recurrence::{AmountRule, Periodicity, RetryPolicy, Schedule};
-    let f = fixture("0.00");
-    let addr = f.actor();
+    use crate::domain::recurrence::{AmountRule, Periodicity, Schedule};
     let today = crate::domain::listing::local_day(f.clock.now());
     let rec = CreateRec {
         link: Link {
@@ -675,9 +680,9 @@ async fn a_recurring_charge_due_while_the_disk_is_full_settles_once_room_returns
         schedule: Schedule::new(today, Periodicity::Monthly, None).unwrap(),
         amount: AmountRule::Fixed(m("30")),
         agreement: None,
-        auto_retry: Default::default(),
+        auto_retry,
         auto_send_days: None,
-        retry: RetryPolicy::NotAllowed,
+        retry,
         loc: None,
         first_txid: None,
     };
@@ -695,8 +700,7 @@ async fn a_recurring_charge_due_while_the_disk_is_full_settles_once_room_returns
         .await
         .unwrap()
         .unwrap();
-    let sid = rec.solicitations[0].id.clone();
-    addr.send(sandbox_approval(sid)).await.unwrap().unwrap();
+    addr.send(sandbox_approval(rec.solicitations[0].id.clone())).await.unwrap().unwrap();
     let due = today + chrono::Duration::days(3);
     let request = CobrRequest {
         txid: "t".repeat(26),
@@ -704,11 +708,27 @@ async fn a_recurring_charge_due_while_the_disk_is_full_settles_once_room_returns
         adjust: false,
         value: m("30"),
         info: None,
-        scenario: SettleScenario::Pay,
+        scenario,
         receiver_account: None,
         debtor_details: None,
     };
-    let cobr = addr.send(CreateCobr { id_rec: rec.id.clone(), request }).await.unwrap().unwrap();
+    (addr.send(CreateCobr { id_rec: rec.id.clone(), request }).await.unwrap().unwrap(), due)
+}
+
+#[actix_rt::test]
+async fn a_recurring_charge_due_while_the_disk_is_full_settles_once_room_returns() {
+    use crate::domain::cobr::{CobrStatus, SettleScenario};
+    use crate::domain::recurrence::RetryPolicy;
+    let f = fixture("0.00");
+    let addr = f.actor();
+    let (cobr, due) = charge_of_an_approved_rec(
+        &f,
+        &addr,
+        RetryPolicy::NotAllowed,
+        Default::default(),
+        SettleScenario::Pay,
+    )
+    .await;
     let status = || f.repo.cobr(f.account, cobr.local_id).unwrap().unwrap().status;
 
     let journal = f.commit.journal().unwrap();
@@ -833,54 +853,13 @@ async fn an_arrival_is_accepted_once_credited_once_and_a_rejected_one_credits_no
 #[actix_rt::test]
 async fn one_tick_carries_a_recurring_charge_through_every_step_that_has_come() {
     use crate::domain::cobr::{CobrStatus, SettleScenario};
-    use crate::domain::decide::{CobrRequest, RecChange};
-    use crate::domain::rec::{Debtor, Link, Recipient};
-    use crate::domain::recurrence::{AmountRule, AutoRetry, Periodicity, RetryPolicy, Schedule};
+    use crate::domain::recurrence::{AutoRetry, RetryPolicy};
     let f = fixture("0.00");
     let addr = f.actor();
-    let today = crate::domain::listing::local_day(f.clock.now());
-    let rec = CreateRec {
-        link: Link {
-            object: None,
-            contract: "c".into(),
-            debtor: Debtor { name: "Ana".into(), document: "52998224725".into() },
-        },
-        schedule: Schedule::new(today, Periodicity::Monthly, None).unwrap(),
-        amount: AmountRule::Fixed(m("30")),
-        agreement: None,
-        auto_retry: AutoRetry::parse(&[1], RetryPolicy::ThreeWithinSevenDays).unwrap(),
-        auto_send_days: None,
-        retry: RetryPolicy::ThreeWithinSevenDays,
-        loc: None,
-        first_txid: None,
-    };
-    let rec = addr.send(rec).await.unwrap().unwrap();
-    let recipient = Recipient {
-        document: "11144477735".into(),
-        account: "1".into(),
-        branch: None,
-        ispb: "00000000".into(),
-        on_us: None,
-    };
-    let solicit = RecChange::Solicit { recipient, expires_at: f.clock.now() + chrono::Duration::hours(1) };
-    let rec = addr
-        .send(ChangeRec { rec: RecRef::Rec(rec.id), change: solicit, payer: None })
-        .await
-        .unwrap()
-        .unwrap();
-    addr.send(sandbox_approval(rec.solicitations[0].id.clone())).await.unwrap().unwrap();
-    let due = today + chrono::Duration::days(3);
-    let request = CobrRequest {
-        txid: "u".repeat(26),
-        due,
-        adjust: false,
-        value: m("30"),
-        info: None,
-        scenario: SettleScenario::NoFunds { failures: 2 },
-        receiver_account: None,
-        debtor_details: None,
-    };
-    let cobr = addr.send(CreateCobr { id_rec: rec.id.clone(), request }).await.unwrap().unwrap();
+    let retry = RetryPolicy::ThreeWithinSevenDays;
+    let auto = AutoRetry::parse(&[1], retry).unwrap();
+    let (cobr, due) =
+        charge_of_an_approved_rec(&f, &addr, retry, auto, SettleScenario::NoFunds { failures: 2 }).await;
     let evening = crate::domain::cobv::start_of_day(due)
         + chrono::Duration::hours(crate::domain::cobr::EVENING_ATTEMPT_HOUR)
         + chrono::Duration::seconds(5);

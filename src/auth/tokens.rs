@@ -1,8 +1,9 @@
 //! Access tokens: HS256 JWTs signed with a key made on first start (decisions.md "Tokens").
 //!
 //! Claims: `sub` (account id), `client_id`, `iat`, `exp` = iat + [`TOKEN_TTL_SECONDS`],
-//! `jti`, and `cnf.x5t#S256` (RFC 8705) binding the token to the certificate it was issued
-//! against. Expiry is checked here against the server clock given by the caller, never
+//! `jti`, `cnf.x5t#S256` (RFC 8705) binding the token to the certificate it was issued
+//! against, and `scope` when the token was asked for with one (absent: every scope of the
+//! API Pix, `domain::scope`). Expiry is checked here against the server clock given by the caller, never
 //! the system clock, with no leeway: a token is valid while `now < exp`.
 
 use base64::Engine;
@@ -13,6 +14,7 @@ use uuid::Uuid;
 
 use crate::domain::certificate::Fingerprint;
 use crate::domain::ids::{AccountId, ClientId};
+use crate::domain::scope::Scopes;
 
 pub const TOKEN_TTL_SECONDS: i64 = 1800;
 /// Bytes of a bearer token the server reads at most; longer ones are refused unparsed.
@@ -32,6 +34,8 @@ pub struct Claims {
     pub exp: i64,
     pub jti: String,
     pub cnf: Confirmation,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 /// Who a verified token speaks for.
@@ -41,6 +45,8 @@ pub struct TokenSubject {
     pub client_id: ClientId,
     pub fingerprint: Fingerprint,
     pub issued_at: i64,
+    /// The API Pix's scopes it carries.
+    pub scopes: Scopes,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -116,6 +122,19 @@ impl TokenKeys {
         now: DateTime<Utc>,
         jti: Uuid,
     ) -> Result<String, jsonwebtoken::errors::Error> {
+        self.issue_scoped(account, client, fingerprint, now, jti, None)
+    }
+
+    /// A token carrying `scopes` alone (`None`: every scope, and no `scope` claim).
+    pub fn issue_scoped(
+        &self,
+        account: AccountId,
+        client: ClientId,
+        fingerprint: &Fingerprint,
+        now: DateTime<Utc>,
+        jti: Uuid,
+        scopes: Option<Scopes>,
+    ) -> Result<String, jsonwebtoken::errors::Error> {
         let iat = now.timestamp();
         let claims = Claims {
             sub: account.to_string(),
@@ -126,6 +145,7 @@ impl TokenKeys {
             cnf: Confirmation {
                 x5t_s256: base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(fingerprint.to_bytes()),
             },
+            scope: scopes.map(Scopes::to_text),
         };
         let keys = self.keys.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &keys.encoding)
@@ -175,11 +195,16 @@ impl TokenKeys {
             .ok()
             .and_then(|b| b.try_into().ok())
             .ok_or(TokenError::Invalid)?;
+        let scopes = match c.scope.as_deref() {
+            None => Scopes::ALL,
+            Some(text) => Scopes::parse(text).map_err(|_| TokenError::Invalid)?,
+        };
         let subject = TokenSubject {
             account_id,
             client_id,
             fingerprint: Fingerprint::from_digest(&fp_bytes),
             issued_at: c.iat,
+            scopes,
         };
         Ok((subject, c.exp))
     }
@@ -232,6 +257,18 @@ mod tests {
         let forged = format!("{}{other}{}", &t[..at], &t[at + 1..]);
         assert_eq!(keys.verify(&forged, now), Err(TokenError::Invalid));
         assert_eq!(keys.verified.read().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_token_carries_the_scopes_it_was_asked_for_or_all_of_them() {
+        let (keys, now, id, client, fp) = setup();
+        let all = keys.issue(id, client, &fp, now, Uuid::new_v4()).unwrap();
+        assert_eq!(keys.verify(&all, now).unwrap().scopes, Scopes::ALL);
+        let some = Scopes::parse("cob.read rec.write").unwrap();
+        let t = keys.issue_scoped(id, client, &fp, now, Uuid::new_v4(), Some(some)).unwrap();
+        let s = keys.verify(&t, now).unwrap();
+        assert_eq!(s.scopes, some);
+        assert!(s.scopes.allows("rec.write") && !s.scopes.allows("cob.write"));
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod reconcile;
 pub mod recurrence;
 pub mod refunds;
 pub mod scenario;
+pub mod scope;
 pub mod splits;
 pub mod throttle;
 pub mod transaction;

@@ -58,6 +58,13 @@ pub(super) fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
         return Err(revoked);
     }
     check_binding(req, &subject.fingerprint, state.require_client_cert)?;
+    // A route of the API Pix requires its scope (domain::scope); a token asked for without
+    // `scope` carries them all.
+    if let Some(needed) = crate::domain::scope::required(req.method().as_str(), req.path()) {
+        if !subject.scopes.allows(needed) {
+            return Err(ApiError::Forbidden(crate::domain::scope::lacking(needed)));
+        }
+    }
     match state.repo.certificate(&subject.fingerprint)? {
         Some(c) if c.account_id == subject.account_id && !c.is_revoked() => {}
         _ => return Err(revoked),

@@ -104,6 +104,20 @@ impl Modify for CommonResponses {
                 if secured {
                     add("401", "The token is missing, invalid, expired or revoked, or not bound to the certificate presented");
                 }
+                // A route of the API Pix requires its scope (domain::scope), as the
+                // specification's security says.
+                let name = match method {
+                    HttpMethod::Get => "GET",
+                    HttpMethod::Post => "POST",
+                    HttpMethod::Put => "PUT",
+                    HttpMethod::Patch => "PATCH",
+                    _ => "DELETE",
+                };
+                if let Some(scope) = crate::domain::scope::required(name, path).filter(|_| secured) {
+                    add("403", &format!("The token's scope lacks {scope}"));
+                    op.security =
+                        Some(vec![utoipa::openapi::security::SecurityRequirement::new("bearer", [scope])]);
+                }
                 if op.request_body.is_some() {
                     add("400", "The body is not a JSON object, or a member breaks a rule: each one is named");
                     add("408", "The body did not arrive within the body deadline; the connection is closed");

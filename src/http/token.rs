@@ -25,6 +25,7 @@ use crate::auth::secrets;
 use crate::auth::tokens::TOKEN_TTL_SECONDS;
 use crate::domain::certificate::{Fingerprint, ValidityVerdict};
 use crate::domain::ids::ClientId;
+use crate::domain::scope::Scopes;
 use crate::domain::throttle::TokenThrottle;
 use crate::store::RepoError;
 
@@ -39,6 +40,9 @@ pub struct TokenRequest {
     /// UUID v4.
     client_id: String,
     client_secret: String,
+    /// The API Pix's scopes the token is to carry, separated by spaces (`cob.read
+    /// rec.write`); without it the token carries every scope.
+    scope: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -50,6 +54,9 @@ pub struct TokenResponse {
     pub token_type: &'static str,
     /// Seconds; 1800.
     pub expires_in: i64,
+    /// The scopes the token carries, when it was asked for with `scope`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 fn fail(f: TokenFailure) -> ApiError {
@@ -80,11 +87,18 @@ fn throttle(state: &AppState) -> std::sync::MutexGuard<'_, TokenThrottle<Fingerp
     state.token_throttle.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn read_body(req: &HttpRequest, body: &[u8]) -> Result<(ClientId, String), ApiError> {
+fn read_body(req: &HttpRequest, body: &[u8]) -> Result<(ClientId, String, Option<Scopes>), ApiError> {
     let obj = json_object(req, body).map_err(|e| fail(TokenFailure::BodyInvalid(vec![e.violation()])))?;
     let mut f = Fields::new(&obj);
     let client_id = f.string("clientId", true);
     let secret = f.string("clientSecret", true);
+    let scopes = f.string("scope", false).and_then(|text| match Scopes::parse(text) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            f.fail("scope", e.to_string());
+            None
+        }
+    });
     let client_id = client_id.and_then(|c| {
         let parsed = ClientId::parse(c);
         if parsed.is_none() {
@@ -98,7 +112,7 @@ fn read_body(req: &HttpRequest, body: &[u8]) -> Result<(ClientId, String), ApiEr
         }
     }
     match (client_id, secret, f.violations.is_empty()) {
-        (Some(c), Some(s), true) => Ok((c, s.to_owned())),
+        (Some(c), Some(s), true) => Ok((c, s.to_owned(), scopes)),
         _ => Err(fail(TokenFailure::BodyInvalid(f.violations))),
     }
 }
@@ -125,7 +139,7 @@ pub async fn issue_token(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let cert = read_certificate(&req)?;
-    let (client_id, secret) = read_body(&req, &body)?;
+    let (client_id, secret, scopes) = read_body(&req, &body)?;
     let now = state.clock.now();
     match cert.validity.at(now) {
         ValidityVerdict::Valid => {}
@@ -160,7 +174,7 @@ pub async fn issue_token(
     }
     let token = state
         .tokens
-        .issue(client.account_id, client_id, &cert.fingerprint, now, Uuid::new_v4())
+        .issue_scoped(client.account_id, client_id, &cert.fingerprint, now, Uuid::new_v4(), scopes)
         .map_err(|e| {
             tracing::error!(error = %e, "token signing failed");
             fail(TokenFailure::UpstreamError)
@@ -170,5 +184,6 @@ pub async fn issue_token(
         access_token: token,
         token_type: "Bearer",
         expires_in: TOKEN_TTL_SECONDS,
+        scope: scopes.map(Scopes::to_text),
     }))
 }

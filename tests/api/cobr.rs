@@ -27,6 +27,11 @@ pub fn seconds_to(day: NaiveDate, moved: i64) -> i64 {
 pub async fn approved(app: &TestApp, token: &str, policy: &str) -> String {
     let mut body = rec_body(json!({"valorRec": "30.00"}));
     body["politicaRetentativa"] = json!(policy);
+    approved_as(app, token, body).await.1
+}
+
+/// The recurrence `body` makes, approved by the sandbox's payer: as it was made, and its idRec.
+pub async fn approved_as(app: &TestApp, token: &str, body: Value) -> (Value, String) {
     let (s, r) = post(app, "/rec", token, body).await;
     assert_eq!(s, 201, "{r}");
     let id = r["idRec"].as_str().unwrap().to_owned();
@@ -35,7 +40,7 @@ pub async fn approved(app: &TestApp, token: &str, policy: &str) -> String {
     let path = format!("/sandbox/solicrec/{}/answer", sol["idSolicRec"].as_str().unwrap());
     let (s, a) = post(app, &path, token, json!({"decision": "APPROVE"})).await;
     assert_eq!(s, 200, "{a}");
-    id
+    (r, id)
 }
 
 pub fn cobr_body(id_rec: &str, due: NaiveDate) -> Value {
@@ -350,13 +355,7 @@ async fn a_kill_9_around_the_gateways_own_sending_sends_and_pays_the_cycle_once(
     let token = app.demo_token().await;
     let mut body = rec_body(json!({"valorRec": "30.00"}));
     body["automacao"] = json!({"diasAntesEnvio": 3});
-    let (s, r) = post(&app, "/rec", &token, body).await;
-    assert_eq!(s, 201, "{r}");
-    let id = r["idRec"].as_str().unwrap().to_owned();
-    let (s, sol) = post(&app, "/solicrec", &token, solic_body(&id, &in_hours(24))).await;
-    assert_eq!(s, 201, "{sol}");
-    let path = format!("/sandbox/solicrec/{}/answer", sol["idSolicRec"].as_str().unwrap());
-    assert_eq!(post(&app, &path, &token, json!({"decision": "APPROVE"})).await.0, 200);
+    let (r, id) = approved_as(&app, &token, body).await;
     let first =
         NaiveDate::parse_from_str(r["calendario"]["dataInicial"].as_str().unwrap(), "%Y-%m-%d").unwrap();
     let second = first.checked_add_months(chrono::Months::new(1)).unwrap();
@@ -413,13 +412,8 @@ async fn the_gateway_asks_for_a_retry_itself_when_the_recurrence_says_so() {
     }
     let mut body = rec_body(json!({"valorRec": "30.00"}));
     body["automacao"] = json!({"diasRetentativa": [1]});
-    let (s, r) = post(&app, "/rec", &token, body).await;
-    assert_eq!((s, &r["automacao"]["diasRetentativa"]), (201, &json!([1])), "{r}");
-    let id = r["idRec"].as_str().unwrap().to_owned();
-    let (s, sol) = post(&app, "/solicrec", &token, solic_body(&id, &in_hours(24))).await;
-    assert_eq!(s, 201, "{sol}");
-    let path = format!("/sandbox/solicrec/{}/answer", sol["idSolicRec"].as_str().unwrap());
-    assert_eq!(post(&app, &path, &token, json!({"decision": "APPROVE"})).await.0, 200);
+    let (r, id) = approved_as(&app, &token, body).await;
+    assert_eq!(r["automacao"]["diasRetentativa"], json!([1]), "{r}");
 
     let due = today() + Duration::days(3);
     let txid = "gatewayretries000000000000001";
@@ -462,13 +456,8 @@ async fn the_gateway_sends_each_cycles_charge_itself_when_the_recurrence_says_so
     }
     let mut body = rec_body(json!({"valorRec": "30.00"}));
     body["automacao"] = json!({"diasAntesEnvio": 3});
-    let (s, r) = post(&app, "/rec", &token, body).await;
-    assert_eq!((s, &r["automacao"]["diasAntesEnvio"]), (201, &json!(3)), "{r}");
-    let id = r["idRec"].as_str().unwrap().to_owned();
-    let (s, sol) = post(&app, "/solicrec", &token, solic_body(&id, &in_hours(24))).await;
-    assert_eq!(s, 201, "{sol}");
-    let path = format!("/sandbox/solicrec/{}/answer", sol["idSolicRec"].as_str().unwrap());
-    assert_eq!(post(&app, &path, &token, json!({"decision": "APPROVE"})).await.0, 200);
+    let (r, id) = approved_as(&app, &token, body).await;
+    assert_eq!(r["automacao"]["diasAntesEnvio"], json!(3), "{r}");
 
     // The first cycle (tomorrow) is too near to be sent; the second's charge goes 3 days
     // before its first date, at 00:00.

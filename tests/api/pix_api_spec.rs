@@ -9,7 +9,7 @@ use chrono::Duration;
 use serde_json::{json, Value};
 
 use crate::cobr::today;
-use crate::helpers::TestApp;
+use crate::helpers::{send, TestApp};
 use crate::rec::{in_hours, patch, post, rec_body, solic_body};
 
 /// The specification, with its slash-wrapped patterns read as the expressions they mean.
@@ -153,4 +153,63 @@ async fn the_specifications_recurring_charge_example_is_accepted_and_answered_to
     let (s, c) = post(&app, "/cobr", &token, body).await;
     assert_eq!((s, c["ajusteDiaUtil"].as_bool()), (201, Some(true)), "{c}");
     conforms("post", "/cobr", 201, &c);
+}
+
+/// Every operation the specification secures requires the scope it names there, and no
+/// other; a token asked for with `scope` carries those alone (403 naming the one a route
+/// lacks), one asked for without carries them all, and a scope the API Pix does not have is
+/// refused when the token is asked for.
+#[actix_rt::test]
+async fn each_route_of_the_api_pix_requires_the_scope_the_specification_gives_it() {
+    let mut secured = 0;
+    for (path, ops) in spec()["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let named: Vec<&str> = op["security"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|s| s.as_object().unwrap().values())
+                .flat_map(|v| v.as_array().unwrap().iter().map(|s| s.as_str().unwrap()))
+                .collect();
+            if let [scope] = named.as_slice() {
+                secured += 1;
+                assert_eq!(pixgw::domain::scope::required(method, path), Some(*scope), "{method} {path}");
+            }
+        }
+    }
+    assert_eq!(secured, 48, "every secured operation of release 2.9.0");
+
+    let app = TestApp::spawn_fast().await;
+    let creds = &app.creds;
+    let ask = |scope: Value| {
+        let req = app
+            .client
+            .post(app.url("/api/auth/token"))
+            .insert_header(("X-SSL-Client-Cert", pixgw::auth::certs::url_encode_pem(&creds.cert_pem)));
+        send(
+            req,
+            Some(json!({"clientId": creds.client_id, "clientSecret": creds.client_secret, "scope": scope})),
+        )
+    };
+    let (s, b) = ask(json!("cob.read cob.delete")).await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b.to_string().contains("cob.delete"), "{b}");
+    let (s, t) = ask(json!("cob.read rec.read")).await;
+    assert_eq!((s, t["scope"].as_str()), (201, Some("cob.read rec.read")), "{t}");
+    let token = t["access_token"].as_str().unwrap();
+    let window = "inicio=2026-01-01T00:00:00Z&fim=2026-01-31T00:00:00Z";
+    assert_eq!(app.get_with(&format!("/cob?{window}"), token).await.0, 200);
+    assert_eq!(app.get_with(&format!("/rec?{window}"), token).await.0, 200);
+    let (s, b) = app.get_with(&format!("/cobr?{window}"), token).await;
+    assert_eq!(s, 403, "{b}");
+    assert!(b["message"].to_string().contains("cobr.read"), "{b}");
+    let put = app.client.put(app.url("/cob/scopedtxid000000000000000001")).bearer_auth(token);
+    let cob = json!({"calendario": {"expiracao": 3600}, "valor": {"original": "1.00"}});
+    let (s, b) = send(put, Some(cob.clone())).await;
+    assert_eq!(s, 403, "a read scope writes nothing: {b}");
+    assert_eq!(app.get_with("/cob/scopedtxid000000000000000001", token).await.0, 404, "nothing made");
+    assert_eq!(app.get_with("/api/balance", token).await.0, 200, "family A takes no scope");
+    let all = app.demo_token().await;
+    let put = app.client.put(app.url("/cob/scopedtxid000000000000000001")).bearer_auth(&all);
+    assert_eq!(send(put, Some(cob)).await.0, 201, "a token without scope carries them all");
 }
