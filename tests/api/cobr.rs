@@ -320,6 +320,14 @@ async fn a_cancelled_charge_or_recurrence_is_never_settled() {
     assert_eq!(s, 400, "not a status of a charge: {b}");
 }
 
+/// SIGKILL, then the same server started again on its data dir.
+fn kill_9_and_start_again(app: &mut TestApp) {
+    let mut child = app.take_child().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    app.start_again(&Options::default());
+}
+
 #[actix_rt::test]
 async fn a_kill_9_before_and_after_the_settlement_day_pays_the_cycle_once() {
     let mut app = spawn_with(Options::default()).await;
@@ -329,17 +337,11 @@ async fn a_kill_9_before_and_after_the_settlement_day_pays_the_cycle_once() {
     let txid = "killnine00000000000000000001";
     charge(&app, &token, txid, cobr_body(&id, due), "PAY").await;
     let before = net(&app).await;
-    let kill = |app: &mut TestApp| {
-        let mut child = app.take_child().unwrap();
-        child.kill().unwrap();
-        child.wait().unwrap();
-        app.start_again(&Options::default());
-    };
-    kill(&mut app);
+    kill_9_and_start_again(&mut app);
     // No request reaches the account: the start resumes it, and its timer makes the attempt.
     app.advance(seconds_to(due, 0)).await;
     assert_eq!(cobr(&app, txid).await["status"], "CONCLUIDA");
-    kill(&mut app);
+    kill_9_and_start_again(&mut app);
     app.advance(3600).await;
     let c = cobr(&app, txid).await;
     assert_eq!((c["status"].as_str(), attempts(&c).len()), (Some("CONCLUIDA"), 1));
@@ -361,18 +363,12 @@ async fn a_kill_9_around_the_gateways_own_sending_sends_and_pays_the_cycle_once(
     let second = first.checked_add_months(chrono::Months::new(1)).unwrap();
     let txid = pixgw::domain::decide::auto_txid(pixgw::domain::rec::rec_local(&id).unwrap(), 1);
     let before = net(&app).await;
-    let kill = |app: &mut TestApp| {
-        let mut child = app.take_child().unwrap();
-        child.kill().unwrap();
-        child.wait().unwrap();
-        app.start_again(&Options::default());
-    };
-    kill(&mut app);
+    kill_9_and_start_again(&mut app);
     let moved = seconds_to(second - Duration::days(3), 0);
     app.advance(moved).await;
     let c = cobr(&app, &txid).await;
     assert_eq!(c["status"], "ATIVA", "sent on its day after the restart: {c}");
-    kill(&mut app);
+    kill_9_and_start_again(&mut app);
     app.advance(3600).await;
     let token = app.demo_token().await;
     // The charges created around the (moved) clock.
