@@ -136,8 +136,9 @@ pub fn required(method: &str, path: &str) -> Option<&'static str> {
         "locrec" => "payloadlocationrec",
         other => other,
     };
-    let wanted = format!("{family}.{}", if read { "read" } else { "write" });
-    SCOPE_NAMES.iter().find(|s| **s == wanted).copied()
+    let access = if read { ".read" } else { ".write" };
+    // Compared in place: every authenticated request asks, so nothing is allocated.
+    SCOPE_NAMES.iter().find(|s| s.strip_suffix(access) == Some(family)).copied()
 }
 
 #[cfg(test)]
