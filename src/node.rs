@@ -45,6 +45,8 @@ pub const NODE_ENV: &str = "PIXGW_NODE_NAME";
 pub const REBIND_ENV: &str = "PIXGW_REBIND_ADDRESS";
 /// How often a leader checks whether it must give up serving.
 const WATCH_EVERY: Duration = Duration::from_millis(100);
+/// How often the leader reads `pg_stat_replication`.
+const REPLICATION_WATCH_EVERY: Duration = Duration::from_secs(5);
 /// How long a node that gives up waits for the writes it queued to settle (answering 503
 /// to everything new meanwhile) before it re-executes.
 const GIVE_UP_DRAIN_MAX: Duration = Duration::from_secs(5);
@@ -144,6 +146,8 @@ pub async fn serve(settings: Settings, url: PgUrl) -> anyhow::Result<()> {
 
     let leadership = Arc::new(Leadership::new(Instant::now() + times.lease()));
     let renewer = actix_web::rt::spawn(renew(Arc::clone(&pg), times, Arc::clone(&leadership)));
+    // A task of its own, so a slow answer never delays the lease's renewal.
+    let replication = actix_web::rt::spawn(watch_replication(Arc::clone(&pg)));
     let opened = Arc::clone(&pg);
     // The recorder first: recovery sets the storage gauges.
     crate::telemetry::metrics_handle();
@@ -201,6 +205,7 @@ pub async fn serve(settings: Settings, url: PgUrl) -> anyhow::Result<()> {
         })
     };
     let served = app.run_until_stopped().await;
+    replication.abort();
     let why = gave_up.lock().unwrap_or_else(|p| p.into_inner()).take();
     match why {
         Some(why) => {
@@ -266,6 +271,24 @@ async fn take_lease(pg: &Arc<Pg>, times: LeaseTimes) -> u64 {
             Err(_) => {}
         }
         tokio::time::sleep(times.renew_every()).await;
+    }
+}
+
+/// Publishes what the database says of its standbys every [`REPLICATION_WATCH_EVERY`], for
+/// as long as this node leads: `pixgw_db_standbys{state}` and
+/// `pixgw_db_standby_replay_lag_seconds` (the alert rules watch both). A failed read leaves
+/// the last figures; `pixgw_database_up` says the database is not answering.
+async fn watch_replication(pg: Arc<Pg>) {
+    loop {
+        match pg.replication().await {
+            Ok(r) => {
+                metrics::gauge!("pixgw_db_standbys", "state" => "synchronous").set(r.synchronous as f64);
+                metrics::gauge!("pixgw_db_standbys", "state" => "attached").set(r.attached as f64);
+                metrics::gauge!("pixgw_db_standby_replay_lag_seconds").set(r.replay_lag_seconds);
+            }
+            Err(e) => tracing::debug!(error = %e, "reading pg_stat_replication failed"),
+        }
+        tokio::time::sleep(REPLICATION_WATCH_EVERY).await;
     }
 }
 

@@ -106,6 +106,7 @@ pub fn metrics_handle() -> &'static PrometheusHandle {
             ("http_request_duration_seconds", LATENCY_BUCKETS_SECONDS),
             ("pixgw_commit_seconds", LATENCY_BUCKETS_SECONDS),
             ("pixgw_commit_apply_seconds", LATENCY_BUCKETS_SECONDS),
+            ("pixgw_db_pool_wait_seconds", LATENCY_BUCKETS_SECONDS),
             ("pixgw_checkpoint_seconds", CHECKPOINT_BUCKETS_SECONDS),
             ("pixgw_checkpoint_paused_seconds", CHECKPOINT_BUCKETS_SECONDS),
             ("pixgw_commit_backpressure_seconds", CHECKPOINT_BUCKETS_SECONDS),
@@ -281,6 +282,23 @@ fn describe_and_zero() {
     describe_gauge!(
         "pixgw_lease_epoch",
         "On the PostgreSQL store: the lease's epoch this node leads under; it grows by one at each takeover"
+    );
+    describe_histogram!(
+        "pixgw_db_pool_wait_seconds",
+        Unit::Seconds,
+        "On the PostgreSQL store: time a read waited for a connection of the pool"
+    );
+    describe_gauge!(
+        "pixgw_db_pool_waiting",
+        "On the PostgreSQL store: reads waiting for a connection of the pool, when the last one got one"
+    );
+    describe_gauge!(
+        "pixgw_db_standbys",
+        "On the PostgreSQL store, from the leader: the database's standbys (pg_stat_replication), by state: attached (all), synchronous (sync or quorum: those a commit waits for)"
+    );
+    describe_gauge!(
+        "pixgw_db_standby_replay_lag_seconds",
+        "On the PostgreSQL store, from the leader: the largest replay lag among the database's standbys (0 when none lags)"
     );
     describe_gauge!(
         "pixgw_storage_failed",

@@ -304,7 +304,7 @@ pub(crate) fn is_rail_metric(name: &str) -> bool {
 /// Whether a metric is the PostgreSQL store's, exported by a node on it only (postgres.rs
 /// checks them there).
 pub(crate) fn is_postgres_metric(name: &str) -> bool {
-    ["pixgw_database_up", "pixgw_lease_epoch"].contains(&name)
+    name.starts_with("pixgw_db_") || ["pixgw_database_up", "pixgw_lease_epoch"].contains(&name)
 }
 
 /// The metric names a PromQL text mentions (pixgw's own, HTTP's, the process's and `up`).

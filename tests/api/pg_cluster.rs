@@ -91,6 +91,26 @@ impl PgCluster {
         Some(cluster)
     }
 
+    /// A streaming standby of this cluster (`pg_basebackup -R`), started on a port of its
+    /// own, that the primary's `pg_stat_replication` names `application_name`.
+    pub fn standby(&self, application_name: &str) -> PgCluster {
+        let dir = tempfile::tempdir().unwrap();
+        if is_root() {
+            let ok = Command::new("chown").arg("postgres").arg(dir.path()).status().unwrap().success();
+            assert!(ok, "chown of the standby's dir to postgres failed");
+        }
+        let standby = PgCluster { dir, bin: self.bin.clone(), port: free_port(), extra: String::new() };
+        let source =
+            format!("host=127.0.0.1 port={} user=postgres application_name={application_name}", self.port);
+        // A fast checkpoint: the default spreads it over minutes.
+        standby.run(
+            "pg_basebackup",
+            &["-D", &standby.data(), "-R", "-X", "stream", "-c", "fast", "-d", &source],
+        );
+        standby.start_server();
+        standby
+    }
+
     fn data(&self) -> String {
         self.dir.path().join("data").display().to_string()
     }

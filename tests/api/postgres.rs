@@ -209,6 +209,45 @@ pub(crate) async fn wait_role(base: &str, role: &str, within: Duration) -> Durat
     }
 }
 
+/// The value of the metric line `name` (with its labels, as written) in a scrape.
+fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+}
+
+/// The leader publishes what its database says of its standbys (`pg_stat_replication`):
+/// one attached and synchronous once the primary names it, and their replay lag; and how
+/// long its reads waited for a connection of the pool.
+#[actix_rt::test]
+async fn the_leader_publishes_its_databases_standbys_and_its_read_pools_wait() {
+    let Some(cluster) = PgCluster::start("standby_metrics") else { return };
+    let url = cluster.database("watched");
+    let _standby = cluster.standby("standby1");
+    cluster.sql("postgres", "ALTER SYSTEM SET synchronous_standby_names = 'FIRST 1 (standby1)'");
+    cluster.sql("postgres", "SELECT pg_reload_conf()");
+    let leader = node(&url, &[], true).await;
+    let scrape = || {
+        let req = leader.client.get(leader.url("/metrics"));
+        async move { String::from_utf8(req.send().await.unwrap().body().await.unwrap().to_vec()).unwrap() }
+    };
+    // The leader reads every 5 s: bounded by 20 s.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let text = loop {
+        let text = scrape().await;
+        if metric(&text, r#"pixgw_db_standbys{state="synchronous"}"#) == Some(1.0) {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "no synchronous standby published: {text}");
+        actix_rt::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(metric(&text, r#"pixgw_db_standbys{state="attached"}"#), Some(1.0));
+    let lag = metric(&text, "pixgw_db_standby_replay_lag_seconds").expect("the replay lag is published");
+    assert!((0.0..30.0).contains(&lag), "{lag}");
+    let waited = metric(&text, "pixgw_db_pool_wait_seconds_count").expect("the pool's wait is published");
+    assert!(waited >= 1.0, "the reads took connections of the pool: {waited}");
+}
+
 #[actix_rt::test]
 async fn payments_on_postgres_survive_a_restart_and_a_standby_answers_503() {
     let Some(cluster) = PgCluster::start("payments_on_postgres") else { return };

@@ -411,6 +411,17 @@ impl PgUrl {
     }
 }
 
+/// The database's standbys, as the leader sees them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Replication {
+    /// Standbys in `sync` or `quorum` state: those a commit waits for.
+    pub synchronous: u64,
+    /// Every standby attached.
+    pub attached: u64,
+    /// The largest replay lag among them, in seconds.
+    pub replay_lag_seconds: f64,
+}
+
 /// The database connection of a node: the runtime its calls run on, the read pool, the
 /// node's name and the epoch it writes under (0: it holds no lease).
 pub struct Pg {
@@ -507,12 +518,41 @@ impl Pg {
         task.await.unwrap_or_else(|e| Err(PgError::Other(format!("the database task failed: {e}"))))
     }
 
-    /// A connection of the read pool.
+    /// A connection of the read pool. How long it was waited for, and how many callers wait
+    /// behind it, are metrics (`pixgw_db_pool_wait_seconds`, `pixgw_db_pool_waiting`): a pool
+    /// too small for the load shows there before it shows as slow requests.
     async fn pooled(pool: Pool) -> Result<deadpool_postgres::Object, PgError> {
-        pool.get().await.map_err(|e| match e {
+        let asked = Instant::now();
+        let got = pool.get().await;
+        metrics::histogram!("pixgw_db_pool_wait_seconds").record(asked.elapsed().as_secs_f64());
+        metrics::gauge!("pixgw_db_pool_waiting").set(pool.status().waiting as f64);
+        got.map_err(|e| match e {
             deadpool_postgres::PoolError::Backend(e) => PgError::Db(e),
             other => PgError::Pool(other.to_string()),
         })
+    }
+
+    /// What the database says of its standbys (`pg_stat_replication`, as seen by the leader's
+    /// connection): how many are synchronous (`sync` or `quorum`), and the largest replay lag
+    /// among all of them in seconds (0 when none lags or none is attached).
+    pub async fn replication(self: &Arc<Self>) -> Result<Replication, PgError> {
+        let pool = self.pool.clone();
+        self.run(async move {
+            let c = Pg::pooled(pool).await?;
+            let row = c
+                .query_one(
+                    "SELECT count(*) FILTER (WHERE sync_state IN ('sync', 'quorum')), count(*), \
+                     COALESCE(max(EXTRACT(EPOCH FROM replay_lag)), 0)::float8 FROM pg_stat_replication",
+                    &[],
+                )
+                .await?;
+            Ok(Replication {
+                synchronous: row.get::<_, i64>(0) as u64,
+                attached: row.get::<_, i64>(1) as u64,
+                replay_lag_seconds: row.get::<_, f64>(2),
+            })
+        })
+        .await
     }
 
     /// A connection of its own (the committer's, the lease's), driven on the database
