@@ -10,9 +10,16 @@
 //!   with `Idempotent-Replayed: true`) and moves nothing;
 //! - the same key with another request is 422;
 //! - the same key while the first is still running is 409 (`Retry-After: 1`);
-//! - a first request that was interrupted (a crash after it was recorded, before its
-//!   response was) answers 409 too, without `Retry-After` since it never changes: its
-//!   outcome is unknown here, and the client finds it by its externalId. Nothing runs twice.
+//! - a first request that was interrupted (a crash or a failover after it was recorded,
+//!   before its response was) is resolved where its outcome can be known: a payment
+//!   (`POST /api/pix/cash-out`, `/api/pix/cash-out-qrcode`) is looked up by its externalId.
+//!   Found, the key answers it (201, `Idempotent-Replayed: true`) and keeps that answer; not
+//!   found, it never happened (the process that ran it is gone, or fenced off the store), so
+//!   the request runs now, once: the account's actor refuses a second debit under one
+//!   externalId whatever happens. Any other interrupted request answers 409 without
+//!   `Retry-After`, since that never changes: its outcome is unknown here, and the client
+//!   finds it by its own reference (docs/deploy.md "After a crash or a failover: requests
+//!   whose outcome the client did not hear"). Nothing runs twice.
 //!
 //! Only a success (2xx) is kept. A refusal (4xx) changed nothing by rule, and neither did a
 //! 503 refused before the request ran (a standby, a full disk) nor a 500 that says nothing
@@ -184,6 +191,7 @@ pub async fn idempotency(
     let account = caller.account_id;
     let path = req.uri().path_and_query().map_or(req.path(), |p| p.as_str()).to_owned();
     let print = fingerprint(req.method().as_str(), &path, &body);
+    let payment = interrupted_payment(req.method(), req.path(), &body);
     req.set_payload(Payload::from(body));
     let now = state.clock.now();
     if !state.idempotency.enter(account, &key) {
@@ -196,7 +204,69 @@ pub async fn idempotency(
     // Left however the request ends, also when the client goes away and this future is
     // dropped half way: a key must not stay "in progress" for ever.
     let _running = Running { state: state.clone(), account, key: key.clone() };
-    run(req, next, &state, account, &key, print, now).await
+    run(req, next, &state, account, &key, print, payment, now).await
+}
+
+/// What an interrupted payment is looked up by: its externalId and value, as its body
+/// says them. `None` for any other route, or a body without them (it would have been
+/// refused, so it was not interrupted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentRef {
+    external_id: String,
+    value: crate::domain::money::Money,
+    kind: crate::domain::transaction::TxKind,
+}
+
+/// The routes whose interrupted requests are resolved by their externalId.
+pub fn interrupted_payment(method: &Method, path: &str, body: &[u8]) -> Option<PaymentRef> {
+    use crate::domain::transaction::TxKind;
+    let kind = match (method, path) {
+        (&Method::POST, "/api/pix/cash-out") => TxKind::CashOut,
+        (&Method::POST, "/api/pix/cash-out-qrcode") => TxKind::QrCashOut,
+        _ => return None,
+    };
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let external_id = v.get("externalId")?.as_str()?.to_owned();
+    let value = match v.get("value")? {
+        serde_json::Value::Number(n) => crate::domain::money::Money::parse(&n.to_string()).ok()?,
+        _ => return None,
+    };
+    Some(PaymentRef { external_id, value, kind })
+}
+
+/// What became of an interrupted request, as far as storage tells.
+#[derive(Debug)]
+enum Interrupted {
+    /// Its payment is stored: the answer it would have had.
+    Happened(Box<crate::domain::transaction::Transaction>),
+    /// No payment under its externalId: it never happened.
+    NeverHappened,
+    /// Not a payment, or a payment under its externalId that is not this one.
+    Unknown,
+}
+
+fn resolve(
+    state: &AppState,
+    account: AccountId,
+    payment: Option<&PaymentRef>,
+) -> Result<Interrupted, ApiError> {
+    let Some(p) = payment else { return Ok(Interrupted::Unknown) };
+    Ok(match state.repo.transaction_by_external_id(account, &p.external_id)? {
+        None => Interrupted::NeverHappened,
+        Some(tx) if tx.kind == p.kind && tx.value == p.value => Interrupted::Happened(Box::new(tx)),
+        // Another request took the externalId (without this key): not this one's outcome.
+        Some(_) => Interrupted::Unknown,
+    })
+}
+
+/// A stored answer as the layer replays it.
+fn replay(req: ServiceRequest, stored: StoredResponse) -> ServiceResponse<BoxBody> {
+    let mut res = HttpResponse::build(StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK));
+    if let Some(ct) = stored.content_type {
+        res.insert_header((header::CONTENT_TYPE, ct));
+    }
+    res.insert_header(("idempotent-replayed", "true"));
+    req.into_response(res.body(stored.body))
 }
 
 /// A request with a key that is running; dropping it ends that.
@@ -212,6 +282,7 @@ impl Drop for Running {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn run(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -219,6 +290,7 @@ async fn run(
     account: AccountId,
     key: &str,
     print: String,
+    payment: Option<PaymentRef>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let fresh = |r: &RequestRecord| now < r.at + chrono::Duration::hours(IDEMPOTENCY_KEY_TTL_HOURS);
@@ -228,25 +300,39 @@ async fn run(
             if r.fingerprint != print {
                 return Ok(refuse(req, Rejection::RequestKeyReused.into()));
             }
-            return Ok(match r.response {
-                Some(stored) => {
-                    let mut res =
-                        HttpResponse::build(StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK));
-                    if let Some(ct) = stored.content_type {
-                        res.insert_header((header::CONTENT_TYPE, ct));
+            if let Some(stored) = r.response {
+                return Ok(replay(req, stored));
+            }
+            // Interrupted: no request under this key runs now (this one holds it).
+            match resolve(state, account, payment.as_ref()) {
+                Err(e) => return Ok(refuse(req, e)),
+                Ok(Interrupted::Happened(tx)) => {
+                    let body = serde_json::to_string(&super::payments::PaymentCreated::of(&tx))
+                        .map_err(|_| actix_web::error::ErrorInternalServerError("response body"))?;
+                    let stored = StoredResponse {
+                        status: StatusCode::CREATED.as_u16(),
+                        content_type: Some("application/json".into()),
+                        body,
+                    };
+                    let done = RequestRecord { fingerprint: print, at: r.at, response: Some(stored.clone()) };
+                    if let Err(e) = state.repo.put_request_record(account, key, &done).await {
+                        tracing::warn!(error = %e, "the resolved answer of an interrupted request was not recorded");
                     }
-                    res.insert_header(("idempotent-replayed", "true"));
-                    req.into_response(res.body(stored.body))
+                    return Ok(replay(req, stored));
                 }
-                None => refuse(
-                    req,
-                    ApiError::Conflict(
-                        "the first request with this Idempotency-Key was interrupted and its outcome is \
-                         unknown here; look it up by its externalId"
-                            .into(),
-                    ),
-                ),
-            });
+                // It never happened: it runs now, as a first request would.
+                Ok(Interrupted::NeverHappened) => {}
+                Ok(Interrupted::Unknown) => {
+                    return Ok(refuse(
+                        req,
+                        ApiError::Conflict(
+                            "the first request with this Idempotency-Key was interrupted and its outcome \
+                             is unknown here; look it up by its own reference (docs/deploy.md)"
+                                .into(),
+                        ),
+                    ))
+                }
+            }
         }
         Ok(_) => {}
     }

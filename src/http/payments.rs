@@ -132,11 +132,18 @@ pub struct PaymentCreated {
 
 impl From<&PayOutcome> for PaymentCreated {
     fn from(o: &PayOutcome) -> Self {
+        PaymentCreated::of(&o.tx)
+    }
+}
+
+impl PaymentCreated {
+    /// The answer of the request that made `tx` (its status as it is now).
+    pub fn of(tx: &crate::domain::transaction::Transaction) -> PaymentCreated {
         PaymentCreated {
-            transaction_id: o.tx.transaction_id.to_string(),
-            external_id: o.tx.external_id.clone(),
-            status: o.tx.status.as_str(),
-            generate_time: super::iso(o.tx.created_at),
+            transaction_id: tx.transaction_id.to_string(),
+            external_id: tx.external_id.clone(),
+            status: tx.status.as_str(),
+            generate_time: super::iso(tx.created_at),
         }
     }
 }

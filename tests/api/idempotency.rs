@@ -1,7 +1,7 @@
 //! The `Idempotency-Key` header on the client POST routes: a repeat answers the first
 //! response and moves nothing, another request under the same key is 422, a request still
-//! running or interrupted is 409, a refusal leaves the key free, and all of it survives a
-//! restart.
+//! running is 409, an interrupted one resolves itself where its outcome can be known (409
+//! where not), a refusal leaves the key free, and all of it survives a restart.
 
 use futures::future::join_all;
 use pixgw::domain::ids::AccountId;
@@ -93,38 +93,71 @@ async fn concurrent_repeats_run_once_and_a_refusal_leaves_the_key_free() {
     assert_eq!(app.balance(&token).await.2, "80.00");
 }
 
+/// What a crash or a failover between a request's record and its response leaves: the
+/// record of a started request under `key`, for `body` sent to `path`.
+async fn interrupted(storage: &Storage, app: &TestApp, path: &str, body: &str, key: &str) {
+    let started = RequestRecord {
+        fingerprint: pixgw::http::idempotency::fingerprint("POST", path, body.as_bytes()),
+        at: chrono::Utc::now(),
+        response: None,
+    };
+    let demo = AccountId::new(app.creds.account_id).unwrap();
+    Repo::new(storage).put_request_record(demo, key, &started).await.unwrap();
+}
+
+/// An interrupted first request resolves itself where its outcome can be known: a payment
+/// stored under its externalId is answered (201, replayed) and one that is not runs now,
+/// once; anything else, or a payment whose externalId another request took, is 409 with no
+/// `Retry-After` (it never changes). Nothing runs twice.
 #[actix_rt::test]
-async fn a_first_request_interrupted_before_its_response_was_recorded_is_409_never_run_again() {
+async fn an_interrupted_first_request_is_answered_when_its_outcome_is_known_and_409_when_not() {
     let storage = Storage::memory().unwrap();
     let app = spawn_in_process(storage.clone()).await;
     let token = app.demo_token().await;
     app.fund(&token, "100").await;
-    // What a crash between the record and the response leaves: a started request.
-    let body = cash_out_body("lost", "10");
-    let started = RequestRecord {
-        fingerprint: pixgw::http::idempotency::fingerprint("POST", "/api/pix/cash-out", body.as_bytes()),
-        at: chrono::Utc::now(),
-        response: None,
-    };
-    let repo = Repo::new(&storage);
-    let demo = AccountId::new(app.creds.account_id).unwrap();
-    repo.put_request_record(demo, "key-lost", &started).await.unwrap();
-    let (s, b) = app.post_raw("/api/pix/cash-out", &token, &body, &[("Idempotency-Key", "key-lost")]).await;
+    let keyed = |key: &'static str| [("Idempotency-Key", key)];
+
+    // It never happened: it runs now, and from then on the key replays it.
+    let lost = cash_out_body("lost", "10");
+    interrupted(&storage, &app, "/api/pix/cash-out", &lost, "key-lost").await;
+    let (s, first) = app.post_raw("/api/pix/cash-out", &token, &lost, &keyed("key-lost")).await;
+    assert_eq!(s, 201, "{first}");
+    let (s, replayed, again) = post(&app, &token, "/api/pix/cash-out", &lost, "key-lost").await;
+    assert_eq!((s, replayed, &again["transactionId"]), (201, true, &first["transactionId"]));
+    assert_eq!(app.balance(&token).await.2, "90.00", "debited once");
+
+    // It happened (its payment is stored): the key answers that payment.
+    let landed = cash_out_body("landed", "5");
+    let (s, made) = app.post_raw("/api/pix/cash-out", &token, &landed, &[]).await;
+    assert_eq!(s, 201, "{made}");
+    interrupted(&storage, &app, "/api/pix/cash-out", &landed, "key-landed").await;
+    let (s, replayed, answer) = post(&app, &token, "/api/pix/cash-out", &landed, "key-landed").await;
+    assert_eq!((s, replayed), (201, true), "{answer}");
+    assert_eq!(
+        (&answer["transactionId"], answer["externalId"].as_str()),
+        (&made["transactionId"], Some("landed"))
+    );
+    assert_eq!(app.balance(&token).await.2, "85.00", "not debited again");
+
+    // Its externalId was taken by another request (another value): not this one's outcome.
+    interrupted(&storage, &app, "/api/pix/cash-out", &cash_out_body("landed", "7"), "key-other").await;
+    let (s, _, b) = post(&app, &token, "/api/pix/cash-out", &cash_out_body("landed", "7"), "key-other").await;
     assert_eq!(s, 409, "{b}");
-    assert!(b["message"].as_str().unwrap().contains("outcome is unknown"), "{b}");
-    assert_eq!(app.balance(&token).await.2, "100.00");
-    // It never changes, so it says nothing of when to retry (a client obeying would loop).
+    // Not a payment: its outcome is unknown here, for good.
+    let cob = r#"{"calendario": {"expiracao": 3600}, "valor": {"original": "1.00"}}"#;
+    interrupted(&storage, &app, "/cob", cob, "key-cob").await;
     let res = app
         .client
-        .post(app.url("/api/pix/cash-out"))
+        .post(app.url("/cob"))
         .bearer_auth(&token)
-        .insert_header(("Idempotency-Key", "key-lost"))
+        .insert_header(("Idempotency-Key", "key-cob"))
         .content_type("application/json")
-        .send_body(body.clone())
+        .send_body(cob)
         .await
         .unwrap();
     assert_eq!(res.status().as_u16(), 409);
-    assert!(res.headers().get("retry-after").is_none(), "{:?}", res.headers());
+    assert!(res.headers().get("retry-after").is_none(), "it never changes: {:?}", res.headers());
+    assert_eq!(app.balance(&token).await.2, "85.00");
 }
 
 /// A 500 whose body says nothing was recorded and to retry (`PROVIDER_DOWN`) frees its key:

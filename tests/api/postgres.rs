@@ -20,7 +20,7 @@ use crate::helpers::{
     bin, cash_out_body, client, cutting_proxy, read_credentials, start_process, Options, TestApp,
 };
 use crate::pg_cluster::PgCluster;
-use crate::recovery::stream_then_kill;
+use crate::recovery::stream_then_kill_with;
 
 fn pg(url: &str, node: &str) -> Arc<Pg> {
     let pg = Pg::new(PgUrl::parse(url).unwrap(), node.into()).unwrap();
@@ -364,7 +364,9 @@ async fn kill_9_of_the_leader_while_cash_outs_stream_loses_nothing_and_the_stand
     for round in 0..cycles {
         let token = a.demo_token().await;
         let kill_after = 100 + (round * 137) % 400;
-        let (acked_now, sent_now) = stream_then_kill(&mut a, &token, 16, kill_after, round, &body_of).await;
+        // Each under an Idempotency-Key (its externalId), resent below.
+        let (acked_now, sent_now) =
+            stream_then_kill_with(&mut a, &token, 16, kill_after, round, &body_of, true).await;
         acked.extend(acked_now);
         sent.extend(sent_now);
         let took = wait_role(&b.base, "leader", Duration::from_secs(20)).await;
@@ -382,6 +384,21 @@ async fn kill_9_of_the_leader_while_cash_outs_stream_loses_nothing_and_the_stand
         acked.len()
     );
     let token = b.demo_token().await;
+    // Every request sent, sent again under its key: none is left 409 ("interrupted") by the
+    // kill. One acknowledged answers its payment; one in flight at the kill answers the
+    // payment it made, or runs now if it made none.
+    let mut resolved = 0;
+    for ext in &sent {
+        let headers = [("Idempotency-Key", ext.as_str())];
+        let (s, b2) = b.post_raw("/api/pix/cash-out", &token, &body_of(ext), &headers).await;
+        assert_eq!(s, 201, "{ext}: {b2}");
+        if let Some(id) = acked.get(ext) {
+            assert_eq!(b2["transactionId"].as_str(), Some(id.as_str()), "{ext}");
+        } else {
+            resolved += 1;
+        }
+    }
+    println!("{resolved} requests in flight at the kills, each resolved under its key");
     let deadline = Instant::now() + Duration::from_secs(60);
     while b.balance(&token).await.1 != "0.00" {
         assert!(Instant::now() < deadline, "cash-outs still pending after 60 s");
@@ -403,6 +420,9 @@ async fn kill_9_of_the_leader_while_cash_outs_stream_loses_nothing_and_the_stand
     }
     for ext in acked.keys() {
         assert!(seen.contains_key(ext), "{ext} acknowledged but not stored");
+    }
+    for ext in &sent {
+        assert!(seen.contains_key(ext), "{ext} was answered 201 under its key but is not stored");
     }
     let confirmed = txs
         .iter()

@@ -76,6 +76,20 @@ pub async fn stream_then_kill(
     round: usize,
     body_of: &dyn Fn(&str) -> String,
 ) -> (HashMap<String, String>, Vec<String>) {
+    stream_then_kill_with(app, token, workers, kill_after, round, body_of, false).await
+}
+
+/// [`stream_then_kill`], each request under an `Idempotency-Key` equal to its externalId
+/// when `keyed`.
+pub async fn stream_then_kill_with(
+    app: &mut TestApp,
+    token: &str,
+    workers: usize,
+    kill_after: usize,
+    round: usize,
+    body_of: &dyn Fn(&str) -> String,
+    keyed: bool,
+) -> (HashMap<String, String>, Vec<String>) {
     let acked = Rc::new(RefCell::new(HashMap::new()));
     let sent = Rc::new(RefCell::new(Vec::new()));
     let killed = Rc::new(Cell::new(false));
@@ -92,6 +106,9 @@ pub async fn stream_then_kill(
                 sent.borrow_mut().push(ext.clone());
                 let mut req = app.client.post(app.url("/api/pix/cash-out")).bearer_auth(token);
                 req = req.content_type("application/json");
+                if keyed {
+                    req = req.insert_header(("Idempotency-Key", ext.as_str()));
+                }
                 let Ok(mut res) = req.send_body(body_of(&ext)).await else { break };
                 if res.status().as_u16() == 201 {
                     let b: serde_json::Value = match res.json().await {
