@@ -191,7 +191,8 @@ pub async fn idempotency(
     let account = caller.account_id;
     let path = req.uri().path_and_query().map_or(req.path(), |p| p.as_str()).to_owned();
     let print = fingerprint(req.method().as_str(), &path, &body);
-    let payment = interrupted_payment(req.method(), req.path(), &body);
+    // Read again only if the key turns out interrupted (a cheap handle on the same bytes).
+    let sent = (req.method().clone(), req.path().to_owned(), body.clone());
     req.set_payload(Payload::from(body));
     let now = state.clock.now();
     if !state.idempotency.enter(account, &key) {
@@ -204,7 +205,7 @@ pub async fn idempotency(
     // Left however the request ends, also when the client goes away and this future is
     // dropped half way: a key must not stay "in progress" for ever.
     let _running = Running { state: state.clone(), account, key: key.clone() };
-    run(req, next, &state, account, &key, print, payment, now).await
+    run(req, next, &state, account, &key, print, sent, now).await
 }
 
 /// What an interrupted payment is looked up by: its externalId and value, as its body
@@ -290,7 +291,7 @@ async fn run(
     account: AccountId,
     key: &str,
     print: String,
-    payment: Option<PaymentRef>,
+    sent: (Method, String, web::Bytes),
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let fresh = |r: &RequestRecord| now < r.at + chrono::Duration::hours(IDEMPOTENCY_KEY_TTL_HOURS);
@@ -304,7 +305,8 @@ async fn run(
                 return Ok(replay(req, stored));
             }
             // Interrupted: no request under this key runs now (this one holds it).
-            match resolve(state, account, payment.as_ref()) {
+            let (method, route, body) = &sent;
+            match resolve(state, account, interrupted_payment(method, route, body).as_ref()) {
                 Err(e) => return Ok(refuse(req, e)),
                 Ok(Interrupted::Happened(tx)) => {
                     let body = serde_json::to_string(&super::payments::PaymentCreated::of(&tx))
