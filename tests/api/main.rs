@@ -26,6 +26,7 @@ mod pg_cluster;
 mod pix_api_spec;
 mod postgres;
 mod production;
+mod readme;
 mod rec;
 mod rec_on_us;
 mod receiver;
