@@ -666,6 +666,30 @@ impl GroupCommit {
     }
 }
 
+impl GroupCommit {
+    /// Moves the id counter up to `at_least` when it is below it, with the floor reserved
+    /// durably first. Called once at start, before the store is shared: on PostgreSQL the
+    /// database may have been rewound (a point-in-time recovery) below ids handed out
+    /// before, and `domain::ids::restored_local_id_floor` of the start's time is above all
+    /// of them (docs/deploy.md "Point-in-time recovery on PostgreSQL").
+    pub fn raise_id_floor(&self, at_least: u64) -> Result<(), StoreError> {
+        let _one = lock(&self.ids.reserving);
+        if self.ids.next.load(Ordering::Acquire) >= at_least {
+            return Ok(());
+        }
+        let floor = at_least.saturating_add(ID_BLOCK);
+        let mut b = Batch::default();
+        b.put(KEY_ID_FLOOR, floor.to_be_bytes().to_vec());
+        self.commit_blocking(b).map_err(|e| match e {
+            CommitError::Full(why) => StoreError::Full(why),
+            other => StoreError::Engine(other.to_string()),
+        })?;
+        self.ids.floor.store(floor, Ordering::Release);
+        self.ids.next.store(at_least, Ordering::Release);
+        Ok(())
+    }
+}
+
 impl IdSource for GroupCommit {
     fn next_id(&self) -> Result<u64, StoreError> {
         let id = self.ids.next.fetch_add(1, Ordering::AcqRel);
@@ -892,6 +916,29 @@ mod tests {
             format!("{:?}", batch.ops()),
             format!("{:?}", [Op::Put(b"b".to_vec(), vec![2]), Op::Delete(b"a".to_vec())])
         );
+    }
+
+    #[test]
+    fn a_raised_id_floor_holds_and_is_kept_and_a_lower_one_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = Arc::new(MemoryStore::new());
+        let gc = journaled(dir.path(), base.clone());
+        let small = gc.next_id().unwrap();
+        gc.raise_id_floor(5_000_000).unwrap();
+        let raised = gc.next_id().unwrap();
+        assert_eq!(raised, 5_000_000, "after {small}");
+        gc.raise_id_floor(10).unwrap();
+        assert_eq!(gc.next_id().unwrap(), raised + 1, "a lower floor moves nothing");
+        // The raise is durable (in the journal): a restart starts above it.
+        gc.stop_checkpoints();
+        drop(gc);
+        let r = Journal::open(dir.path(), 0, JournalOptions::default()).unwrap();
+        for (_, payload) in &r.records {
+            base.apply(&Batch::decode(payload).unwrap()).unwrap();
+        }
+        drop(r);
+        let again = GroupCommit::start(base.clone()).unwrap();
+        assert!(again.next_id().unwrap() > raised + 1);
     }
 
     #[test]

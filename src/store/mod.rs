@@ -424,6 +424,10 @@ impl Storage {
         let log = postgres::PgLog::open(Arc::clone(pg), last)?;
         let tail = postgres::PgTail(Arc::clone(pg));
         let commit = GroupCommit::start_on_log(base, Box::new(log), Box::new(tail), layout.counted)?;
+        // The database may have been rewound since the last leader (a point-in-time
+        // recovery): ids start above any handed out before, as after a restore.
+        let floor = crate::domain::ids::restored_local_id_floor(chrono::Utc::now());
+        commit.raise_id_floor(floor)?;
         let view = commit.view();
         Ok(Storage { commit, view })
     }

@@ -409,7 +409,12 @@ impl TestApp {
 
     /// Polls a transaction until it leaves PENDING (bounded: 10 s); answers its record.
     pub async fn wait_final(&self, token: &str, id: &str) -> Value {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        self.wait_final_within(token, id, Duration::from_secs(10)).await
+    }
+
+    /// [`TestApp::wait_final`] with another bound.
+    pub async fn wait_final_within(&self, token: &str, id: &str, bound: Duration) -> Value {
+        let deadline = std::time::Instant::now() + bound;
         loop {
             let (s, t) = self.get_with(&format!("/api/transactions/{id}"), token).await;
             assert_eq!(s, 200, "{t}");
