@@ -77,7 +77,7 @@ fn fixture(balance: &str) -> Fixture {
 
 /// The sandbox's payer's institution approves the solicitation `sid`.
 fn sandbox_approval(sid: String) -> ChangeRec {
-    let answer = crate::domain::rec::Answer::Approve { maximum: None };
+    let answer = crate::domain::rec::Answer::Approve { maximum: None, municipality: None };
     ChangeRec {
         rec: RecRef::Solicitation(sid.clone()),
         change: crate::domain::decide::RecChange::Answer { solicitation: sid, answer },

@@ -276,9 +276,31 @@ pub struct PayerAuthorisation {
     pub ispb: String,
     /// The most the payer allows a charge to be, for a recurrence without a fixed value.
     pub maximum: Option<Money>,
+    /// The payer's municipality (`pagador.codMun`), when its institution said it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub municipality: Option<CodMun>,
     /// The payer's account when it is an account of this gateway (on us).
     #[serde(default)]
     pub on_us: Option<u64>,
+}
+
+/// An IBGE municipality code (`codMun`): 7 digits, the first two the state's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CodMun(String);
+
+/// Digits of a municipality code.
+pub const COD_MUN_LEN: usize = 7;
+
+impl CodMun {
+    pub fn parse(text: &str) -> Option<CodMun> {
+        (text.len() == COD_MUN_LEN && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| CodMun(text.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 /// Who speaks for the payer in a change of a recurrence.
@@ -326,9 +348,13 @@ pub struct Revision {
 }
 
 /// The payer's institution's answer to a solicitation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
-    Approve { maximum: Option<Money> },
+    /// With the most a charge may be, and the payer's municipality (`codMun`), when given.
+    Approve {
+        maximum: Option<Money>,
+        municipality: Option<CodMun>,
+    },
     Reject,
 }
 
@@ -748,17 +774,18 @@ impl Recurrence {
 
     /// The payer's institution answers the solicitation `id`.
     pub fn answer(&mut self, id: &str, answer: Answer, now: DateTime<Utc>) -> Result<(), RecError> {
-        if let Answer::Approve { maximum } = answer {
-            self.check_maximum(maximum)?;
+        if let Answer::Approve { maximum, .. } = &answer {
+            self.check_maximum(*maximum)?;
         }
         let s = self.open_solicitation(id)?;
         match answer {
-            Answer::Approve { maximum } => {
+            Answer::Approve { maximum, municipality } => {
                 s.step(SolicStatus::Aceita, now);
                 let payer = PayerAuthorisation {
                     document: s.recipient.document.clone(),
                     ispb: s.recipient.ispb.clone(),
                     maximum,
+                    municipality,
                     on_us: s.recipient.on_us,
                 };
                 self.payer = Some(payer);
@@ -943,6 +970,9 @@ impl Recurrence {
             if let Some(max) = p.maximum {
                 pagador["valorMaximo"] = json!(max.to_cents_string());
             }
+            if let Some(m) = &p.municipality {
+                pagador["codMun"] = json!(m.as_str());
+            }
             out["pagador"] = pagador;
         }
         let mut ativacao = Map::new();
@@ -1057,10 +1087,10 @@ mod tests {
             Err(RecError::SolicitationAwaiting)
         );
         assert_eq!(
-            r.answer(&sid, Answer::Approve { maximum: Some(m("9.99")) }, now),
+            r.answer(&sid, Answer::Approve { maximum: Some(m("9.99")), municipality: None }, now),
             Err(RecError::MaximumBelowMinimum(m("10")))
         );
-        r.answer(&sid, Answer::Approve { maximum: Some(m("50")) }, now).unwrap();
+        r.answer(&sid, Answer::Approve { maximum: Some(m("50")), municipality: None }, now).unwrap();
         assert_eq!((r.status, r.journey, r.deadline()), (RecStatus::Aprovada, Some(Journey::One), None));
         assert_eq!(r.payer.as_ref().and_then(|p| p.maximum), Some(m("50")));
         let v = r.to_json();
@@ -1103,12 +1133,21 @@ mod tests {
     }
 
     #[test]
+    fn a_municipality_code_is_seven_digits() {
+        assert_eq!(CodMun::parse("3550308").map(|c| c.as_str().to_owned()), Some("3550308".into()));
+        for bad in ["355030", "35503080", "35503O8", "", " 355030"] {
+            assert_eq!(CodMun::parse(bad), None, "{bad:?}");
+        }
+        assert_eq!(COD_MUN_LEN, 7);
+    }
+
+    #[test]
     fn a_fixed_value_takes_no_maximum_and_a_refusal_is_final() {
         let now = at("2026-11-26T12:00:00Z");
         let mut r = rec(AmountRule::Fixed(m("30")));
         let sid = r.solicit(55, recipient(), at("2026-11-27T12:00:00Z"), now).unwrap().id.clone();
         assert_eq!(
-            r.answer(&sid, Answer::Approve { maximum: Some(m("50")) }, now),
+            r.answer(&sid, Answer::Approve { maximum: Some(m("50")), municipality: None }, now),
             Err(RecError::MaximumOnFixedValue)
         );
         r.answer(&sid, Answer::Reject, now).unwrap();
@@ -1182,7 +1221,7 @@ mod tests {
         let now = at("2026-11-26T12:00:00Z");
         let mut r = rec(AmountRule::Variable { minimum: None });
         let sid = r.solicit(55, recipient(), at("2026-11-27T12:00:00Z"), now).unwrap().id.clone();
-        r.answer(&sid, Answer::Approve { maximum: None }, now).unwrap();
+        r.answer(&sid, Answer::Approve { maximum: None, municipality: None }, now).unwrap();
         let text = serde_json::to_string(&r).unwrap();
         assert_eq!(serde_json::from_str::<Recurrence>(&text).unwrap(), r);
         let bad = text
@@ -1201,6 +1240,7 @@ mod tests {
             document: "11144477735".into(),
             ispb: "00000000".into(),
             maximum,
+            municipality: None,
             on_us: None,
         };
         let mut one = rec(AmountRule::Fixed(m("30")));
@@ -1257,14 +1297,14 @@ mod tests {
             "it still sees it: told why nothing is asked of it (409), not that it does not exist"
         );
         let second = r.solicitations[1].id.clone();
-        r.answer(&second, Answer::Approve { maximum: None }, now).unwrap();
+        r.answer(&second, Answer::Approve { maximum: None, municipality: None }, now).unwrap();
         assert!(!r.shown_to_payer(7), "another payer's authorisation");
         assert_eq!(r.check_payer_side(PayerSide::Account(7)), Err(RecError::NotFound));
         // Approved on us, the authorisation carries the account.
         let mut r = rec(AmountRule::Fixed(m("30")));
         r.solicit(1, on_us(7), now + chrono::Duration::hours(1), now).unwrap();
         let id = r.solicitations[0].id.clone();
-        r.answer(&id, Answer::Approve { maximum: None }, now).unwrap();
+        r.answer(&id, Answer::Approve { maximum: None, municipality: None }, now).unwrap();
         assert_eq!((r.payer.as_ref().and_then(|p| p.on_us), r.on_us_payer()), (Some(7), Some(7)));
         assert!(r.shown_to_payer(7));
         // Its own refusal: a second answer, or a cancel, is told the solicitation is closed.
@@ -1321,7 +1361,7 @@ mod tests {
         r.solicit(1, recipient(), now + chrono::Duration::hours(1), now).unwrap();
         assert_eq!(r.revise(revision(Some(day(6)), None), today, now), Err(RecError::SolicitationAwaiting));
         let sid = r.solicitations[0].id.clone();
-        r.answer(&sid, Answer::Approve { maximum: None }, now).unwrap();
+        r.answer(&sid, Answer::Approve { maximum: None, municipality: None }, now).unwrap();
         assert_eq!(
             r.revise(revision(Some(day(6)), None), today, now),
             Err(RecError::NotAwaitingAuthorisation("APROVADA"))

@@ -21,14 +21,14 @@ use super::ask::ask_account;
 use super::auth::Caller;
 use super::body::{request_object, Fields};
 use super::error::{ApiError, ExtendedErrorBody, Violation};
-use super::rec::{read_answer, read_maximum, valor};
+use super::rec::{cod_mun, read_answer, read_maximum, valor};
 use super::rec_schemas as s;
 use super::AppState;
 use crate::account::{ChangeCobr, ChangeRec, RecRef};
 use crate::domain::decide::{CobrChange, RecChange};
 use crate::domain::ids::AccountId;
 use crate::domain::money::Money;
-use crate::domain::rec::{is_id_shaped, rec_local, Party, PayerAuthorisation, PayerSide, Recurrence};
+use crate::domain::rec::{is_id_shaped, rec_local, CodMun, Party, PayerAuthorisation, PayerSide, Recurrence};
 use crate::domain::transaction::gateway_ispb;
 
 /// The most recurrences `GET /api/automatic-pix/recurrences` lists (the newest).
@@ -83,13 +83,17 @@ pub async fn list(caller: Caller, state: web::Data<AppState>) -> Result<HttpResp
 }
 
 /// Reads `{qrCode, valorMaximo?}` (family A: a member it does not know is ignored).
-fn read_qr_authorisation(req: &HttpRequest, bytes: &Bytes) -> Result<(String, Option<Money>), ApiError> {
+fn read_qr_authorisation(
+    req: &HttpRequest,
+    bytes: &Bytes,
+) -> Result<(String, Option<Money>, Option<CodMun>), ApiError> {
     let obj = request_object(req, bytes)?;
     let mut f = Fields::new(&obj);
     let code = f.string("qrCode", true).map(str::to_owned);
     let maximum = valor(&mut f, "valorMaximo", false);
+    let municipality = cod_mun(&mut f);
     match code {
-        Some(code) if f.violations.is_empty() => Ok((code, maximum)),
+        Some(code) if f.violations.is_empty() => Ok((code, maximum, municipality)),
         _ => Err(ApiError::Validation(f.violations)),
     }
 }
@@ -112,7 +116,7 @@ pub async fn authorise(
     bytes: Bytes,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (code, maximum) = read_qr_authorisation(&req, &bytes)?;
+    let (code, maximum, municipality) = read_qr_authorisation(&req, &bytes)?;
     let location = crate::domain::brcode::recurrence_location(&code)
         .map_err(|e| ApiError::Validation(vec![Violation::new("qrCode", e.to_string())]))?;
     let none =
@@ -131,6 +135,7 @@ pub async fn authorise(
         document,
         ispb: gateway_ispb().to_owned(),
         maximum,
+        municipality,
         on_us: Some(caller.account_id.get()),
     };
     change(&state, &caller, receiver, id, RecChange::ApproveByQr { payer, first_paid: false }).await

@@ -29,9 +29,9 @@ use crate::domain::decide::RecChange;
 use crate::domain::ids::AccountId;
 use crate::domain::money::Money;
 use crate::domain::rec::{
-    is_id_shaped, rec_local, solicitation_local, Answer, Debtor, Link, LocRec, Party, PayerAuthorisation,
-    PayerSide, RecStatus, Recipient, Recurrence, Revision, AGENCIA_LEN_MAX, CONTA_LEN_MAX, CONTRATO_LEN_MAX,
-    CONVENIO_LEN_MAX, ID_SHAPE, OBJETO_LEN_MAX,
+    is_id_shaped, rec_local, solicitation_local, Answer, CodMun, Debtor, Link, LocRec, Party,
+    PayerAuthorisation, PayerSide, RecStatus, Recipient, Recurrence, Revision, AGENCIA_LEN_MAX,
+    CONTA_LEN_MAX, CONTRATO_LEN_MAX, CONVENIO_LEN_MAX, ID_SHAPE, OBJETO_LEN_MAX,
 };
 use crate::domain::recurrence::{
     AmountRule, AutoRetry, Periodicity, RetryPolicy, Schedule, SEND_DAYS_BEFORE_MAX, SEND_DAYS_BEFORE_MIN,
@@ -710,11 +710,14 @@ pub(super) fn read_answer(req: &HttpRequest, bytes: &Bytes) -> Result<Answer, Ap
     let mut f = Fields::new(&obj);
     // Family A (the payer's answer and the sandbox's): a member it does not know is ignored.
     let maximum = valor(&mut f, "valorMaximo", false);
+    let municipality = cod_mun(&mut f);
     let answer = match f.string("decision", true) {
-        Some("APPROVE") => Some(Answer::Approve { maximum }),
+        Some("APPROVE") => Some(Answer::Approve { maximum, municipality }),
         Some("REJECT") => {
-            if obj.get("valorMaximo").is_some() {
-                f.fail("valorMaximo", "only an approval carries a maximum");
+            for member in ["valorMaximo", "codMun"] {
+                if obj.get(member).is_some() {
+                    f.fail(member, "only an approval carries it");
+                }
             }
             Some(Answer::Reject)
         }
@@ -728,6 +731,16 @@ pub(super) fn read_answer(req: &HttpRequest, bytes: &Bytes) -> Result<Answer, Ap
         (Some(answer), true) => Ok(answer),
         _ => Err(ApiError::Validation(f.violations)),
     }
+}
+
+/// The payer's municipality, `codMun` (optional): the IBGE code of 7 digits.
+pub(super) fn cod_mun(f: &mut Fields<'_>) -> Option<CodMun> {
+    let text = f.string("codMun", false)?;
+    let parsed = CodMun::parse(text);
+    if parsed.is_none() {
+        f.fail("codMun", "must be the 7 digits of an IBGE municipality code");
+    }
+    parsed
 }
 
 /// The payer's new maximum: `{valorMaximo}`, a family B amount, or null to remove it.
@@ -926,6 +939,7 @@ pub async fn sandbox_approve(
     let mut f = Fields::new(&obj);
     // Family A (the sandbox's payer): a member it does not know is ignored.
     let maximum = valor(&mut f, "valorMaximo", false);
+    let municipality = cod_mun(&mut f);
     let document = match (obj.get("cpf"), obj.get("cnpj")) {
         (Some(_), Some(_)) => {
             f.fail("cnpj", "give cpf or cnpj, not both");
@@ -951,6 +965,7 @@ pub async fn sandbox_approve(
         document: document.map_or_else(|| rec.link.debtor.document.clone(), |d| d.to_string()),
         ispb: ispb.unwrap_or_else(|| PAYER_ISPB.to_owned()),
         maximum,
+        municipality,
         on_us: None,
     };
     let change = RecChange::ApproveByQr { payer, first_paid: false };

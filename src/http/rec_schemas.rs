@@ -113,6 +113,9 @@ pub struct QrApproval {
     /// For a recurrence without valorRec: the most a charge may be.
     #[schema(schema_with = amount_text)]
     valor_maximo: Option<String>,
+    /// The payer's municipality: the 7 digits of its IBGE code (`pagador.codMun`).
+    #[schema(pattern = "^[0-9]{7}$")]
+    cod_mun: Option<String>,
 }
 
 #[derive(ToSchema)]
@@ -275,6 +278,9 @@ pub struct QrAuthorisation {
     /// For a recurrence without valorRec: the most a charge may be.
     #[schema(schema_with = amount_text)]
     valor_maximo: Option<String>,
+    /// The payer's municipality: the 7 digits of its IBGE code (`pagador.codMun`).
+    #[schema(pattern = "^[0-9]{7}$")]
+    cod_mun: Option<String>,
 }
 
 /// `POST /sandbox/solicrec/{idSolicRec}/answer`: the payer's institution's answer.
@@ -285,6 +291,9 @@ pub struct SolicRecAnswer {
     /// With APPROVE, for a recurrence without valorRec: the most a charge may be.
     #[schema(schema_with = amount_text)]
     valor_maximo: Option<String>,
+    /// The payer's municipality: the 7 digits of its IBGE code (`pagador.codMun`).
+    #[schema(pattern = "^[0-9]{7}$")]
+    cod_mun: Option<String>,
 }
 
 #[derive(ToSchema)]

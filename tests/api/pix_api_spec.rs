@@ -104,9 +104,10 @@ async fn the_specifications_recurring_charge_example_is_accepted_and_answered_to
     let (s, sol) = post(&app, "/solicrec", &token, solic_body(&id, &in_hours(24))).await;
     assert_eq!(s, 201, "{sol}");
     let path = format!("/sandbox/solicrec/{}/answer", sol["idSolicRec"].as_str().unwrap());
-    assert_eq!(post(&app, &path, &token, json!({"decision": "APPROVE"})).await.0, 200);
+    let approve = json!({"decision": "APPROVE", "codMun": "3550308"});
+    assert_eq!(post(&app, &path, &token, approve).await.0, 200);
     let (s, r) = app.get_with(&format!("/rec/{id}"), &token).await;
-    assert_eq!(s, 200, "{r}");
+    assert_eq!((s, r["pagador"]["codMun"].as_str()), (200, Some("3550308")), "{r}");
     conforms("get", "/rec/{idRec}", 200, &r);
 
     // cobRBody1 as written (recebedor, devedor and all), but for its recurrence and date.

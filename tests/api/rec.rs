@@ -107,7 +107,17 @@ async fn journey_one_approved_with_a_maximum_is_told_by_webhooks_in_order() {
     let answer = json!({"decision": "APPROVE", "valorMaximo": "9.99"});
     let (s, low) = post(&app, &format!("/sandbox/solicrec/{sid}/answer"), &token, answer).await;
     assert_eq!(s, 400, "a maximum below the minimum: {low}");
-    let answer = json!({"decision": "APPROVE", "valorMaximo": "50.00"});
+    for (bad, member) in [
+        (json!({"decision": "APPROVE", "valorMaximo": "50.00", "codMun": "355030"}), "codMun"),
+        (json!({"decision": "APPROVE", "valorMaximo": "50.00", "codMun": "35503O8"}), "codMun"),
+        (json!({"decision": "REJECT", "codMun": "3550308"}), "codMun"),
+    ] {
+        let (s, b) = post(&app, &format!("/sandbox/solicrec/{sid}/answer"), &token, bad).await;
+        assert_eq!(s, 400, "{b}");
+        assert!(b.to_string().contains(member), "{b}");
+    }
+    // The payer's institution says the payer's municipality (codMun, IBGE's 7 digits).
+    let answer = json!({"decision": "APPROVE", "valorMaximo": "50.00", "codMun": "3550308"});
     let (s, ok) = post(&app, &format!("/sandbox/solicrec/{sid}/answer"), &token, answer).await;
     assert_eq!(s, 200, "{ok}");
     let (s, r) = app.get_with(&format!("/rec/{id}"), &token).await;
@@ -117,8 +127,8 @@ async fn journey_one_approved_with_a_maximum_is_told_by_webhooks_in_order() {
         (Some("APROVADA"), Some("JORNADA_1"))
     );
     assert_eq!(
-        (r["pagador"]["cpf"].as_str(), r["pagador"]["valorMaximo"].as_str()),
-        (Some("11144477735"), Some("50.00"))
+        (r["pagador"]["cpf"].as_str(), r["pagador"]["valorMaximo"].as_str(), r["pagador"]["codMun"].as_str()),
+        (Some("11144477735"), Some("50.00"), Some("3550308"))
     );
     assert_eq!(statuses(&r), ["CRIADA", "APROVADA"]);
     let (s, sol) = app.get_with(&format!("/solicrec/{sid}"), &token).await;

@@ -687,7 +687,10 @@ mod tests {
         assert_eq!((expired.reply.status, expired.events.len()), (RecStatus::Expirada, 1));
         let approved = change_rec(
             rec,
-            RecChange::Answer { solicitation: sid, answer: Answer::Approve { maximum: None } },
+            RecChange::Answer {
+                solicitation: sid,
+                answer: Answer::Approve { maximum: None, municipality: None },
+            },
             None,
             vec![],
             now,
@@ -716,6 +719,7 @@ mod tests {
             document: "52998224725".into(),
             ispb: "99999999".into(),
             maximum: None,
+            municipality: None,
             on_us: Some(77),
         };
         let qr = |rec: &Recurrence, side: PayerSide| {
@@ -750,7 +754,10 @@ mod tests {
             RecChange::Solicit { recipient: recipient(), expires_at: now + chrono::Duration::hours(1) };
         let rec = change_rec(rec, solicit, None, vec![], now, &mut ids(&[10])).unwrap().reply;
         let sid = rec.solicitations[0].id.clone();
-        let approve = RecChange::Answer { solicitation: sid, answer: Answer::Approve { maximum: None } };
+        let approve = RecChange::Answer {
+            solicitation: sid,
+            answer: Answer::Approve { maximum: None, municipality: None },
+        };
         change_rec(rec, approve, None, vec![], now, &mut ids(&[])).unwrap().reply
     }
 
@@ -909,8 +916,10 @@ mod tests {
             RecChange::Solicit { recipient: recipient(), expires_at: now + chrono::Duration::hours(1) };
         let rec = change_rec(rec, solicit, None, vec![], now, &mut ids(&[10])).unwrap().reply;
         let sid = rec.solicitations[0].id.clone();
-        let approve =
-            RecChange::Answer { solicitation: sid, answer: Answer::Approve { maximum: Some(m("25")) } };
+        let approve = RecChange::Answer {
+            solicitation: sid,
+            answer: Answer::Approve { maximum: Some(m("25")), municipality: None },
+        };
         let rec = change_rec(rec, approve, None, vec![], now, &mut ids(&[])).unwrap().reply;
 
         // Above the maximum: refused when it arrives, days before its due date.
