@@ -677,7 +677,14 @@ impl GroupCommit {
         if self.ids.next.load(Ordering::Acquire) >= at_least {
             return Ok(());
         }
-        let floor = at_least.saturating_add(ID_BLOCK);
+        self.reserve_ids_below(at_least.saturating_add(ID_BLOCK))?;
+        self.ids.next.store(at_least, Ordering::Release);
+        Ok(())
+    }
+
+    /// Writes `floor` as the id floor, durably, then lets ids below it be handed out. The
+    /// caller holds `ids.reserving`.
+    fn reserve_ids_below(&self, floor: u64) -> Result<(), StoreError> {
         let mut b = Batch::default();
         b.put(KEY_ID_FLOOR, floor.to_be_bytes().to_vec());
         self.commit_blocking(b).map_err(|e| match e {
@@ -685,7 +692,6 @@ impl GroupCommit {
             other => StoreError::Engine(other.to_string()),
         })?;
         self.ids.floor.store(floor, Ordering::Release);
-        self.ids.next.store(at_least, Ordering::Release);
         Ok(())
     }
 }
@@ -699,14 +705,7 @@ impl IdSource for GroupCommit {
         // Rare (once per block): reserve the next block durably before answering.
         let _one = lock(&self.ids.reserving);
         while id >= self.ids.floor.load(Ordering::Acquire) {
-            let floor = self.ids.floor.load(Ordering::Acquire).saturating_add(ID_BLOCK);
-            let mut b = Batch::default();
-            b.put(KEY_ID_FLOOR, floor.to_be_bytes().to_vec());
-            self.commit_blocking(b).map_err(|e| match e {
-                CommitError::Full(why) => StoreError::Full(why),
-                other => StoreError::Engine(other.to_string()),
-            })?;
-            self.ids.floor.store(floor, Ordering::Release);
+            self.reserve_ids_below(self.ids.floor.load(Ordering::Acquire).saturating_add(ID_BLOCK))?;
         }
         Ok(id)
     }
