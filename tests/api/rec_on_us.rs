@@ -448,9 +448,9 @@ async fn the_payer_of_this_gateway_hears_of_the_solicitation_and_of_its_charges(
     assert!(hooks.drain().is_empty(), "nothing else yet");
 }
 
-/// Journeys 2 and 3 on us: an account of this gateway authorises a recurrence with its QR
-/// code. Journey 2's code authorises at once; journey 3's composite code pays its first cob
-/// as any code would, and authorises only once this account paid it. A text that is no
+/// Journeys 2 to 4 on us: an account of this gateway authorises a recurrence with its QR
+/// code. Journey 2's code authorises at once; the composite code of journey 3 (4) pays its
+/// first cob (cobv) as any code would, and authorises only once this account paid it. A text that is no
 /// code, a code with no recurrence, a location this gateway never made, and a recurrence
 /// another payer holds are refused; the payer finds the recurrence among its own.
 #[actix_rt::test]
@@ -543,6 +543,44 @@ async fn a_payer_of_this_gateway_authorises_by_the_recurrences_qr_code() {
     assert_eq!(
         (rec["status"].as_str(), rec["ativacao"]["tipoJornada"].as_str()),
         (Some("APROVADA"), Some("JORNADA_3"))
+    );
+
+    // Journey 4: the same with a first cobv, paid by its composite code.
+    let txid = "onusfirstcobvofarecurrence001";
+    let due = (crate::cobr::today() + chrono::Duration::days(5)).to_string();
+    let cobv = json!({"calendario": {"dataDeVencimento": due}, "valor": {"original": "30.00"},
+        "devedor": {"cpf": "52998224725", "nome": "Bia Payer"}});
+    let put = awc::Client::new().put(app.url(&format!("/cobv/{txid}"))).bearer_auth(&token);
+    let (s, c) = crate::helpers::send(put, Some(cobv)).await;
+    assert_eq!(s, 201, "{c}");
+    let (_, loc) = post(&app, "/locrec", &token, json!({})).await;
+    let mut body = rec_body(json!({"valorRec": "30.00"}));
+    body["loc"] = loc["id"].clone();
+    body["ativacao"] = json!({"dadosJornada": {"txid": txid}});
+    let (s, r) = post(&app, "/rec", &token, body).await;
+    assert_eq!(s, 201, "{r}");
+    let four = r["idRec"].as_str().unwrap().to_owned();
+    let (s, r) = app.get_with(&format!("/rec/{four}?txid={txid}"), &token).await;
+    assert_eq!((s, r["dadosQR"]["jornada"].as_str()), (200, Some("JORNADA_4")), "{r}");
+    let composite = r["dadosQR"]["pixCopiaECola"].as_str().unwrap().to_owned();
+    app.fund(&payer_token, "30").await;
+    let pay = json!({"value": 30, "qrCode": composite, "externalId": "pay-first-cobv"});
+    let (s, paid) = app.post_raw("/api/pix/cash-out-qrcode", &payer_token, &pay.to_string(), &[]).await;
+    assert_eq!(s, 201, "{paid}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (_, c) = app.get_with(&format!("/cobv/{txid}"), &token).await;
+        if c["status"] == "CONCLUIDA" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the first cobv was not paid: {c}");
+        actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let (s, rec) = post(&app, path, &payer_token, json!({"qrCode": composite, "codMun": "3550308"})).await;
+    assert_eq!(s, 200, "{rec}");
+    assert_eq!(
+        (rec["ativacao"]["tipoJornada"].as_str(), rec["pagador"]["codMun"].as_str()),
+        (Some("JORNADA_4"), Some("3550308"))
     );
 }
 
