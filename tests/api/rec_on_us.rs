@@ -511,31 +511,10 @@ async fn a_payer_of_this_gateway_authorises_by_the_recurrences_qr_code() {
     let txid = "onusfirstcobofarecurrence0001";
     let cob = json!({"calendario": {"expiracao": 3600}, "valor": {"original": "30.00"}});
     put_cob(&app, &token, txid, cob).await;
-    let (_, loc) = post(&app, "/locrec", &token, json!({})).await;
-    let mut body = rec_body(json!({"valorRec": "30.00"}));
-    body["loc"] = loc["id"].clone();
-    body["ativacao"] = json!({"dadosJornada": {"txid": txid}});
-    let (s, r) = post(&app, "/rec", &token, body).await;
-    assert_eq!(s, 201, "{r}");
-    let three = r["idRec"].as_str().unwrap().to_owned();
-    let (s, r) = app.get_with(&format!("/rec/{three}?txid={txid}"), &token).await;
-    assert_eq!(s, 200, "{r}");
-    let composite = r["dadosQR"]["pixCopiaECola"].as_str().unwrap().to_owned();
+    let composite = composite_of_first(&app, &token, txid, "JORNADA_3").await;
     let (s, b) = post(&app, path, &payer_token, json!({"qrCode": composite})).await;
     assert_eq!(s, 409, "not before its first cob is paid: {b}");
-    app.fund(&payer_token, "30").await;
-    let pay = json!({"value": 30, "qrCode": composite, "externalId": "pay-first-cob"});
-    let (s, paid) = app.post_raw("/api/pix/cash-out-qrcode", &payer_token, &pay.to_string(), &[]).await;
-    assert_eq!(s, 201, "{paid}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let (_, c) = app.get_with(&format!("/cob/{txid}"), &token).await;
-        if c["status"] == "CONCLUIDA" {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "the first cob was not paid: {c}");
-        actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    pay_first(&app, &token, &payer_token, &composite, &format!("/cob/{txid}")).await;
     let (s, b) = post(&app, path, &stranger_token, json!({"qrCode": composite})).await;
     assert_eq!(s, 409, "the first cob authorises only the account that paid it: {b}");
     let (s, rec) = post(&app, path, &payer_token, json!({"qrCode": composite})).await;
@@ -553,35 +532,47 @@ async fn a_payer_of_this_gateway_authorises_by_the_recurrences_qr_code() {
     let put = awc::Client::new().put(app.url(&format!("/cobv/{txid}"))).bearer_auth(&token);
     let (s, c) = crate::helpers::send(put, Some(cobv)).await;
     assert_eq!(s, 201, "{c}");
-    let (_, loc) = post(&app, "/locrec", &token, json!({})).await;
-    let mut body = rec_body(json!({"valorRec": "30.00"}));
-    body["loc"] = loc["id"].clone();
-    body["ativacao"] = json!({"dadosJornada": {"txid": txid}});
-    let (s, r) = post(&app, "/rec", &token, body).await;
-    assert_eq!(s, 201, "{r}");
-    let four = r["idRec"].as_str().unwrap().to_owned();
-    let (s, r) = app.get_with(&format!("/rec/{four}?txid={txid}"), &token).await;
-    assert_eq!((s, r["dadosQR"]["jornada"].as_str()), (200, Some("JORNADA_4")), "{r}");
-    let composite = r["dadosQR"]["pixCopiaECola"].as_str().unwrap().to_owned();
-    app.fund(&payer_token, "30").await;
-    let pay = json!({"value": 30, "qrCode": composite, "externalId": "pay-first-cobv"});
-    let (s, paid) = app.post_raw("/api/pix/cash-out-qrcode", &payer_token, &pay.to_string(), &[]).await;
-    assert_eq!(s, 201, "{paid}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let (_, c) = app.get_with(&format!("/cobv/{txid}"), &token).await;
-        if c["status"] == "CONCLUIDA" {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "the first cobv was not paid: {c}");
-        actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let composite = composite_of_first(&app, &token, txid, "JORNADA_4").await;
+    pay_first(&app, &token, &payer_token, &composite, &format!("/cobv/{txid}")).await;
     let (s, rec) = post(&app, path, &payer_token, json!({"qrCode": composite, "codMun": "3550308"})).await;
     assert_eq!(s, 200, "{rec}");
     assert_eq!(
         (rec["ativacao"]["tipoJornada"].as_str(), rec["pagador"]["codMun"].as_str()),
         (Some("JORNADA_4"), Some("3550308"))
     );
+}
+
+/// A recurrence of the Demo (30.00, with a location) whose first charge is `txid`: the
+/// composite code of its journey (`jornada`), as `GET /rec/{idRec}?txid=` answers it.
+async fn composite_of_first(app: &TestApp, token: &str, txid: &str, jornada: &str) -> String {
+    let (_, loc) = post(app, "/locrec", token, json!({})).await;
+    let mut body = rec_body(json!({"valorRec": "30.00"}));
+    body["loc"] = loc["id"].clone();
+    body["ativacao"] = json!({"dadosJornada": {"txid": txid}});
+    let (s, r) = post(app, "/rec", token, body).await;
+    assert_eq!(s, 201, "{r}");
+    let id = r["idRec"].as_str().unwrap().to_owned();
+    let (s, r) = app.get_with(&format!("/rec/{id}?txid={txid}"), token).await;
+    assert_eq!((s, r["dadosQR"]["jornada"].as_str()), (200, Some(jornada)), "{r}");
+    r["dadosQR"]["pixCopiaECola"].as_str().unwrap().to_owned()
+}
+
+/// The payer (funded with 30.00 first) pays the composite code as any code, and the first
+/// charge at `charge` (its read route) is `CONCLUIDA` (bounded: 10 s, the on-us courier).
+async fn pay_first(app: &TestApp, token: &str, payer_token: &str, composite: &str, charge: &str) {
+    app.fund(payer_token, "30").await;
+    let pay = json!({"value": 30, "qrCode": composite, "externalId": format!("pay-first{charge}")});
+    let (s, paid) = app.post_raw("/api/pix/cash-out-qrcode", payer_token, &pay.to_string(), &[]).await;
+    assert_eq!(s, 201, "{paid}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (_, c) = app.get_with(charge, token).await;
+        if c["status"] == "CONCLUIDA" {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "the first charge was not paid: {c}");
+        actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }
 
 async fn put_cob(app: &TestApp, token: &str, txid: &str, body: Value) {
