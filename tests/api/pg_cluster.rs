@@ -32,6 +32,9 @@ fn is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
+/// How many ports the first start of a cluster tries before it gives up.
+const FIRST_START_TRIES_MAX: u32 = 3;
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -87,7 +90,7 @@ impl PgCluster {
             }
             cluster.extra = " -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key".into();
         }
-        cluster.start_server();
+        cluster.first_start();
         Some(cluster)
     }
 
@@ -99,7 +102,7 @@ impl PgCluster {
             let ok = Command::new("chown").arg("postgres").arg(dir.path()).status().unwrap().success();
             assert!(ok, "chown of the standby's dir to postgres failed");
         }
-        let standby = PgCluster { dir, bin: self.bin.clone(), port: free_port(), extra: String::new() };
+        let mut standby = PgCluster { dir, bin: self.bin.clone(), port: free_port(), extra: String::new() };
         let source =
             format!("host=127.0.0.1 port={} user=postgres application_name={application_name}", self.port);
         // A fast checkpoint: the default spreads it over minutes.
@@ -107,7 +110,7 @@ impl PgCluster {
             "pg_basebackup",
             &["-D", &standby.data(), "-R", "-X", "stream", "-c", "fast", "-d", &source],
         );
-        standby.start_server();
+        standby.first_start();
         standby
     }
 
@@ -116,6 +119,12 @@ impl PgCluster {
     }
 
     fn run(&self, tool: &str, args: &[&str]) {
+        if let Err(e) = self.try_run(tool, args) {
+            panic!("{e}");
+        }
+    }
+
+    fn try_run(&self, tool: &str, args: &[&str]) -> Result<(), String> {
         let exe = self.bin.join(tool);
         let mut cmd = if is_root() {
             let mut c = Command::new("runuser");
@@ -125,11 +134,34 @@ impl PgCluster {
             Command::new(&exe)
         };
         let out = cmd.args(args).current_dir(self.dir.path()).stdin(Stdio::null()).output().unwrap();
-        assert!(out.status.success(), "{tool} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!("{tool} {args:?}: {}", String::from_utf8_lossy(&out.stderr)))
+        }
+    }
+
+    /// The first start, on a free port: a port found free may be taken by another test's
+    /// server before this one binds it, so a failed start tries another port (at most
+    /// [`FIRST_START_TRIES_MAX`] times).
+    fn first_start(&mut self) {
+        for tries in 1.. {
+            match self.try_start_server() {
+                Ok(()) => return,
+                Err(e) if tries >= FIRST_START_TRIES_MAX => panic!("{e}"),
+                Err(_) => self.port = free_port(),
+            }
+        }
     }
 
     /// Starts the server (again) and waits until it accepts connections.
     pub fn start_server(&self) {
+        if let Err(e) = self.try_start_server() {
+            panic!("{e}");
+        }
+    }
+
+    fn try_start_server(&self) -> Result<(), String> {
         let options = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=100{}",
             self.port,
@@ -137,7 +169,7 @@ impl PgCluster {
             self.extra
         );
         let log = self.dir.path().join("server.log").display().to_string();
-        self.run("pg_ctl", &["-D", &self.data(), "-o", &options, "-l", &log, "-w", "-t", "60", "start"]);
+        self.try_run("pg_ctl", &["-D", &self.data(), "-o", &options, "-l", &log, "-w", "-t", "60", "start"])
     }
 
     /// Stops the server at once (`immediate`: as if it crashed; recovery runs at its start).
