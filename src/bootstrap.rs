@@ -36,6 +36,9 @@ use crate::store::Repo;
 /// release of version 1 would look for them under the names of the old shape).
 /// docs/deploy.md "Upgrading and rolling back".
 pub const DATA_VERSION_CURRENT: u32 = 2;
+/// The data version of a store whose secrets are sealed (`serve --secrets-key-file`): a
+/// release that cannot open them refuses it, rather than take a sealed value for a key.
+pub const DATA_VERSION_SEALED: u32 = 3;
 
 /// The Demo account's document: a valid CNPJ reserved for examples.
 pub const DEMO_DOCUMENT: &str = "11222333000181";
@@ -81,20 +84,21 @@ pub fn load_or_init(
     production: bool,
 ) -> anyhow::Result<Boot> {
     check_data_version(repo)?;
+    seal_secrets(repo)?;
     let stored_or_new = |name: &[u8]| -> anyhow::Result<Vec<u8>> {
-        Ok(match repo.meta(name)? {
+        Ok(match repo.secret_meta(name)? {
             Some(k) => k,
             None => {
                 let k = secrets::random_bytes::<{ secrets::SECRET_BYTES }>()
                     .map_err(|e| anyhow::anyhow!("random: {e}"))?
                     .to_vec();
-                repo.put_meta(name, &k)?;
+                repo.put_secret_meta(name, &k)?;
                 k
             }
         })
     };
     let jwt_key = stored_or_new(JWT_KEY)?;
-    let jwt_key_previous = repo.meta(JWT_KEY_PREVIOUS)?;
+    let jwt_key_previous = repo.secret_meta(JWT_KEY_PREVIOUS)?;
     let location_key = stored_or_new(LOCATION_KEY)?;
     let clock_offset_ms =
         repo.meta(CLOCK_OFFSET)?.and_then(|b| b.try_into().ok().map(i64::from_be_bytes)).unwrap_or(0);
@@ -124,15 +128,39 @@ pub fn load_or_init(
 /// misread or fail to keep up to date), and records this release's version otherwise.
 fn check_data_version(repo: &Repo) -> anyhow::Result<()> {
     let stored = repo.meta(DATA_VERSION)?.and_then(|b| b.try_into().ok().map(u32::from_be_bytes));
+    let wanted = if repo.seals() { DATA_VERSION_SEALED } else { DATA_VERSION_CURRENT };
     match stored {
-        Some(v) if v > DATA_VERSION_CURRENT => anyhow::bail!(
+        Some(v) if v > DATA_VERSION_SEALED => anyhow::bail!(
             "this store was written by a newer release of pixgw (data version {v}; this release knows \
-             {DATA_VERSION_CURRENT}): run that release, or restore the backup taken before upgrading \
+             {DATA_VERSION_SEALED}): run that release, or restore the backup taken before upgrading \
              (docs/deploy.md \"Upgrading and rolling back\")"
         ),
-        Some(v) if v == DATA_VERSION_CURRENT => Ok(()),
-        _ => Ok(repo.put_meta(DATA_VERSION, &DATA_VERSION_CURRENT.to_be_bytes())?),
+        Some(DATA_VERSION_SEALED) if !repo.seals() => anyhow::bail!(
+            "this store's secrets are sealed (under the key {}): start with --secrets-key-file naming \
+             the key file they were sealed with (docs/deploy.md \"Sealing secrets at rest\")",
+            repo.secrets_sealed_with()?.unwrap_or_else(|| "of its key file".into())
+        ),
+        Some(v) if v == wanted => Ok(()),
+        // Sealed from now: the version is written before the first sealed value, so that a
+        // start without the key file is refused even after a crash midway.
+        _ => Ok(repo.put_meta(DATA_VERSION, &wanted.to_be_bytes())?),
     }
+}
+
+/// With a key file: reseals every secret not yet under its first key (`Repo::seal_stored_secrets`).
+fn seal_secrets(repo: &Repo) -> anyhow::Result<()> {
+    let Some(current) = repo.sealing_key_id() else { return Ok(()) };
+    if repo.secrets_sealed_with()?.as_deref() == Some(current) {
+        return Ok(());
+    }
+    let done = repo.seal_stored_secrets().context("sealing the store's secrets")?;
+    tracing::info!(
+        key = current,
+        meta = done.meta,
+        accounts = done.accounts,
+        "the store's secrets are sealed under the key of --secrets-key-file"
+    );
+    Ok(())
 }
 
 fn create_demo(
@@ -232,13 +260,32 @@ mod tests {
         let stored = repo.meta(DATA_VERSION).unwrap().unwrap();
         assert_eq!(stored, DATA_VERSION_CURRENT.to_be_bytes().to_vec());
         assert!(check_data_version(&repo).is_ok(), "the same release again");
-        repo.put_meta(DATA_VERSION, &(DATA_VERSION_CURRENT + 1).to_be_bytes()).unwrap();
+        repo.put_meta(DATA_VERSION, &(DATA_VERSION_SEALED + 1).to_be_bytes()).unwrap();
         let e = check_data_version(&repo).unwrap_err().to_string();
-        let newer = format!("data version {}", DATA_VERSION_CURRENT + 1);
+        let newer = format!("data version {}", DATA_VERSION_SEALED + 1);
         assert!(e.contains("newer release") && e.contains(&newer), "{e}");
         // A store of the version before is marked with this one.
         repo.put_meta(DATA_VERSION, &(DATA_VERSION_CURRENT - 1).to_be_bytes()).unwrap();
         assert!(check_data_version(&repo).is_ok(), "an older store");
         assert_eq!(repo.meta(DATA_VERSION).unwrap().unwrap(), DATA_VERSION_CURRENT.to_be_bytes().to_vec());
+    }
+
+    #[test]
+    fn a_sealed_store_is_refused_without_its_key_file_and_opened_with_it() {
+        let storage = Storage::memory().unwrap();
+        let text = crate::auth::sealing::new_key_file().unwrap();
+        let keys = std::sync::Arc::new(crate::auth::sealing::SealingKeys::parse(&text).unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let now = chrono::Utc::now();
+        let sealed = Repo::new(&storage).with_sealing(Some(keys));
+        let first = load_or_init(&sealed, dir.path(), now, None, true).unwrap();
+        assert_eq!(sealed.meta(DATA_VERSION).unwrap(), Some(DATA_VERSION_SEALED.to_be_bytes().to_vec()));
+        assert!(crate::auth::sealing::is_sealed(&sealed.meta(JWT_KEY).unwrap().unwrap()));
+        let again = load_or_init(&sealed, dir.path(), now, None, true).unwrap();
+        assert_eq!((again.jwt_key, again.location_key), (first.jwt_key, first.location_key));
+
+        let e = load_or_init(&Repo::new(&storage), dir.path(), now, None, true).err().unwrap().to_string();
+        let id = sealed.sealing_key_id().unwrap();
+        assert!(e.contains("sealed") && e.contains(id) && e.contains("--secrets-key-file"), "{e}");
     }
 }

@@ -48,6 +48,10 @@ pub enum Command {
     Restore(RestoreArgs),
     /// Move a stopped server's embedded store (or a backup) into an empty PostgreSQL database.
     Migrate(MigrateArgs),
+    /// Make a key file: an age identity for encrypted backups, or the key that seals secrets
+    /// in the store.
+    #[command(subcommand)]
+    Keygen(KeygenCommand),
     /// Accounts of a running server, through its admin API.
     #[command(subcommand)]
     Account(AccountCommand),
@@ -98,11 +102,31 @@ pub struct AccountCreateArgs {
     pub admin_token_file: Option<PathBuf>,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum KeygenCommand {
+    /// An age X25519 identity file (owner-only) for `backup --encrypt-to` and `restore
+    /// --identity`; prints its recipient (age1...). `age-keygen` makes the same files.
+    Backup(KeygenArgs),
+    /// A key file (owner-only) for `serve --secrets-key-file`: 32 random bytes in hex.
+    Secrets(KeygenArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// The file to write; it must not exist.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
 #[derive(Debug, Args)]
 pub struct BackupArgs {
     /// The directory to write the backup into; it must not exist or be empty.
     #[arg(long)]
     pub to: PathBuf,
+    /// Encrypt the backup (age format) to this recipient, an age X25519 public key
+    /// (age1...); repeat for more. Without it the backup is written in clear, owner-only.
+    #[arg(long = "encrypt-to", value_name = "RECIPIENT")]
+    pub encrypt_to: Vec<String>,
     /// The running server.
     #[arg(long, default_value = "http://127.0.0.1:8080")]
     pub url: String,
@@ -135,6 +159,9 @@ pub struct RestoreArgs {
     /// The new data dir; it must not exist or be empty.
     #[arg(long)]
     pub data_dir: PathBuf,
+    /// The age identity file (owner-only) that decrypts an encrypted backup.
+    #[arg(long, env = "PIXGW_BACKUP_IDENTITY_FILE")]
+    pub identity: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -145,6 +172,9 @@ pub struct MigrateArgs {
     /// The PostgreSQL database (postgres://...); it must hold no pixgw data.
     #[arg(long, env = "PIXGW_DATABASE_URL", hide_env_values = true)]
     pub to: String,
+    /// The age identity file (owner-only) that decrypts an encrypted backup.
+    #[arg(long, env = "PIXGW_BACKUP_IDENTITY_FILE")]
+    pub identity: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -295,6 +325,11 @@ pub struct ServeArgs {
     /// others may read is refused).
     #[arg(long, env = "PIXGW_ADMIN_TOKEN_FILE")]
     pub admin_token_file: Option<PathBuf>,
+    /// A key file (owner-only; `pixgw keygen secrets` makes one) whose key seals the store's
+    /// secrets at rest: the token-signing keys, the payload-location key and every webhook
+    /// secret. Once a store is sealed, every start needs it.
+    #[arg(long, env = "PIXGW_SECRETS_KEY_FILE")]
+    pub secrets_key_file: Option<PathBuf>,
     /// With --production: serve without --require-client-cert (a proxy that checks client
     /// certificates some other way), said out loud rather than by omission.
     #[arg(long, env = "PIXGW_ALLOW_WITHOUT_CLIENT_CERT", action = ArgAction::SetTrue, value_parser = BoolishValueParser::new())]
@@ -383,6 +418,7 @@ pub enum StoreChoice {
 pub struct FileConfig {
     pub production: Option<bool>,
     pub admin_token_file: Option<PathBuf>,
+    pub secrets_key_file: Option<PathBuf>,
     pub allow_without_client_cert: Option<bool>,
     pub listen: Option<String>,
     pub data_dir: Option<PathBuf>,
@@ -421,6 +457,8 @@ pub struct Settings {
     /// again (`None`: one token, `admin_token` or the stored one).
     pub admin_tokens: Option<crate::auth::admin_tokens::AdminTokens>,
     pub admin_token_file: Option<PathBuf>,
+    /// The keys of `--secrets-key-file`, which seal the store's secrets at rest.
+    pub sealing: Option<std::sync::Arc<crate::auth::sealing::SealingKeys>>,
     /// The production profile (`--production`): see [`ServeArgs::production`].
     pub production: bool,
     pub listen: SocketAddr,
@@ -513,6 +551,7 @@ impl std::fmt::Debug for Settings {
             .field("log_format", &self.log_format)
             .field("access_log", &self.access_log)
             .field("admin_token", &self.admin_token.as_ref().map(|_| "(hidden)"))
+            .field("sealing", &self.sealing)
             .field("sim_settle_ms", &self.sim_settle_ms)
             .field("rail", &self.rail)
             .field("dict_file", &self.dict_file)
@@ -546,6 +585,7 @@ impl Settings {
             log_format = ?self.log_format,
             access_log = ?self.access_log,
             admin_token = if self.admin_token.is_some() { "from settings" } else { "stored" },
+            secrets_sealed_with = self.sealing.as_deref().map(|k| k.current_id().to_owned()),
             sim_settle_ms = self.sim_settle_ms,
             rail = self.rail.as_str(),
             payload_host = self.payload.as_ref().map(|p| p.host.as_str().to_owned()),
@@ -592,6 +632,8 @@ pub enum ConfigError {
     Rail(String),
     #[error("payload locations: {0}")]
     Payload(String),
+    #[error("--secrets-key-file: {0}")]
+    SecretsKey(String),
 }
 
 /// A journal segment's size unless configured, and the largest accepted (MiB).
@@ -612,6 +654,13 @@ impl Settings {
         let production = args.production || file.production.unwrap_or(false);
         let token_file = args.admin_token_file.clone().or(file.admin_token_file);
         let from_config_file = args.admin_token.is_none() && file.admin_token.is_some();
+        let sealing = match args.secrets_key_file.clone().or(file.secrets_key_file) {
+            None => None,
+            Some(path) => Some(std::sync::Arc::new(
+                crate::auth::sealing::SealingKeys::read_file(&path)
+                    .map_err(|e| ConfigError::SecretsKey(e.to_string()))?,
+            )),
+        };
         let (admin_token, admin_tokens) = match (args.admin_token.clone().or(file.admin_token), &token_file) {
             (Some(_), Some(_)) => {
                 return Err(ConfigError::Invalid(
@@ -650,7 +699,7 @@ impl Settings {
             check_production(ProductionInputs {
                 admin_token: admin_token.is_some(),
                 token_in_config_file: from_config_file,
-                config_file_private: args.config.as_deref().is_some_and(is_owner_only),
+                config_file_private: args.config.as_deref().is_some_and(crate::private::is_owner_only),
                 test_clock,
                 require_client_cert,
                 allow_without_cert,
@@ -716,6 +765,7 @@ impl Settings {
             admin_token,
             admin_tokens,
             admin_token_file: token_file.clone(),
+            sealing,
             sim_settle_ms: args.sim_settle_ms.or(file.sim_settle_ms).unwrap_or(DEFAULT_SIM_SETTLE_MS),
             rail,
             dict_file: args.dict_file.clone().or(file.dict_file),
@@ -791,20 +841,6 @@ fn check_production(p: ProductionInputs) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// Whether a file's group and others have no access to it (always true off Unix).
-fn is_owner_only(path: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o077 == 0)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        true
-    }
-}
-
 /// A secret kept in a file of its own: its owner alone may read it, and its text, trimmed,
 /// is the secret.
 /// The named tokens of an admin token file (owner-only), and the first one's token (the one
@@ -823,7 +859,7 @@ pub fn read_admin_tokens(
 fn read_private_secret(path: &Path) -> Result<String, ConfigError> {
     let fail = |m: String| ConfigError::AdminTokenFile(path.to_path_buf(), m);
     let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
-    if !is_owner_only(path) {
+    if !crate::private::is_owner_only(path) {
         return Err(fail("its group or others may read it: chmod 600 it".into()));
     }
     let token = text.trim();

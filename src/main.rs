@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use pixgw::config::{
-    AccountCommand, AccountCreateArgs, BackupArgs, Cli, Command, ListenArgs, LoadArgs, MigrateArgs,
-    RestoreArgs, ServeArgs, Settings, WebhooksCommand,
+    AccountCommand, AccountCreateArgs, BackupArgs, Cli, Command, KeygenCommand, ListenArgs, LoadArgs,
+    MigrateArgs, RestoreArgs, ServeArgs, Settings, WebhooksCommand,
 };
 use pixgw::startup::Application;
 use pixgw::telemetry;
@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         Command::Backup(args) => backup(&args),
         Command::Restore(args) => restore(&args),
         Command::Migrate(args) => migrate(&args),
+        Command::Keygen(command) => keygen(&command),
         Command::Account(AccountCommand::Create(args)) => create_account(args),
         Command::SpiSim(args) => spi_sim(args),
     }
@@ -92,12 +93,20 @@ fn backup(args: &BackupArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+    let recipients = match pixgw::maintenance::parse_recipients(&args.encrypt_to) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("pixgw backup: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
     actix_web::rt::System::new().block_on(async move {
-        match pixgw::maintenance::backup(&args.url, &admin_token, &args.to).await {
+        match pixgw::maintenance::backup(&args.url, &admin_token, &args.to, &recipients).await {
             Ok(m) => {
                 pixgw::say!(
-                    "backup written to {}: {} keys and {} journal records, through record {} ({} bytes, sha256 {})",
+                    "backup written to {}{}: {} keys and {} journal records, through record {} ({} bytes, sha256 {})",
                     args.to.display(),
+                    if m.encryption.is_some() { " (encrypted, age)" } else { "" },
                     m.summary.pairs,
                     m.summary.records,
                     m.summary.through_seq,
@@ -115,7 +124,7 @@ fn backup(args: &BackupArgs) -> ExitCode {
 }
 
 fn restore(args: &RestoreArgs) -> ExitCode {
-    match pixgw::maintenance::restore(&args.from, &args.data_dir) {
+    match pixgw::maintenance::restore(&args.from, &args.data_dir, args.identity.as_deref()) {
         Ok(s) => {
             pixgw::say!(
                 "restored {} into {}: the state after journal record {} (taken {})",
@@ -141,7 +150,7 @@ fn migrate(args: &MigrateArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match pixgw::maintenance::migrate(&args.from, &url) {
+    match pixgw::maintenance::migrate(&args.from, &url, args.identity.as_deref()) {
         Ok(rows) => {
             pixgw::say!(
                 "moved {} into {url}: {rows} rows; start the nodes with --store",
@@ -151,6 +160,40 @@ fn migrate(args: &MigrateArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("pixgw migrate: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn keygen(command: &KeygenCommand) -> ExitCode {
+    let (out, made) = match command {
+        KeygenCommand::Backup(a) => (&a.out, Ok(pixgw::maintenance::new_identity_file(chrono::Utc::now()))),
+        KeygenCommand::Secrets(a) => {
+            (&a.out, pixgw::auth::sealing::new_key_file().map(|t| (t, String::new())))
+        }
+    };
+    let written = made.map_err(anyhow::Error::new).and_then(|(text, public)| {
+        pixgw::private::write_new_secret_file(out, text.as_bytes())?;
+        Ok(public)
+    });
+    match written {
+        Ok(public) if public.is_empty() => {
+            pixgw::say!(
+                "key written to {} (owner-only): give it to `serve --secrets-key-file`",
+                out.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(public) => {
+            pixgw::say!(
+                "identity written to {} (owner-only); its recipient, for --encrypt-to:",
+                out.display()
+            );
+            pixgw::say!("{public}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pixgw keygen: {e:#}");
             ExitCode::FAILURE
         }
     }

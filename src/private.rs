@@ -15,6 +15,35 @@ pub fn owner_only_from_now() {
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(CREATION_MASK));
 }
 
+/// Writes a new file (refusing one that exists) readable by its owner alone, synced.
+pub fn write_new_secret_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    #[cfg(unix)]
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    opts.mode(0o600);
+    let mut f = opts.open(path).map_err(|e| anyhow::anyhow!("creating {}: {e}", path.display()))?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    Ok(())
+}
+
+/// Whether a file's group and others have no access to it (always true off Unix).
+pub fn is_owner_only(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & CREATION_MASK == 0)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        true
+    }
+}
+
 /// Takes the group's and others' permissions off `dir` and everything under it; answers
 /// how many entries it changed. Symbolic links are left alone (their target is not ours to
 /// change).

@@ -83,7 +83,7 @@ impl Application {
             // it holds the lease (node.rs).
             metrics::gauge!("pixgw_serving").set(1.0);
         }
-        let repo = Repo::new(&storage);
+        let repo = Repo::new(&storage).with_sealing(settings.sealing.clone());
         let commit = Arc::clone(&storage.commit);
         if let Some(spi) = &settings.spi {
             // Every id this gateway makes from now on carries its ISPB.

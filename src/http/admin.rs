@@ -1019,13 +1019,15 @@ static ROTATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 pub async fn rotate_token_key(_: Admin, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     use crate::store::keys::{JWT_KEY, JWT_KEY_PREVIOUS};
     let _one = ROTATING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let current =
-        state.repo.meta(JWT_KEY)?.ok_or_else(|| ApiError::internal("no token-signing key is stored"))?;
+    let current = state
+        .repo
+        .secret_meta(JWT_KEY)?
+        .ok_or_else(|| ApiError::internal("no token-signing key is stored"))?;
     let fresh = crate::auth::secrets::random_bytes::<{ crate::auth::secrets::SECRET_BYTES }>()
         .map_err(|e| ApiError::internal(format!("random: {e}")))?;
     let mut batch = crate::store::Batch::default();
-    batch.put(JWT_KEY, fresh.to_vec());
-    batch.put(JWT_KEY_PREVIOUS, current.clone());
+    state.repo.put_secret_meta_in(&mut batch, JWT_KEY, &fresh)?;
+    state.repo.put_secret_meta_in(&mut batch, JWT_KEY_PREVIOUS, &current)?;
     state.repo.commit_batch(&batch)?;
     state.tokens.rotate(&fresh, &current);
     let now = state.clock.now();

@@ -7,6 +7,7 @@
 //! meta/jwt_key_previous     the key before the last rotation (its tokens still verify)
 //! meta/location_key         32 random bytes: the MAC key of payload locations' tokens
 //! meta/admin_token_hash     hex SHA-256 of the generated admin token
+//! meta/secrets_sealed_with  the id of the key every stored secret is sealed under (text)
 //! meta/clock_offset_ms      i64: the test clock's offset from the system clock
 //! meta/demo_account         u64: the id of the Demo account made on first start
 //! meta/tlist_built, meta/rkey_built, meta/pixin_built  present once a backfill of that
@@ -105,6 +106,9 @@ pub const JWT_KEY_PREVIOUS: &[u8] = b"meta/jwt_key_previous";
 /// token-signing key so that rotating one never moves the other.
 pub const LOCATION_KEY: &[u8] = b"meta/location_key";
 pub const ADMIN_TOKEN_HASH: &[u8] = b"meta/admin_token_hash";
+/// The id of the key that sealed every secret of the store (`auth::sealing`), present once
+/// a start with a key file sealed them all.
+pub const SECRETS_SEALED_WITH: &[u8] = b"meta/secrets_sealed_with";
 pub const CLOCK_OFFSET: &[u8] = b"meta/clock_offset_ms";
 pub const DEMO_ACCOUNT: &[u8] = b"meta/demo_account";
 /// Present once the list index covers every transaction (see `backfill_transaction_index`).

@@ -283,3 +283,129 @@ async fn a_backup_taken_while_cash_outs_stream_restores_every_acknowledged_one_a
     assert!(restored_id >= pixgw::domain::ids::restored_local_id_floor(restored_at), "{restored_id}");
     assert!(restored_id > original_id, "{restored_id} vs {original_id}");
 }
+
+/// Runs `pixgw keygen backup --out path`; answers the recipient it prints.
+fn backup_identity(path: &Path) -> String {
+    let out = Command::new(bin()).args(["keygen", "backup", "--out"]).arg(path).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let recipient = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().trim().to_owned();
+    assert!(recipient.starts_with("age1"), "{}", text(&out));
+    recipient
+}
+
+/// The `age` tool, which must be installed under CI (`.ci/run` installs it).
+fn age_tool() -> bool {
+    let found = Command::new("age").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(std::env::var("CI").map_or(true, |v| v != "true"), "age is required under CI");
+        eprintln!("age is not installed: its decryption of the backup is skipped outside CI");
+    }
+    found
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+#[actix_rt::test]
+async fn an_encrypted_backup_holds_nothing_in_clear_and_restores_only_with_its_identity() {
+    let app = TestApp::spawn_fast().await;
+    let token = app.demo_token().await;
+    app.fund(&token, "1000").await;
+    let sent = RefCell::new(Vec::new());
+    let acked = stream(&app, &token, 2, Some(5), "sealed", &Cell::new(false), &sent).await;
+    settle(&app, &token).await;
+    let work = tempfile::tempdir().unwrap();
+    let (id, other) = (work.path().join("backup.key"), work.path().join("other.key"));
+    let recipient = backup_identity(&id);
+    backup_identity(&other);
+    let again = Command::new(bin()).args(["keygen", "backup", "--out"]).arg(&id).output().unwrap();
+    assert!(!again.status.success(), "an identity file was overwritten");
+
+    // A recipient that is not one is refused before anything is written.
+    let bad = work.path().join("bad");
+    let out = Command::new(bin())
+        .args(["backup", "--url", &app.base, "--encrypt-to", "age1notakey", "--to"])
+        .arg(&bad)
+        .env("PIXGW_ADMIN_TOKEN", &app.creds.admin_token)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--encrypt-to") && !bad.exists(), "{}", text(&out));
+
+    let to = work.path().join("encrypted");
+    let out = Command::new(bin())
+        .args(["backup", "--url", &app.base, "--encrypt-to", &recipient, "--to"])
+        .arg(&to)
+        .env("PIXGW_ADMIN_TOKEN", &app.creds.admin_token)
+        .output()
+        .unwrap();
+    assert!(out.status.success() && text(&out).contains("encrypted"), "{}", text(&out));
+    let names: Vec<String> = std::fs::read_dir(&to)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut names = names;
+    names.sort();
+    assert_eq!(names, ["backup.pixgw.age", "manifest.json"]);
+    assert_owner_only(&to);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(to.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["encryption"], "age", "{manifest}");
+    let sealed = std::fs::read(to.join("backup.pixgw.age")).unwrap();
+    assert!(sealed.starts_with(b"age-encryption.org/v1\n"));
+    assert_eq!(manifest["bytes"].as_u64(), Some(sealed.len() as u64));
+    // Nothing of the store shows through: not the stream's magic, a webhook secret or a payment.
+    let some_payment = acked.keys().next().unwrap().clone();
+    for clear in [b"PIXGWBAK".as_slice(), app.creds.webhook_secret.as_bytes(), some_payment.as_bytes()] {
+        assert!(!contains(&sealed, clear), "{} is in the encrypted backup", String::from_utf8_lossy(clear));
+    }
+
+    // Without an identity, or with one the backup was not encrypted to, nothing is restored.
+    let target = work.path().join("restored");
+    let out = restore_cli(&to, &target);
+    assert!(!out.status.success() && text(&out).contains("--identity"), "{}", text(&out));
+    let out = Command::new(bin())
+        .args(["restore", "--from"])
+        .arg(&to)
+        .arg("--data-dir")
+        .arg(&target)
+        .arg("--identity")
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && text(&out).contains("matches"), "{}", text(&out));
+    assert!(!target.exists());
+
+    let out = Command::new(bin())
+        .args(["restore", "--from"])
+        .arg(&to)
+        .arg("--data-dir")
+        .arg(&target)
+        .arg("--identity")
+        .arg(&id)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_owner_only(&target);
+    let mut copy = serve_restored(&app, &target);
+    let t = copy.demo_token().await;
+    assert_eq!(copy.balance(&t).await, app.balance(&token).await);
+    let (s, list) = copy.get_with("/api/transactions?size=100", &t).await;
+    assert_eq!(s, 200);
+    assert!(list.to_string().contains(&some_payment), "{list}");
+    assert!(copy.stop().success());
+
+    // The age tool itself decrypts it, with the identity file pixgw wrote, to the clear stream.
+    if age_tool() {
+        let out = Command::new("age")
+            .arg("-d")
+            .arg("-i")
+            .arg(&id)
+            .arg(to.join("backup.pixgw.age"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(out.stdout.starts_with(b"PIXGWBAK") && contains(&out.stdout, some_payment.as_bytes()));
+    }
+}

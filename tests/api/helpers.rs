@@ -171,6 +171,7 @@ pub async fn spawn_in_process(storage: Storage) -> TestApp {
         payload: None,
         admin_tokens: None,
         admin_token_file: None,
+        sealing: None,
         account_rate_limit: None,
     };
     let app = Application::build_with_storage(settings, storage).unwrap();

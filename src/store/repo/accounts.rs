@@ -38,7 +38,7 @@ impl Repo {
     ) -> Result<Batch, RepoError> {
         let mut b = Batch::default();
         b.put(keys::SEQ_ACCOUNT, account.id.get().to_be_bytes().to_vec());
-        b.put(keys::account(account.id), to_json(account)?);
+        b.put(keys::account(account.id), self.account_json(account)?);
         b.put(keys::receiving_key(&account.receiving_key), account.id.get().to_be_bytes().to_vec());
         b.put(keys::client(&client.client_id), to_json(client)?);
         if let Some(c) = cert {
@@ -62,7 +62,7 @@ impl Repo {
         if receiving {
             let mut a = account.clone();
             a.receiving_key = key.key.clone();
-            b.put(keys::account(a.id), to_json(&a)?);
+            b.put(keys::account(a.id), self.account_json(&a)?);
         }
         self.commit(&b)
     }
@@ -90,12 +90,14 @@ impl Repo {
     }
 
     pub fn account(&self, id: AccountId) -> Result<Option<AccountRecord>, RepoError> {
-        self.cached(&id, (|c| &c.accounts, |c| &mut c.accounts), || self.get_json(&keys::account(id)))
+        self.cached(&id, (|c| &c.accounts, |c| &mut c.accounts), || {
+            self.get_json(&keys::account(id))?.map(|a| self.open_account(a)).transpose()
+        })
     }
 
     pub fn put_account(&self, account: &AccountRecord) -> Result<(), RepoError> {
         let mut b = Batch::default();
-        b.put(keys::account(account.id), to_json(account)?);
+        b.put(keys::account(account.id), self.account_json(account)?);
         self.commit(&b)
     }
 

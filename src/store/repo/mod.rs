@@ -8,7 +8,8 @@
 //! - [`charges`]: open charges and charges by txid or code;
 //! - [`webhooks`]: endpoints, the outbox, delivery state and log;
 //! - [`med`], [`on_us`], [`requests`]: MED cases, on-us credits, `Idempotency-Key` records;
-//! - [`recs`]: Pix Automático recurrences and their solicitations.
+//! - [`recs`]: Pix Automático recurrences and their solicitations;
+//! - [`secrets`]: the secrets it keeps sealed at rest when a key file is configured.
 //!
 //! Every write goes through group commit: the payment paths' batches from the account
 //! actors, and the admin writes here, which wait on the calling thread until they are
@@ -21,6 +22,7 @@ mod med;
 mod on_us;
 mod recs;
 mod requests;
+mod secrets;
 mod transactions;
 mod webhooks;
 
@@ -70,6 +72,8 @@ pub struct Repo {
     /// Serializes the read-modify-write paths of the admin API (account ids, certificate
     /// ownership). It is never taken on the payment paths.
     admin_writes: Arc<Mutex<()>>,
+    /// The keys that seal secrets at rest (`secrets.rs`), when a key file is configured.
+    sealing: Option<Arc<crate::auth::sealing::SealingKeys>>,
 }
 
 impl Repo {
@@ -79,7 +83,14 @@ impl Repo {
             writer: Arc::clone(&storage.commit),
             auth: Arc::default(),
             admin_writes: Arc::new(Mutex::new(())),
+            sealing: None,
         }
+    }
+
+    /// This repository, sealing the secrets it writes under `keys` and opening those it reads.
+    pub fn with_sealing(mut self, keys: Option<Arc<crate::auth::sealing::SealingKeys>>) -> Repo {
+        self.sealing = keys;
+        self
     }
 
     pub fn store(&self) -> &SharedStore {
@@ -254,7 +265,7 @@ mod tests {
     use crate::domain::money::Money;
     use crate::domain::transaction::{code_reference, Transaction, TxStatus};
 
-    fn sample(id: u64) -> Option<(AccountRecord, ClientRecord)> {
+    pub(super) fn sample(id: u64) -> Option<(AccountRecord, ClientRecord)> {
         let id = AccountId::new(id)?;
         let client_id = ClientId::parse("3f2b8c1e-9d4a-4e6b-8a7c-1d2e3f4a5b6c")?;
         let now = DateTime::<Utc>::UNIX_EPOCH;
