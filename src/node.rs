@@ -138,6 +138,7 @@ pub async fn serve(settings: Settings, url: PgUrl) -> anyhow::Result<()> {
         epoch = take_lease(&pg, times) => epoch,
         () = stop => {
             standby_handle.stop(true).await;
+            announce(&pg, "stopped").await;
             return Ok(());
         }
     };
@@ -165,6 +166,7 @@ pub async fn serve(settings: Settings, url: PgUrl) -> anyhow::Result<()> {
         );
     }
     crate::say!("role: leader (epoch {epoch})");
+    announce(&pg, "leader").await;
     metrics::gauge!("pixgw_serving").set(1.0);
     metrics::gauge!("pixgw_lease_epoch").set(epoch as f64);
     // The lease was just taken from the database (the recorder exists only from here on).
@@ -220,8 +222,17 @@ pub async fn serve(settings: Settings, url: PgUrl) -> anyhow::Result<()> {
             if let Err(e) = pg.release().await {
                 tracing::warn!(error = %e, "could not end the lease; a standby takes over once it expires");
             }
+            announce(&pg, "stopped").await;
             served
         }
+    }
+}
+
+/// Says in `pixgw_nodes` which release this node runs and in which role; a failure is
+/// logged and changes nothing else (the table is for operators).
+async fn announce(pg: &Arc<Pg>, role: &'static str) {
+    if let Err(e) = pg.announce(role).await {
+        tracing::warn!(error = %e, role, "could not record this node in pixgw_nodes");
     }
 }
 
@@ -256,6 +267,7 @@ async fn take_lease(pg: &Arc<Pg>, times: LeaseTimes) -> u64 {
                     "database schema ready"
                 );
                 migrated = true;
+                announce(pg, "standby").await;
             }
             pg.try_acquire(times).await.map_err(|e| e.to_string())
         };

@@ -45,11 +45,13 @@ pub struct Options {
     pub env: Vec<(String, String)>,
     /// Where the server's log goes (the test's own stderr when `None`).
     pub stderr: Option<PathBuf>,
+    /// Another pixgw binary to run (a previous release's), instead of this build's.
+    pub binary: Option<PathBuf>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { test_clock: true, env: vec![], stderr: None }
+        Options { test_clock: true, env: vec![], stderr: None, binary: None }
     }
 }
 
@@ -60,7 +62,10 @@ pub fn bin() -> &'static str {
 /// Starts the binary on `dir`; answers the child and its base URL, read from the first
 /// line the server prints.
 pub fn start_process(dir: &Path, opts: &Options) -> (Child, String) {
-    let mut cmd = Command::new(bin());
+    let mut cmd = match &opts.binary {
+        Some(b) => Command::new(b),
+        None => Command::new(bin()),
+    };
     cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir)
         .env("RUST_LOG", "warn")

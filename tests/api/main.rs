@@ -33,6 +33,7 @@ mod receiver;
 mod recovery;
 mod references;
 mod refunds;
+mod rolling_upgrade;
 mod secrets_at_rest;
 mod spi;
 mod spi_xsd;

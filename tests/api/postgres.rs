@@ -170,14 +170,60 @@ async fn a_group_whose_answer_is_lost_after_its_commit_is_read_back_and_acknowle
 }
 
 #[test]
-fn a_database_with_a_newer_schema_refuses_to_start() {
-    let Some(cluster) = PgCluster::start("a_database_with_a_newer_schema_refuses_to_start") else { return };
+fn a_database_with_a_newer_schema_runs_on_unless_a_newer_migration_breaks_older_releases() {
+    let Some(cluster) = PgCluster::start(
+        "a_database_with_a_newer_schema_runs_on_unless_a_newer_migration_breaks_older_releases",
+    ) else {
+        return;
+    };
     let url = cluster.database("newer");
     pg(&url, "node-a");
-    cluster.sql("newer", "INSERT INTO pixgw_schema (version) VALUES (99)");
+    // A newer release's migration that only adds: this one runs on as it is.
+    cluster.sql("newer", "INSERT INTO pixgw_schema (version, breaks_older) VALUES (98, false)");
     let again = Pg::new(PgUrl::parse(&url).unwrap(), "node-b".into()).unwrap();
+    assert_eq!(again.migrate().unwrap(), 98);
+    // One that changes what this release reads: refused, naming it.
+    cluster.sql("newer", "INSERT INTO pixgw_schema (version, breaks_older) VALUES (99, true)");
     let refused = again.migrate().unwrap_err().to_string();
-    assert!(refused.contains("schema version 99"), "{refused}");
+    assert!(refused.contains("schema version 99") && refused.contains("version 99 of it"), "{refused}");
+}
+
+/// Reads the database itself, as the next leader would, with every node stopped: each
+/// cash-out of `account` is one that was sent, stored once; each acknowledged one and each
+/// in `sent` (all answered 201 under their keys) is there; and `funded` equals the balance
+/// `net` plus what the confirmed cash-outs took.
+pub(crate) async fn assert_stored_once(
+    url: &str,
+    account: u64,
+    sent: &[String],
+    acked: &HashMap<String, String>,
+    net: &str,
+    funded: &str,
+) {
+    let reader = pg(url, "reader");
+    assert!(reader.try_acquire(LeaseTimes::default()).await.unwrap().is_some());
+    let storage = Storage::open_postgres(&reader, Repo::layout()).unwrap();
+    let repo = Repo::new(&storage);
+    let txs = repo.transactions_of(AccountId::new(account).unwrap()).unwrap();
+    let mut seen = HashMap::new();
+    for t in txs.iter().filter(|t| t.kind == TxKind::CashOut) {
+        let ext = t.external_id.clone().unwrap();
+        assert!(seen.insert(ext.clone(), t.local_id).is_none(), "{ext} appears twice");
+        assert!(sent.contains(&ext), "{ext} was never sent");
+    }
+    for ext in acked.keys() {
+        assert!(seen.contains_key(ext), "{ext} acknowledged but not stored");
+    }
+    for ext in sent {
+        assert!(seen.contains_key(ext), "{ext} was answered 201 under its key but is not stored");
+    }
+    let confirmed = txs
+        .iter()
+        .filter(|t| t.kind == TxKind::CashOut && t.status == TxStatus::Confirmed)
+        .try_fold(Money::ZERO, |acc, t| acc.checked_add(t.value)?.checked_add(t.fee))
+        .unwrap();
+    let available = Money::parse(net).unwrap();
+    assert_eq!(available.checked_add(confirmed), Money::parse(funded).ok(), "money is conserved");
 }
 
 /// Starts `pixgw serve --store url` on a data dir of its own; answers once it serves as
@@ -448,31 +494,7 @@ async fn kill_9_of_the_leader_while_cash_outs_stream_loses_nothing_and_the_stand
     }
     let (_, _, net) = b.balance(&token).await;
     assert!(b.stop().success());
-    // Read the database itself, as the next leader would.
-    let reader = pg(&url, "reader");
-    assert!(reader.try_acquire(LeaseTimes::default()).await.unwrap().is_some());
-    let storage = Storage::open_postgres(&reader, Repo::layout()).unwrap();
-    let repo = Repo::new(&storage);
-    let txs = repo.transactions_of(AccountId::new(a.creds.account_id).unwrap()).unwrap();
-    let mut seen = HashMap::new();
-    for t in txs.iter().filter(|t| t.kind == TxKind::CashOut) {
-        let ext = t.external_id.clone().unwrap();
-        assert!(seen.insert(ext.clone(), t.local_id).is_none(), "{ext} appears twice");
-        assert!(sent.contains(&ext), "{ext} was never sent");
-    }
-    for ext in acked.keys() {
-        assert!(seen.contains_key(ext), "{ext} acknowledged but not stored");
-    }
-    for ext in &sent {
-        assert!(seen.contains_key(ext), "{ext} was answered 201 under its key but is not stored");
-    }
-    let confirmed = txs
-        .iter()
-        .filter(|t| t.kind == TxKind::CashOut && t.status == TxStatus::Confirmed)
-        .try_fold(Money::ZERO, |acc, t| acc.checked_add(t.value)?.checked_add(t.fee))
-        .unwrap();
-    let available = Money::parse(&net).unwrap();
-    assert_eq!(available.checked_add(confirmed), Money::parse("100000").ok(), "money is conserved");
+    assert_stored_once(&url, a.creds.account_id, &sent, &acked, &net, "100000").await;
 }
 
 #[actix_rt::test]

@@ -16,7 +16,7 @@ fn production(extra: &[(&str, &str)]) -> Options {
     let mut env: Vec<(String, String)> =
         vec![("PIXGW_PRODUCTION".into(), "1".into()), ("PIXGW_RAIL".into(), "none".into())];
     env.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
-    Options { test_clock: false, env, stderr: None }
+    Options { test_clock: false, env, stderr: None, binary: None }
 }
 
 /// Runs `pixgw serve --production` on an empty dir with `env`, to its (failed) end.

@@ -107,6 +107,24 @@ impl Pg {
         .await
     }
 
+    /// Records this node's release and role in `pixgw_nodes` (schema version 2), for
+    /// operators following a rolling upgrade. Best effort: a failure is the caller's to log.
+    pub async fn announce(self: &Arc<Self>, role: &'static str) -> Result<(), PgError> {
+        let (pool, node) = (self.pool.clone(), self.node.clone());
+        self.run(async move {
+            let c = Pg::pooled(pool).await?;
+            c.execute(
+                "INSERT INTO pixgw_nodes (name, release, role, since) VALUES ($1, $2, $3, now()) \
+                 ON CONFLICT (name) DO UPDATE SET release = EXCLUDED.release, role = EXCLUDED.role, \
+                 since = EXCLUDED.since",
+                &[&node, &env!("CARGO_PKG_VERSION"), &role],
+            )
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
     /// Ends this node's lease now (a graceful stop), so a standby need not wait it out.
     pub async fn release(self: &Arc<Self>) -> Result<(), PgError> {
         let (pool, epoch) = (self.pool.clone(), self.epoch());
