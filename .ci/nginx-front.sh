@@ -8,7 +8,8 @@
 # with `pixgw account create --cert` for the CA's client certificate. Checks: no Demo
 # account; a token and a cash-out through nginx; no sandbox route for any account; a
 # client-sent X-SSL-Client-Cert is overwritten; no client certificate, no TLS session; and
-# a direct request to pixgw with the token but without the bound certificate is 401.
+# a direct request to pixgw with the token but without the bound certificate is 401; and a
+# client's flood is answered 429 by nginx's limit_req.
 #   .ci/nginx-front.sh            # BIN (target/debug/pixgw); installs nginx-light if absent
 # Skips, saying why, where nginx can be neither found nor installed.
 set -euo pipefail
@@ -88,6 +89,9 @@ for old, new in [
     ("/etc/pixgw/tls/server.pem", f"{d}/server.pem"),
     ("/etc/pixgw/tls/server.key", f"{d}/server.key"),
     ("/etc/pixgw/tls/clients-ca.pem", f"{d}/ca.pem"),
+    # A rate low enough to reach from a script, and the burst with it.
+    ("rate=200r/s;", "rate=20r/s;"),
+    ("burst=400 nodelay;", "burst=20 nodelay;"),
 ]:
     if old not in block:
         sys.exit(f"docs/deploy.md's nginx block no longer has {old!r}")
@@ -151,4 +155,9 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/balanc
   -H "Authorization: Bearer $token" -H "X-SSL-Client-Cert: $forged")
 [ "$code" = 401 ] || fail "a direct request with another certificate got $code"
 echo "ok   straight to pixgw, the token without its certificate: 401"
+# A client's flood is cut at the front: well past the rate and the burst, nginx answers 429.
+codes=$(seq 120 | xargs -P 12 -I{} curl -s "${tls[@]}" -o /dev/null -w '%{http_code}\n' "$front/healthz" | sort | uniq -c)
+echo "$codes" | grep -q ' 429$' || fail "120 requests at once were never limited: $codes"
+echo "$codes" | grep -q ' 200$' || fail "no request got through the limit: $codes"
+echo "ok   limit_req per client certificate: $(echo "$codes" | tr -s ' \n' ' ')"
 echo "TLS front: all checks passed"
