@@ -285,7 +285,7 @@ async fn a_backup_taken_while_cash_outs_stream_restores_every_acknowledged_one_a
 }
 
 /// Runs `pixgw keygen backup --out path`; answers the recipient it prints.
-fn backup_identity(path: &Path) -> String {
+pub fn backup_identity(path: &Path) -> String {
     let out = Command::new(bin()).args(["keygen", "backup", "--out"]).arg(path).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let recipient = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().trim().to_owned();

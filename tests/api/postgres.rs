@@ -615,13 +615,20 @@ async fn the_database_restarted_while_cash_outs_stream_loses_and_doubles_nothing
 }
 
 fn migrate_cli(from: &std::path::Path, url: &str) -> std::process::Output {
-    std::process::Command::new(crate::helpers::bin())
-        .args(["migrate", "--from"])
-        .arg(from)
-        .args(["--to", url])
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap()
+    migrate_cli_with(from, url, None)
+}
+
+fn migrate_cli_with(
+    from: &std::path::Path,
+    url: &str,
+    identity: Option<&std::path::Path>,
+) -> std::process::Output {
+    let mut cmd = std::process::Command::new(crate::helpers::bin());
+    cmd.args(["migrate", "--from"]).arg(from).args(["--to", url]).env("RUST_LOG", "warn");
+    if let Some(identity) = identity {
+        cmd.arg("--identity").arg(identity);
+    }
+    cmd.output().unwrap()
 }
 
 fn said(o: &std::process::Output) -> String {
@@ -660,12 +667,29 @@ async fn migrate_moves_a_data_dir_or_a_backup_onto_postgres_and_never_into_a_dat
     let backup = tempfile::tempdir().unwrap();
     let out = crate::backup::backup_cli(&app, &backup.path().join("b"));
     assert!(out.status.success(), "{}", said(&out));
+    // And one encrypted, which only its identity moves.
+    let key = backup.path().join("backup.key");
+    let recipient = crate::backup::backup_identity(&key);
+    let out = std::process::Command::new(crate::helpers::bin())
+        .args(["backup", "--url", &app.base, "--encrypt-to", &recipient, "--to"])
+        .arg(backup.path().join("e"))
+        .env("PIXGW_ADMIN_TOKEN", &app.creds.admin_token)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", said(&out));
     let before = reads(&app, &token).await;
     assert!(app.stop().success());
+    let locked = migrate_cli(&backup.path().join("e"), &cluster.database("from_encrypted"));
+    assert!(!locked.status.success() && said(&locked).contains("--identity"), "{}", said(&locked));
 
-    for (source, db) in [(app.data_dir(), "from_dir"), (backup.path().join("b"), "from_backup")] {
-        let url = cluster.database(db);
-        let out = migrate_cli(&source, &url);
+    for (source, db, identity) in [
+        (app.data_dir(), "from_dir", None),
+        (backup.path().join("b"), "from_backup", None),
+        // The database the refused run above was pointed at: it wrote nothing there.
+        (backup.path().join("e"), "from_encrypted", Some(key.as_path())),
+    ] {
+        let url = if identity.is_some() { cluster.url(db) } else { cluster.database(db) };
+        let out = migrate_cli_with(&source, &url, identity);
         assert!(out.status.success(), "{}", said(&out));
         let mut leader = node(&url, &[], true).await;
         leader.creds = read_credentials(&app.data_dir());

@@ -80,3 +80,52 @@ async fn with_a_key_file_no_secret_is_stored_in_clear_and_a_sealed_store_needs_i
     let (s, again) = account_secret(&app, "sealed-1").await;
     assert_eq!((s, again), (200, secret));
 }
+
+/// How many rows of the database's snapshot and journal hold `needle`'s bytes.
+fn rows_containing(cluster: &crate::pg_cluster::PgCluster, db: &str, needle: &str) -> u64 {
+    let hex: String = needle.bytes().map(|b| format!("{b:02x}")).collect();
+    let q = format!(
+        "SELECT (SELECT count(*) FROM pixgw_kv WHERE position('\\x{hex}'::bytea in value) > 0) + \
+         (SELECT count(*) FROM pixgw_journal WHERE position('\\x{hex}'::bytea in payload) > 0)"
+    );
+    cluster.sql(db, &q).parse().unwrap()
+}
+
+#[actix_rt::test]
+async fn on_postgres_the_database_holds_no_secret_in_clear_and_a_node_without_the_key_does_not_serve() {
+    let Some(cluster) = crate::pg_cluster::PgCluster::start("secrets_on_postgres") else { return };
+    let work = tempfile::tempdir().unwrap();
+    let key = work.path().join("secrets.key");
+    let out = Command::new(bin()).args(["keygen", "secrets", "--out"]).arg(&key).output().unwrap();
+    assert!(out.status.success());
+    let keyed = [("PIXGW_SECRETS_KEY_FILE", key.to_str().unwrap())];
+    for (db, env) in [("plain", &[][..]), ("sealed", &keyed[..])] {
+        let url = cluster.database(db);
+        let mut leader = crate::postgres::node(&url, env, true).await;
+        leader.creds = crate::helpers::read_credentials(&leader.data_dir());
+        let (s, secret) = account_secret(&leader, "pg-1").await;
+        assert_eq!(s, 201);
+        let found = rows_containing(&cluster, db, &secret)
+            + rows_containing(&cluster, db, &leader.creds.webhook_secret);
+        // Without a key file the check finds both secrets; with one, neither.
+        assert_eq!(found > 0, db == "plain", "{db}: {found} rows hold a webhook secret in clear");
+        assert!(leader.stop().success());
+        if db == "sealed" {
+            // A node without the key file takes the lease, refuses the store and exits.
+            let dir = tempfile::tempdir().unwrap();
+            let refused = Command::new("timeout")
+                .arg("60")
+                .arg(bin())
+                .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+                .arg(dir.path())
+                .env("PIXGW_DATABASE_URL", &url)
+                .env("RUST_LOG", "off")
+                .env_remove("PIXGW_SECRETS_KEY_FILE")
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&refused.stderr).into_owned();
+            assert_eq!(refused.status.code(), Some(1), "{said}");
+            assert!(said.contains("sealed") && said.contains("--secrets-key-file"), "{said}");
+        }
+    }
+}
