@@ -259,9 +259,8 @@ impl Application {
             gate,
             locations,
             payloads: settings.spi.as_ref().map(|s| Arc::clone(&s.payloads)),
-            account_rate: settings
-                .account_rate_limit
-                .map(|n| std::sync::Mutex::new(crate::domain::rate::TokenBuckets::new(n))),
+            account_rate_limit: settings.account_rate_limit,
+            account_rate: std::sync::Mutex::default(),
         });
         telemetry::metrics_handle();
 

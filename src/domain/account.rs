@@ -111,6 +111,9 @@ impl SplitFrequency {
     }
 }
 
+/// The most requests a second an account's own rate limit may allow.
+pub const ACCOUNT_RATE_LIMIT_MAX: u32 = 1_000_000;
+
 /// Everything an operator may change about an account with `PATCH /admin/accounts/{id}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -119,6 +122,11 @@ pub struct AccountSettings {
     pub fees: Fees,
     pub split_frequency: SplitFrequency,
     pub provider_min_expiration_seconds: u32,
+    /// Requests a second this account may make (1 to [`ACCOUNT_RATE_LIMIT_MAX`], with bursts
+    /// of as many); `None`: the server's `--account-rate-limit`, if any. Absent from records
+    /// written before it existed, and from those of accounts that never had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<u32>,
 }
 
 impl Default for AccountSettings {
@@ -128,6 +136,7 @@ impl Default for AccountSettings {
             fees: Fees::default(),
             split_frequency: SplitFrequency::Daily,
             provider_min_expiration_seconds: PROVIDER_MIN_EXPIRATION_SECONDS_MIN,
+            rate_limit: None,
         }
     }
 }

@@ -59,14 +59,14 @@ mod tests {
     }
 }
 
-/// A token bucket per key: `per_second` calls a second on average, at most `per_second` at
-/// once. It keeps two numbers per key (what a sliding window would keep a time per call
-/// for, too much at thousands of calls a second). Tokens are counted in thousandths, so the
-/// refill of a millisecond is exact.
+/// A token bucket per key: its `per_second` calls a second on average, at most `per_second`
+/// at once. It keeps three numbers per key (what a sliding window would keep a time per
+/// call for, too much at thousands of calls a second). Tokens are counted in thousandths,
+/// so the refill of a millisecond is exact.
 #[derive(Debug)]
 pub struct TokenBuckets {
-    per_second: u64,
-    buckets: HashMap<u64, (u64, DateTime<Utc>)>,
+    /// Per key: thousandths of a token, when they were counted, and the key's rate.
+    buckets: HashMap<u64, (u64, DateTime<Utc>, u64)>,
 }
 
 /// Keys a [`TokenBuckets`] holds at most; past it, the full buckets (keys idle long enough
@@ -74,33 +74,43 @@ pub struct TokenBuckets {
 pub const TOKEN_BUCKETS_MAX: usize = 100_000;
 
 impl TokenBuckets {
-    pub fn new(per_second: u64) -> TokenBuckets {
-        TokenBuckets { per_second: per_second.max(1), buckets: HashMap::new() }
+    pub fn new() -> TokenBuckets {
+        TokenBuckets { buckets: HashMap::new() }
     }
 
-    /// Takes a token for `key` at `now`, or answers how long until one is there.
-    pub fn take(&mut self, key: u64, now: DateTime<Utc>) -> Result<(), Duration> {
-        let full = self.per_second * 1000;
+    /// Takes a token for `key`, whose rate is `per_second` tokens a second with a burst of
+    /// as many, at `now`; or answers how long until one is there. A key's rate may change
+    /// between calls: the bucket keeps what it holds, up to the new burst.
+    pub fn take(&mut self, key: u64, per_second: u64, now: DateTime<Utc>) -> Result<(), Duration> {
+        let per_second = per_second.max(1);
+        let full = per_second * 1000;
         if self.buckets.len() >= TOKEN_BUCKETS_MAX {
-            let per_second = self.per_second;
-            self.buckets.retain(|_, (tokens, at)| {
+            self.buckets.retain(|_, (tokens, at, rate)| {
                 let elapsed = u64::try_from((now - *at).num_milliseconds()).unwrap_or(0);
-                tokens.saturating_add(elapsed.saturating_mul(per_second)) < full
+                tokens.saturating_add(elapsed.saturating_mul(*rate)) < *rate * 1000
             });
         }
-        let (tokens, at) = self.buckets.entry(key).or_insert((full, now));
+        let (tokens, at, rate) = self.buckets.entry(key).or_insert((full, now, per_second));
+        *rate = per_second;
         // Time only ever refills: a clock that went back moves nothing.
         if now > *at {
             let elapsed = u64::try_from((now - *at).num_milliseconds()).unwrap_or(0);
-            *tokens = tokens.saturating_add(elapsed.saturating_mul(self.per_second)).min(full);
+            *tokens = tokens.saturating_add(elapsed.saturating_mul(per_second));
             *at = now;
         }
+        *tokens = (*tokens).min(full);
         if *tokens >= 1000 {
             *tokens -= 1000;
             return Ok(());
         }
         let missing = 1000 - *tokens;
-        Err(Duration::milliseconds(i64::try_from(missing.div_ceil(self.per_second)).unwrap_or(i64::MAX)))
+        Err(Duration::milliseconds(i64::try_from(missing.div_ceil(per_second)).unwrap_or(i64::MAX)))
+    }
+}
+
+impl Default for TokenBuckets {
+    fn default() -> Self {
+        TokenBuckets::new()
     }
 }
 
@@ -112,22 +122,49 @@ mod bucket_tests {
     #[test]
     fn a_bucket_allows_its_rate_with_a_burst_of_as_much_and_says_when_the_next_token_comes() {
         let t0 = Utc.with_ymd_and_hms(2026, 11, 26, 12, 0, 0).unwrap();
-        let mut b = TokenBuckets::new(5);
+        let mut b = TokenBuckets::new();
         for _ in 0..5 {
-            assert_eq!(b.take(1, t0), Ok(()));
+            assert_eq!(b.take(1, 5, t0), Ok(()));
         }
-        assert_eq!(b.take(1, t0), Err(Duration::milliseconds(200)), "one token every 200 ms");
-        assert_eq!(b.take(2, t0), Ok(()), "another key has its own bucket");
-        assert_eq!(b.take(1, t0 + Duration::milliseconds(199)), Err(Duration::milliseconds(1)));
-        assert_eq!(b.take(1, t0 + Duration::milliseconds(200)), Ok(()));
+        assert_eq!(b.take(1, 5, t0), Err(Duration::milliseconds(200)), "one token every 200 ms");
+        assert_eq!(b.take(2, 5, t0), Ok(()), "another key has its own bucket");
+        assert_eq!(b.take(1, 5, t0 + Duration::milliseconds(199)), Err(Duration::milliseconds(1)));
+        assert_eq!(b.take(1, 5, t0 + Duration::milliseconds(200)), Ok(()));
         // Idle long enough, the bucket is full again, never more.
         let later = t0 + Duration::seconds(60);
         for _ in 0..5 {
-            assert_eq!(b.take(1, later), Ok(()));
+            assert_eq!(b.take(1, 5, later), Ok(()));
         }
-        assert!(b.take(1, later).is_err());
+        assert!(b.take(1, 5, later).is_err());
         // A clock that goes back refills nothing, then or after.
-        assert!(b.take(1, later - Duration::seconds(10)).is_err());
-        assert_eq!(b.take(1, later + Duration::milliseconds(199)), Err(Duration::milliseconds(1)));
+        assert!(b.take(1, 5, later - Duration::seconds(10)).is_err());
+        assert_eq!(b.take(1, 5, later + Duration::milliseconds(199)), Err(Duration::milliseconds(1)));
+    }
+
+    #[test]
+    fn each_key_has_its_own_rate_and_a_changed_rate_applies_at_once() {
+        let t0 = Utc.with_ymd_and_hms(2026, 11, 27, 12, 0, 0).unwrap();
+        let mut b = TokenBuckets::new();
+        for _ in 0..2 {
+            assert_eq!(b.take(1, 2, t0), Ok(()));
+        }
+        assert_eq!(b.take(1, 2, t0), Err(Duration::milliseconds(500)));
+        for _ in 0..10 {
+            assert_eq!(b.take(2, 10, t0), Ok(()), "another key at its own rate");
+        }
+        assert!(b.take(2, 10, t0).is_err());
+        // Raised: it refills at the new rate, up to the new burst.
+        assert_eq!(b.take(1, 100, t0 + Duration::milliseconds(10)), Ok(()));
+        let later = t0 + Duration::seconds(5);
+        for _ in 0..100 {
+            assert_eq!(b.take(1, 100, later), Ok(()));
+        }
+        assert!(b.take(1, 100, later).is_err());
+        // Lowered: what it holds shrinks to the new burst at once.
+        let much_later = later + Duration::seconds(5);
+        for _ in 0..3 {
+            assert_eq!(b.take(1, 3, much_later), Ok(()));
+        }
+        assert!(b.take(1, 3, much_later).is_err());
     }
 }

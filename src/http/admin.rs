@@ -16,7 +16,7 @@ use crate::admin;
 use crate::auth::certs;
 use crate::clock::{ClockError, CLOCK_ADVANCE_SECONDS_MAX};
 use crate::domain::account::{
-    AccountName, AccountProfile, AccountSettings, FeeRule, SplitFrequency,
+    AccountName, AccountProfile, AccountSettings, FeeRule, SplitFrequency, ACCOUNT_RATE_LIMIT_MAX,
     PROVIDER_MIN_EXPIRATION_SECONDS_MAX, PROVIDER_MIN_EXPIRATION_SECONDS_MIN,
 };
 use crate::domain::certificate::Fingerprint;
@@ -245,7 +245,7 @@ fn fee_rule(f: &mut Fields<'_>, current: FeeRule) -> FeeRule {
 /// Applies the PATCH body to `current`, collecting every violation.
 fn patch_settings(obj: &Map<String, Value>, current: AccountSettings) -> Result<AccountSettings, ApiError> {
     let mut f = Fields::new(obj);
-    f.only(&["limits", "fees", "splitFrequency", "providerMinExpirationSeconds"]);
+    f.only(&["limits", "fees", "splitFrequency", "providerMinExpirationSeconds", "rateLimit"]);
     let mut next = current;
     if let Some(l) = f.object("limits", |l| {
         l.only(&["perTransaction", "daily", "nightly"]);
@@ -282,6 +282,12 @@ fn patch_settings(obj: &Map<String, Value>, current: AccountSettings) -> Result<
     ) {
         next.provider_min_expiration_seconds =
             u32::try_from(s).unwrap_or(PROVIDER_MIN_EXPIRATION_SECONDS_MAX);
+    }
+    // A number sets the account's own rate limit; null gives it back the server's.
+    if obj.get("rateLimit").is_some_and(Value::is_null) {
+        next.rate_limit = None;
+    } else if let Some(n) = f.integer("rateLimit", 1, u64::from(ACCOUNT_RATE_LIMIT_MAX)) {
+        next.rate_limit = Some(u32::try_from(n).unwrap_or(ACCOUNT_RATE_LIMIT_MAX));
     }
     finish(f.violations)?;
     Ok(next)

@@ -30,6 +30,8 @@ pub struct Caller {
     pub sandbox: bool,
     /// The id of the request it made, for what its account actor logs.
     pub request_id: Option<std::sync::Arc<str>>,
+    /// Requests a second it may make: its account's own limit, else the server's.
+    rate_limit: Option<u64>,
 }
 
 fn bearer(req: &HttpRequest) -> Option<&str> {
@@ -79,6 +81,7 @@ pub(super) fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
         // A production server serves no sandbox, whatever an account was made as.
         sandbox: account.profile.sandbox && !state.production,
         request_id: super::access::shared_request_id(req),
+        rate_limit: account.settings.rate_limit.map(u64::from).or(state.account_rate_limit),
     })
 }
 
@@ -115,15 +118,17 @@ impl FromRequest for Caller {
     }
 }
 
-/// Spends one of the caller's requests of the second (`--account-rate-limit`), once per
-/// request: counted once the caller is known, so another account's traffic never spends it.
+/// Spends one of the caller's requests of the second (its account's `rateLimit`, else
+/// `--account-rate-limit`), once per request: counted once the caller is known, so another
+/// account's traffic never spends it.
 fn count_request(req: &HttpRequest, caller: &Caller) -> Result<(), ApiError> {
+    let Some(per_second) = caller.rate_limit else { return Ok(()) };
     let state = state(req)?;
-    let Some(buckets) = &state.account_rate else { return Ok(()) };
-    let taken = buckets
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take(caller.account_id.get(), state.clock.now());
+    let taken = state.account_rate.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take(
+        caller.account_id.get(),
+        per_second,
+        state.clock.now(),
+    );
     taken.map_err(|wait| ApiError::RateLimited {
         retry_after_seconds: u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(1).max(1),
     })

@@ -111,8 +111,10 @@ pub struct AppState {
     pub gate: gate::SharedGate,
     /// The payload locations of dynamic QR codes (`--payload-host`); `None`: not served.
     pub locations: Option<Arc<payload::Locations>>,
-    /// Each account's requests a second (`--account-rate-limit`); `None`: no limit.
-    pub account_rate: Option<std::sync::Mutex<crate::domain::rate::TokenBuckets>>,
+    /// The server's `--account-rate-limit`, for accounts without a limit of their own.
+    pub account_rate_limit: Option<u64>,
+    /// Every limited account's bucket.
+    pub account_rate: std::sync::Mutex<crate::domain::rate::TokenBuckets>,
     /// Reads other institutions' dynamic QR codes (the SPI rail); `None`: not paid.
     pub payloads: Option<Arc<crate::rail::spi::payload_reader::PayloadReader>>,
 }

@@ -104,6 +104,11 @@ impl Modify for CommonResponses {
                 if secured {
                     add("401", "The token is missing, invalid, expired or revoked, or not bound to the certificate presented");
                 }
+                // Every request of a client spends its account's rate (domain::rate), when it
+                // has one; the operators' routes have none.
+                if secured && !path.starts_with("/admin") {
+                    add("429", "The account's request rate (its rateLimit, or the server's --account-rate-limit) is spent for now; see Retry-After");
+                }
                 // A route of the API Pix requires its scope (domain::scope), as the
                 // specification's security says.
                 let name = match method {

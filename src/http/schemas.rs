@@ -817,6 +817,10 @@ pub struct PatchAccountRequest {
     split_frequency: Option<SplitFrequency>,
     #[schema(minimum = 1)]
     provider_min_expiration_seconds: Option<u32>,
+    /// Requests a second this account may make, with bursts of as many (429 with
+    /// `Retry-After` beyond it); null gives it back the server's `--account-rate-limit`.
+    #[schema(minimum = 1, maximum = 1000000, nullable)]
+    rate_limit: Option<u32>,
 }
 
 #[derive(ToSchema)]
@@ -1056,6 +1060,10 @@ pub struct SettingsView {
     fees: FeesView,
     split_frequency: SplitFrequency,
     provider_min_expiration_seconds: u32,
+    /// The account's own rate limit (requests a second), when it has one; without it the
+    /// server's `--account-rate-limit` applies.
+    #[schema(minimum = 1, maximum = 1000000)]
+    rate_limit: Option<u32>,
 }
 
 #[derive(ToSchema)]

@@ -25,11 +25,25 @@ pub fn backup_cli(app: &TestApp, to: &Path) -> Output {
 }
 
 pub fn restore_cli(from: &Path, data_dir: &Path) -> Output {
+    restore_cli_with(from, data_dir, None)
+}
+
+/// Runs `pixgw restore`, with `--identity` when one is given.
+fn restore_cli_with(from: &Path, data_dir: &Path, identity: Option<&Path>) -> Output {
+    let mut cmd = Command::new(bin());
+    cmd.args(["restore", "--from"]).arg(from).arg("--data-dir").arg(data_dir);
+    if let Some(identity) = identity {
+        cmd.arg("--identity").arg(identity);
+    }
+    cmd.output().unwrap()
+}
+
+/// Runs `pixgw backup --encrypt-to recipient` against `app` into `to`.
+pub fn backup_encrypted_cli(app: &TestApp, to: &Path, recipient: &str) -> Output {
     Command::new(bin())
-        .args(["restore", "--from"])
-        .arg(from)
-        .arg("--data-dir")
-        .arg(data_dir)
+        .args(["backup", "--url", &app.base, "--encrypt-to", recipient, "--to"])
+        .arg(to)
+        .env("PIXGW_ADMIN_TOKEN", &app.creds.admin_token)
         .output()
         .unwrap()
 }
@@ -334,12 +348,7 @@ async fn an_encrypted_backup_holds_nothing_in_clear_and_restores_only_with_its_i
     assert!(text(&out).contains("--encrypt-to") && !bad.exists(), "{}", text(&out));
 
     let to = work.path().join("encrypted");
-    let out = Command::new(bin())
-        .args(["backup", "--url", &app.base, "--encrypt-to", &recipient, "--to"])
-        .arg(&to)
-        .env("PIXGW_ADMIN_TOKEN", &app.creds.admin_token)
-        .output()
-        .unwrap();
+    let out = backup_encrypted_cli(&app, &to, &recipient);
     assert!(out.status.success() && text(&out).contains("encrypted"), "{}", text(&out));
     let names: Vec<String> = std::fs::read_dir(&to)
         .unwrap()
@@ -365,27 +374,11 @@ async fn an_encrypted_backup_holds_nothing_in_clear_and_restores_only_with_its_i
     let target = work.path().join("restored");
     let out = restore_cli(&to, &target);
     assert!(!out.status.success() && text(&out).contains("--identity"), "{}", text(&out));
-    let out = Command::new(bin())
-        .args(["restore", "--from"])
-        .arg(&to)
-        .arg("--data-dir")
-        .arg(&target)
-        .arg("--identity")
-        .arg(&other)
-        .output()
-        .unwrap();
+    let out = restore_cli_with(&to, &target, Some(&other));
     assert!(!out.status.success() && text(&out).contains("matches"), "{}", text(&out));
     assert!(!target.exists());
 
-    let out = Command::new(bin())
-        .args(["restore", "--from"])
-        .arg(&to)
-        .arg("--data-dir")
-        .arg(&target)
-        .arg("--identity")
-        .arg(&id)
-        .output()
-        .unwrap();
+    let out = restore_cli_with(&to, &target, Some(&id));
     assert!(out.status.success(), "{}", text(&out));
     assert_owner_only(&target);
     let mut copy = serve_restored(&app, &target);

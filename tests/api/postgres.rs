@@ -226,6 +226,19 @@ pub(crate) async fn assert_stored_once(
     assert_eq!(available.checked_add(confirmed), Money::parse(funded).ok(), "money is conserved");
 }
 
+/// Makes the first leader's Demo account ready for a stream of cash-outs: its credentials
+/// read from its data dir, 100,000.00 funded and its limits raised to match; answers the
+/// credentials and a token.
+pub(crate) async fn ready_to_stream(leader: &mut TestApp) -> (crate::helpers::Credentials, String) {
+    leader.creds = read_credentials(&leader.data_dir());
+    let token = leader.demo_token().await;
+    leader.fund(&token, "100000").await;
+    let limits = serde_json::json!({"limits": {"daily": "100000", "nightly": "100000"}});
+    let path = format!("/admin/accounts/{}", leader.creds.account_id);
+    assert_eq!(leader.admin("PATCH", &path, Some(limits)).await.0, 200);
+    (leader.creds.clone(), token)
+}
+
 /// Starts `pixgw serve --store url` on a data dir of its own; answers once it serves as
 /// the leader (or, with `leader` false, once it is up).
 pub(crate) async fn node(url: &str, extra: &[(&str, &str)], leader: bool) -> TestApp {
@@ -433,13 +446,7 @@ async fn kill_9_of_the_leader_while_cash_outs_stream_loses_nothing_and_the_stand
     let Some(cluster) = PgCluster::start("kill_9_of_the_leader") else { return };
     let url = cluster.database("failover");
     let mut a = node(&url, &[], true).await;
-    a.creds = read_credentials(&a.data_dir());
-    let creds = a.creds.clone();
-    let token = a.demo_token().await;
-    a.fund(&token, "100000").await;
-    let limits = serde_json::json!({"limits": {"daily": "100000", "nightly": "100000"}});
-    let path = format!("/admin/accounts/{}", a.creds.account_id);
-    assert_eq!(a.admin("PATCH", &path, Some(limits)).await.0, 200);
+    let (creds, _) = ready_to_stream(&mut a).await;
     let mut b = node(&url, &[], false).await;
     b.creds = creds.clone();
     wait_role(&b.base, "standby", Duration::from_secs(10)).await;
@@ -670,12 +677,7 @@ async fn migrate_moves_a_data_dir_or_a_backup_onto_postgres_and_never_into_a_dat
     // And one encrypted, which only its identity moves.
     let key = backup.path().join("backup.key");
     let recipient = crate::backup::backup_identity(&key);
-    let out = std::process::Command::new(crate::helpers::bin())
-        .args(["backup", "--url", &app.base, "--encrypt-to", &recipient, "--to"])
-        .arg(backup.path().join("e"))
-        .env("PIXGW_ADMIN_TOKEN", &app.creds.admin_token)
-        .output()
-        .unwrap();
+    let out = crate::backup::backup_encrypted_cli(&app, &backup.path().join("e"), &recipient);
     assert!(out.status.success(), "{}", said(&out));
     let before = reads(&app, &token).await;
     assert!(app.stop().success());

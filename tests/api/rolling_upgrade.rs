@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 
-use crate::helpers::{bin, cash_out_body, client, read_credentials, start_process, Options, TestApp};
+use crate::helpers::{bin, cash_out_body, client, start_process, Options, TestApp};
 use crate::pg_cluster::PgCluster;
-use crate::postgres::{assert_stored_once, wait_role};
+use crate::postgres::{assert_stored_once, ready_to_stream, wait_role};
 
 /// The previous release's binary, if there is one to test against.
 fn previous_bin() -> Option<PathBuf> {
@@ -122,13 +122,7 @@ async fn two_nodes_are_upgraded_one_at_a_time_while_cash_outs_stream_and_nothing
 
     // Both nodes on the previous release; the schema is the one it made.
     let mut a = start_node(&previous, "node-a", &url, &dir_a, "leader").await;
-    a.creds = read_credentials(&a.data_dir());
-    let creds = a.creds.clone();
-    let token = a.demo_token().await;
-    a.fund(&token, "100000").await;
-    let limits = serde_json::json!({"limits": {"daily": "100000", "nightly": "100000"}});
-    let path = format!("/admin/accounts/{}", a.creds.account_id);
-    assert_eq!(a.admin("PATCH", &path, Some(limits)).await.0, 200);
+    let (creds, token) = ready_to_stream(&mut a).await;
     let b = start_node(&previous, "node-b", &url, &dir_b, "standby").await;
     let schema = || cluster.sql("upgrade", "SELECT max(version) FROM pixgw_schema");
     assert_eq!(schema(), "1");

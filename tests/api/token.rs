@@ -442,3 +442,42 @@ async fn an_account_over_its_request_rate_is_told_when_to_come_back_and_others_a
         .await;
     assert_eq!(s, 201, "{b}");
 }
+
+/// Statuses of `n` balance reads in a row with `token`.
+async fn balance_statuses(app: &crate::helpers::TestApp, token: &str, n: usize) -> Vec<u16> {
+    let mut statuses = Vec::new();
+    for _ in 0..n {
+        statuses.push(app.get_with("/api/balance", token).await.0);
+    }
+    statuses
+}
+
+#[actix_rt::test]
+async fn an_operator_sets_one_accounts_request_rate_and_gives_it_back_the_servers() {
+    let app = crate::helpers::spawn_app().await;
+    let token = app.demo_token().await;
+    let path = format!("/admin/accounts/{}", app.creds.account_id);
+    for bad in
+        [serde_json::json!(0), serde_json::json!(1_000_001), serde_json::json!("5"), serde_json::json!(1.5)]
+    {
+        let (s, b) = app.admin("PATCH", &path, Some(serde_json::json!({"rateLimit": bad}))).await;
+        assert_eq!(s, 400, "{bad}: {b}");
+    }
+    assert!(balance_statuses(&app, &token, 10).await.iter().all(|s| *s == 200), "no limit on this server");
+
+    let (s, b) = app.admin("PATCH", &path, Some(serde_json::json!({"rateLimit": 1}))).await;
+    assert_eq!((s, &b["rateLimit"]), (200, &serde_json::json!(1)), "{b}");
+    assert_eq!(app.admin("GET", &path, None).await.1["settings"]["rateLimit"], 1);
+    let limited = balance_statuses(&app, &token, 10).await;
+    assert!(limited.contains(&200) && limited.contains(&429), "{limited:?}");
+    // Another account keeps the server's (none).
+    let (_, client_id, secret, pem) = app.new_account("Unlimited").await;
+    let (_, t) = app.token_with(&pem, &client_id, &secret).await;
+    let other = balance_statuses(&app, t["access_token"].as_str().unwrap(), 10).await;
+    assert!(other.iter().all(|s| *s == 200), "{other:?}");
+
+    let (s, b) = app.admin("PATCH", &path, Some(serde_json::json!({"rateLimit": null}))).await;
+    assert_eq!(s, 200, "{b}");
+    assert!(b.get("rateLimit").is_none(), "{b}");
+    assert!(balance_statuses(&app, &token, 10).await.iter().all(|s| *s == 200), "the limit was given back");
+}
