@@ -152,13 +152,29 @@ pub async fn serve(settings: Settings, url: PgUrl) -> anyhow::Result<()> {
     let opened = Arc::clone(&pg);
     // The recorder first: recovery sets the storage gauges.
     crate::telemetry::metrics_handle();
-    let storage =
-        actix_web::rt::task::spawn_blocking(move || Storage::open_postgres(&opened, Repo::layout()))
-            .await
-            .context("opening storage")?
-            .context("opening storage in PostgreSQL")?;
     let gate: Arc<dyn http::gate::Gate> = leadership.clone();
-    let app = Application::build_on(settings, storage, listener, Some(gate))?;
+    let built = async {
+        let storage =
+            actix_web::rt::task::spawn_blocking(move || Storage::open_postgres(&opened, Repo::layout()))
+                .await
+                .context("opening storage")?
+                .context("opening storage in PostgreSQL")?;
+        Application::build_on(settings, storage, listener, Some(gate))
+    };
+    let app = match built.await {
+        Ok(app) => app,
+        Err(e) => {
+            // This node cannot serve (a store it may not open, a missing key file): it ends
+            // its lease at once, so the other node need not wait it out, and exits.
+            renewer.abort();
+            replication.abort();
+            if let Err(released) = pg.release().await {
+                tracing::warn!(error = %released, "could not end the lease; it runs out by itself");
+            }
+            announce(&pg, "stopped").await;
+            return Err(e);
+        }
+    };
     if app.boot.created_demo {
         crate::say!(
             "first start: created the Demo sandbox account; credentials in {}",

@@ -126,6 +126,8 @@ async fn on_postgres_the_database_holds_no_secret_in_clear_and_a_node_without_th
             let said = String::from_utf8_lossy(&refused.stderr).into_owned();
             assert_eq!(refused.status.code(), Some(1), "{said}");
             assert!(said.contains("sealed") && said.contains("--secrets-key-file"), "{said}");
+            // It ended the lease it took as it left, so the next node need not wait it out.
+            assert_eq!(cluster.sql(db, "SELECT expires_at <= now() FROM pixgw_lease"), "t");
         }
     }
 }
