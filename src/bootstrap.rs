@@ -287,5 +287,12 @@ mod tests {
         let e = load_or_init(&Repo::new(&storage), dir.path(), now, None, true).err().unwrap().to_string();
         let id = sealed.sealing_key_id().unwrap();
         assert!(e.contains("sealed") && e.contains(id) && e.contains("--secrets-key-file"), "{e}");
+
+        // Another key file: refused, naming the key the store needs.
+        let other = crate::auth::sealing::new_key_file().unwrap();
+        let other = std::sync::Arc::new(crate::auth::sealing::SealingKeys::parse(&other).unwrap());
+        let wrong = Repo::new(&storage).with_sealing(Some(other));
+        let e = format!("{:#}", load_or_init(&wrong, dir.path(), now, None, true).err().unwrap());
+        assert!(e.contains("cannot be opened") && e.contains(id), "{e}");
     }
 }

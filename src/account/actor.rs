@@ -482,7 +482,7 @@ impl AccountActor {
         ctx: &mut Context<Self>,
     ) -> Result<T, CommandError> {
         r.map_err(|e| {
-            let corrupt = matches!(e, RepoError::Corrupt { .. });
+            let corrupt = matches!(e, RepoError::Corrupt { .. } | RepoError::Sealed { .. });
             self.halt_on_storage(&format!("storage read failed: {e}"), corrupt, ctx)
         })
     }
@@ -572,7 +572,7 @@ impl AccountActor {
                 return Err(CommandError::Unavailable(Cause::new(e)))
             }
             Err(e) => {
-                let corrupt = matches!(e, RepoError::Corrupt { .. });
+                let corrupt = matches!(e, RepoError::Corrupt { .. } | RepoError::Sealed { .. });
                 return Err(self.halt_on_storage(&format!("encoding a plan failed: {e}"), corrupt, ctx));
             }
         };

@@ -69,7 +69,7 @@ fn upstream(e: RepoError) -> ApiError {
     tracing::error!(error = %e, "token issuance could not read storage");
     match e {
         RepoError::Store(_) => fail(TokenFailure::UpstreamUnavailable),
-        RepoError::Corrupt { .. } => fail(TokenFailure::UpstreamError),
+        RepoError::Corrupt { .. } | RepoError::Sealed { .. } => fail(TokenFailure::UpstreamError),
     }
 }
 

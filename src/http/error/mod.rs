@@ -207,7 +207,8 @@ impl ApiError {
                     .to_owned(),
                 "The service is temporarily unavailable.",
             ),
-            ApiError::Storage(RepoError::Corrupt { .. }) | ApiError::Internal(_) => simple(
+            ApiError::Storage(RepoError::Corrupt { .. } | RepoError::Sealed { .. })
+            | ApiError::Internal(_) => simple(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "HTTP_ERROR",
                 "internal error".to_owned(),

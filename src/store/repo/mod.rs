@@ -44,6 +44,10 @@ pub enum RepoError {
     /// A stored record does not decode: a bug or a damaged database, never client input.
     #[error("corrupt record under {key}: {reason}")]
     Corrupt { key: String, reason: String },
+    /// A secret sealed at rest that this process cannot open (no key file, or not the key
+    /// that sealed it; `secrets.rs`): like a corrupt record, nothing a client sent.
+    #[error("the sealed secret under {key} cannot be opened: {reason}")]
+    Sealed { key: String, reason: String },
 }
 
 /// Records of each kind the auth cache holds at most (it is emptied when full).

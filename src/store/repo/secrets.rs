@@ -29,7 +29,7 @@ fn webhook_secret_place(id: AccountId) -> Vec<u8> {
 }
 
 fn unreadable(place: &[u8], e: SealError) -> RepoError {
-    RepoError::Corrupt { key: String::from_utf8_lossy(place).into_owned(), reason: e.to_string() }
+    RepoError::Sealed { key: String::from_utf8_lossy(place).into_owned(), reason: e.to_string() }
 }
 
 /// What a start with a key file resealed.
@@ -201,8 +201,8 @@ mod tests {
 
         // Without the key file the same store refuses to answer a sealed secret.
         let bare = Repo::new(&storage);
-        assert!(matches!(bare.account(a.id), Err(RepoError::Corrupt { .. })));
-        assert!(matches!(bare.secret_meta(keys::JWT_KEY), Err(RepoError::Corrupt { .. })));
+        assert!(matches!(bare.account(a.id), Err(RepoError::Sealed { .. })));
+        assert!(matches!(bare.secret_meta(keys::JWT_KEY), Err(RepoError::Sealed { .. })));
     }
 
     #[test]
@@ -229,7 +229,7 @@ mod tests {
         assert_eq!(only_new.account(b.id).ok().flatten().map(|r| r.webhook_secret), Some(b.webhook_secret));
         assert_eq!(only_new.secret_meta(keys::LOCATION_KEY).ok().flatten(), Some(b"loc".to_vec()));
         let only_old = Repo::new(&storage).with_sealing(keys(K1));
-        assert!(matches!(only_old.account(a.id), Err(RepoError::Corrupt { .. })));
+        assert!(matches!(only_old.account(a.id), Err(RepoError::Sealed { .. })));
     }
 
     #[test]
@@ -249,6 +249,6 @@ mod tests {
         let mut batch = Batch::default();
         batch.put(keys::account(b.id), to_json(&b).unwrap_or_default());
         repo.commit_batch(&batch).unwrap_or_else(|e| panic!("{e}"));
-        assert!(matches!(repo.account(b.id), Err(RepoError::Corrupt { .. })));
+        assert!(matches!(repo.account(b.id), Err(RepoError::Sealed { .. })));
     }
 }
