@@ -88,14 +88,30 @@ fn settle_fast() -> Options {
     Options { env: vec![("PIXGW_SIM_SETTLE_MS".into(), "20".into())], ..Default::default() }
 }
 
-#[actix_rt::test]
-async fn a_payer_of_this_gateway_authorises_and_pays_a_recurrence_with_one_end_to_end_id() {
+/// A fast-settling server, its Demo receiver's token, a payer of this gateway, and a stranger
+/// (another account, which must never see or touch the payer's recurrences), each with a token.
+struct OnUs {
+    app: TestApp,
+    token: String,
+    payer: Payer,
+    payer_token: String,
+    stranger: Payer,
+    stranger_token: String,
+}
+
+async fn on_us() -> OnUs {
     let app = spawn_with(settle_fast()).await;
     let token = app.demo_token().await;
     let payer = Payer::new(&app).await;
     let payer_token = payer.token(&app).await;
     let stranger = Payer::new(&app).await;
     let stranger_token = stranger.token(&app).await;
+    OnUs { app, token, payer, payer_token, stranger, stranger_token }
+}
+
+#[actix_rt::test]
+async fn a_payer_of_this_gateway_authorises_and_pays_a_recurrence_with_one_end_to_end_id() {
+    let OnUs { app, token, payer, payer_token, stranger, stranger_token } = on_us().await;
 
     // Sent on us: a number and document that name no account are refused.
     let (s, r) = post(&app, "/rec", &token, rec_body(json!({"valorRec": "30.00"}))).await;
@@ -360,12 +376,7 @@ async fn a_charge_above_the_payers_maximum_is_refused_when_it_arrives_and_the_pa
 /// receiver's rule too, shown by the domain's tests.)
 #[actix_rt::test]
 async fn the_payer_cancels_one_scheduled_payment_until_the_day_before() {
-    let app = spawn_with(settle_fast()).await;
-    let token = app.demo_token().await;
-    let payer = Payer::new(&app).await;
-    let payer_token = payer.token(&app).await;
-    let stranger = Payer::new(&app).await;
-    let stranger_token = stranger.token(&app).await;
+    let OnUs { app, token, payer, payer_token, stranger: _, stranger_token } = on_us().await;
     let id = approved_on_us(&app, &token, &payer_token, payer.id).await;
     let due = today() + Duration::days(3);
     let txid = "payercancels000000000000000001";
@@ -455,12 +466,7 @@ async fn the_payer_of_this_gateway_hears_of_the_solicitation_and_of_its_charges(
 /// another payer holds are refused; the payer finds the recurrence among its own.
 #[actix_rt::test]
 async fn a_payer_of_this_gateway_authorises_by_the_recurrences_qr_code() {
-    let app = spawn_with(settle_fast()).await;
-    let token = app.demo_token().await;
-    let payer = Payer::new(&app).await;
-    let payer_token = payer.token(&app).await;
-    let stranger = Payer::new(&app).await;
-    let stranger_token = stranger.token(&app).await;
+    let OnUs { app, token, payer: _, payer_token, stranger: _, stranger_token } = on_us().await;
     let path = "/api/automatic-pix/authorisations";
 
     // Journey 2: the location's code.
