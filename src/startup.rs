@@ -269,10 +269,14 @@ impl Application {
             App::new()
                 .app_data(state.clone())
                 .app_data(web::PayloadConfig::new(REQUEST_BODY_BYTES_MAX))
-                .wrap(actix_web::middleware::Condition::new(gated, from_fn(http::gate::while_open)))
+                // The last wrapped runs first: the access line and the error envelope see
+                // everything; the gate and then the caller's access are decided before
+                // anything else of the request is read (its sandbox header, its body).
                 .wrap(from_fn(http::body::read_within_deadline))
                 .wrap(from_fn(http::payments::scenario_only_where_taken))
                 .wrap(from_fn(http::error::envelope))
+                .wrap(from_fn(http::authorize::authorize))
+                .wrap(actix_web::middleware::Condition::new(gated, from_fn(http::gate::while_open)))
                 .wrap(from_fn(http::access::access))
                 .configure(|cfg| {
                     http::routes(cfg);

@@ -7,12 +7,15 @@
 //! certificate (`X-SSL-Client-Cert`, as a TLS-terminating proxy forwards it) must present
 //! the one the token is bound to (`cnf.x5t#S256`); with `--require-client-cert` every
 //! request must present it. Any failure is one 401 in the route family's body shape.
+//!
+//! These checks run in `authorize`, the middleware that decides every request's access
+//! before anything else of it is read; the extractors only take the caller it admitted.
 
 use std::future::{ready, Ready};
 
 use actix_web::dev::Payload;
 use actix_web::http::header;
-use actix_web::{web, FromRequest, HttpRequest};
+use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 
 use super::error::ApiError;
 use super::token::CERT_HEADER;
@@ -44,7 +47,19 @@ fn state(req: &HttpRequest) -> Result<&web::Data<AppState>, ApiError> {
     req.app_data::<web::Data<AppState>>().ok_or_else(|| ApiError::internal("application state missing"))
 }
 
-pub(super) fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
+/// Admits a client to the route of `pattern`: a valid token, carrying the route's scope
+/// when it is a route of the API Pix, of a sandbox account when `sandbox` is asked, and
+/// within its account's request rate.
+pub(super) fn admit_client(req: &HttpRequest, pattern: &str, sandbox: bool) -> Result<Caller, ApiError> {
+    let caller = authenticate(req, pattern)?;
+    if sandbox && !caller.sandbox {
+        return Err(ApiError::Forbidden("sandbox routes are only for sandbox accounts"));
+    }
+    count_request(req, &caller)?;
+    Ok(caller)
+}
+
+fn authenticate(req: &HttpRequest, pattern: &str) -> Result<Caller, ApiError> {
     let state = state(req)?;
     let token = bearer(req).ok_or(ApiError::Unauthorized("missing bearer token"))?;
     let subject = state.tokens.verify(token, state.clock.now()).map_err(|e| match e {
@@ -62,7 +77,7 @@ pub(super) fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
     check_binding(req, &subject.fingerprint, state.require_client_cert)?;
     // A route of the API Pix requires its scope (domain::scope); a token asked for without
     // `scope` carries them all.
-    if let Some(needed) = crate::domain::scope::required(req.method().as_str(), req.path()) {
+    if let Some(needed) = crate::domain::scope::required(req.method().as_str(), pattern) {
         if !subject.scopes.allows(needed) {
             return Err(ApiError::Forbidden(crate::domain::scope::lacking(needed)));
         }
@@ -110,11 +125,14 @@ impl FromRequest for Caller {
     type Error = ApiError;
     type Future = Ready<Result<Caller, ApiError>>;
 
+    /// The caller `authorize` admitted; a route not declared as a client's has none.
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(authenticate(req).and_then(|caller| {
-            count_request(req, &caller)?;
-            Ok(caller)
-        }))
+        let admitted = req.extensions().get::<Caller>().cloned();
+        ready(
+            admitted.ok_or_else(|| {
+                ApiError::internal("no caller admitted: the route is not declared as a client's")
+            }),
+        )
     }
 }
 
@@ -141,19 +159,25 @@ pub struct Admin {
     pub name: String,
 }
 
+/// Admits an operator holding one of the admin tokens, with an audit line.
+pub(super) fn admit_admin(req: &HttpRequest) -> Result<Admin, ApiError> {
+    let state = state(req)?;
+    let token = bearer(req).ok_or(ApiError::Unauthorized("missing admin token"))?;
+    let tokens = state.admin_tokens.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let name = tokens.name_of(token).ok_or(ApiError::Unauthorized("invalid admin token"))?.to_owned();
+    tracing::info!(target: "pixgw::audit", operator = %name, method = %req.method(), path = %req.path(), "operator request");
+    Ok(Admin { name })
+}
+
 impl FromRequest for Admin {
     type Error = ApiError;
     type Future = Ready<Result<Admin, ApiError>>;
 
+    /// The operator `authorize` admitted; a route not declared as an operator's has none.
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let check = || {
-            let state = state(req)?;
-            let token = bearer(req).ok_or(ApiError::Unauthorized("missing admin token"))?;
-            let tokens = state.admin_tokens.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let name = tokens.name_of(token).ok_or(ApiError::Unauthorized("invalid admin token"))?.to_owned();
-            tracing::info!(target: "pixgw::audit", operator = %name, method = %req.method(), path = %req.path(), "operator request");
-            Ok(Admin { name })
-        };
-        ready(check())
+        let admitted = req.extensions().get::<Admin>().cloned();
+        ready(admitted.ok_or_else(|| {
+            ApiError::internal("no operator admitted: the route is not declared as an operator's")
+        }))
     }
 }

@@ -36,7 +36,7 @@ pub async fn while_open(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let refusal = match req.app_data::<web::Data<AppState>>().and_then(|s| s.gate.clone()) {
-        Some(gate) if !always_served(req.path()) => gate.refusal(),
+        Some(gate) if !always_served(super::authorize::routed_path(req.request())) => gate.refusal(),
         _ => None,
     };
     match refusal {

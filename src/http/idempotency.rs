@@ -41,7 +41,7 @@ use actix_web::body::{to_bytes, BoxBody, MessageBody};
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::http::{header, Method, StatusCode};
 use actix_web::middleware::Next;
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpMessage, HttpResponse};
 use sha2::{Digest, Sha256};
 
 use super::error::{ApiError, Rejection, Violation};
@@ -153,7 +153,9 @@ pub fn gate(req: &ServiceRequest) -> Gate {
     if !req.headers().contains_key(IDEMPOTENCY_KEY_HEADER) {
         return Gate::Pass;
     }
-    match key_use(req.method(), req.path()) {
+    // A path no route matches is the router's 404, whatever its headers.
+    let Some(pattern) = super::authorize::routed_pattern(req.request()) else { return Gate::Pass };
+    match key_use(req.method(), &pattern) {
         KeyUse::Ignored => Gate::Pass,
         KeyUse::Honoured => Gate::Honour,
         KeyUse::Refused => Gate::Refuse,
@@ -181,10 +183,10 @@ pub async fn idempotency(
             return Ok(refuse(req, ApiError::Validation(vec![v])));
         }
     };
-    // The key belongs to the caller's account; without a valid token the route answers 401.
-    let (Some(state), Ok(caller)) =
-        (req.app_data::<web::Data<AppState>>().cloned(), super::auth::authenticate(req.request()))
-    else {
+    // The key belongs to the caller's account, whom `authorize` admitted before the body
+    // was read; a route without a caller is open, and takes its request as it is.
+    let caller = req.extensions().get::<super::auth::Caller>().cloned();
+    let (Some(state), Some(caller)) = (req.app_data::<web::Data<AppState>>().cloned(), caller) else {
         req.set_payload(Payload::from(body));
         return Ok(next.call(req).await?.map_into_boxed_body());
     };
@@ -192,7 +194,7 @@ pub async fn idempotency(
     let path = req.uri().path_and_query().map_or(req.path(), |p| p.as_str()).to_owned();
     let print = fingerprint(req.method().as_str(), &path, &body);
     // Read again only if the key turns out interrupted (a cheap handle on the same bytes).
-    let sent = (req.method().clone(), req.path().to_owned(), body.clone());
+    let sent = (req.method().clone(), super::authorize::routed_path(req.request()).to_owned(), body.clone());
     req.set_payload(Payload::from(body));
     let now = state.clock.now();
     if !state.idempotency.enter(account, &key) {

@@ -1,14 +1,16 @@
 //! The HTTP adapter: DTOs, handlers, authentication extractors, the one error mapping, and
 //! the route table.
 //!
-//! Every route is registered through [`RouteTable`], which remembers what it registered so
-//! a test can check that the OpenAPI document describes each one.
+//! Every route is registered through [`RouteTable`], with its error family and who may call
+//! it (`authorize`, which decides that once per request), and the table remembers what it
+//! registered so a test can check that the OpenAPI document describes each one.
 
 pub mod access;
 pub mod admin;
 pub mod api_pix;
 pub mod ask;
 pub mod auth;
+pub mod authorize;
 pub mod automatic;
 pub mod balance;
 pub mod body;
@@ -120,6 +122,11 @@ pub struct AppState {
 }
 
 /// Registers routes grouped by path (so one path answers several methods and 405 for the
+/// What the route table says of a route besides its handler: the shape of its error bodies
+/// and who may call it.
+#[derive(Debug, Clone, Copy)]
+pub struct Kind(pub error::Family, pub authorize::Access);
+
 /// others) and records each (method, path) pair.
 #[derive(Default)]
 pub struct RouteTable {
@@ -127,11 +134,12 @@ pub struct RouteTable {
     registered: Vec<(Method, &'static str)>,
     families: error::RouteFamilies,
 }
+    access: authorize::RouteAccess,
 
 impl RouteTable {
-    /// Registers `handler` for `method` on `path`, whose errors answer in `family`'s body
-    /// shape (one family per path).
-    pub fn add<F, Args>(&mut self, family: error::Family, method: Method, path: &'static str, handler: F)
+    /// Registers `handler` for `method` on `path`, whose errors answer in `kind`'s family's
+    /// body shape and whose callers `kind`'s access admits (one kind per path).
+    pub fn add<F, Args>(&mut self, kind: Kind, method: Method, path: &'static str, handler: F)
     where
         F: Handler<Args>,
         Args: FromRequest + 'static,
@@ -146,17 +154,19 @@ impl RouteTable {
             None => self.resources.push((path, web::resource(path).route(route))),
         }
         self.registered.push((method, path));
-        self.families.declare(path, family);
+        self.access.declare(path, method.clone(), kind.1);
+        self.families.declare(path, kind.0);
     }
 
-    /// Hands the resources and their families (for `error::envelope`) to actix, and
-    /// answers what was registered.
+    /// Hands the resources, their families (for `error::envelope`) and their access (for
+    /// `authorize`) to actix, and answers what was registered.
     pub fn register(self, cfg: &mut web::ServiceConfig) -> Vec<(Method, &'static str)> {
         for (_, res) in self.resources {
             cfg.service(res);
         }
         cfg.app_data(self.families);
         self.registered
+        cfg.app_data(self.access);
     }
 }
 
@@ -168,10 +178,16 @@ pub fn routes(cfg: &mut web::ServiceConfig) -> Vec<(Method, &'static str)> {
 /// The route table of the whole server.
 fn table() -> RouteTable {
     // Family A and the operator routes answer errors in the extended shape; family B (the
-    // API Pix style) and `/balance` in the simple one.
-    let (a, b) = (error::Family::Extended, error::Family::Simple);
+    // API Pix style) and `/balance` in the simple one. Each route also says who may call
+    // it (`authorize`): a client (`a`, `b`), a sandbox account's client, an operator, or
+    // anyone.
+    use authorize::Access;
+    use error::Family::{Extended, Simple};
+    let (a, b) = (Kind(Extended, Access::Client), Kind(Simple, Access::Client));
+    let (open, open_b) = (Kind(Extended, Access::Open), Kind(Simple, Access::Open));
+    let (sandbox, admin) = (Kind(Extended, Access::Sandbox), Kind(Extended, Access::Admin));
     let mut t = RouteTable::default();
-    t.add(a, Method::POST, "/api/auth/token", token::issue_token);
+    t.add(open, Method::POST, "/api/auth/token", token::issue_token);
     t.add(a, Method::GET, "/api/account", me::my_account);
     t.add(a, Method::POST, "/api/pix/cash-out", pix::cash_out);
     t.add(a, Method::POST, "/api/pix/cash-out-qrcode", pix::cash_out_qrcode);
@@ -227,9 +243,9 @@ fn table() -> RouteTable {
         "/api/automatic-pix/recurrences/{idRec}/charges/{txid}/cancel",
         automatic::cancel_charge,
     );
-    t.add(a, Method::POST, "/sandbox/med", med::open);
-    t.add(a, Method::POST, "/sandbox/med/{id}/analyze", med::analyze);
-    t.add(a, Method::POST, "/sandbox/med/{id}/cancel", med::cancel);
+    t.add(sandbox, Method::POST, "/sandbox/med", med::open);
+    t.add(sandbox, Method::POST, "/sandbox/med/{id}/analyze", med::analyze);
+    t.add(sandbox, Method::POST, "/sandbox/med/{id}/cancel", med::cancel);
     t.add(a, Method::GET, "/api/transactions/{id}", transactions::get_transaction);
     t.add(a, Method::POST, "/api/webhooks", webhooks::configure);
     t.add(a, Method::GET, "/api/webhooks", webhooks::list);
@@ -237,40 +253,45 @@ fn table() -> RouteTable {
     t.add(a, Method::DELETE, "/api/webhooks/{eventType}", webhooks::remove);
     t.add(a, Method::POST, "/api/resend-webhook/{transactionIdentifier}", webhooks::resend);
     t.add(b, Method::POST, "/dict/pix", dict::dict_pix);
-    t.add(b, Method::GET, "/qr/jwks", payload::jwks);
-    t.add(b, Method::GET, "/qr/cobv/{token}", payload::cobv_payload);
-    t.add(b, Method::GET, "/qr/rec/{token}", payload::rec_payload);
-    t.add(b, Method::GET, "/qr/{token}", payload::cob_payload);
+    t.add(open_b, Method::GET, "/qr/jwks", payload::jwks);
+    t.add(open_b, Method::GET, "/qr/cobv/{token}", payload::cobv_payload);
+    t.add(open_b, Method::GET, "/qr/rec/{token}", payload::rec_payload);
+    t.add(open_b, Method::GET, "/qr/{token}", payload::cob_payload);
     t.add(b, Method::GET, "/accounts/balances", balance::balances);
     t.add(b, Method::GET, "/balance", balance::plain_balance);
-    t.add(a, Method::POST, "/sandbox/pix-in", sandbox::pix_in);
-    t.add(a, Method::POST, "/sandbox/pay", sandbox::pay);
-    t.add(a, Method::POST, "/sandbox/refund-out", sandbox::refund_out);
-    t.add(a, Method::POST, "/sandbox/solicrec/{idSolicRec}/answer", rec::sandbox_answer);
-    t.add(a, Method::POST, "/sandbox/rec/{idRec}/cancel", rec::sandbox_cancel);
-    t.add(a, Method::POST, "/sandbox/rec/{idRec}/maximum", rec::sandbox_maximum);
-    t.add(a, Method::POST, "/sandbox/rec/{idRec}/approve", rec::sandbox_approve);
+    t.add(sandbox, Method::POST, "/sandbox/pix-in", sandbox::pix_in);
+    t.add(sandbox, Method::POST, "/sandbox/pay", sandbox::pay);
+    t.add(sandbox, Method::POST, "/sandbox/refund-out", sandbox::refund_out);
+    t.add(sandbox, Method::POST, "/sandbox/solicrec/{idSolicRec}/answer", rec::sandbox_answer);
+    t.add(sandbox, Method::POST, "/sandbox/rec/{idRec}/cancel", rec::sandbox_cancel);
+    t.add(sandbox, Method::POST, "/sandbox/rec/{idRec}/maximum", rec::sandbox_maximum);
+    t.add(sandbox, Method::POST, "/sandbox/rec/{idRec}/approve", rec::sandbox_approve);
 
-    t.add(a, Method::POST, "/admin/accounts", admin::create_account);
-    t.add(a, Method::GET, "/admin/accounts/{id}", admin::get_account);
-    t.add(a, Method::PATCH, "/admin/accounts/{id}", admin::patch_account);
-    t.add(a, Method::POST, "/admin/accounts/{id}/certificates", admin::register_certificate);
-    t.add(a, Method::DELETE, "/admin/accounts/{id}/certificates/{fingerprint}", admin::revoke_certificate);
-    t.add(a, Method::POST, "/admin/accounts/{id}/secret", admin::rotate_secret);
-    t.add(a, Method::POST, "/admin/accounts/{id}/keys", admin::register_key);
-    t.add(a, Method::POST, "/admin/accounts/{id}/adjustments", admin::adjust);
-    t.add(a, Method::POST, "/admin/accounts/{id}/med/{medId}/analysis", med::admin_analyze);
-    t.add(a, Method::GET, "/admin/accounts/{id}/keys", admin::list_keys);
-    t.add(a, Method::DELETE, "/admin/accounts/{id}/keys/{key}", admin::remove_key);
-    t.add(a, Method::GET, "/admin/rail/reconciliation", admin::reconciliation);
-    t.add(a, Method::POST, "/admin/token-key/rotation", admin::rotate_token_key);
-    t.add(a, Method::POST, "/admin/clock", admin::move_clock);
-    t.add(a, Method::GET, "/admin/backup", admin::backup);
+    t.add(admin, Method::POST, "/admin/accounts", admin::create_account);
+    t.add(admin, Method::GET, "/admin/accounts/{id}", admin::get_account);
+    t.add(admin, Method::PATCH, "/admin/accounts/{id}", admin::patch_account);
+    t.add(admin, Method::POST, "/admin/accounts/{id}/certificates", admin::register_certificate);
+    t.add(
+        admin,
+        Method::DELETE,
+        "/admin/accounts/{id}/certificates/{fingerprint}",
+        admin::revoke_certificate,
+    );
+    t.add(admin, Method::POST, "/admin/accounts/{id}/secret", admin::rotate_secret);
+    t.add(admin, Method::POST, "/admin/accounts/{id}/keys", admin::register_key);
+    t.add(admin, Method::POST, "/admin/accounts/{id}/adjustments", admin::adjust);
+    t.add(admin, Method::POST, "/admin/accounts/{id}/med/{medId}/analysis", med::admin_analyze);
+    t.add(admin, Method::GET, "/admin/accounts/{id}/keys", admin::list_keys);
+    t.add(admin, Method::DELETE, "/admin/accounts/{id}/keys/{key}", admin::remove_key);
+    t.add(admin, Method::GET, "/admin/rail/reconciliation", admin::reconciliation);
+    t.add(admin, Method::POST, "/admin/token-key/rotation", admin::rotate_token_key);
+    t.add(admin, Method::POST, "/admin/clock", admin::move_clock);
+    t.add(admin, Method::GET, "/admin/backup", admin::backup);
 
-    t.add(a, Method::GET, "/healthz", ops::healthz);
-    t.add(a, Method::GET, "/metrics", ops::metrics);
-    t.add(a, Method::GET, "/openapi.json", ops::openapi);
-    t.add(a, Method::GET, "/docs", ops::docs_redirect);
+    t.add(open, Method::GET, "/healthz", ops::healthz);
+    t.add(open, Method::GET, "/metrics", ops::metrics);
+    t.add(open, Method::GET, "/openapi.json", ops::openapi);
+    t.add(open, Method::GET, "/docs", ops::docs_redirect);
     t
 }
 
@@ -281,6 +302,11 @@ pub fn route_families() -> error::RouteFamilies {
 }
 
 /// The browsable docs page, from assets vendored into the binary (works offline).
+/// Who may call every route, as [`routes`] declares it.
+pub fn route_access() -> authorize::RouteAccess {
+    table().access
+}
+
 pub fn docs_service() -> impl HttpServiceFactory {
     utoipa_swagger_ui::SwaggerUi::new("/docs/{_:.*}")
         .config(utoipa_swagger_ui::Config::new(["/openapi.json"]))
@@ -311,6 +337,36 @@ mod tests {
     }
 
     /// interface.md's list of family B names every family B resource of the route table
+    /// Who may call each route, as the table declares it, is what its operation in the
+    /// OpenAPI document says: a client's bearer token, an operator's admin token, or nothing.
+    #[test]
+    fn each_routes_access_is_the_security_its_operation_declares() {
+        use authorize::Access;
+        let mut registered = Vec::new();
+        let _app = actix_web::App::new().configure(|cfg| registered = routes(cfg));
+        let access = route_access();
+        let json = serde_json::to_value(openapi::ApiDoc::openapi()).unwrap();
+        for (method, path) in registered {
+            let op = &json["paths"][path][method.as_str().to_lowercase()];
+            let schemes: Vec<&str> = op["security"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|r| r.as_object().unwrap().keys().map(String::as_str))
+                .collect();
+            let declared = access.get(path, &method).unwrap();
+            let expected: &[&str] = match declared {
+                Access::Open => &[],
+                Access::Client | Access::Sandbox => &["bearer"],
+                Access::Admin => &["admin"],
+            };
+            assert_eq!(schemes, expected, "{method} {path} is {declared:?}");
+            assert_eq!(declared == Access::Sandbox, path.starts_with("/sandbox/"), "{method} {path}");
+            assert_eq!(declared == Access::Admin, path.starts_with("/admin/"), "{method} {path}");
+        }
+        assert_eq!(access.get("/cob/{txid}", &Method::DELETE), None, "a method the route does not answer");
+    }
+
     /// (by its first segment), so the list cannot fall behind a new route again.
     #[test]
     fn the_interface_lists_every_family_b_resource() {

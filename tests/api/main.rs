@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod admin;
+mod authorization;
 mod backup;
 mod cob;
 mod cobr;

@@ -66,9 +66,11 @@ impl RouteFamilies {
     /// matches no route, the family of its scope; extended when neither says.
     pub fn of(req: &HttpRequest) -> Family {
         let Some(families) = req.app_data::<RouteFamilies>() else { return Family::Extended };
-        match req.match_pattern() {
+        match crate::http::authorize::routed_pattern(req) {
             Some(p) => families.get(&p),
-            None => families.scopes.get(scope_of(req.path())).copied().flatten(),
+            None => {
+                families.scopes.get(scope_of(crate::http::authorize::routed_path(req))).copied().flatten()
+            }
         }
         .unwrap_or(Family::Extended)
     }

@@ -1,0 +1,186 @@
+//! Who may call each route: decided in one place, once per request, on the route the router
+//! itself matches, before anything else of the request is read.
+//!
+//! The route table declares each route's [`Access`] beside its error family. [`authorize`],
+//! a middleware outside every other one that reads the request (the sandbox header, the
+//! body, the Idempotency-Key), finds the route the request will reach and admits the caller
+//! or answers 401 / 403 at once. A handler never authenticates: its `Caller` or `Admin`
+//! extractor only takes what [`authorize`] left in the request.
+//!
+//! Why on the matched route and never on `req.path()`: actix's router matches the path with
+//! every percent-escape decoded but those of `/`, `%` and `+` (actix-router's `Url`), while
+//! `req.path()` is the raw text. A decision read off the raw path (`/%63ob/...` is not
+//! `/cob/...`) let a token without a route's scope reach the route through an encoded path.
+//! [`routed_pattern`] asks actix's own resource map with the router's path, so the two cannot
+//! disagree; a path no route matches is left to the router's 404.
+
+use std::collections::HashMap;
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::{header, ConnectionType, Method};
+use actix_web::middleware::Next;
+use actix_web::{HttpMessage, HttpRequest, HttpResponse};
+
+use super::auth::{admit_admin, admit_client};
+use super::error::ApiError;
+
+/// What a route asks of its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Nothing: the token route, the payload locations, health, metrics and the docs.
+    Open,
+    /// A client's bearer token; on a route of the API Pix, one carrying the route's scope
+    /// (`domain::scope`).
+    Client,
+    /// A client's bearer token of a sandbox account.
+    Sandbox,
+    /// An operator's admin token.
+    Admin,
+}
+
+/// The access of every route pattern, and the methods it answers, as the route table
+/// declared them.
+#[derive(Debug, Default)]
+pub struct RouteAccess(HashMap<&'static str, (Access, Vec<Method>)>);
+
+impl RouteAccess {
+    /// Records that `pattern` answers `method` with `access`; a pattern has one access
+    /// whatever the method.
+    pub fn declare(&mut self, pattern: &'static str, method: Method, access: Access) {
+        let (declared, methods) = self.0.entry(pattern).or_insert_with(|| (access, Vec::new()));
+        assert_eq!(*declared, access, "{pattern} is declared with two accesses");
+        methods.push(method);
+    }
+
+    /// The access of the route `method` reaches on `pattern`; `None` when the pattern
+    /// answers no such method (the router's 405, where nothing runs).
+    pub fn get(&self, pattern: &str, method: &Method) -> Option<Access> {
+        let (access, methods) = self.0.get(pattern)?;
+        methods.contains(method).then_some(*access)
+    }
+}
+
+/// The path the router matches: the request's path with its percent-escapes decoded as
+/// actix-router decodes them (all but `%2F`, `%25` and `%2B`).
+pub fn routed_path(req: &HttpRequest) -> &str {
+    req.match_info().as_str()
+}
+
+/// The pattern of the route the request reaches (or reached), before or after routing;
+/// `None` when no route matches (the router answers 404).
+pub fn routed_pattern(req: &HttpRequest) -> Option<String> {
+    req.resource_map().match_pattern(routed_path(req))
+}
+
+/// Middleware: admits the request to its route, or answers 401 / 403 before anything else
+/// of it is read.
+pub async fn authorize(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let decided = match routed_pattern(req.request()) {
+        Some(pattern) => admit(&req, &pattern),
+        None => Ok(()),
+    };
+    match decided {
+        Ok(()) => Ok(next.call(req).await?.map_into_boxed_body()),
+        Err(e) => Ok(refuse(req, e)),
+    }
+}
+
+/// Admits the request to the route of `pattern`, leaving the caller in its extensions.
+fn admit(req: &ServiceRequest, pattern: &str) -> Result<(), ApiError> {
+    let access = req.app_data::<RouteAccess>().and_then(|t| t.get(pattern, req.method()));
+    match access {
+        // Nothing runs: the docs page's assets (served outside the route table), and a
+        // method the route does not answer (the router's 405).
+        None | Some(Access::Open) => Ok(()),
+        Some(Access::Admin) => {
+            let admin = admit_admin(req.request())?;
+            req.extensions_mut().insert(admin);
+            Ok(())
+        }
+        Some(Access::Client) => {
+            let caller = admit_client(req.request(), pattern, false)?;
+            req.extensions_mut().insert(caller);
+            Ok(())
+        }
+        Some(Access::Sandbox) => {
+            let caller = admit_client(req.request(), pattern, true)?;
+            req.extensions_mut().insert(caller);
+            Ok(())
+        }
+    }
+}
+
+/// The refusal, rendered by `error::envelope` in the route's family. Its body is never read:
+/// a request that announced one gets its connection closed after the answer, so nothing of
+/// that body is taken for the next request.
+fn refuse(req: ServiceRequest, e: ApiError) -> ServiceResponse<BoxBody> {
+    let announces_body = {
+        let headers = req.headers();
+        headers.contains_key(header::TRANSFER_ENCODING)
+            || headers
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.trim() != "0")
+    };
+    let mut res = HttpResponse::from_error(e);
+    if announces_body {
+        res.head_mut().set_connection_type(ConnectionType::Close);
+    }
+    // Kept as an HttpResponse, the error stays attached for `error::envelope`.
+    let (request, _) = req.into_parts();
+    ServiceResponse::new(request, res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::middleware::from_fn;
+    use actix_web::test::{call_service, init_service, TestRequest};
+    use actix_web::{web, App};
+
+    /// Answers, in a header, the pattern a middleware sees before routing for `uri`.
+    async fn pattern_before_routing(uri: &str) -> Option<String> {
+        async fn tell(
+            req: ServiceRequest,
+            next: Next<impl MessageBody + 'static>,
+        ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+            let seen = routed_pattern(req.request()).unwrap_or_default();
+            let mut res = next.call(req).await?.map_into_boxed_body();
+            res.headers_mut().insert(
+                header::HeaderName::from_static("x-seen"),
+                header::HeaderValue::from_str(&seen).expect("a pattern is a header value"),
+            );
+            Ok(res)
+        }
+        let app = init_service(
+            App::new()
+                .wrap(from_fn(tell))
+                .route("/cob/{txid}", web::get().to(|| async { "" }))
+                .route("/pix", web::get().to(|| async { "" })),
+        )
+        .await;
+        let res = call_service(&app, TestRequest::get().uri(uri).to_request()).await;
+        let seen = res.headers().get("x-seen")?.to_str().ok()?.to_owned();
+        // What the router did agrees with what the middleware saw.
+        assert_eq!(res.status().is_success(), !seen.is_empty(), "{uri}");
+        Some(seen).filter(|s| !s.is_empty())
+    }
+
+    #[actix_web::test]
+    async fn the_routed_pattern_is_the_route_the_router_matches_whatever_the_escapes() {
+        assert_eq!(pattern_before_routing("/cob/abc").await.as_deref(), Some("/cob/{txid}"));
+        assert_eq!(pattern_before_routing("/%63ob/abc").await.as_deref(), Some("/cob/{txid}"));
+        assert_eq!(pattern_before_routing("/%63%4F%62/abc").await, None, "an escape keeps its case");
+        assert_eq!(pattern_before_routing("/p%69x").await.as_deref(), Some("/pix"));
+        assert_eq!(pattern_before_routing("/%2563ob/abc").await, None, "a double escape stays escaped");
+        assert_eq!(pattern_before_routing("/cob%2Fabc").await, None, "an escaped slash divides no segment");
+        assert_eq!(pattern_before_routing("/COB/abc").await, None);
+        assert_eq!(pattern_before_routing("//cob/abc").await, None);
+        assert_eq!(pattern_before_routing("/x/../cob/abc").await, None);
+        assert_eq!(pattern_before_routing("/pix/").await, None);
+    }
+}
