@@ -158,6 +158,11 @@ impl Modify for CommonResponses {
                         if r.description.is_empty() {
                             r.description = default_description(status).to_owned();
                         }
+                        // Every 429 and 503 the server answers says when to come back
+                        // (error::ApiError's response), whichever route declared it.
+                        if status == "429" || status == "503" {
+                            r.headers.insert("Retry-After".to_owned(), retry_after().into());
+                        }
                     }
                 }
             }
@@ -352,6 +357,18 @@ fn error_response(description: &str, body: &str) -> utoipa::openapi::RefOr<utoip
         )
         .build()
         .into()
+}
+
+/// The `Retry-After` header of a 429 or 503: whole seconds.
+fn retry_after() -> utoipa::openapi::header::Header {
+    utoipa::openapi::header::HeaderBuilder::new()
+        .schema(Some(
+            utoipa::openapi::schema::ObjectBuilder::new()
+                .schema_type(utoipa::openapi::schema::Type::Integer)
+                .minimum(Some(1)),
+        ))
+        .description(Some("Seconds to wait before the request is worth sending again"))
+        .build()
 }
 
 /// What a status means when its route says nothing more.
@@ -689,6 +706,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn every_429_and_503_declares_its_retry_after_header() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let mut declared = 0;
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                for status in ["429", "503"] {
+                    let Some(response) = op["responses"].get(status) else { continue };
+                    declared += 1;
+                    let header = &response["headers"]["Retry-After"];
+                    assert_eq!(header["schema"]["type"], "integer", "{method} {path} {status}: {response}");
+                }
+            }
+        }
+        // 429 on every client route and on the token route, 503 on nearly every route.
+        assert!(declared > 150, "{declared}");
     }
 
     #[test]
