@@ -142,14 +142,12 @@ impl Application {
         if indexed > 0 {
             tracing::info!(received = indexed, "indexed the received PIX by when they arrived");
         }
-        // A payment to a receiving key of an account of this gateway settles on us.
+        // A payment to any key an account of this gateway holds (its receiving EVP, or an
+        // e-mail, phone, CPF or CNPJ an operator registered for it) settles on us: a book
+        // transfer reaches neither the directory nor the settlement (decisions.md).
         let keys = repo.clone();
-        let on_us: crate::rail::sim::bank::OnUsResolver = Arc::new(move |k| {
-            if k.key_type != crate::domain::pix_key::DirectoryKeyType::Evp {
-                return None;
-            }
-            keys.account_by_receiving_key(&k.key).ok().flatten()
-        });
+        let on_us: crate::rail::sim::bank::OnUsResolver =
+            Arc::new(move |k| keys.account_by_receiving_key(&k.key).ok().flatten());
         let (rails, keys, spi) = start_rails(&settings, bank_directory, settle_delay, on_us, &repo)?;
         let deps = Arc::new(Deps {
             repo: repo.clone(),

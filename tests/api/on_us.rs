@@ -240,3 +240,64 @@ async fn kill_9_while_on_us_payments_stream_neither_loses_nor_doubles_a_credit()
     assert!(owed.is_empty(), "credits left owed: {owed:?}");
     assert!(paid.len() >= 80 + 177, "{} paid", paid.len());
 }
+
+/// Keys an operator registers for an account (an e-mail, a phone, its CNPJ) are held by
+/// this gateway: a payment to any of them, by cash-out or `/dict/pix`, settles on us and
+/// credits that account, as one to its receiving EVP does.
+#[actix_rt::test]
+async fn keys_an_operator_registers_for_an_account_settle_on_us_whatever_their_type() {
+    let app = TestApp::spawn_fast().await;
+    let payer = app.demo_token().await;
+    app.fund(&payer, "100").await;
+    let (s, b) = app
+        .admin("POST", "/admin/accounts", Some(json!({"name": "Acme Payee", "document": "11222333000181"})))
+        .await;
+    assert_eq!(s, 201, "{b}");
+    let id = b["accountId"].as_u64().unwrap();
+    let now = chrono::Utc::now();
+    let pem = crate::helpers::cert(now - chrono::Duration::hours(1), now + chrono::Duration::days(1));
+    let (s, c) =
+        app.admin("POST", &format!("/admin/accounts/{id}/certificates"), Some(json!({"pem": pem}))).await;
+    assert_eq!(s, 201, "{c}");
+    let (s, t) =
+        app.token_with(&pem, b["clientId"].as_str().unwrap(), b["clientSecret"].as_str().unwrap()).await;
+    assert_eq!(s, 201, "{t}");
+    let payee = t["access_token"].as_str().unwrap().to_owned();
+    for key in ["acme.payee@example.org", "+5511912345678", "11222333000181"] {
+        let (s, k) =
+            app.admin("POST", &format!("/admin/accounts/{id}/keys"), Some(json!({"key": key}))).await;
+        assert_eq!(s, 201, "{k}");
+    }
+    let pays = [
+        ("EMAIL", "acme.payee@example.org", "1.25"),
+        ("PHONE", "11912345678", "2.50"),
+        ("DOCUMENT", "11222333000181", "3.00"),
+    ];
+    for (i, (key_type, key, value)) in pays.iter().enumerate() {
+        let body = format!(
+            r#"{{"value": {value}, "externalId": "registered-{i}", "details": {{"key": "{key}", "keyType": "{key_type}", "name": "Acme", "document": "11222333000181"}}}}"#
+        );
+        let (s, b) = app.post_raw("/api/pix/cash-out", &payer, &body, &[]).await;
+        assert_eq!(s, 201, "{b}");
+        let out = app.wait_final(&payer, b["transactionId"].as_str().unwrap()).await;
+        assert_eq!(out["status"], "CONFIRMED", "{key_type} {key}: {out}");
+        assert_eq!(out["counterpart"]["bank"]["bankISPB"], "99999999", "settled at this gateway: {out}");
+    }
+    let dict = json!({"pixKey": "+5511912345678", "payment": {"currency": "BRL", "amount": 4.25}});
+    let idem = uuid::Uuid::new_v4().to_string();
+    let (s, d) = app.post_raw("/dict/pix", &payer, &dict.to_string(), &[("x-idempotency-key", &idem)]).await;
+    assert_eq!(s, 201, "{d}");
+    let out = app.wait_final(&payer, &d["id"].to_string()).await;
+    assert_eq!(out["status"], "CONFIRMED", "{out}");
+    // The payee holds every payment: 1.25 + 2.50 + 3.00 + 4.25.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while app.balance(&payee).await.0 != "11.00" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the payee was not credited: {:?}",
+            app.balance(&payee).await
+        );
+        actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(app.balance(&payer).await.0, "89.00");
+}
