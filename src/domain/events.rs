@@ -111,6 +111,40 @@ pub fn money_number(m: Money) -> Value {
     Number::from_str(&m.to_cents_string()).map(Value::Number).unwrap_or(Value::Null)
 }
 
+/// The API Pix's view of a received PIX (`Pix`): its end-to-end id, value, the key it was
+/// paid to, when, its payer, the txid it paid, and no devoluções (the HTTP layer adds those
+/// it finds; a PIX that has just settled has none).
+pub fn pix_json(t: &Transaction, receiving_key: &str) -> Value {
+    let document = t.counterpart.document.as_deref();
+    let mut pagador = json!({"nome": t.counterpart.name});
+    match document.map(str::len) {
+        Some(11) => pagador["cpf"] = json!(document),
+        Some(_) => pagador["cnpj"] = json!(document),
+        None => {}
+    }
+    let mut v = json!({
+        "endToEndId": t.end_to_end_id,
+        "valor": t.value.to_cents_string(),
+        "chave": receiving_key,
+        "horario": iso(t.moved_at()),
+        "pagador": pagador,
+        "devolucoes": [],
+    });
+    if let Some(txid) = paid_txid(t) {
+        v["txid"] = json!(txid);
+    }
+    v
+}
+
+/// The txid a received PIX paid: its charge's, or the recurring charge's it settled.
+pub fn paid_txid(t: &Transaction) -> Option<&str> {
+    match &t.charge {
+        Some(c) => Some(&c.txid),
+        None if t.kind == TxKind::PixIn => t.qr_txid.as_deref(),
+        None => None,
+    }
+}
+
 pub fn iso(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }

@@ -15,7 +15,7 @@ use super::auth::Caller;
 use super::cob::receiving_key;
 use super::error::{ApiError, SimpleErrorBody, Violation};
 use super::refunds::Devolucao;
-use super::{iso, AppState};
+use super::AppState;
 use crate::domain::transaction::{Transaction, COB_TXID_LEN_MAX};
 
 const PIX_LIST_PARAMS: [&str; 9] = [
@@ -35,36 +35,13 @@ pub fn is_received(t: &Transaction) -> bool {
     t.is_received()
 }
 
-/// The API Pix `pix` object of a received PIX, with its refunds.
+/// The API Pix's view of a received PIX with its devoluções (`GET /pix`, a cob's and a
+/// cobr's `pix`).
 pub fn pix_view(t: &Transaction, receiving_key: &str, refunds: &[Transaction]) -> Value {
-    let document = t.counterpart.document.as_deref();
-    let mut pagador = json!({"nome": t.counterpart.name});
-    match document.map(str::len) {
-        Some(11) => pagador["cpf"] = json!(document),
-        Some(_) => pagador["cnpj"] = json!(document),
-        None => {}
-    }
-    let mut v = json!({
-        "endToEndId": t.end_to_end_id,
-        "valor": t.value.to_cents_string(),
-        "chave": receiving_key,
-        "horario": iso(t.moved_at()),
-        "pagador": pagador,
-        "devolucoes": refunds.iter().map(|r| serde_json::to_value(Devolucao::of(r)).unwrap_or(Value::Null)).collect::<Vec<_>>(),
-    });
-    if let Some(txid) = paid_txid(t) {
-        v["txid"] = json!(txid);
-    }
+    let mut v = crate::domain::events::pix_json(t, receiving_key);
+    v["devolucoes"] =
+        refunds.iter().map(|r| serde_json::to_value(Devolucao::of(r)).unwrap_or(Value::Null)).collect();
     v
-}
-
-/// The txid a received PIX paid: its charge's, or the recurring charge's it settled.
-fn paid_txid(t: &Transaction) -> Option<&str> {
-    match &t.charge {
-        Some(c) => Some(&c.txid),
-        None if t.kind == crate::domain::transaction::TxKind::PixIn => t.qr_txid.as_deref(),
-        None => None,
-    }
 }
 
 /// The filters of `GET /pix` beyond the window.
@@ -169,7 +146,7 @@ pub async fn list_pix(
 ) -> Result<HttpResponse, ApiError> {
     let q = read_pix_query(&query.into_inner())?;
     let keep = |t: &Transaction| {
-        let txid = paid_txid(t);
+        let txid = crate::domain::events::paid_txid(t);
         is_received(t)
             && q.txid.as_deref().is_none_or(|want| txid == Some(want))
             && q.txid_present.is_none_or(|present| txid.is_some() == present)

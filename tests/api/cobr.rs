@@ -152,10 +152,22 @@ async fn a_cycle_settles_on_its_day_as_a_received_pix_that_can_be_refunded() {
         let r = hooks.next().await;
         assert!(signature_verifies(&app.creds.webhook_secret, &r));
         let v = r.json();
-        got.push(match v["cobsr"][0]["status"].as_str() {
-            Some(s) => s.to_owned(),
-            None => "cash_in".to_owned(),
-        });
+        let status = v["cobsr"][0]["status"].as_str().map(str::to_owned);
+        // A settled charge's notification carries its `pix`, as `CobRNotification` does and
+        // as `GET /cobr/{txid}` shows it (the devolução came later); the others carry none.
+        let settled_pix = &v["cobsr"][0]["pix"];
+        if status.as_deref() == Some("CONCLUIDA") {
+            let p = &settled_pix[0];
+            assert_eq!(
+                (p["endToEndId"].as_str(), p["txid"].as_str(), p["valor"].as_str()),
+                (Some(e2e.as_str()), Some(txid), Some("30.00")),
+                "{v}"
+            );
+            assert_eq!((&p["chave"], &p["pagador"]), (&paid["chave"], &paid["pagador"]), "{v}");
+        } else {
+            assert!(settled_pix.is_null(), "{v}");
+        }
+        got.push(status.unwrap_or_else(|| "cash_in".to_owned()));
     }
     assert_eq!(got, ["ATIVA", "cash_in", "CONCLUIDA"]);
 }

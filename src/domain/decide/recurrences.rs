@@ -28,7 +28,7 @@ use crate::domain::rec::{
 use crate::domain::recurrence::{
     check_amount, check_send_window, AmountRule, AutoRetry, RetryPolicy, Schedule, SEND_DAYS_BEFORE_MIN,
 };
-use crate::domain::transaction::BankInfo;
+use crate::domain::transaction::{BankInfo, Transaction};
 
 /// A new recurrence, as the receiver asks for it (`POST /rec`).
 #[derive(Debug, Clone)]
@@ -106,9 +106,21 @@ fn payer_rec_event(rec: &Recurrence, e: &OutboxEvent) -> Option<OutboxEvent> {
 
 /// A recurring charge's event, and the on-us payer's copy of it.
 fn cobr_events(c: &Cobr) -> impl Iterator<Item = OutboxEvent> {
-    let e = cobr_event(c);
+    let e = cobr_event(c, None);
     let copy = for_payer(&e, c.on_us_payer);
     std::iter::once(e).chain(copy)
+}
+
+/// The events of a recurring charge that `pix` has just settled: the receiver's carries
+/// the PIX as the API Pix's `CobRNotification` does (`pix`, as `GET /cobr/{txid}` shows
+/// it); the on-us payer's copy does not.
+fn settled_cobr_events(
+    c: &Cobr,
+    pix: &Transaction,
+    receiving_key: &str,
+) -> impl Iterator<Item = OutboxEvent> {
+    let copy = for_payer(&cobr_event(c, None), c.on_us_payer);
+    std::iter::once(cobr_event(c, Some(crate::domain::events::pix_json(pix, receiving_key)))).chain(copy)
 }
 
 /// Writes the recurrence, with its event when its status moved.
@@ -365,14 +377,19 @@ pub fn expire_rec(mut rec: Recurrence, now: DateTime<Utc>) -> Option<Plan<Recurr
     rec.expire(now).then(|| written(rec, true))
 }
 
-/// The event of a recurring charge's status change or failed attempt.
-fn cobr_event(c: &Cobr) -> OutboxEvent {
+/// The event of a recurring charge's status change or failed attempt; `pix`, the PIX that
+/// settled it.
+fn cobr_event(c: &Cobr, pix: Option<serde_json::Value>) -> OutboxEvent {
+    let mut charge = c.to_json();
+    if let Some(pix) = pix {
+        charge["pix"] = serde_json::json!([pix]);
+    }
     OutboxEvent {
         account_id: c.account_id,
         local_id: c.local_id,
         event_type: EventType::Cobr,
         created_at: c.updated_at,
-        body: EventBody::Json(serde_json::json!({ "cobsr": [c.to_json()] })),
+        body: EventBody::Json(serde_json::json!({ "cobsr": [charge] })),
     }
 }
 
@@ -523,7 +540,11 @@ pub fn attempt_cobr(
 ) -> Result<Option<Plan<Cobr>>, Refusal> {
     let Some(attempted) = cobr.attempt(now) else { return Ok(None) };
     let mut plan = match attempted {
-        Attempted::Failed | Attempted::Refused => Plan::new(cobr.clone()),
+        Attempted::Failed | Attempted::Refused => {
+            let mut plan = Plan::new(cobr.clone());
+            plan.events.extend(cobr_events(&cobr));
+            plan
+        }
         Attempted::Settles => {
             let req = PixInRequest {
                 value: cobr.value,
@@ -536,10 +557,13 @@ pub fn attempt_cobr(
             };
             let received = pix_in(account, req, now, ids)?;
             cobr.settled(received.reply.end_to_end_id.clone(), now);
-            received.with_reply(cobr.clone())
+            let events: Vec<OutboxEvent> =
+                settled_cobr_events(&cobr, &received.reply, account.receiving_key).collect();
+            let mut plan = received.with_reply(cobr.clone());
+            plan.events.extend(events);
+            plan
         }
     };
-    plan.events.extend(cobr_events(&cobr));
     plan.records.push(Record::Cobr(cobr));
     Ok(Some(plan))
 }
@@ -587,8 +611,10 @@ pub fn settle_on_us(
     };
     let received = pix_in(account, req, now, ids)?;
     cobr.settled(credit.end_to_end_id.clone(), now);
+    let events: Vec<OutboxEvent> =
+        settled_cobr_events(&cobr, &received.reply, account.receiving_key).collect();
     let mut plan = received.with_reply(cobr.clone());
-    plan.events.extend(cobr_events(&cobr));
+    plan.events.extend(events);
     plan.records.push(Record::Cobr(cobr));
     plan.update(Record::OnUsCredited(credit.end_to_end_id.clone()));
     Ok(Some(plan))
@@ -1058,6 +1084,18 @@ mod tests {
         assert_eq!(plan.reply.to_json()["tentativas"][0]["endToEndId"], pix.end_to_end_id.as_str());
         let kinds: Vec<EventType> = plan.events.iter().map(|e| e.event_type).collect();
         assert_eq!(kinds, [EventType::CashIn, EventType::Cobr]);
+        // The charge's notification carries the PIX that settled it (`CobRNotification`).
+        let EventBody::Json(body) = &plan.events[1].body else { panic!("{:?}", plan.events[1]) };
+        let paid = &body["cobsr"][0]["pix"][0];
+        assert_eq!(
+            (paid["endToEndId"].as_str(), paid["valor"].as_str(), paid["txid"].as_str()),
+            (Some(pix.end_to_end_id.as_str()), Some("30.00"), Some(cobr.txid.as_str())),
+            "{body}"
+        );
+        assert_eq!(
+            (paid["chave"].as_str(), paid["pagador"]["cpf"].as_str()),
+            (Some(f.account().receiving_key), Some("11144477735"))
+        );
 
         let cancelled =
             change_rec(rec, RecChange::Cancel(Party::UsuarioPagador), None, vec![cobr], now, &mut ids(&[]))
