@@ -217,7 +217,10 @@ impl Application {
         if !resumed.is_empty() {
             tracing::info!(accounts = resumed.len(), "resumed accounts with pending payments");
         }
-        let webhook_allow_http = settings.webhook_allow_http;
+        let webhook_policy = crate::webhooks::sender::Policy {
+            allow_http: settings.webhook_allow_http,
+            allow_private: settings.webhook_allow_private,
+        };
         let locations = match &settings.payload {
             Some(p) => Some(Arc::new(
                 http::payload::Locations::new(
@@ -238,7 +241,7 @@ impl Application {
             registry,
             directory,
             keys,
-            webhook_allow_http,
+            webhook_policy,
             require_client_cert: settings.require_client_cert,
             production: settings.production,
             access_log: settings.access_log,
@@ -272,9 +275,9 @@ impl Application {
                 // anything else of the request is read (its sandbox header, its body).
                 .wrap(from_fn(http::body::read_within_deadline))
                 .wrap(from_fn(http::payments::scenario_only_where_taken))
-                .wrap(from_fn(http::error::envelope))
                 .wrap(from_fn(http::authorize::authorize))
                 .wrap(actix_web::middleware::Condition::new(gated, from_fn(http::gate::while_open)))
+                .wrap(from_fn(http::error::envelope))
                 .wrap(from_fn(http::access::access))
                 .configure(|cfg| {
                     http::routes(cfg);

@@ -95,8 +95,9 @@ pub struct AppState {
     pub idempotency: idempotency::InFlight,
     /// How long a request's body may take to arrive (`--body-timeout-ms`).
     pub body_timeout: std::time::Duration,
-    /// Plain http webhook URLs are accepted (`PIXGW_WEBHOOK_ALLOW_HTTP`).
-    pub webhook_allow_http: bool,
+    /// Which webhook URLs are accepted: plain http (`PIXGW_WEBHOOK_ALLOW_HTTP`), local
+    /// addresses (`PIXGW_WEBHOOK_ALLOW_PRIVATE`).
+    pub webhook_policy: crate::webhooks::sender::Policy,
     pub webhooks: crate::webhooks::Webhooks,
     /// Resend calls per account (interface.md "Limits": 60 a minute).
     pub resend_rate: std::sync::Mutex<crate::domain::rate::RateWindow>,
@@ -121,20 +122,20 @@ pub struct AppState {
     pub payloads: Option<Arc<crate::rail::spi::payload_reader::PayloadReader>>,
 }
 
-/// Registers routes grouped by path (so one path answers several methods and 405 for the
 /// What the route table says of a route besides its handler: the shape of its error bodies
 /// and who may call it.
 #[derive(Debug, Clone, Copy)]
 pub struct Kind(pub error::Family, pub authorize::Access);
 
+/// Registers routes grouped by path (so one path answers several methods and 405 for the
 /// others) and records each (method, path) pair.
 #[derive(Default)]
 pub struct RouteTable {
     resources: Vec<(&'static str, Resource)>,
     registered: Vec<(Method, &'static str)>,
     families: error::RouteFamilies,
-}
     access: authorize::RouteAccess,
+}
 
 impl RouteTable {
     /// Registers `handler` for `method` on `path`, whose errors answer in `kind`'s family's
@@ -153,8 +154,8 @@ impl RouteTable {
             }
             None => self.resources.push((path, web::resource(path).route(route))),
         }
-        self.registered.push((method, path));
         self.access.declare(path, method.clone(), kind.1);
+        self.registered.push((method, path));
         self.families.declare(path, kind.0);
     }
 
@@ -165,8 +166,8 @@ impl RouteTable {
             cfg.service(res);
         }
         cfg.app_data(self.families);
-        self.registered
         cfg.app_data(self.access);
+        self.registered
     }
 }
 
@@ -301,12 +302,12 @@ pub fn route_families() -> error::RouteFamilies {
     table().families
 }
 
-/// The browsable docs page, from assets vendored into the binary (works offline).
 /// Who may call every route, as [`routes`] declares it.
 pub fn route_access() -> authorize::RouteAccess {
     table().access
 }
 
+/// The browsable docs page, from assets vendored into the binary (works offline).
 pub fn docs_service() -> impl HttpServiceFactory {
     utoipa_swagger_ui::SwaggerUi::new("/docs/{_:.*}")
         .config(utoipa_swagger_ui::Config::new(["/openapi.json"]))
@@ -336,7 +337,6 @@ mod tests {
         }
     }
 
-    /// interface.md's list of family B names every family B resource of the route table
     /// Who may call each route, as the table declares it, is what its operation in the
     /// OpenAPI document says: a client's bearer token, an operator's admin token, or nothing.
     #[test]
@@ -367,6 +367,7 @@ mod tests {
         assert_eq!(access.get("/cob/{txid}", &Method::DELETE), None, "a method the route does not answer");
     }
 
+    /// interface.md's list of family B names every family B resource of the route table
     /// (by its first segment), so the list cannot fall behind a new route again.
     #[test]
     fn the_interface_lists_every_family_b_resource() {

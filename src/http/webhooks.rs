@@ -19,6 +19,7 @@ use crate::domain::events::EventType;
 use crate::domain::webhooks::{check_header, WEBHOOK_HEADERS_MAX, WEBHOOK_URL_LEN_MAX};
 use crate::store::{AttemptOutcome, DeliveryLog, WebhookConfig};
 use crate::webhooks::dispatcher::{Resend, ResendError};
+use crate::webhooks::sender::Policy;
 
 /// Entries `GET /api/webhooks/logs` answers at most.
 pub const WEBHOOK_LOGS_LIMIT_MAX: usize = 100;
@@ -27,25 +28,43 @@ const WEBHOOK_LOGS_LIMIT_DEFAULT: usize = 50;
 const EVENT_TYPES_MESSAGE: &str =
     "must be one of cash_in, cash_out, refund_in, refund_out, med_created, med_accepted, med_rejected, rec, cobr";
 
-/// An http(s) URL with a host; plain http only when allowed.
-fn check_url(url: &str, allow_http: bool) -> Result<(), &'static str> {
+/// An http(s) URL with a host; plain http only when allowed. A host that can only ever be
+/// a loopback, private or link-local address (an IP literal of one, `localhost`) is refused
+/// here, unless private addresses are allowed, since every delivery to it would be refused:
+/// the sender still checks the address a name resolves to when it sends, as DNS answers
+/// change.
+fn check_url(url: &str, policy: Policy) -> Result<(), &'static str> {
     let uri: Uri = url.parse().map_err(|_| "must be an absolute URL")?;
     match uri.scheme_str() {
         Some("https") => {}
-        Some("http") if allow_http => {}
-        _ if allow_http => return Err("must be an http or https URL"),
+        Some("http") if policy.allow_http => {}
+        _ if policy.allow_http => return Err("must be an http or https URL"),
         _ => return Err("must be an https URL"),
     }
-    if uri.host().is_none_or(str::is_empty) {
-        return Err("must name a host");
+    let Some(host) = uri.host().filter(|h| !h.is_empty()) else { return Err("must name a host") };
+    if !policy.allow_private && always_local(host) {
+        return Err("must not name a loopback, private or link-local address (PIXGW_WEBHOOK_ALLOW_PRIVATE)");
     }
     Ok(())
 }
 
+/// Whether a URL's host can only be a local address: an IP literal that deliveries refuse,
+/// or a name under `localhost` (RFC 6761 keeps those on the machine itself).
+fn always_local(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => !crate::domain::delivery::address_allowed(ip),
+        Err(_) => {
+            let name = bare.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+    }
+}
+
 /// The `url` member, checked by [`check_url`].
-fn url_field(f: &mut Fields<'_>, required: bool, allow_http: bool) -> Option<String> {
+fn url_field(f: &mut Fields<'_>, required: bool, policy: Policy) -> Option<String> {
     f.text("url", required, WEBHOOK_URL_LEN_MAX).map(str::to_owned).and_then(|u| {
-        match check_url(&u, allow_http) {
+        match check_url(&u, policy) {
             Ok(()) => Some(u),
             Err(e) => {
                 f.fail("url", e);
@@ -109,10 +128,10 @@ pub struct Configured {
 /// A configuration body as read: its URL, event type and custom headers.
 type ConfigBody = (String, EventType, Vec<(String, String)>);
 
-/// A configuration body: its URL (checked against `allow_http`), event type and headers.
-fn read_config(obj: &serde_json::Map<String, Value>, allow_http: bool) -> Result<ConfigBody, ApiError> {
+/// A configuration body: its URL (checked against `policy`), event type and headers.
+fn read_config(obj: &serde_json::Map<String, Value>, policy: Policy) -> Result<ConfigBody, ApiError> {
     let mut f = Fields::new(obj);
-    let url = url_field(&mut f, true, allow_http);
+    let url = url_field(&mut f, true, policy);
     let event_type = f.string("eventType", true).and_then(|t| {
         let parsed = EventType::parse(t);
         if parsed.is_none() {
@@ -199,7 +218,7 @@ pub mod api_pix {
         let url =
             f.text("webhookUrl", true, WEBHOOK_URL_LEN_MAX).map(str::to_owned).and_then(|u| match check_url(
                 &u,
-                state.webhook_allow_http,
+                state.webhook_policy,
             ) {
                 Ok(()) => Some(u),
                 Err(e) => {
@@ -298,7 +317,7 @@ pub async fn configure(
     bytes: Bytes,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (url, event_type, headers) = read_config(&request_object(&req, &bytes)?, state.webhook_allow_http)?;
+    let (url, event_type, headers) = read_config(&request_object(&req, &bytes)?, state.webhook_policy)?;
     let created = upsert(&state, &caller, event_type, url, headers, false)?.is_none();
     let message =
         format!("webhook for {} {}", event_type.as_str(), if created { "created" } else { "updated" });
@@ -423,7 +442,7 @@ pub async fn resend(
     } else {
         let obj = request_object(&req, &bytes)?;
         let mut f = Fields::new(&obj);
-        let url = url_field(&mut f, false, state.webhook_allow_http);
+        let url = url_field(&mut f, false, state.webhook_policy);
         if !f.violations.is_empty() {
             return Err(ApiError::Validation(f.violations));
         }
@@ -584,7 +603,7 @@ mod tests {
             ),
         ];
         for (body, field) in cases {
-            let v = violations(read_config(&object(&body.to_string()), false).err().unwrap());
+            let v = violations(read_config(&object(&body.to_string()), Policy::default()).err().unwrap());
             assert_eq!(v[0].0, field, "{body}");
         }
         for blocked in [
@@ -598,16 +617,54 @@ mod tests {
         ] {
             let body =
                 json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [h(blocked)]});
-            let v = violations(read_config(&object(&body.to_string()), false).err().unwrap());
+            let v = violations(read_config(&object(&body.to_string()), Policy::default()).err().unwrap());
             assert!(v[0].1.contains("reserved"), "{blocked}: {v:?}");
         }
         let five = json!({"url": "https://hooks.example.com", "eventType": "cash_out", "headers": [h("a"), h("b"), h("c"), h("d"), h("e")]});
-        let (url, event_type, headers) = read_config(&object(&five.to_string()), false).unwrap();
+        let (url, event_type, headers) = read_config(&object(&five.to_string()), Policy::default()).unwrap();
         assert_eq!(
             (url.as_str(), event_type, headers.len()),
             ("https://hooks.example.com", EventType::CashOut, 5)
         );
         let plain = json!({"url": "http://hooks.example.com", "eventType": "cash_out"});
-        assert!(read_config(&object(&plain.to_string()), true).is_ok(), "plain http when allowed");
+        let http = Policy { allow_http: true, allow_private: false };
+        assert!(read_config(&object(&plain.to_string()), http).is_ok(), "plain http when allowed");
+    }
+
+    #[test]
+    fn a_host_that_can_only_be_local_is_refused_unless_private_addresses_are_allowed() {
+        let local = [
+            "https://169.254.169.254/latest",
+            "https://127.0.0.1/",
+            "https://127.1.2.3:8443/",
+            "https://10.0.0.1/",
+            "https://172.16.0.1/",
+            "https://192.168.1.1/",
+            "https://100.64.0.1/",
+            "https://0.0.0.0/",
+            "https://[::1]/",
+            "https://[fe80::1]/",
+            "https://[fd00::1]/",
+            "https://[::ffff:10.0.0.1]/",
+            "https://localhost/",
+            "https://LocalHost./",
+            "https://api.localhost/",
+        ];
+        let strict = Policy::default();
+        let lenient = Policy { allow_http: false, allow_private: true };
+        for url in local {
+            let e = check_url(url, strict).unwrap_err();
+            assert!(e.contains("PIXGW_WEBHOOK_ALLOW_PRIVATE"), "{url}: {e}");
+            assert_eq!(check_url(url, lenient), Ok(()), "{url}");
+        }
+        // A public address, and names: those are checked where they resolve, when sending.
+        for url in [
+            "https://8.8.8.8/",
+            "https://[2001:4860::8888]/",
+            "https://hooks.example.com/",
+            "https://localhost.example.com/",
+        ] {
+            assert_eq!(check_url(url, strict), Ok(()), "{url}");
+        }
     }
 }

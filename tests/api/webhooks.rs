@@ -92,8 +92,12 @@ async fn plain_http_is_accepted_only_when_allowed() {
     })
     .await;
     let token = app.demo_token().await;
-    let (s, b) =
-        configure(&app, &token, json!({"url": "http://127.0.0.1:9999/hook", "eventType": "refund_in"})).await;
+    let (s, b) = configure(
+        &app,
+        &token,
+        json!({"url": "http://hooks.example.com:9999/hook", "eventType": "refund_in"}),
+    )
+    .await;
     assert_eq!(s, 201, "{b}");
 }
 
