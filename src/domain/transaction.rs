@@ -436,6 +436,10 @@ pub struct Transaction {
     /// Present for a payment made on the SPI rail.
     #[serde(default)]
     pub rail: Option<RailDetails>,
+    /// Who made an operator's move: the name of the admin token it came with. Operators
+    /// read it; a client's views never show it (their counterpart is the operator).
+    #[serde(default)]
+    pub operator: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -477,6 +481,7 @@ impl Transaction {
             split_of: None,
             scheduled_for: None,
             rail: None,
+            operator: None,
         }
     }
 

@@ -787,6 +787,9 @@ pub struct AdjustmentResponse {
     amount: Value,
     reason: Option<String>,
     reference: String,
+    /// The name of the admin token that made the move (absent on moves made before
+    /// operators were recorded).
+    operator: Option<String>,
     status: &'static str,
     processed_at: Option<String>,
 }
@@ -797,14 +800,15 @@ pub struct AdjustmentResponse {
     request_body(content = super::schemas::AdjustmentRequest),
     responses(
         (status = 201, description = "Made: a transaction of its own, final, with its webhook", body = AdjustmentResponse),
-        (status = 200, description = "The same reference again: the first move, nothing moved", body = AdjustmentResponse),
+        (status = 200, description = "The same move again under its reference (same type, amount and reason): the first move, nothing moved", body = AdjustmentResponse),
+        (status = 409, description = "The reference names another move (another type, amount or reason); nothing moved", body = ExtendedErrorBody),
         (status = 400, description = "Invalid body, or PIX_INSUFFICIENT_BALANCE for a debit", body = ExtendedErrorBody),
         (status = 404, body = ExtendedErrorBody),
     ),
     security(("admin" = []))
 )]
 pub async fn adjust(
-    _: Admin,
+    admin: Admin,
     req: HttpRequest,
     bytes: Bytes,
     path: web::Path<String>,
@@ -846,15 +850,31 @@ pub async fn adjust(
         return Err(ApiError::internal("validated fields missing"));
     };
     admin::account(&state.repo, id)?;
-    let adjustment = Adjustment { credit, value, reason, reference: reference.clone(), operator: None };
+    let adjustment = Adjustment { credit, value, reason, reference: reference.clone(), operator: admin.name };
     let outcome = state
         .registry
         .get(id)?
-        .send(crate::account::Adjust(adjustment))
+        .send(crate::account::Adjust(adjustment.clone()))
         .await
         .map_err(|e| ApiError::Unavailable(crate::cause::Cause::msg(e.to_string())))??;
     let tx = &outcome.tx;
-    tracing::info!(account = id.get(), local_id = tx.local_id, credit, amount = %tx.value, reference, replayed = outcome.replayed, "operator adjustment");
+    if outcome.replayed && !adjustment.repeats(tx) {
+        // Another move under a reference already used: nothing moved, and what it asked for
+        // is kept in the log beside the move the reference names.
+        tracing::warn!(
+            target: "pixgw::audit", account = id.get(), reference, operator = %adjustment.operator,
+            asked_credit = credit, asked_amount = %value, asked_reason = %adjustment.reason,
+            made_local_id = tx.local_id, made_kind = tx.kind.as_str(), made_amount = %tx.value,
+            made_by = tx.operator.as_deref().unwrap_or("unknown"),
+            "operator adjustment refused: its reference names another move"
+        );
+        return Err(ApiError::Conflict(format!(
+            "the reference {reference} names another move ({} {}); nothing moved",
+            tx.kind.as_str(),
+            tx.value.to_cents_string()
+        )));
+    }
+    tracing::info!(account = id.get(), local_id = tx.local_id, credit, amount = %tx.value, reference, operator = tx.operator.as_deref().unwrap_or("unknown"), replayed = outcome.replayed, "operator adjustment");
     let body = AdjustmentResponse {
         transaction_id: tx.transaction_id.to_string(),
         id: tx.local_id,
@@ -862,6 +882,7 @@ pub async fn adjust(
         amount: crate::domain::events::money_number(tx.value),
         reason: tx.description.clone(),
         reference,
+        operator: tx.operator.clone(),
         status: tx.status.as_str(),
         processed_at: tx.processed_at.map(iso),
     };

@@ -32,6 +32,10 @@
 //! |---|---|
 //! | [`SECTION_COBV`] (1) | a cobv's revision and price terms (the charge's `cob.vencimento`) |
 //! | [`SECTION_RAIL`] (2) | what a payment on the SPI rail keeps (`rail`): four optional texts |
+//! | [`SECTION_OPERATOR`] (3) | who made an operator's move (`operator`): a text |
+//!
+//! A release reads the sections it knows and refuses a record with one it does not: 0.2.0
+//! cannot read an operator's move that 0.3.0 made (docs/deploy.md, rolling upgrades).
 
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use rust_decimal::Decimal;
@@ -60,6 +64,8 @@ pub const TX_HEADER_BYTES: usize = 19;
 pub const SECTION_COBV: u8 = 1;
 /// The tag of a transaction's SPI rail section.
 pub const SECTION_RAIL: u8 = 2;
+/// The tag of a transaction's operator section.
+pub const SECTION_OPERATOR: u8 = 3;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CodecError {
@@ -346,6 +352,10 @@ pub fn encode_transaction(tx: &Transaction, out: &mut Vec<u8>) {
         w.opt_text(d.creditor_account_type.as_deref());
         w.opt_text(d.reason.as_deref());
     }
+    if let Some(name) = &tx.operator {
+        w.u8(SECTION_OPERATOR);
+        w.text(name);
+    }
 }
 
 fn encode_date(w: &mut Writer, d: NaiveDate) {
@@ -615,6 +625,7 @@ fn decode_transaction_v1(bytes: &[u8]) -> Result<Transaction, CodecError> {
     let scheduled_for = r.opt(Reader::instant)?;
     let mut charge = charge;
     let mut rail = None;
+    let mut operator = None;
     while !r.0.is_empty() {
         match r.u8()? {
             SECTION_COBV => {
@@ -631,6 +642,7 @@ fn decode_transaction_v1(bytes: &[u8]) -> Result<Transaction, CodecError> {
                     reason: r.opt_text()?,
                 })
             }
+            SECTION_OPERATOR => operator = Some(r.text()?),
             _ => return Err(CodecError::Bad("section")),
         }
     }
@@ -658,6 +670,7 @@ fn decode_transaction_v1(bytes: &[u8]) -> Result<Transaction, CodecError> {
         split_of,
         scheduled_for,
         rail,
+        operator,
     })
 }
 
@@ -1136,6 +1149,18 @@ mod tests {
             );
             assert_eq!(bytes[plain.len()], SECTION_RAIL);
         }
+    }
+
+    #[test]
+    fn an_operators_move_keeps_its_operator_section_and_reads_back() {
+        let plain = encoded(&full());
+        let t = Transaction { operator: Some("ops-ana".into()), ..full() };
+        let bytes = encoded(&t);
+        assert_eq!(decode_transaction(&bytes).unwrap(), t);
+        assert_eq!(&bytes[..plain.len()], plain.as_slice(), "the first format's record, then the section");
+        assert_eq!(&bytes[plain.len()..], b"\x03\x07ops-ana");
+        let both = Transaction { rail: Some(RailDetails::default()), ..t };
+        assert_eq!(decode_transaction(&encoded(&both)).unwrap(), both, "sections follow one another");
     }
 
     #[test]

@@ -267,12 +267,30 @@ async fn operator_credits_and_debits_are_ledger_transactions_made_once_per_refer
     let (s, b) = app.admin("POST", &path, Some(credit.clone())).await;
     assert_eq!(s, 201, "{b}");
     assert_eq!((b["operation"].as_str(), b["status"].as_str()), (Some("OPERATOR_CREDIT"), Some("CONFIRMED")));
+    assert_eq!(b["operator"], "admin", "the admin token's name is on the move: {b}");
     let (s, again) = app.admin("POST", &path, Some(credit)).await;
     assert_eq!(
-        (s, &again["transactionId"]),
-        (200, &b["transactionId"]),
-        "the same reference: the first move"
+        (s, &again["transactionId"], &again["operator"]),
+        (200, &b["transactionId"], &b["operator"]),
+        "the same move under its reference: the first move"
     );
+    // The reference sent again with another amount, or another type, is another move: 409
+    // naming the reference, and nothing moves.
+    for other in [
+        json!({"type": "CREDIT", "amount": "1000.00", "reason": "aporte inicial", "reference": "f-1"}),
+        json!({"type": "DEBIT", "amount": "100.00", "reason": "aporte inicial", "reference": "f-1"}),
+    ] {
+        let (s, b) = app.admin("POST", &path, Some(other)).await;
+        assert_extended(&b, 409, "CONFLICT");
+        assert_eq!(s, 409);
+        assert!(b["message"].to_string().contains("f-1"), "{b}");
+    }
+    assert_eq!(app.balance(&token).await.0, "100.00");
+    // The client's view names the gateway's operator, not the token.
+    let (_, mine) = app
+        .get_with(&format!("/api/transactions/{}", again["transactionId"].as_str().unwrap()), &token)
+        .await;
+    assert!(!mine.to_string().contains("\"admin\""), "{mine}");
     let debit = json!({"type": "DEBIT", "amount": "30.00", "reason": "estorno", "reference": "c-1"});
     let (s, b) = app.admin("POST", &path, Some(debit)).await;
     assert_eq!(s, 201, "{b}");

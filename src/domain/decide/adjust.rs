@@ -29,13 +29,21 @@ pub struct Adjustment {
     pub value: Money,
     pub reason: String,
     pub reference: String,
-    /// Who asked (the operator's token's name, for the record).
-    pub operator: Option<String>,
+    /// Who asked: the name of the operator's admin token, kept on the transaction.
+    pub operator: String,
 }
 
 impl Adjustment {
     pub fn external_id(&self) -> String {
         format!("{OPERATOR_EXTERNAL_ID_PREFIX}{}", self.reference)
+    }
+
+    /// Whether this asks again for the move `tx` made under the same reference: the same
+    /// direction, amount and reason (whoever asks). Anything else under a reference already
+    /// used is another move, which the reference cannot name twice.
+    pub fn repeats(&self, tx: &Transaction) -> bool {
+        let kind = if self.credit { TxKind::OperatorCredit } else { TxKind::OperatorDebit };
+        tx.kind == kind && tx.value == self.value && tx.description.as_deref() == Some(self.reason.as_str())
     }
 }
 
@@ -82,10 +90,8 @@ pub fn adjust(
         external_id: Some(external_id),
         end_to_end_id: String::new(),
         description: Some(req.reason),
-        counterpart: Counterpart {
-            name: req.operator.unwrap_or_else(|| OPERATOR_NAME.into()),
-            ..Counterpart::default()
-        },
+        counterpart: Counterpart { name: OPERATOR_NAME.into(), ..Counterpart::default() },
+        operator: Some(req.operator),
         ..Transaction::new(fresh.local_id, fresh.transaction_id(), account.id, kind, req.value, now)
     };
     let mut plan = Plan::new(tx.clone());
@@ -106,7 +112,7 @@ mod tests {
             value: m(value),
             reason: "funding".into(),
             reference: reference.into(),
-            operator: None,
+            operator: "ops-ana".into(),
         }
     }
 
@@ -133,6 +139,11 @@ mod tests {
         f.apply(&credit);
         assert_eq!((credit.reply.kind, credit.reply.status), (TxKind::OperatorCredit, TxStatus::Confirmed));
         assert_eq!(credit.reply.external_id.as_deref(), Some("operator:f-1"));
+        assert_eq!(
+            (credit.reply.operator.as_deref(), credit.reply.counterpart.name.as_str()),
+            (Some("ops-ana"), OPERATOR_NAME),
+            "the operator is on the record; the client's counterpart stays the gateway's operator"
+        );
         assert_eq!(credit.events.len(), 1, "it has its webhook");
         let debit = planned(
             adjust(
@@ -181,5 +192,22 @@ mod tests {
         )
         .unwrap();
         assert_eq!(later, PayDecision::Replay(1), "a reference is one move, whatever it asks later");
+    }
+
+    #[test]
+    fn a_repeat_asks_for_the_same_direction_amount_and_reason_whoever_asks() {
+        let mut f = Fixture::with_balance("0");
+        let first = planned(
+            adjust(&f.account(), adjustment(true, "5", "r"), StoredKeys::default(), noon(), &mut ids(&[1]))
+                .unwrap(),
+        );
+        f.apply(&first);
+        let made = &first.reply;
+        assert!(adjustment(true, "5", "r").repeats(made));
+        assert!(adjustment(true, "5.00", "r").repeats(made), "the same amount written otherwise");
+        assert!(Adjustment { operator: "ops-bia".into(), ..adjustment(true, "5", "r") }.repeats(made));
+        assert!(!adjustment(true, "5.01", "r").repeats(made));
+        assert!(!adjustment(false, "5", "r").repeats(made));
+        assert!(!Adjustment { reason: "another".into(), ..adjustment(true, "5", "r") }.repeats(made));
     }
 }
