@@ -5,7 +5,8 @@
 //! request it did not; a read (GET) ignores it, since repeating a read is always safe.
 //!
 //! A request with the header is recorded per account under its key, with a digest of its
-//! method, path and body, durably **before** it runs. Then:
+//! method, path and parsed body ([`fingerprint`]: the same JSON with other spacing or member
+//! order is the same request), durably **before** it runs. Then:
 //! - the same key and the same request again answers the first response (status and body,
 //!   with `Idempotent-Replayed: true`) and moves nothing;
 //! - the same key with another request is 422;
@@ -108,8 +109,29 @@ pub fn key_ok(key: &str) -> bool {
     (1..=IDEMPOTENCY_KEY_LEN_MAX).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_graphic())
 }
 
-/// The digest a repeat must match: method, path with query, and body.
+/// The digest a repeat must match: the method, the path as the router reads it with its
+/// query, and the body as parsed. A JSON body is digested in a canonical form (members in
+/// order of their names, no whitespace, numbers without trailing zeros), so the same request
+/// written with other spacing or member order is the same request, as Stripe compares a
+/// request's parameters rather than its bytes; a body that is not JSON counts byte for byte.
 pub fn fingerprint(method: &str, path_and_query: &str, body: &[u8]) -> String {
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(v) => {
+            let mut text = String::with_capacity(body.len());
+            canonical_json(&v, &mut text);
+            digest(method, path_and_query, text.as_bytes())
+        }
+        Err(_) => digest(method, path_and_query, body),
+    }
+}
+
+/// The digest releases before 0.3.0 stored: the raw path and the body's bytes. A record
+/// made by one of them is still matched by it, for the hours it lives after an upgrade.
+fn legacy_fingerprint(method: &str, raw_path_and_query: &str, body: &[u8]) -> String {
+    digest(method, raw_path_and_query, body)
+}
+
+fn digest(method: &str, path_and_query: &str, body: &[u8]) -> String {
     let mut h = Sha256::new();
     // Lengths first, so no bytes can move from one part to the next with the same digest.
     for part in [method.as_bytes(), path_and_query.as_bytes()] {
@@ -118,6 +140,47 @@ pub fn fingerprint(method: &str, path_and_query: &str, body: &[u8]) -> String {
     }
     h.update(body);
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Writes `v` in one canonical text: object members sorted by name, no whitespace, strings
+/// escaped as serde_json escapes them, and a number as its decimal value without trailing
+/// zeros (`10.50` is `10.5`) when it is one, else as written.
+fn canonical_json(v: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            let mut members: Vec<_> = m.iter().collect();
+            members.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (name, value)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(name.clone()).to_string());
+                out.push(':');
+                canonical_json(value, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical_json(item, out);
+            }
+            out.push(']');
+        }
+        Value::Number(n) => {
+            let text = n.to_string();
+            match text.parse::<rust_decimal::Decimal>() {
+                Ok(d) => out.push_str(&d.normalize().to_string()),
+                Err(_) => out.push_str(&text),
+            }
+        }
+        other => out.push_str(&other.to_string()),
+    }
 }
 
 fn refuse(req: ServiceRequest, e: ApiError) -> ServiceResponse<BoxBody> {
@@ -191,7 +254,11 @@ pub async fn idempotency(
         return Ok(next.call(req).await?.map_into_boxed_body());
     };
     let account = caller.account_id;
-    let path = req.uri().path_and_query().map_or(req.path(), |p| p.as_str()).to_owned();
+    let routed = super::authorize::routed_path(req.request());
+    let path = match req.query_string() {
+        "" => routed.to_owned(),
+        query => format!("{routed}?{query}"),
+    };
     let print = fingerprint(req.method().as_str(), &path, &body);
     // Read again only if the key turns out interrupted (a cheap handle on the same bytes).
     let sent = (req.method().clone(), super::authorize::routed_path(req.request()).to_owned(), body.clone());
@@ -300,7 +367,10 @@ async fn run(
     match state.repo.request_record(account, key) {
         Err(e) => return Ok(refuse(req, ApiError::Storage(e))),
         Ok(Some(r)) if fresh(&r) => {
-            if r.fingerprint != print {
+            let raw = req.uri().path_and_query().map_or(req.path(), |p| p.as_str());
+            if r.fingerprint != print
+                && r.fingerprint != legacy_fingerprint(req.method().as_str(), raw, &sent.2)
+            {
                 return Ok(refuse(req, Rejection::RequestKeyReused.into()));
             }
             if let Some(stored) = r.response {
@@ -395,12 +465,30 @@ mod tests {
     }
 
     #[test]
-    fn the_fingerprint_covers_method_path_and_body() {
+    fn the_fingerprint_covers_method_path_and_the_parsed_body() {
         let base = fingerprint("POST", "/api/pix/cash-out", b"{}");
         assert_eq!(base, fingerprint("POST", "/api/pix/cash-out", b"{}"));
+        assert_eq!(base, fingerprint("POST", "/api/pix/cash-out", b" { }\n"), "spacing is not the request");
         assert_ne!(base, fingerprint("POST", "/api/pix/cash-in", b"{}"));
-        assert_ne!(base, fingerprint("POST", "/api/pix/cash-out", b"{ }"));
         assert_ne!(base, fingerprint("PUT", "/api/pix/cash-out", b"{}"));
+        assert_ne!(base, fingerprint("POST", "/api/pix/cash-out", b"[]"));
+        let body =
+            br#"{"value": 10.50, "externalId": "a", "details": {"key": "k", "name": "N"}, "tags": [1, 2]}"#;
+        let same = br#"{"details":{"name":"N","key":"k"},"externalId":"a","tags":[1,2],"value":10.5}"#;
+        let print = fingerprint("POST", "/p", body);
+        assert_eq!(print, fingerprint("POST", "/p", same), "member order, spacing and trailing zeros");
+        for other in [
+            br#"{"details":{"name":"N","key":"k"},"externalId":"a","tags":[2,1],"value":10.5}"#.as_slice(),
+            br#"{"details":{"name":"N","key":"k"},"externalId":"a","tags":[1,2],"value":10.51}"#,
+            br#"{"details":{"name":"N","key":"k"},"externalId":"a","tags":[1,2],"value":"10.5"}"#,
+            br#"{"details":{"name":"N ","key":"k"},"externalId":"a","tags":[1,2],"value":10.5}"#,
+            br#"{"details":{"name":"N","key":"k"},"externalid":"a","tags":[1,2],"value":10.5}"#,
+        ] {
+            assert_ne!(print, fingerprint("POST", "/p", other), "{}", String::from_utf8_lossy(other));
+        }
+        // A body that is not JSON counts byte for byte.
+        assert_eq!(fingerprint("POST", "/p", b"not json"), fingerprint("POST", "/p", b"not json"));
+        assert_ne!(fingerprint("POST", "/p", b"not json"), fingerprint("POST", "/p", b"not  json"));
         // No way to move bytes between the parts and keep the digest.
         assert_ne!(fingerprint("POST", "/a\nb", b"c"), fingerprint("POST", "/a", b"b\nc"));
     }

@@ -51,6 +51,25 @@ async fn a_repeat_answers_the_first_response_and_another_request_under_the_key_i
     let (s, replayed, again) = post(&app, &token, "/sandbox/pix-in", r#"{"amount": 5}"#, "key-2").await;
     assert_eq!((s, replayed, &again), (201, true, &credit));
     assert_eq!(app.balance(&token).await.2, "95.00");
+    // The same request written another way (spacing, member order, a trailing zero, the
+    // path spelled with an escape) is the same request: the first response, nothing moved.
+    let rewritten: Value = serde_json::from_str(&cash_out_body("k1", "10")).unwrap();
+    let mut members: Vec<(String, Value)> = rewritten.as_object().unwrap().clone().into_iter().collect();
+    members.reverse();
+    let reordered = format!(
+        "{{\n  {}\n}}",
+        members.iter().map(|(k, v)| format!("{k:?} :  {v}")).collect::<Vec<_>>().join(",\n  ")
+    )
+    .replace(" 10,", " 10.00,")
+    .replace(" 10\n", " 10.00\n");
+    assert_ne!(reordered.as_bytes(), cash_out_body("k1", "10").as_bytes());
+    for path in ["/api/pix/cash-out", "/api/pix/cash%2Dout"] {
+        let (s, replayed, again) = post(&app, &token, path, &reordered, "key-1").await;
+        assert_eq!((s, replayed, &again), (201, true, &first), "{path} {reordered}");
+    }
+    let (s, replayed, again) = post(&app, &token, "/sandbox/pix-in", "{ \"amount\" : 5.0 }", "key-2").await;
+    assert_eq!((s, replayed, &again), (201, true, &credit));
+    assert_eq!(app.balance(&token).await.2, "95.00", "nothing moved again");
     // Keys are the account's own: another account's identical key is another request.
     let (_, client_id, secret, pem) = app.new_account_with("Other", true).await;
     let (_, t) = app.token_with(&pem, &client_id, &secret).await;
