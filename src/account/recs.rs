@@ -359,10 +359,16 @@ impl AccountActor {
         }
     }
 
-    /// Makes the attempt (or ends the retry window) of a recurring charge whose time came.
+    /// Makes the attempt (or ends the retry window) of a recurring charge whose time came,
+    /// as of that time: a clock that jumped past it (the test clock) carries out each step at
+    /// its own hour, so a morning try that failed still has its evening try, which the same
+    /// jump then passes too (`Tick` goes on until nothing is due). On a running clock the
+    /// time that came is now.
     pub(super) fn attempt_cobr(&mut self, local_id: u64, ctx: &mut Context<Self>) {
         let Some(cobr) = self.held_cobr(local_id).cloned() else { return };
-        if let (Some(payer), Due::Attempt(n)) = (cobr.on_us_payer, cobr.step_due(self.now())) {
+        let now = self.now();
+        let at = cobr.deadline().map_or(now, |due| due.min(now));
+        if let (Some(payer), Due::Attempt(n)) = (cobr.on_us_payer, cobr.step_due(at)) {
             return self.collect_cobr(cobr, payer, n, ctx);
         }
         let rec = match self.find_rec(&RecRef::Rec(cobr.id_rec.clone()), ctx) {
@@ -384,7 +390,7 @@ impl AccountActor {
             return self.postpone(local_id, Self::attempt_cobr, ctx);
         };
         let decided = match self.view() {
-            Ok(view) => decide::attempt_cobr(&view, cobr, payer, self.now(), &mut ids),
+            Ok(view) => decide::attempt_cobr(&view, cobr, payer, at, &mut ids),
             Err(_) => return,
         };
         match decided {

@@ -172,6 +172,45 @@ async fn a_cycle_settles_on_its_day_as_a_received_pix_that_can_be_refunded() {
     assert_eq!(got, ["ATIVA", "cash_in", "CONCLUIDA"]);
 }
 
+/// One move of the clock past a due day's evening carries out every try it passes, in
+/// order and each at its own hour: the 00:00 try that finds no money, then the 18:00 one
+/// (which settles `NO_FUNDS_1` and fails `NO_FUNDS`), as two smaller moves would.
+#[actix_rt::test]
+async fn one_jump_past_a_due_days_evening_makes_both_of_its_tries_in_order() {
+    let app = spawn_with(hooked()).await;
+    let token = app.demo_token().await;
+    let due = today() + Duration::days(3);
+    let first = approved(&app, &token, "PERMITE_3R_7D").await;
+    let evening = "eveningpays00000000000000001";
+    charge(&app, &token, evening, cobr_body(&first, due), "NO_FUNDS_1").await;
+    let second = approved(&app, &token, "PERMITE_3R_7D").await;
+    let never = "eveningfails0000000000000001";
+    charge(&app, &token, never, cobr_body(&second, due), "NO_FUNDS").await;
+    let before = net(&app).await;
+    // From now to 00:00:05 of the day after the due date, in one step.
+    app.advance(seconds_to(due + Duration::days(1), 0)).await;
+    let six_pm =
+        (due.and_hms_opt(21, 0, 0).unwrap().and_utc()).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let c = cobr(&app, evening).await;
+    assert_eq!(c["status"], "CONCLUIDA", "{c}");
+    assert_eq!(
+        attempts(&c),
+        [("AGND".to_owned(), "EXPIRADA".to_owned()), ("RIFL".to_owned(), "PAGA".to_owned())],
+        "{c}"
+    );
+    assert_eq!(c["pix"][0]["horario"], six_pm.as_str(), "paid at the evening's hour: {c}");
+    assert_eq!(net(&app).await, plus(before, "30"), "credited once");
+    let c = cobr(&app, never).await;
+    assert_eq!(c["status"], "ATIVA", "a retry may still be asked for: {c}");
+    assert_eq!(
+        attempts(&c),
+        [("AGND".to_owned(), "EXPIRADA".to_owned()), ("RIFL".to_owned(), "EXPIRADA".to_owned())],
+        "{c}"
+    );
+    let ended = c["tentativas"][1]["atualizacao"].as_array().unwrap().last().unwrap()["data"].clone();
+    assert_eq!(ended, six_pm.as_str(), "the evening's try failed at its hour: {c}");
+}
+
 #[actix_rt::test]
 async fn a_failed_cycle_is_retried_to_success_and_one_failed_past_its_last_retry_expires() {
     let app = spawn_with(hooked()).await;
