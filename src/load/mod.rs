@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use awc::error::{ConnectError, SendRequestError};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
@@ -206,6 +206,9 @@ struct Stats {
     /// client's own delay, not the server's backpressure.
     late: Option<Histogram<u64>>,
     done: u64,
+    /// Requests of the warm-up: not timed, but their cash-outs are on the server, so the
+    /// consistency checks count them.
+    warmup_done: u64,
     by_status: BTreeMap<u16, u64>,
     errors: BTreeMap<(u16, String), u64>,
     accepted: HashSet<String>,
@@ -313,6 +316,7 @@ impl Ctx {
             }
         }
         if !s.recording {
+            s.warmup_done += 1;
             return;
         }
         s.done += 1;
@@ -472,8 +476,14 @@ fn money_of(v: &Value) -> anyhow::Result<Money> {
 
 async fn snapshot(client: &awc::Client, base: &str, token: &str) -> anyhow::Result<Snapshot> {
     let b = get_json(client, &format!("{base}/api/balance"), token).await?;
-    // Yesterday and today in Sao Paulo: a run that crosses midnight is still counted whole.
-    let today = local_day(Utc::now());
+    // Yesterday and today in Sao Paulo by the server's clock (a test clock may be days
+    // ahead of this machine's): a run that crosses midnight is still counted whole.
+    let server_now = b["consultedAt"]
+        .as_str()
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc))
+        .ok_or_else(|| anyhow::anyhow!("the balance has no consultedAt: {b}"))?;
+    let today = local_day(server_now);
     let range = format!("startDate={}&endDate={today}", today - chrono::Duration::days(1));
     let w = get_json(client, &format!("{base}/api/transactions?type=WITHDRAW&size=1&{range}"), token).await?;
     let e = get_json(
@@ -899,6 +909,7 @@ fn summary_json(s: &LoadSettings, st: &Stats, elapsed: Duration, report: &Value)
         "rate": s.rate,
         "seconds": elapsed.as_secs_f64(),
         "requests": st.done,
+        "warmupRequests": st.warmup_done,
         "requestsPerSecond": st.done as f64 / elapsed.as_secs_f64().max(1e-9),
         "latencyMs": {
             "p50": ms(0.50), "p90": ms(0.90), "p99": ms(0.99), "p999": ms(0.999),
@@ -930,6 +941,11 @@ fn print_summary(v: &Value) {
         v["seconds"].as_f64().unwrap_or(0.0),
         v["requestsPerSecond"].as_f64().unwrap_or(0.0)
     );
+    if let Some(warm) = v["warmupRequests"].as_u64().filter(|n| *n > 0) {
+        crate::say!(
+            "  after a warm-up of {warm} requests, not timed here; the consistency checks below count them too"
+        );
+    }
     crate::say!("latency ms: {}", percentiles(l));
     if v["mode"] == "open" || v["mode"] == "curve" {
         for (name, key) in [

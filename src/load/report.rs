@@ -98,9 +98,11 @@ fn chart(
     }
     let (mut x0, mut x1) =
         all.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.0), b.max(p.0)));
-    if let Some(ticks) = x_ticks {
-        x0 = x0.min(ticks.iter().map(|t| t.0).fold(f64::INFINITY, f64::min));
-        x1 = x1.max(ticks.iter().map(|t| t.0).fold(f64::NEG_INFINITY, f64::max));
+    // The axis spans the ticks and the step marks too, so none falls outside the plot.
+    let marks =
+        x_ticks.into_iter().flatten().map(|t| t.0).chain(over_time.into_iter().flatten().map(|m| m.0));
+    for x in marks {
+        (x0, x1) = (x0.min(x), x1.max(x));
     }
     if x1 <= x0 {
         x1 = x0 + 1.0;
@@ -183,7 +185,9 @@ fn chart(
         TOP + h / 2.0,
         escape(y_label)
     );
-    for (x, label) in over_time.unwrap_or_default() {
+    for (seconds, label) in over_time.unwrap_or_default() {
+        // The line and its label at the same place on the chart, in pixels.
+        let x = px(*seconds);
         let _ = write!(
             svg,
             r##"<line class="mark" x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="#8a8fa3" stroke-dasharray="4 3"/><text class="tick mark-label" x="{:.1}" y="{:.1}">{}</text>"##,
@@ -191,7 +195,6 @@ fn chart(
             x + 3.0,
             TOP + 12.0,
             escape(label),
-            x = px(*x)
         );
     }
     for (i, s) in series.iter().enumerate() {
@@ -342,6 +345,12 @@ svg .none{font-size:13px;fill:#888}
         if checks_ok { "ok" } else { "fail" },
         if checks_ok { "every check passed" } else { "a check FAILED" },
     );
+    if let Some(warm) = summary["warmupRequests"].as_u64().filter(|n| *n > 0) {
+        let _ = write!(
+            html,
+            "<p>Before them, a warm-up of {warm} requests, not timed; the consistency checks count them too.</p>"
+        );
+    }
     html.push_str(
         r#"<table><tr><th></th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>"#,
     );
@@ -575,6 +584,20 @@ mod tests {
         // A dashed line where each step begins, on both charts over time.
         assert_eq!(html.matches(r#"class="mark""#).count(), 4);
         assert!(latency.contains(">3000/s<"), "{latency}");
+        // Each label stands beside its line, in the chart's pixels (not at the step's second).
+        let attr = |tag: &str, name: &str| -> f64 {
+            let at = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            tag[at..at + tag[at..].find('"').unwrap()].parse().unwrap()
+        };
+        let mut marks = 0;
+        for piece in html.split(r#"<line class="mark""#).skip(1) {
+            let label = &piece[piece.find("<text").unwrap()..];
+            let (line_x, label_x) = (attr(piece, "x1"), attr(label, "x"));
+            assert!((label_x - line_x - 3.0).abs() < 0.11, "line at {line_x}, label at {label_x}");
+            assert!(line_x >= LEFT, "inside the plot: {line_x}");
+            marks += 1;
+        }
+        assert_eq!(marks, 4);
         assert!(
             html.contains("the server was saturated at that rate")
                 || html.contains("so the server was saturated"),

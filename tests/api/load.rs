@@ -43,6 +43,32 @@ async fn a_duplicate_storm_accepts_each_external_id_once_and_the_check_passes() 
     }
 }
 
+/// Against a server whose test clock is days ahead of this machine, the tool counts the
+/// server's transactions on the server's days (it found none before); a warm-up's requests
+/// are said apart from the timed ones, and the checks count them.
+#[actix_rt::test]
+async fn a_run_against_a_moved_test_clock_counts_its_cash_outs_and_says_its_warm_up() {
+    let app = TestApp::spawn_fast().await;
+    app.advance(3 * 86_400 + 7_200).await;
+    let out = std::process::Command::new(bin())
+        .args(["load", "--url", &app.base, "--data-dir"])
+        .arg(app.data_dir())
+        .args(["--warmup", "300ms", "--fund", "1000", "--requests", "40", "--connections", "2"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!text.contains("FAIL"), "{text}");
+    let warm_line = text.lines().find(|l| l.contains("warm-up of")).unwrap_or_else(|| panic!("{text}"));
+    let warm: u64 = warm_line.split_whitespace().find_map(|w| w.parse().ok()).unwrap();
+    assert!(warm > 0, "{warm_line}");
+    let counted = text.lines().find(|l| l.contains("new Pix out transactions on the server")).unwrap();
+    assert!(
+        counted.contains(&format!("{} new Pix out", 40 + warm)),
+        "the warm-up's and the run's: {counted}"
+    );
+}
+
 #[actix_rt::test]
 async fn an_open_loop_mixed_run_keeps_its_rate_and_its_books() {
     let app = TestApp::spawn_fast().await;
