@@ -102,6 +102,12 @@ pub enum KeyError {
     Phone,
     #[error("must be +55 followed by an area code and number (10 or 11 digits)")]
     PhoneE164,
+    /// The digits are as many as a phone's, but its area code has a zero digit.
+    #[error("has an area code with a zero digit: area codes run from 11 to 99 without a zero")]
+    PhoneAreaCode,
+    /// Eleven digits are a mobile number, whose nine digits after the area code start with 9.
+    #[error("has 11 digits, which is a mobile number, whose 9 digits after the area code must start with 9")]
+    PhoneMobile,
     #[error("must be a UUID")]
     Random,
     #[error("is not a valid PIX key")]
@@ -133,15 +139,21 @@ fn email_ok(s: &str) -> bool {
 }
 
 /// Area code (11-99, no zero digit) and number: 8 digits (landline) or 9 starting with 9.
-fn national_phone_ok(d: &str) -> bool {
+/// `wrong_length` is the error of a text that is not 10 or 11 digits (it depends on the form
+/// the key was written in); the other faults name what is wrong with a number of the right
+/// length.
+fn national_phone(d: &str, wrong_length: KeyError) -> Result<(), KeyError> {
     let b = d.as_bytes();
     if !(d.len() == 10 || d.len() == 11) || !b.iter().all(u8::is_ascii_digit) {
-        return false;
+        return Err(wrong_length);
     }
     if b[0] == b'0' || b[1] == b'0' {
-        return false;
+        return Err(KeyError::PhoneAreaCode);
     }
-    d.len() == 10 || b[2] == b'9'
+    if d.len() == 11 && b[2] != b'9' {
+        return Err(KeyError::PhoneMobile);
+    }
+    Ok(())
 }
 
 /// The hyphenated lower-case form of a UUID written with or without hyphens.
@@ -168,10 +180,8 @@ pub fn parse_cash_out_key(kind: CashOutKeyType, key: &str) -> Result<DirectoryKe
             Ok(DirectoryKey { key: key.to_ascii_lowercase(), key_type: DirectoryKeyType::Email })
         }
         CashOutKeyType::Email => Err(KeyError::Email),
-        CashOutKeyType::Phone if national_phone_ok(key) => {
-            Ok(DirectoryKey { key: format!("+55{key}"), key_type: DirectoryKeyType::Phone })
-        }
-        CashOutKeyType::Phone => Err(KeyError::Phone),
+        CashOutKeyType::Phone => national_phone(key, KeyError::Phone)
+            .map(|()| DirectoryKey { key: format!("+55{key}"), key_type: DirectoryKeyType::Phone }),
         CashOutKeyType::Random => uuid_canonical(key)
             .map(|key| DirectoryKey { key, key_type: DirectoryKeyType::Evp })
             .ok_or(KeyError::Random),
@@ -182,11 +192,8 @@ pub fn parse_cash_out_key(kind: CashOutKeyType, key: &str) -> Result<DirectoryKe
 /// CNPJ (numeric or alphanumeric), an e-mail, `+55` and a phone, or a hyphenated UUID.
 pub fn parse_directory_key(key: &str) -> Result<DirectoryKey, KeyError> {
     if let Some(national) = key.strip_prefix("+55") {
-        return if national_phone_ok(national) {
-            Ok(DirectoryKey { key: key.to_owned(), key_type: DirectoryKeyType::Phone })
-        } else {
-            Err(KeyError::PhoneE164)
-        };
+        return national_phone(national, KeyError::PhoneE164)
+            .map(|()| DirectoryKey { key: key.to_owned(), key_type: DirectoryKeyType::Phone });
     }
     if key.contains('@') {
         return parse_cash_out_key(CashOutKeyType::Email, key);
@@ -250,8 +257,10 @@ mod tests {
             (K::Email, &format!("{}@example.com", "a".repeat(66)), KeyError::Email),
             (K::Phone, "+5511987654321", KeyError::Phone),
             (K::Phone, "119876543", KeyError::Phone),
-            (K::Phone, "01987654321", KeyError::Phone),
-            (K::Phone, "11887654321", KeyError::Phone),
+            (K::Phone, "01987654321", KeyError::PhoneAreaCode),
+            (K::Phone, "1098765432", KeyError::PhoneAreaCode),
+            (K::Phone, "11887654321", KeyError::PhoneMobile),
+            (K::Phone, "119876543210", KeyError::Phone),
             (K::Random, "not-a-uuid", KeyError::Random),
             (K::Random, "3f2b8c1e-9d4a-4e6b-8a7c-1d2e3f4a5b6", KeyError::Random),
         ];
@@ -280,6 +289,9 @@ mod tests {
         assert_eq!(parse_directory_key("+5511987654321").map(|k| k.key_type), Ok(DirectoryKeyType::Phone));
         assert_eq!(parse_directory_key("11987654321").map(|k| k.key_type), Err(KeyError::Document));
         assert_eq!(parse_directory_key("+55119876").map(|k| k.key_type), Err(KeyError::PhoneE164));
+        assert_eq!(parse_directory_key("+5511887654321"), Err(KeyError::PhoneMobile));
+        assert_eq!(parse_directory_key("+5501987654321"), Err(KeyError::PhoneAreaCode));
+        assert!(KeyError::PhoneMobile.to_string().contains("must start with 9"));
         assert_eq!(parse_directory_key("11222333000181").map(|k| k.key_type), Ok(DirectoryKeyType::Cnpj));
         assert_eq!(parse_directory_key("12ABC34501DE35").map(|k| k.key_type), Ok(DirectoryKeyType::Cnpj));
         assert_eq!(parse_directory_key("12ABC34501DE36"), Err(KeyError::Document));

@@ -63,6 +63,13 @@ async fn a_cash_out_names_the_key_type_as_the_request_did() {
             assert_eq!(b["errorCode"], "PIX_INVALID_PIX_KEY", "{key_type} {key}: {b}");
         }
     }
+    // Eleven digits whose number does not start with 9: told why, not that it has the
+    // wrong length.
+    let body = json!({"value": 1, "externalId": "k-mobile", "details": {"key": "11887654321", "keyType": "PHONE", "name": "N", "document": "52998224725"}});
+    let (s, b) = app.post_raw("/api/pix/cash-out", &token, &body.to_string(), &[]).await;
+    assert_eq!((s, b["errorCode"].as_str()), (400, Some("PIX_INVALID_PIX_KEY")), "{b}");
+    let text = b["message"].to_string();
+    assert!(text.contains("mobile") && text.contains("must start with 9") && !text.contains("10 or 11"), "{b}");
 }
 
 #[actix_rt::test]
