@@ -601,14 +601,35 @@ pub struct KeyResponse {
     registered_at: String,
     /// Whether it is the key the account's new charges carry.
     receiving: bool,
+    /// Where the key is registered: `DICT` (the central bank's directory: a live account on
+    /// `--rail spi`), `SIMULATOR` (the built-in simulator's directory: every sandbox account,
+    /// and live accounts on `--rail sim`; no real institution can find it) or `GATEWAY`
+    /// (this gateway alone: `--rail none`). Payments to it from this gateway's accounts
+    /// settle on us in every case.
+    #[schema(example = "SIMULATOR")]
+    directory: &'static str,
 }
 
-fn key_response(k: &crate::store::KeyRecord, receiving_key: &str) -> KeyResponse {
+/// The directory a key of `account` is registered in (see [`KeyResponse`]).
+fn directory_of(state: &AppState, account: &AccountRecord) -> &'static str {
+    match (account.profile.sandbox, state.keys.rail_name()) {
+        (true, _) | (false, "sim") => "SIMULATOR",
+        (false, "spi") => "DICT",
+        (false, _) => "GATEWAY",
+    }
+}
+
+fn key_response(
+    k: &crate::store::KeyRecord,
+    account: &AccountRecord,
+    directory: &'static str,
+) -> KeyResponse {
     KeyResponse {
         key: k.key.clone(),
         key_type: k.key_type.clone(),
         registered_at: iso(k.registered_at),
-        receiving: k.key == receiving_key,
+        receiving: k.key == account.receiving_key,
+        directory,
     }
 }
 
@@ -646,7 +667,7 @@ fn read_key_request(obj: &Map<String, Value>) -> Result<(String, String, bool), 
     params(("id" = u64, Path)),
     request_body(content = super::schemas::KeyRequest),
     responses(
-        (status = 201, description = "Registered in the directory of the account's rail (the DICT on the SPI rail)", body = KeyResponse),
+        (status = 201, description = "Registered in the directory of the account's rail, which `directory` names (the DICT on the SPI rail; a sandbox account's keys stay in the simulator's)", body = KeyResponse),
         (status = 400, description = "Not a key, or a CPF/CNPJ key that is not the holder's document", body = ExtendedErrorBody),
         (status = 404, body = ExtendedErrorBody),
         (status = 409, description = "The key is another account's, or the directory refused it", body = ExtendedErrorBody),
@@ -710,8 +731,12 @@ pub async fn register_key(
         state.registry.receiving_key_changed(id, registered.clone());
     }
     tracing::info!(account = id.get(), key = %registered, receiving, "key registered");
-    let receiving_key = if receiving { registered } else { account.receiving_key };
-    Ok(HttpResponse::Created().json(key_response(&record, &receiving_key)))
+    let directory = directory_of(&state, &account);
+    let account = AccountRecord {
+        receiving_key: if receiving { registered } else { account.receiving_key.clone() },
+        ..account
+    };
+    Ok(HttpResponse::Created().json(key_response(&record, &account, directory)))
 }
 
 #[utoipa::path(
@@ -727,8 +752,9 @@ pub async fn list_keys(
 ) -> Result<HttpResponse, ApiError> {
     let id = account_id(&path)?;
     let account = admin::account(&state.repo, id)?;
+    let directory = directory_of(&state, &account);
     let keys: Vec<KeyResponse> =
-        state.repo.keys_of(id)?.iter().map(|k| key_response(k, &account.receiving_key)).collect();
+        state.repo.keys_of(id)?.iter().map(|k| key_response(k, &account, directory)).collect();
     Ok(HttpResponse::Ok().json(keys))
 }
 

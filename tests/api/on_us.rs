@@ -267,6 +267,7 @@ async fn keys_an_operator_registers_for_an_account_settle_on_us_whatever_their_t
         let (s, k) =
             app.admin("POST", &format!("/admin/accounts/{id}/keys"), Some(json!({"key": key}))).await;
         assert_eq!(s, 201, "{k}");
+        assert_eq!(k["directory"], "SIMULATOR", "a live account on --rail sim: {k}");
     }
     let pays = [
         ("EMAIL", "acme.payee@example.org", "1.25"),

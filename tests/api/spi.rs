@@ -300,10 +300,21 @@ async fn a_charge_is_paid_from_another_bank_by_its_code_and_money_goes_back_both
     let (s, k) =
         app.admin("POST", &format!("/admin/accounts/{account}/keys"), Some(json!({"keyType": "EVP"}))).await;
     assert_eq!(s, 201, "{k}");
-    assert_eq!(k["receiving"], true);
+    assert_eq!((&k["receiving"], &k["directory"]), (&json!(true), &json!("DICT")), "{k}");
     let key = k["key"].as_str().unwrap().to_owned();
     let (s, keys) = app.admin("GET", &format!("/admin/accounts/{account}/keys"), None).await;
     assert_eq!((s, keys.as_array().unwrap().len()), (200, 1), "{keys}");
+    assert_eq!(keys[0]["directory"], "DICT");
+    // A sandbox account's key stays in the simulator's directory, and the answer says so.
+    let demo = app.creds.account_id;
+    let (s, k) = app
+        .admin(
+            "POST",
+            &format!("/admin/accounts/{demo}/keys"),
+            Some(json!({"keyType": "EVP", "receiving": false})),
+        )
+        .await;
+    assert_eq!((s, &k["directory"]), (201, &json!("SIMULATOR")), "{k}");
     // A CPF key must be the holder's own document.
     let (s, b) = app
         .admin("POST", &format!("/admin/accounts/{account}/keys"), Some(json!({"key": "11144477735"})))
