@@ -38,7 +38,9 @@ pub const DICT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Why a lookup or a registration did not give an entry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DictError {
-    #[error("the key is not in the DICT")]
+    /// 404 NotFound: a key lookup's "no such key", or a route or resource the DICT does
+    /// not have (the caller says which it asked for).
+    #[error("the DICT has no such entry (404 NotFound)")]
     NotFound,
     /// The payer's bucket (here or at the DICT) is empty: try again after this long.
     #[error("too many key lookups; retry after {0:?}")]

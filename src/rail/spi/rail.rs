@@ -232,10 +232,24 @@ async fn med_refunds(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: D
     use super::directory::{CloseRefund, OpenRefunds};
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // A 404 here is the DICT (or what answers at its address) not serving the list: said
+    // once as an error, not every turn, until the list is read again.
+    let mut missing = false;
     loop {
         tick.tick().await;
         let refunds = match dict.send(OpenRefunds).await {
-            Ok(Ok(r)) => r,
+            Ok(Ok(r)) => {
+                if std::mem::take(&mut missing) {
+                    tracing::info!("the DICT's refund requests are read again");
+                }
+                r
+            }
+            Ok(Err(DictError::NotFound)) => {
+                if !std::mem::replace(&mut missing, true) {
+                    tracing::error!("the DICT answered 404 to the list of refund requests: the DICT address (dict_url) serves no MED route, so no refund request is read until it does");
+                }
+                continue;
+            }
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "the DICT's refund requests could not be read; asking again later");
                 continue;
