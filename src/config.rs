@@ -362,11 +362,11 @@ pub struct ServeArgs {
     /// app reads at `https://{host}/qr/...`, a JWS signed with --payload-cert.
     #[arg(long, env = "PIXGW_PAYLOAD_HOST")]
     pub payload_host: Option<String>,
-    /// The certificate (PEM, RSA; its chain may follow it) that signs the payloads; default:
-    /// the SPI rail's signing certificate.
+    /// The certificate (PEM, RSA; its chain may follow it) of --payload-host that signs the
+    /// payloads; required with it (the SPI rail's signing key signs nothing else).
     #[arg(long, env = "PIXGW_PAYLOAD_CERT")]
     pub payload_cert: Option<PathBuf>,
-    /// The private key (PEM) of --payload-cert.
+    /// The private key (PEM) of --payload-cert, readable by its owner only.
     #[arg(long, env = "PIXGW_PAYLOAD_KEY")]
     pub payload_key: Option<PathBuf>,
     /// HTTP worker threads (default: one per core).
@@ -499,13 +499,14 @@ pub struct PayloadSettings {
     pub chain: Vec<crate::rail::spi::pki::Certificate>,
 }
 
-/// The payload settings from the host, the certificate and key files, or the SPI rail's
-/// signer when no files are given.
+/// The payload settings from the host and the certificate and key files. The payloads have
+/// a key of their own, never the SPI rail's signing key: that one signs the participant's
+/// messages to the central bank, and a key is used for one purpose (the payloads' is a
+/// certificate of the payload host, which the payers' apps check).
 fn payload_settings(
     host: Option<String>,
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
-    spi: Option<&crate::rail::spi::settings::SpiSettings>,
 ) -> Result<Option<PayloadSettings>, ConfigError> {
     use crate::rail::spi::pki::{Certificate, Signer};
     let Some(host) = host else {
@@ -518,11 +519,17 @@ fn payload_settings(
     };
     let host = crate::domain::location::LocationHost::parse(&host)
         .map_err(|e| ConfigError::Payload(format!("--payload-host {host:?} {e}")))?;
-    let (signer, chain) = match (cert, key, spi) {
-        (Some(cert), Some(key), _) => {
+    let (signer, chain) = match (cert, key) {
+        (Some(cert), Some(key)) => {
             let read = |p: &PathBuf| {
                 std::fs::read(p).map_err(|e| ConfigError::Payload(format!("reading {}: {e}", p.display())))
             };
+            if !crate::private::is_owner_only(&key) {
+                return Err(ConfigError::Payload(format!(
+                    "--payload-key {}: its group or others may read it: chmod 600 it",
+                    key.display()
+                )));
+            }
             let (cert_pem, key_pem) = (read(&cert)?, read(&key)?);
             let what = cert.display().to_string();
             let signer = Signer::from_pem(&key_pem, &cert_pem, &what)
@@ -531,11 +538,13 @@ fn payload_settings(
                 .map_err(|e| ConfigError::Payload(e.to_string()))?;
             (std::sync::Arc::new(signer), chain)
         }
-        (None, None, Some(spi)) => (std::sync::Arc::clone(&spi.signer), vec![spi.signer.cert.clone()]),
-        (None, None, None) => return Err(ConfigError::Payload(
-            "--payload-host needs --payload-cert and --payload-key (or the SPI rail's signing certificate)"
-                .into(),
-        )),
+        (None, None) => {
+            return Err(ConfigError::Payload(
+                "--payload-host needs --payload-cert and --payload-key: a certificate of that host, \
+                 never the SPI rail's signing key"
+                    .into(),
+            ))
+        }
         _ => return Err(ConfigError::Payload("--payload-cert and --payload-key go together".into())),
     };
     Ok(Some(PayloadSettings { host, signer, chain }))
@@ -690,7 +699,6 @@ impl Settings {
             args.payload_host.clone().or(file.payload_host),
             args.payload_cert.clone().or(file.payload_cert),
             args.payload_key.clone().or(file.payload_key),
-            spi.as_ref(),
         )?;
         let require_client_cert = args.require_client_cert || file.require_client_cert.unwrap_or(false);
         if production {
@@ -889,6 +897,25 @@ mod tests {
             rail: crate::rail::RailKind::Spi,
             accept_unsigned: false,
         }
+    }
+
+    #[test]
+    fn payload_locations_need_a_key_of_their_own_readable_by_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let host = || Some("pix.example.com".to_owned());
+        let e = payload_settings(host(), None, None).err().unwrap().to_string();
+        assert!(e.contains("--payload-cert and --payload-key") && e.contains("never the SPI"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = (dir.path().join("qr.pem"), dir.path().join("qr.key"));
+        std::fs::write(&cert, "not read before the key's mode is checked").unwrap();
+        std::fs::write(&key, "a key").unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = payload_settings(host(), Some(cert.clone()), Some(key.clone())).err().unwrap().to_string();
+        assert!(e.contains("chmod 600"), "{e}");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let e = payload_settings(host(), Some(cert), Some(key)).err().unwrap().to_string();
+        assert!(!e.contains("chmod 600"), "an owner-only key is read (this one is no key): {e}");
+        assert!(payload_settings(None, None, None).unwrap().is_none());
     }
 
     #[test]

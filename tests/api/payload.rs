@@ -27,6 +27,8 @@ fn payload_pki(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf
     let (cert, key) = (dir.join("payload.pem"), dir.join("payload.key"));
     std::fs::write(&cert, format!("{}{}", leaf.cert_pem, ca.cert_pem)).unwrap();
     std::fs::write(&key, &leaf.key_pem).unwrap();
+    // A private key pixgw reads must be its owner's alone.
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let der = x509_parser::pem::parse_x509_pem(leaf.cert_pem.as_bytes()).unwrap().1.contents;
     (cert, key, der)
 }

@@ -129,15 +129,15 @@ impl SpiSettings {
         };
         let icom_url = url(&f.icom_url, "icom_url")?;
         let dict_url = url(&f.dict_url, "dict_url")?;
-        let signer =
-            Signer::from_files(required(&f.sign_key, "sign_key")?, required(&f.sign_cert, "sign_cert")?)
-                .map_err(|e| format!("[spi] signing key: {e}"))?;
+        let sign_key = private_key_file(required(&f.sign_key, "sign_key")?, "sign_key")?;
+        let signer = Signer::from_files(sign_key, required(&f.sign_cert, "sign_cert")?)
+            .map_err(|e| format!("[spi] signing key: {e}"))?;
         let trusted = Certificate::from_pem_file(required(&f.trusted_signers, "trusted_signers")?)
             .map_err(|e| format!("[spi] trusted_signers: {e}"))?;
         let tls = client_tls(
             required(&f.ca_file, "ca_file")?,
             required(&f.tls_cert, "tls_cert")?,
-            required(&f.tls_key, "tls_key")?,
+            private_key_file(required(&f.tls_key, "tls_key")?, "tls_key")?,
         )?;
         let streams = f.streams.unwrap_or(STREAMS_DEFAULT);
         if !(1..=super::icom::STREAMS_PER_PARTICIPANT_MAX).contains(&streams) {
@@ -165,6 +165,18 @@ impl SpiSettings {
             streams,
         })
     }
+}
+
+/// A private key's file, refused when its group or others may read it, as every secret
+/// file pixgw reads is (the admin token file, the secrets key file, a backup's identity).
+fn private_key_file<'a>(path: &'a Path, name: &str) -> Result<&'a Path, String> {
+    if path.exists() && !crate::private::is_owner_only(path) {
+        return Err(format!(
+            "[spi] {name} {}: its group or others may read it: chmod 600 it",
+            path.display()
+        ));
+    }
+    Ok(path)
 }
 
 /// The participant's TLS client: the CA of the rails, and its own certificate and key.
@@ -214,5 +226,31 @@ mod tests {
             ..Default::default()
         };
         assert!(SpiSettings::load(&http).unwrap_err().contains("https"));
+    }
+
+    #[test]
+    fn a_private_key_its_group_or_others_may_read_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("sign.key");
+        std::fs::write(&key, "a key").unwrap();
+        for (mode, name) in [(0o644, "sign_key"), (0o640, "tls_key")] {
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).unwrap();
+            let e = private_key_file(&key, name).unwrap_err();
+            assert!(e.contains(name) && e.contains("chmod 600"), "{e}");
+        }
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(private_key_file(&key, "sign_key"), Ok(key.as_path()));
+        // Through the whole table: the signing key is checked before it is read.
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let f = SpiFile {
+            ispb: Some("1234ABCD".into()),
+            icom_url: Some("https://icom".into()),
+            dict_url: Some("https://dict".into()),
+            sign_key: Some(key.clone()),
+            sign_cert: Some(dir.path().join("sign.pem")),
+            ..Default::default()
+        };
+        assert!(SpiSettings::load(&f).unwrap_err().contains("chmod 600"));
     }
 }
