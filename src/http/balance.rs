@@ -56,7 +56,7 @@ pub async fn balances(caller: Caller, state: web::Data<AppState>) -> Result<Http
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[schema(example = json!({"grossBalance": 100.0, "blockedBalance": 10.5, "netBalance": 89.5,
+#[schema(example = json!({"grossBalance": super::openapi::amount("100.00"), "blockedBalance": super::openapi::amount("10.50"), "netBalance": super::openapi::amount("89.50"),
     "consultedAt": "2026-11-25T12:00:00.000Z"}))]
 pub struct StandardBalance {
     /// available + blocked

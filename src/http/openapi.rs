@@ -359,6 +359,12 @@ fn error_response(description: &str, body: &str) -> utoipa::openapi::RefOr<utoip
         .into()
 }
 
+/// An amount in an example, written as the server writes amounts: two decimals (`10.50`),
+/// which a JSON number literal in `json!` cannot keep.
+pub fn amount(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or(serde_json::Value::Null)
+}
+
 /// The `Retry-After` header of a 429 or 503: whole seconds.
 fn retry_after() -> utoipa::openapi::header::Header {
     utoipa::openapi::header::HeaderBuilder::new()
@@ -706,6 +712,43 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every decimal number in an example is written with two places, as the server writes
+    /// amounts (docs/interface.md): `10.50`, never `10.5` or `100.0`.
+    #[test]
+    fn every_decimal_of_an_example_has_two_places() {
+        fn walk(v: &serde_json::Value, in_example: bool, path: &str, found: &mut Vec<String>) {
+            match v {
+                serde_json::Value::Number(n) if in_example => {
+                    let text = n.to_string();
+                    if text.split_once('.').is_some_and(|(_, places)| places.len() != 2) {
+                        found.push(format!("{path}: {text}"));
+                    }
+                }
+                serde_json::Value::Object(m) => {
+                    for (k, v) in m {
+                        walk(
+                            v,
+                            in_example || k == "example" || k == "examples",
+                            &format!("{path}/{k}"),
+                            found,
+                        );
+                    }
+                }
+                serde_json::Value::Array(a) => {
+                    for (i, v) in a.iter().enumerate() {
+                        walk(v, in_example, &format!("{path}/{i}"), found);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        walk(&document(), false, "", &mut found);
+        assert!(found.is_empty(), "{found:#?}");
+        let balance = &document()["components"]["schemas"]["StandardBalance"]["example"];
+        assert_eq!(balance["grossBalance"].to_string(), "100.00", "{balance}");
     }
 
     #[test]

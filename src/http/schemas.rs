@@ -41,7 +41,7 @@ pub fn amount() -> Object {
         .description(Some(
             "In reais, as a JSON number with at most 2 decimal places (read exactly as written)",
         ))
-        .examples([json!(10.5)])
+        .examples([super::openapi::amount("10.50")])
         .build()
 }
 
@@ -172,7 +172,7 @@ fn cnpj() -> Object {
 /// `POST /api/pix/cash-out`
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[schema(example = json!({"value": 10.5, "externalId": "order-1001", "description": "Invoice 1001",
+#[schema(example = json!({"value": super::openapi::amount("10.50"), "externalId": "order-1001", "description": "Invoice 1001",
     "details": {"key": "98369006086", "keyType": "DOCUMENT", "name": "Fabio Ferreira", "document": "98369006086"}}))]
 pub struct CashOutRequest {
     #[schema(schema_with = amount)]
@@ -231,7 +231,7 @@ pub struct QrCashOutRequest {
 /// `POST /api/pix/cash-in`
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[schema(example = json!({"transaction": {"value": 25.0, "description": "Order 77", "externalId": "charge-77",
+#[schema(example = json!({"transaction": {"value": super::openapi::amount("25.00"), "description": "Order 77", "externalId": "charge-77",
     "generateQrCode": true}, "payer": {"fullName": "Joao Silva", "document": "11144477735"}}))]
 pub struct CashInRequest {
     transaction: CashInTransaction,
@@ -610,7 +610,7 @@ pub enum CobPatchStatus {
 /// `POST /dict/pix`
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[schema(example = json!({"pixKey": "lucas.lima0@example.com", "payment": {"currency": "BRL", "amount": 15.0},
+#[schema(example = json!({"pixKey": "lucas.lima0@example.com", "payment": {"currency": "BRL", "amount": super::openapi::amount("15.00")},
     "priority": "NORM", "description": "Rent"}))]
 #[serde(deny_unknown_fields)]
 pub struct DictPixRequest {
@@ -698,7 +698,7 @@ pub struct ResendRequest {
 /// `POST /sandbox/pix-in`
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[schema(example = json!({"amount": 100.0}))]
+#[schema(example = json!({"amount": super::openapi::amount("100.00")}))]
 pub struct PixInRequest {
     #[schema(schema_with = amount)]
     amount: String,

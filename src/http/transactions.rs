@@ -29,7 +29,7 @@ use crate::rail::sim::directory::Directory;
 #[schema(example = json!({"transactionId": "5cc07301-67d0-4d59-ab5c-c0730167d04e", "id": 3, "externalId": "order-1001",
     "operation": "CASH_OUT", "status": "CONFIRMED", "operationType": "Pix out", "movementType": "DEBIT",
     "errorCode": null, "errorMessage": null,
-    "originalAmount": 10.5, "feeAmount": 0.0, "finalAmount": 10.5, "endToEndId": "E99999999202611251200A0000000003",
+    "originalAmount": super::openapi::amount("10.50"), "feeAmount": super::openapi::amount("0.00"), "finalAmount": super::openapi::amount("10.50"), "endToEndId": "E99999999202611251200A0000000003",
     "createdAt": "2026-11-25T12:00:00.000Z", "processedAt": "2026-11-25T12:00:00.200Z",
     "counterpart": {"name": "Fabio Ferreira", "document": "***.690.060-**", "key": "98369006086", "keyType": "DOCUMENT",
         "bank": {"bankISPB": "60746948", "bankName": "Banco Bradesco S.A.", "bankCode": "237", "accountBranch": "8065", "accountNumber": "3815772-5"}}}))]
