@@ -256,8 +256,15 @@ pub struct ListenArgs {
     #[arg(long, env = "PIXGW_WEBHOOK_SECRET", hide_env_values = true)]
     pub secret: Option<String>,
     /// The status to answer a delivery with a valid signature (try 500 to watch retries).
+    /// With --forward-to, the local endpoint's status is answered instead.
     #[arg(long, default_value_t = 200)]
     pub status: u16,
+    /// Also send each delivery on to this URL (your application's endpoint, such as
+    /// http://localhost:3000/webhooks), with its body and signature headers unchanged, and
+    /// answer the gateway with that endpoint's status. A delivery to a path under the
+    /// listener (the API Pix's `/pix`, `/rec`, `/cobr`) goes to the same path under the URL.
+    #[arg(long, value_name = "URL")]
+    pub forward_to: Option<String>,
 }
 
 /// Which requests get an access line (`pixgw::access`). Payment lines are not affected:

@@ -248,7 +248,7 @@ fn load(args: LoadArgs) -> ExitCode {
 fn listen(args: ListenArgs) -> ExitCode {
     let addr = std::net::SocketAddr::new(args.host, args.port);
     actix_web::rt::System::new().block_on(async move {
-        match pixgw::webhooks::listen::run(addr, args.secret, args.status).await {
+        match pixgw::webhooks::listen::run(addr, args.secret, args.status, args.forward_to).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("pixgw: {e:#}");

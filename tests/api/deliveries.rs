@@ -451,6 +451,46 @@ async fn private_addresses_are_refused_at_configuration_and_at_delivery_unless_a
     assert!(rx.drain().is_empty(), "nothing reached the private address");
 }
 
+/// `pixgw webhooks listen --forward-to` sends each delivery on to the developer's endpoint
+/// with its body and signature unchanged, at the same path under the URL, and answers the
+/// gateway with that endpoint's status: a 500 there is a retry here, a 204 a delivery.
+#[actix_rt::test]
+async fn the_developer_receiver_forwards_each_delivery_with_its_signature_intact() {
+    use std::io::{BufRead, BufReader};
+    let app = gateway().await;
+    let token = app.demo_token().await;
+    let mut endpoint = Receiver::start(vec![Answer::Status(500)], Answer::Status(204));
+    let mut child = std::process::Command::new(crate::helpers::bin())
+        .args(["webhooks", "listen", "--port", "0", "--secret", &app.creds.webhook_secret])
+        .args(["--forward-to", &format!("{}/app", endpoint.url)])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let url = first.strip_prefix("listening on ").unwrap_or_else(|| panic!("{first}")).to_owned();
+    std::thread::spawn(move || for _ in lines {});
+    configure(&app, &token, "cash_in", &format!("{url}/in"), json!([{"key": "X-Tenant", "value": "acme"}]))
+        .await;
+    let id = pix_in(&app, &token, "8").await;
+    let first = endpoint.next().await;
+    assert_eq!(first.path, "/hook/app/in", "the delivery's path under the URL");
+    assert!(signature_verifies(&app.creds.webhook_secret, &first), "{:?}", first.headers);
+    assert_eq!(first.header("x-tenant"), "acme");
+    assert_eq!(first.json()["transactionId"], id.as_str());
+    let l = wait_outcome(&app, &token, &id, "RETRYING").await;
+    assert_eq!(l[0]["statusCode"], 500, "the endpoint's answer is the gateway's: {l:?}");
+    // Past the first retry's time, its jitter (at most 10 %) included.
+    app.advance(RETRY_WAITS[0] + 1).await;
+    let again = endpoint.next().await;
+    assert_eq!((again.header("webhook-id"), &again.body), (first.header("webhook-id"), &first.body));
+    assert!(signature_verifies(&app.creds.webhook_secret, &again));
+    let l = wait_outcome(&app, &token, &id, "DELIVERED").await;
+    assert_eq!(l[0]["statusCode"], 204, "{l:?}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 #[actix_rt::test]
 async fn the_developer_receiver_prints_and_verifies_deliveries() {
     use std::io::{BufRead, BufReader};

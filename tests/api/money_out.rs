@@ -69,7 +69,10 @@ async fn a_cash_out_names_the_key_type_as_the_request_did() {
     let (s, b) = app.post_raw("/api/pix/cash-out", &token, &body.to_string(), &[]).await;
     assert_eq!((s, b["errorCode"].as_str()), (400, Some("PIX_INVALID_PIX_KEY")), "{b}");
     let text = b["message"].to_string();
-    assert!(text.contains("mobile") && text.contains("must start with 9") && !text.contains("10 or 11"), "{b}");
+    assert!(
+        text.contains("mobile") && text.contains("must start with 9") && !text.contains("10 or 11"),
+        "{b}"
+    );
 }
 
 #[actix_rt::test]
