@@ -66,6 +66,11 @@ impl Sim {
         Sim { child, _dir: dir, control, config, client: client() }
     }
 
+    /// The settings file the simulator wrote for participant `ispb` (named by `--participant`).
+    pub fn config_of(&self, ispb: &str) -> PathBuf {
+        self._dir.path().join(format!("pixgw-spi-{ispb}.toml"))
+    }
+
     pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
         send(self.client.post(format!("{}{path}", self.control)), Some(body)).await
     }
@@ -869,4 +874,45 @@ async fn a_med_refund_request_of_the_dict_is_analysed_by_the_operator_and_the_mo
     );
     assert_eq!(app.balance(&token).await, ("60.00".into(), "0.00".into(), "60.00".into()));
     assert_eq!(sim.balance_cents(ISPB).await - ours_before, 6_000);
+}
+
+/// Two pixgw, each a participant of one `spi-sim` (`--participant` twice, each with the
+/// settings file the simulator wrote for it), pay each other through the SPI: the payer's
+/// cash-out settles, the payee is credited, and the settlement accounts move by as much.
+#[actix_rt::test]
+async fn two_participants_of_one_simulator_pay_each_other_with_the_settings_it_wrote_for_each() {
+    const SECOND: &str = "5555BBBB";
+    let sim = Sim::start(&["--participant", SECOND]);
+    let first = spawn_on(&sim).await;
+    let second = spawn_with(Options {
+        env: vec![("PIXGW_CONFIG".into(), sim.config_of(SECOND).display().to_string())],
+        ..Options::default()
+    })
+    .await;
+    let (payer, payer_token) = live_account(&first, "Loja A").await;
+    sim.pay_account(payer, "52998224725", "50.00").await;
+    wait_balance(&first, &payer_token, "50.00").await;
+    let (payee, payee_token) = live_account(&second, "Loja B").await;
+    let (s, k) =
+        second.admin("POST", &format!("/admin/accounts/{payee}/keys"), Some(json!({"keyType": "EVP"}))).await;
+    assert_eq!((s, &k["directory"]), (201, &json!("DICT")), "{k}");
+    let key = k["key"].as_str().unwrap();
+    let (before_first, before_second) = (sim.balance_cents(ISPB).await, sim.balance_cents(SECOND).await);
+    let (s, out) = first
+        .post_raw(
+            "/api/pix/cash-out",
+            &payer_token,
+            &cash_out(key, "RANDOM", "52998224725", "a-to-b", "12.34"),
+            &[],
+        )
+        .await;
+    assert_eq!(s, 201, "{out}");
+    let done =
+        first.wait_final_within(&payer_token, out["transactionId"].as_str().unwrap(), SETTLE_WAIT_MAX).await;
+    assert_eq!(done["status"], "CONFIRMED", "{done}");
+    assert_eq!(done["counterpart"]["bank"]["bankISPB"], SECOND, "{done}");
+    wait_balance(&second, &payee_token, "12.34").await;
+    wait_balance(&first, &payer_token, "37.66").await;
+    assert_eq!(sim.balance_cents(ISPB).await, before_first - 1234);
+    assert_eq!(sim.balance_cents(SECOND).await, before_second + 1234);
 }

@@ -64,8 +64,9 @@ pub struct SimArgs {
     /// The control routes, plain HTTP (keep it on loopback).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub control: String,
-    /// A real participant's ISPB (repeat for several); the first is the one
-    /// `pixgw-spi.toml` configures.
+    /// A real participant's ISPB (repeat for several, such as two pixgw paying each other):
+    /// each gets its settings file, `pixgw-spi-{ISPB}.toml`, and the first is also
+    /// `pixgw-spi.toml`.
     #[arg(long = "participant", default_value = "1234ABCD")]
     pub participants: Vec<String>,
     /// Milliseconds a receiver has to answer a payment before it times out (AB03).
@@ -228,7 +229,10 @@ pub fn resource_id() -> String {
 pub struct Running {
     pub icom_url: String,
     pub control_url: String,
+    /// The first participant's settings file (`pixgw-spi.toml`).
     pub config_file: PathBuf,
+    /// Every participant's settings file, in the order they were named.
+    pub participant_files: Vec<(Ispb, PathBuf)>,
     pub sim: Arc<Sim>,
 }
 
@@ -357,7 +361,19 @@ pub async fn start(args: SimArgs) -> anyhow::Result<Running> {
     let icom_url = format!("https://{icom_addr}");
     let config_file = args.dir.join("pixgw-spi.toml");
     write_pixgw_config(&args.dir, &config_file, &participants[0], &icom_url)?;
-    Ok(Running { icom_url, control_url: format!("http://{control_addr}"), config_file, sim })
+    let mut participant_files = Vec::new();
+    for ispb in &participants {
+        let file = args.dir.join(format!("pixgw-spi-{ispb}.toml"));
+        write_pixgw_config(&args.dir, &file, ispb, &icom_url)?;
+        participant_files.push((ispb.clone(), file));
+    }
+    Ok(Running {
+        icom_url,
+        control_url: format!("http://{control_addr}"),
+        config_file,
+        participant_files,
+        sim,
+    })
 }
 
 /// The `[spi]` settings a pixgw of participant `ispb` runs against this simulator with.
@@ -383,6 +399,11 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
     let running = start(args).await?;
     crate::say!("pixgw spi-sim listening on {} control {}", running.icom_url, running.control_url);
     crate::say!("pixgw settings for it: {}", running.config_file.display());
+    if running.participant_files.len() > 1 {
+        for (ispb, file) in &running.participant_files {
+            crate::say!("pixgw settings of participant {ispb}: {}", file.display());
+        }
+    }
     use std::io::Write;
     let _ = std::io::stdout().flush();
     tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
