@@ -103,6 +103,8 @@ fn placeholder(name: &str, walk: &Walk) -> String {
         "transactionId" | "idRec" | "idSolicRec" | "id" => walk.latest(name),
         "txid" | "txid of 26 to 35 letters and digits" => walk.txid.clone(),
         "an RFC 3339 time within 30 days" => (Utc::now() + Duration::days(1)).to_rfc3339(),
+        "an RFC 3339 time a day ago" => (Utc::now() - Duration::days(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "an RFC 3339 time a day ahead" => (Utc::now() + Duration::days(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         "a date 2 to 10 days from today" => walk.due.to_string(),
         "86400 x (days to the due date + 1)" => {
             let days = (walk.due - crate::cobr::today()).num_days() + 1;
@@ -200,7 +202,7 @@ async fn readmes_walkthroughs_run_as_written_on_a_fresh_server() {
             }
         }
     }
-    assert!(ran >= 25, "{ran} commands");
+    assert!(ran >= 38, "{ran} commands");
     // The walk reached its last steps: the MED was analyzed, on a received PIX.
     assert!(walk.seen.contains_key("receivedEndToEndId"), "{:?}", walk.seen.keys());
     assert_eq!(walk.seen.get("status").map(String::as_str), Some("ANALYZED"), "{:?}", walk.seen);
