@@ -68,10 +68,19 @@ pub fn routed_path(req: &HttpRequest) -> &str {
 }
 
 /// The pattern of the route the request reaches (or reached), before or after routing;
-/// `None` when no route matches (the router answers 404).
+/// `None` when no route matches (the router answers 404). [`authorize`] finds it once and
+/// leaves it in the request, so the layers after it (the sandbox header, the
+/// Idempotency-Key, the error envelope, the access line) do not search the routes again.
 pub fn routed_pattern(req: &HttpRequest) -> Option<String> {
+    if let Some(Routed(found)) = req.extensions().get::<Routed>() {
+        return found.clone();
+    }
     req.resource_map().match_pattern(routed_path(req))
 }
+
+/// The route [`authorize`] found for the request.
+#[derive(Debug, Clone)]
+struct Routed(Option<String>);
 
 /// Middleware: admits the request to its route, or answers 401 / 403 before anything else
 /// of it is read.
@@ -79,10 +88,12 @@ pub async fn authorize(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let decided = match routed_pattern(req.request()) {
-        Some(pattern) => admit(&req, &pattern),
+    let pattern = routed_pattern(req.request());
+    let decided = match &pattern {
+        Some(pattern) => admit(&req, pattern),
         None => Ok(()),
     };
+    req.extensions_mut().insert(Routed(pattern));
     match decided {
         Ok(()) => Ok(next.call(req).await?.map_into_boxed_body()),
         Err(e) => Ok(refuse(req, e)),

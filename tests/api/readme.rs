@@ -103,8 +103,12 @@ fn placeholder(name: &str, walk: &Walk) -> String {
         "transactionId" | "idRec" | "idSolicRec" | "id" => walk.latest(name),
         "txid" | "txid of 26 to 35 letters and digits" => walk.txid.clone(),
         "an RFC 3339 time within 30 days" => (Utc::now() + Duration::days(1)).to_rfc3339(),
-        "an RFC 3339 time a day ago" => (Utc::now() - Duration::days(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        "an RFC 3339 time a day ahead" => (Utc::now() + Duration::days(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "an RFC 3339 time a day ago" => {
+            (Utc::now() - Duration::days(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        }
+        "an RFC 3339 time a day ahead" => {
+            (Utc::now() + Duration::days(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        }
         "a date 2 to 10 days from today" => walk.due.to_string(),
         "86400 x (days to the due date + 1)" => {
             let days = (walk.due - crate::cobr::today()).num_days() + 1;
