@@ -85,7 +85,8 @@ pub async fn access(
     }
     let elapsed = started.elapsed();
     // The pattern, not the path: ids in URLs would multiply the series and leak into logs.
-    let route = super::authorize::routed_pattern(res.request()).unwrap_or_else(|| "unmatched".to_owned());
+    let route = super::authorize::routed_pattern(res.request())
+        .map_or_else(|| "unmatched".to_owned(), |p| p.into_owned());
     let status = res.status().as_u16();
     metrics::counter!("http_requests_total", "route" => route.clone(), "method" => method.to_string(), "status" => status.to_string())
         .increment(1);

@@ -14,6 +14,7 @@
 //! [`routed_pattern`] asks actix's own resource map with the router's path, so the two cannot
 //! disagree; a path no route matches is left to the router's 404.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use actix_web::body::{BoxBody, MessageBody};
@@ -39,25 +40,60 @@ pub enum Access {
     Admin,
 }
 
+/// One route of the table: its pattern as actix matches it, who may call it, and the
+/// methods it answers.
+#[derive(Debug)]
+struct Route {
+    def: actix_web::dev::ResourceDef,
+    pattern: &'static str,
+    access: Access,
+    methods: Vec<Method>,
+}
+
 /// The access of every route pattern, and the methods it answers, as the route table
-/// declared them.
+/// declared them; indexed by the pattern's first segment, so that finding a request's route
+/// tries the few patterns that share its first segment rather than every route.
 #[derive(Debug, Default)]
-pub struct RouteAccess(HashMap<&'static str, (Access, Vec<Method>)>);
+pub struct RouteAccess {
+    by_first: HashMap<&'static str, Vec<Route>>,
+}
+
+/// A path's first segment: `/cob/{txid}` and `/cob/x` are under `cob`.
+fn first_segment(path: &str) -> &str {
+    path.strip_prefix('/').unwrap_or(path).split('/').next().unwrap_or("")
+}
 
 impl RouteAccess {
     /// Records that `pattern` answers `method` with `access`; a pattern has one access
-    /// whatever the method.
+    /// whatever the method. Patterns are kept in the order they are declared, which is the
+    /// order actix's router tries them.
     pub fn declare(&mut self, pattern: &'static str, method: Method, access: Access) {
-        let (declared, methods) = self.0.entry(pattern).or_insert_with(|| (access, Vec::new()));
-        assert_eq!(*declared, access, "{pattern} is declared with two accesses");
-        methods.push(method);
+        let routes = self.by_first.entry(first_segment(pattern)).or_default();
+        match routes.iter_mut().find(|r| r.pattern == pattern) {
+            Some(route) => {
+                assert_eq!(route.access, access, "{pattern} is declared with two accesses");
+                route.methods.push(method);
+            }
+            None => routes.push(Route {
+                def: actix_web::dev::ResourceDef::new(pattern),
+                pattern,
+                access,
+                methods: vec![method],
+            }),
+        }
+    }
+
+    /// The pattern of the route the router matches for `path` (as the router reads it).
+    pub fn find(&self, path: &str) -> Option<&'static str> {
+        let routes = self.by_first.get(first_segment(path))?;
+        routes.iter().find(|r| r.def.is_match(path)).map(|r| r.pattern)
     }
 
     /// The access of the route `method` reaches on `pattern`; `None` when the pattern
     /// answers no such method (the router's 405, where nothing runs).
     pub fn get(&self, pattern: &str, method: &Method) -> Option<Access> {
-        let (access, methods) = self.0.get(pattern)?;
-        methods.contains(method).then_some(*access)
+        let route = self.by_first.get(first_segment(pattern))?.iter().find(|r| r.pattern == pattern)?;
+        route.methods.contains(method).then_some(route.access)
     }
 }
 
@@ -71,16 +107,20 @@ pub fn routed_path(req: &HttpRequest) -> &str {
 /// `None` when no route matches (the router answers 404). [`authorize`] finds it once and
 /// leaves it in the request, so the layers after it (the sandbox header, the
 /// Idempotency-Key, the error envelope, the access line) do not search the routes again.
-pub fn routed_pattern(req: &HttpRequest) -> Option<String> {
+/// Without the route table (an app of a test) it asks actix's own resource map.
+pub fn routed_pattern(req: &HttpRequest) -> Option<Cow<'static, str>> {
     if let Some(Routed(found)) = req.extensions().get::<Routed>() {
-        return found.clone();
+        return found.map(Cow::Borrowed);
     }
-    req.resource_map().match_pattern(routed_path(req))
+    match req.app_data::<RouteAccess>() {
+        Some(table) => table.find(routed_path(req)).map(Cow::Borrowed),
+        None => req.resource_map().match_pattern(routed_path(req)).map(Cow::Owned),
+    }
 }
 
 /// The route [`authorize`] found for the request.
-#[derive(Debug, Clone)]
-struct Routed(Option<String>);
+#[derive(Debug, Clone, Copy)]
+struct Routed(Option<&'static str>);
 
 /// Middleware: admits the request to its route, or answers 401 / 403 before anything else
 /// of it is read.
@@ -88,10 +128,11 @@ pub async fn authorize(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let pattern = routed_pattern(req.request());
-    let decided = match &pattern {
-        Some(pattern) => admit(&req, pattern),
-        None => Ok(()),
+    let table = req.app_data::<RouteAccess>();
+    let pattern = table.and_then(|t| t.find(routed_path(req.request())));
+    let decided = match (table, pattern) {
+        (Some(table), Some(pattern)) => admit(&req, table.get(pattern, req.method()), pattern),
+        _ => Ok(()),
     };
     req.extensions_mut().insert(Routed(pattern));
     match decided {
@@ -100,9 +141,9 @@ pub async fn authorize(
     }
 }
 
-/// Admits the request to the route of `pattern`, leaving the caller in its extensions.
-fn admit(req: &ServiceRequest, pattern: &str) -> Result<(), ApiError> {
-    let access = req.app_data::<RouteAccess>().and_then(|t| t.get(pattern, req.method()));
+/// Admits the request to the route of `pattern`, which asks `access` of the request's
+/// method, leaving the caller in its extensions.
+fn admit(req: &ServiceRequest, access: Option<Access>, pattern: &str) -> Result<(), ApiError> {
     match access {
         // Nothing runs: the docs page's assets (served outside the route table), and a
         // method the route does not answer (the router's 405).

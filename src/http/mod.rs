@@ -367,6 +367,70 @@ mod tests {
         assert_eq!(access.get("/cob/{txid}", &Method::DELETE), None, "a method the route does not answer");
     }
 
+    /// The route table's own index finds, for any path, the route actix's router matches
+    /// (authorization reads it, so the two must never differ): every route's path, and
+    /// encoded, doubled, dotted, trailing-slash and upper-case spellings of it.
+    #[actix_web::test]
+    async fn the_route_tables_index_finds_the_route_the_router_matches() {
+        use actix_web::body::{BoxBody, MessageBody};
+        use actix_web::dev::{ServiceRequest, ServiceResponse};
+        use actix_web::middleware::{from_fn, Next};
+        use actix_web::test::{call_service, init_service, TestRequest};
+        async fn compare(
+            req: ServiceRequest,
+            _: Next<impl MessageBody + 'static>,
+        ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+            let path = authorize::routed_path(req.request()).to_owned();
+            let router = req.request().resource_map().match_pattern(&path);
+            let index = req.app_data::<authorize::RouteAccess>().and_then(|t| t.find(&path));
+            let same = router.as_deref() == index;
+            let answer = actix_web::HttpResponse::Ok()
+                .insert_header(("x-same", if same { "yes" } else { "no" }))
+                .body(format!("{path}: router {router:?}, index {index:?}"));
+            Ok(req.into_response(answer))
+        }
+        let mut registered = Vec::new();
+        let app = init_service(
+            actix_web::App::new().wrap(from_fn(compare)).configure(|cfg| registered = routes(cfg)),
+        )
+        .await;
+        let mut tried = 0;
+        for (method, pattern) in &registered {
+            let path: String = pattern
+                .split('/')
+                .map(|seg| if seg.starts_with('{') { "x1" } else { seg })
+                .collect::<Vec<_>>()
+                .join("/");
+            let first = path.as_bytes()[1];
+            let variants = [
+                path.clone(),
+                format!("/%{first:02x}{}", &path[2..]),
+                format!("/%25{first:02x}{}", &path[2..]),
+                format!("/{path}"),
+                format!("/.{path}"),
+                format!("{path}/"),
+                path.to_uppercase(),
+                format!("{path}/extra"),
+                path.rsplit_once('/')
+                    .map_or(path.clone(), |(head, _)| format!("/{}", head.trim_start_matches('/'))),
+            ];
+            for uri in variants {
+                let req = TestRequest::default().method(method.clone()).uri(&uri).to_request();
+                let res = call_service(&app, req).await;
+                let same = res.headers().get("x-same").cloned();
+                let body = actix_web::test::read_body(res).await;
+                assert_eq!(
+                    same.as_ref().map(|v| v.as_bytes()),
+                    Some(&b"yes"[..]),
+                    "{}",
+                    String::from_utf8_lossy(&body)
+                );
+                tried += 1;
+            }
+        }
+        assert!(tried > 800, "{tried}");
+    }
+
     /// interface.md's list of family B names every family B resource of the route table
     /// (by its first segment), so the list cannot fall behind a new route again.
     #[test]
