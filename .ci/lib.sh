@@ -25,3 +25,11 @@ need_tools() {
     fi
   done
 }
+
+# The debug binary `cargo test` built, in the target dir cargo uses here (CARGO_TARGET_DIR
+# or a config may move it from ./target).
+debug_binary() {
+  local dir
+  dir=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+  echo "${dir:-target}/debug/pixgw"
+}

@@ -14,8 +14,8 @@
 # Skips, saying why, where nginx can be neither found nor installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${BIN:-target/debug/pixgw}
 . .ci/lib.sh
+BIN=${BIN:-$(debug_binary)}
 need_nginx
 need_tools openssl python3 curl
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)

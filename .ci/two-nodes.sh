@@ -8,8 +8,8 @@
 # Skips, saying why, where nginx or PostgreSQL can be neither found nor installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${BIN:-target/debug/pixgw}
 . .ci/lib.sh
+BIN=${BIN:-$(debug_binary)}
 need_nginx
 need_tools python3 curl
 if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
