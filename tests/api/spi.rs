@@ -916,3 +916,39 @@ async fn two_participants_of_one_simulator_pay_each_other_with_the_settings_it_w
     assert_eq!(sim.balance_cents(ISPB).await, before_first - 1234);
     assert_eq!(sim.balance_cents(SECOND).await, before_second + 1234);
 }
+
+/// A payment to a key that another account of this gateway holds (an e-mail registered in
+/// the DICT, not its receiving key) is a book transfer: it settles on us and credits that
+/// account, and nothing of it reaches the SPI (the SPI refuses a pacs.008 to its own sender's
+/// ISPB, AG12).
+#[actix_rt::test]
+async fn a_payment_to_a_registered_key_of_another_account_of_ours_settles_on_us_and_never_reaches_the_spi() {
+    let sim = Sim::start(&[]);
+    let app = spawn_on(&sim).await;
+    let (payer, payer_token) = live_account(&app, "Loja A").await;
+    let e2e = sim.pay_account(payer, "52998224725", "20.00").await;
+    assert_eq!(sim.wait_payment(&e2e).await["stage"], "SETTLED");
+    wait_balance(&app, &payer_token, "20.00").await;
+    let (payee, payee_token) = live_account(&app, "Loja B").await;
+    let (s, k) = app
+        .admin("POST", &format!("/admin/accounts/{payee}/keys"), Some(json!({"key": "loja.b@example.org"})))
+        .await;
+    assert_eq!((s, &k["directory"]), (201, &json!("DICT")), "{k}");
+    let settlement = sim.balance_cents(ISPB).await;
+    let (_, before) = sim.get("/sim/stats").await;
+    assert!(
+        before["messagesReceived"].as_u64().is_some_and(|n| n > 0),
+        "the funding's answer counted: {before}"
+    );
+    let body = cash_out("loja.b@example.org", "EMAIL", "52998224725", "book-1", "4.00");
+    let (s, out) = app.post_raw("/api/pix/cash-out", &payer_token, &body, &[]).await;
+    assert_eq!(s, 201, "{out}");
+    let done =
+        app.wait_final_within(&payer_token, out["transactionId"].as_str().unwrap(), SETTLE_WAIT_MAX).await;
+    assert_eq!(done["status"], "CONFIRMED", "{done}");
+    wait_balance(&app, &payee_token, "4.00").await;
+    wait_balance(&app, &payer_token, "16.00").await;
+    assert_eq!(sim.balance_cents(ISPB).await, settlement, "the settlement account did not move");
+    let (_, after) = sim.get("/sim/stats").await;
+    assert_eq!(after["messagesReceived"], before["messagesReceived"], "no message reached the SPI: {after}");
+}
