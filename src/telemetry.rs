@@ -175,6 +175,10 @@ fn describe_rails() {
         "Messages read from the SPI and refused, crediting nothing, by why: xml, signature, catalogue, address"
     );
     describe_counter!("pixgw_spi_admi002_total", "Messages of ours the SPI refused (admi.002), by reason");
+    describe_counter!(
+        "pixgw_spi_unmatched_total",
+        "Messages read from the SPI that could not be applied, kept as unmatched rail items for an operator, by kind: pacs.002, admi.002, unreadable"
+    );
     describe_counter!("pixgw_spi_rejections_total", "Rejections (RJCT) the SPI reported, by reason");
     describe_counter!("pixgw_spi_timeouts_total", "Payments the SPI timed out (AB03)");
     describe_counter!(
@@ -219,6 +223,9 @@ pub fn zero_spi_counters() {
     }
     for why in ["xml", "signature", "catalogue", "address"] {
         metrics::counter!("pixgw_spi_messages_refused_total", "why" => why).absolute(0);
+    }
+    for kind in ["pacs.002", "admi.002", "unreadable"] {
+        metrics::counter!("pixgw_spi_unmatched_total", "kind" => kind).absolute(0);
     }
     for direction in ["send", "read"] {
         metrics::counter!("pixgw_icom_throttled_total", "direction" => direction).absolute(0);

@@ -22,7 +22,7 @@ use super::messages::OpenMed;
 use super::registry::{Registry, RegistryError};
 use crate::domain::decide::{self, Incoming, IncomingKind, IncomingRefusal, Named};
 use crate::domain::ids::AccountId;
-use crate::domain::transaction::{gateway_ispb, BankInfo, RailOutcome, Transaction, TxKind};
+use crate::domain::transaction::{BankInfo, RailOutcome, Transaction, TxKind};
 use crate::rail::{Arrival, ArrivalTo, Inbound, RefundAnswer, RefundAsked, Refuse, Settled, Unavailable};
 
 /// Accept an arrival for this account: `Ok(Ok(()))` once the acceptance is durable.
@@ -262,18 +262,32 @@ impl Inbound for Accounts {
             Some(t) => Ok(self.actor(t.account_id)?.map(|a| (a, t.local_id))),
             None => Ok(None),
         });
-        // An id of ours that storage does not know yet cannot be someone else's: the rail
-        // must not take the answer as not ours, so it waits and asks again.
-        let ours = id.get(1..9) == Some(gateway_ispb());
+        // A payout is durable and readable before its message leaves, so an id storage does
+        // not know is no payout of ours: the rail records it as unmatched.
         Box::pin(async move {
             match found? {
                 Some((actor, local_id)) => {
                     actor.do_send(Settled { local_id, outcome, on_us: None });
                     Ok(true)
                 }
-                None if ours => Err(Unavailable(format!("payout {id} is not readable yet"))),
                 None => Ok(false),
             }
+        })
+    }
+
+    fn unmatched(&self, item: crate::rail::Unmatched) -> BoxFuture<'static, Result<(), Unavailable>> {
+        let repo = self.registry.deps().repo.clone();
+        Box::pin(async move {
+            let new = repo.put_unmatched(&item).await.map_err(unavailable)?;
+            if new {
+                metrics::counter!("pixgw_spi_unmatched_total", "kind" => item.kind.clone()).increment(1);
+                tracing::error!(
+                    kind = %item.kind, reference = %item.reference, resource = item.resource_id.as_deref(),
+                    digest = %item.digest, why = %item.why,
+                    "a message from the SPI could not be applied: kept as an unmatched rail item for an operator"
+                );
+            }
+            Ok(())
         })
     }
 }

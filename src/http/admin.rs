@@ -959,6 +959,11 @@ pub struct ReconciliationResponse {
     payouts_pending: OpenResponse,
     /// Now: payments accepted from other institutions that the SPI has not reported settled.
     arrivals_accepted: OpenResponse,
+    /// Now, whatever the window: every message the rail read and could not apply (a status
+    /// of a payment that is not ours, an admi.002 naming no message of ours, a message that
+    /// does not verify), oldest first, each with the message itself.
+    #[schema(value_type = Vec<Object>)]
+    unmatched: Vec<crate::rail::Unmatched>,
 }
 
 fn two_places(d: rust_decimal::Decimal) -> String {
@@ -1043,6 +1048,7 @@ pub async fn reconciliation(
         operator_debits: sum_response(r.operator_debits),
         payouts_pending: open_response(r.payouts_pending),
         arrivals_accepted: open_response(r.arrivals_accepted),
+        unmatched: state.repo.unmatched_items()?,
     }))
 }
 

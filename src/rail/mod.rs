@@ -180,6 +180,71 @@ pub enum RefundAnswer {
     Close { result: &'static str, details: Option<String>, refund_transaction_id: Option<String> },
 }
 
+/// Characters of a message an unmatched item keeps at most (the SPI's messages are a few
+/// KiB; a larger text is cut, and its digest still names the whole).
+pub const UNMATCHED_TEXT_LEN_MAX: usize = 64 * 1024;
+
+/// A message the rail read and could not apply: a status of a payment that is not ours or
+/// not known, an admi.002 that names no message of ours, a message that does not verify or
+/// does not follow the catalogue. It is recorded durably before its read is confirmed, so a
+/// stream never waits on it, and it stays listed (the reconciliation read) with the message
+/// itself until an operator resolves it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unmatched {
+    /// SHA-256 (hex) of the id it names and the message as read: the item's identity, so a
+    /// message delivered again is the same item, and two reports of one message are two.
+    pub digest: String,
+    /// What was read: `pacs.002`, `admi.002`, `pacs.008`, `pacs.004`, or `unreadable`.
+    pub kind: String,
+    /// The id it names (an end-to-end or return id, the refused message's reference), or
+    /// what could be read of it.
+    pub reference: String,
+    /// Why it could not be applied, in words.
+    pub why: String,
+    /// ICOM's id of the message (`PI-ResourceId`), when it had one.
+    pub resource_id: Option<String>,
+    pub read_at: DateTime<Utc>,
+    /// The message as read (UTF-8, lossily), at most [`UNMATCHED_TEXT_LEN_MAX`] characters.
+    pub text: String,
+}
+
+impl Unmatched {
+    /// The item a message `body` makes; `read_at` the server's time of reading.
+    pub fn of(
+        body: &[u8],
+        kind: &str,
+        reference: &str,
+        why: impl Into<String>,
+        resource_id: Option<&str>,
+        read_at: DateTime<Utc>,
+    ) -> Unmatched {
+        use sha2::Digest;
+        let mut hash = sha2::Sha256::new();
+        hash.update(reference.as_bytes());
+        hash.update([0u8]);
+        hash.update(body);
+        let digest = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let mut text = String::from_utf8_lossy(body).into_owned();
+        if text.len() > UNMATCHED_TEXT_LEN_MAX {
+            let mut cut = UNMATCHED_TEXT_LEN_MAX;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+        }
+        Unmatched {
+            digest,
+            kind: kind.to_owned(),
+            reference: reference.to_owned(),
+            why: why.into(),
+            resource_id: resource_id.map(str::to_owned),
+            read_at,
+            text,
+        }
+    }
+}
+
 /// What a rail that brings money in calls on the accounts (the port the SPI rail needs;
 /// `account::inbound` implements it). Every call is idempotent: the rail may repeat any.
 pub trait Inbound: Send + Sync + 'static {
@@ -191,7 +256,34 @@ pub trait Inbound: Send + Sync + 'static {
     /// What was accepted under `id` settled (`true`) or was rejected; `false` when nothing
     /// of ours waits under that id.
     fn incoming_ended(&self, id: String, settled: bool) -> BoxFuture<'static, Result<bool, Unavailable>>;
-    /// A payout of ours (by its end-to-end or return id) ended; `false` when it is not ours.
+    /// A payout of ours (by its end-to-end or return id) ended; `false` when no payout of
+    /// ours has that id.
     fn payout_ended(&self, id: String, outcome: RailOutcome)
         -> BoxFuture<'static, Result<bool, Unavailable>>;
+    /// Records a message the rail could not apply, durably (answer once it is on disk).
+    fn unmatched(&self, item: Unmatched) -> BoxFuture<'static, Result<(), Unavailable>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unmatched_item_is_named_by_its_id_and_message_and_keeps_a_bounded_text() {
+        let at: DateTime<Utc> = "2026-11-28T12:00:00Z".parse().unwrap();
+        let a = Unmatched::of(b"<msg/>", "pacs.002", "E1", "why", Some("r1"), at);
+        let again = Unmatched::of(b"<msg/>", "pacs.002", "E1", "said otherwise", None, at);
+        assert_eq!(a.digest, again.digest, "the same message and id: one item");
+        assert_eq!(a.digest.len(), 64);
+        let other_report = Unmatched::of(b"<msg/>", "pacs.002", "E2", "why", Some("r1"), at);
+        assert_ne!(a.digest, other_report.digest, "two reports of one message: two items");
+        assert_eq!((a.text.as_str(), a.resource_id.as_deref()), ("<msg/>", Some("r1")));
+        // Cut at the limit, on a character boundary; the digest still names the whole.
+        let long = "é".repeat(UNMATCHED_TEXT_LEN_MAX);
+        let cut = Unmatched::of(long.as_bytes(), "unreadable", "-", "why", None, at);
+        assert!(cut.text.len() <= UNMATCHED_TEXT_LEN_MAX && cut.text.len() > UNMATCHED_TEXT_LEN_MAX - 2);
+        assert!(cut.text.chars().all(|c| c == 'é'));
+        let shorter = Unmatched::of(&long.as_bytes()[..UNMATCHED_TEXT_LEN_MAX], "unreadable", "-", "why", None, at);
+        assert_ne!(cut.digest, shorter.digest);
+    }
 }

@@ -56,6 +56,9 @@
 //! spiin/{id}                Incoming (JSON): a payment or return in from the SPI that its
 //!                           account accepted (by end-to-end or return id), deleted when the
 //!                           SPI settles or rejects it
+//! unmatched/{sha256}        Unmatched (JSON): a message the rail read and could not apply,
+//!                           with its text, until an operator resolves it; keyed by the
+//!                           SHA-256 of the message, so a message read again is one item
 //! rec/{id:020}/{local:020}  Recurrence (JSON): a Pix Automático recurrence with its
 //!                           solicitations; its idRec carries the local id
 //! solrec/{id:020}/{local:020}  u64: the recurrence a solicitation (by its own local id,
@@ -136,6 +139,7 @@ pub const OPEN_COBRS: &[u8] = b"cobropen/";
 pub const OUTBOX: &[u8] = b"outbox/";
 pub const ON_US: &[u8] = b"onus/";
 pub const INCOMING: &[u8] = b"spiin/";
+pub const UNMATCHED: &[u8] = b"unmatched/";
 
 /// A key of the layout: texts as they are, numbers zero-padded to a fixed width so keys
 /// sort by them. (Built by hand: these are made several times per payment, and `format!`
@@ -448,6 +452,11 @@ pub fn on_us(end_to_end_id: &str) -> Vec<u8> {
 
 pub fn incoming(id: &str) -> Vec<u8> {
     Key::new("spiin/").text(id).done()
+}
+
+/// An unmatched rail item, by the SHA-256 (hex) of the message it keeps.
+pub fn unmatched(digest: &str) -> Vec<u8> {
+    Key::new("unmatched/").text(digest).done()
 }
 
 #[cfg(test)]

@@ -952,3 +952,79 @@ async fn a_payment_to_a_registered_key_of_another_account_of_ours_settles_on_us_
     let (_, after) = sim.get("/sim/stats").await;
     assert_eq!(after["messagesReceived"], before["messagesReceived"], "no message reached the SPI: {after}");
 }
+
+/// What the rail reads and cannot apply never blocks a stream: a pacs.002 of a payment that
+/// is not ours, an admi.002 whose reference names no message of ours, and a text that is no
+/// message are each recorded durably as an unmatched rail item (listed by the
+/// reconciliation read with the message itself, counted), their reads confirmed, and a
+/// payment delivered after them is credited at once. After a restart they are still listed,
+/// once each.
+#[actix_rt::test]
+async fn a_message_the_rail_cannot_apply_is_kept_as_an_unmatched_item_and_the_stream_goes_on() {
+    let sim = Sim::start(&[]);
+    let mut app = spawn_on(&sim).await;
+    let (account, token) = live_account(&app, "Loja Real").await;
+    let first = sim.pay_account(account, "52998224725", "10.00").await;
+    assert_eq!(sim.wait_payment(&first).await["stage"], "SETTLED");
+    wait_balance(&app, &token, "10.00").await;
+
+    let unknown = format!("E{ISPB}202611281200Xunknownpay");
+    let injected = [
+        json!({"pacs002": {"endToEndId": unknown, "status": "ACSC"}}),
+        json!({"admi002": {"reference": format!("M{ISPB}nothingofours00000001"), "reason": "AB01"}}),
+        json!({"unreadable": "this is not an ISO 20022 message"}),
+    ];
+    for body in injected {
+        let (s, b) = sim.post("/sim/inject", body).await;
+        assert_eq!(s, 201, "{b}");
+    }
+    // Behind them on the stream, a payment: credited, not held up.
+    let second = sim.pay_account(account, "52998224725", "5.00").await;
+    assert_eq!(sim.wait_payment(&second).await["stage"], "SETTLED", "the stream went on");
+    wait_balance(&app, &token, "15.00").await;
+
+    let now = chrono::Utc::now();
+    let window = format!(
+        "from={}&to={}",
+        (now - chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        (now + chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
+    let listed = |r: &Value| -> Vec<(String, String)> {
+        r["unmatched"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| (i["kind"].as_str().unwrap().to_owned(), i["reference"].as_str().unwrap().to_owned()))
+            .collect()
+    };
+    let (s, r) = app.admin("GET", &format!("/admin/rail/reconciliation?{window}"), None).await;
+    assert_eq!(s, 200, "{r}");
+    let mut items = listed(&r);
+    items.sort();
+    assert_eq!(items.len(), 3, "{r}");
+    assert_eq!(items[0], ("admi.002".to_owned(), format!("M{ISPB}nothingofours00000001")));
+    assert_eq!(items[1], ("pacs.002".to_owned(), unknown.clone()));
+    assert_eq!(items[2].0, "unreadable");
+    for item in r["unmatched"].as_array().unwrap() {
+        assert!(!item["why"].as_str().unwrap().is_empty(), "{item}");
+        assert!(item["text"].as_str().is_some_and(|t| !t.is_empty()), "the message is kept: {item}");
+        assert_eq!(item["digest"].as_str().map(str::len), Some(64), "{item}");
+    }
+    let pacs002 = r["unmatched"].as_array().unwrap().iter().find(|i| i["kind"] == "pacs.002").unwrap();
+    assert!(pacs002["text"].as_str().unwrap().contains(&unknown), "{pacs002}");
+    let mut res = app.client.get(app.url("/metrics")).send().await.unwrap();
+    let metrics = String::from_utf8(res.body().await.unwrap().to_vec()).unwrap();
+    assert!(metrics.contains(r#"pixgw_spi_unmatched_total{kind="pacs.002"} 1"#), "{metrics}");
+    assert_eq!(app.balance(&token).await.2, "15.00", "nothing unmatched moved money");
+
+    // Durable, and one item each however often they are read.
+    app.restart(&Options {
+        env: vec![("PIXGW_CONFIG".into(), sim.config.display().to_string())],
+        ..Options::default()
+    });
+    let (s, r) = app.admin("GET", &format!("/admin/rail/reconciliation?{window}"), None).await;
+    assert_eq!(s, 200, "{r}");
+    let mut again = listed(&r);
+    again.sort();
+    assert_eq!(again, items);
+}

@@ -549,7 +549,21 @@ async fn handle_batch(
 ) -> Result<(), String> {
     for part in messages {
         let read_at = Instant::now();
-        let Some(message) = check(settings, &part.body, part.resource_id.as_deref()) else { continue };
+        let resource = part.resource_id.as_deref();
+        // What cannot be applied is kept, durably, before the read is confirmed: the
+        // stream goes on, and an operator sees it (`Inbound::unmatched`).
+        let keep = |kind: &str, reference: &str, why: String| {
+            let item = crate::rail::Unmatched::of(&part.body, kind, reference, why, resource, Utc::now());
+            inbound.unmatched(item)
+        };
+        let message = match check(settings, &part.body, resource) {
+            Ok(m) => m,
+            Err(why) => {
+                keep("unreadable", resource.unwrap_or("-"), why).await.map_err(|e| e.0)?;
+                continue;
+            }
+        };
+        let kind = message.kind().name();
         metrics::counter!("pixgw_spi_messages_received_total", "kind" => message.kind().name()).increment(1);
         let lag = (Utc::now() - message.created).to_std().unwrap_or_default();
         metrics::histogram!("pixgw_spi_stream_lag_seconds").record(lag.as_secs_f64());
@@ -570,20 +584,25 @@ async fn handle_batch(
             }
             Body::Statuses(reports) => {
                 for r in reports {
-                    status(inbound, r).await?;
+                    if let Some(why) = status(inbound, &r).await? {
+                        keep(kind, &status_id(&r), why).await.map_err(|e| e.0)?;
+                    }
                 }
             }
             Body::Reject(r) => {
                 metrics::counter!("pixgw_spi_admi002_total", "reason" => r.reason.clone()).increment(1);
                 tracing::error!(reference = %r.reference, reason = %r.reason, location = ?r.location, description = ?r.description, "the SPI refused a message of ours (admi.002)");
-                if let Some(ids) = outgoing::ids_of_msg_id(&settings.ispb, &r.reference) {
-                    let outcome = RailOutcome {
-                        result: Err(ErrorCode::PaymentExpired),
-                        reason: Some(format!("admi.002 {}", r.reason)),
-                    };
-                    for id in ids {
-                        inbound.payout_ended(id, outcome.clone()).await.map_err(|e| e.0)?;
-                    }
+                let outcome = RailOutcome {
+                    result: Err(ErrorCode::PaymentExpired),
+                    reason: Some(format!("admi.002 {}", r.reason)),
+                };
+                let mut matched = false;
+                for id in outgoing::ids_of_msg_id(&settings.ispb, &r.reference).unwrap_or_default() {
+                    matched |= inbound.payout_ended(id, outcome.clone()).await.map_err(|e| e.0)?;
+                }
+                if !matched {
+                    let why = format!("an admi.002 ({}) whose reference names no payout of ours", r.reason);
+                    keep(kind, &r.reference, why).await.map_err(|e| e.0)?;
                 }
             }
         }
@@ -591,12 +610,12 @@ async fn handle_batch(
     Ok(())
 }
 
-/// A received message, once it verifies and follows the catalogue, if it does.
-fn check(settings: &SpiSettings, body: &[u8], resource: Option<&str>) -> Option<Message> {
+/// A received message, once it verifies and follows the catalogue; else why not.
+fn check(settings: &SpiSettings, body: &[u8], resource: Option<&str>) -> Result<Message, String> {
     let bad = |what: &'static str, e: String| {
         metrics::counter!("pixgw_spi_messages_refused_total", "why" => what).increment(1);
         tracing::error!(resource, why = what, error = %e, "a message from the SPI is refused; it credits nothing");
-        None
+        Err(format!("{what}: {e}"))
     };
     let doc = match Document::parse(body) {
         Ok(d) => d,
@@ -614,7 +633,7 @@ fn check(settings: &SpiSettings, body: &[u8], resource: Option<&str>) -> Option<
     if m.to != settings.ispb || m.from != Ispb::spi() {
         return bad("address", format!("from {} to {}", m.from, m.to));
     }
-    Some(m)
+    Ok(m)
 }
 
 fn report(id: &str, original: &str, refused: Option<&str>) -> StatusReport {
@@ -695,21 +714,26 @@ async fn answer(
 }
 
 /// A status the SPI reports: the end of one of our payouts, or of something we accepted.
-async fn status(inbound: &Arc<dyn Inbound>, r: StatusReport) -> Result<(), String> {
-    let id = if r.original_instruction_id.starts_with('D') {
+/// The id a status report is about: a return's id, else the payment's end-to-end id.
+fn status_id(r: &StatusReport) -> String {
+    if r.original_instruction_id.starts_with('D') {
         r.original_instruction_id.clone()
     } else {
         r.original_end_to_end_id.clone()
-    };
-    match r.status {
+    }
+}
+
+/// Applies a status report; answers why it could not be, when nothing of ours waits under
+/// its id (the caller keeps it as unmatched).
+async fn status(inbound: &Arc<dyn Inbound>, r: &StatusReport) -> Result<Option<String>, String> {
+    let id = status_id(r);
+    let found = match r.status {
         TxStatus::SettledForPayer => {
-            inbound.payout_ended(id, RailOutcome::settled(None)).await.map_err(|e| e.0)?;
+            inbound.payout_ended(id, RailOutcome::settled(None)).await.map_err(|e| e.0)?
         }
-        TxStatus::SettledForReceiver => {
-            inbound.incoming_ended(id, true).await.map_err(|e| e.0)?;
-        }
+        TxStatus::SettledForReceiver => inbound.incoming_ended(id, true).await.map_err(|e| e.0)?,
         TxStatus::Rejected => {
-            let reason = r.reason.unwrap_or_else(|| "ED05".into());
+            let reason = r.reason.clone().unwrap_or_else(|| "ED05".into());
             metrics::counter!("pixgw_spi_rejections_total", "reason" => reason.clone()).increment(1);
             if reason == "AB03" {
                 metrics::counter!("pixgw_spi_timeouts_total").increment(1);
@@ -718,14 +742,15 @@ async fn status(inbound: &Arc<dyn Inbound>, r: StatusReport) -> Result<(), Strin
                 tracing::error!(id, reason, "the SPI rejected a payment for a reason about this participant");
             }
             let outcome = RailOutcome { result: Err(reject_code(&reason)), reason: Some(reason) };
-            if !inbound.payout_ended(id.clone(), outcome).await.map_err(|e| e.0)? {
-                inbound.incoming_ended(id, false).await.map_err(|e| e.0)?;
-            }
+            inbound.payout_ended(id.clone(), outcome).await.map_err(|e| e.0)?
+                || inbound.incoming_ended(id, false).await.map_err(|e| e.0)?
         }
-        // The SPI does not send ACSP.
-        TxStatus::Accepted => {}
-    }
-    Ok(())
+        // The SPI does not send ACSP: one is read and needs nothing.
+        TxStatus::Accepted => true,
+    };
+    Ok((!found).then(|| {
+        format!("a {} status of a payment or return that is not ours or not known", r.status.code())
+    }))
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
 //! On-us credits: what a payment between two accounts of this gateway owes its payee,
 //! written with the payer's settlement and deleted once the payee carried it out; and the
-//! payments in from the SPI an account accepted, until the SPI settles or rejects them.
+//! payments in from the SPI an account accepted, until the SPI settles or rejects them; and
+//! what the rail read and could not apply (unmatched rail items).
 
 use crate::domain::decide::{Incoming, OnUsCredit};
 
-use super::{parse_json, Repo, RepoError};
+use super::{parse_json, to_json, Batch, Repo, RepoError};
 
 use crate::store::keys;
 
@@ -28,5 +29,30 @@ impl Repo {
     /// Every payment or return in still waiting for the SPI (the reconciliation read).
     pub fn incoming_all(&self) -> Result<Vec<Incoming>, RepoError> {
         self.store.scan_prefix(keys::INCOMING)?.into_iter().map(|(k, v)| parse_json(&k, &v)).collect()
+    }
+
+    /// Records an unmatched rail item durably; the same message again is the same item
+    /// (its first reading is kept). Answers whether it was new.
+    pub async fn put_unmatched(&self, item: &crate::rail::Unmatched) -> Result<bool, RepoError> {
+        let key = keys::unmatched(&item.digest);
+        if self.store.get(&key)?.is_some() {
+            return Ok(false);
+        }
+        let mut b = Batch::default();
+        b.put(key, to_json(item)?);
+        self.commit_async(b).await?;
+        Ok(true)
+    }
+
+    /// Every unmatched rail item, open or resolved, oldest reading first.
+    pub fn unmatched_items(&self) -> Result<Vec<crate::rail::Unmatched>, RepoError> {
+        let mut items: Vec<crate::rail::Unmatched> = self
+            .store
+            .scan_prefix(keys::UNMATCHED)?
+            .into_iter()
+            .map(|(k, v)| parse_json(&k, &v))
+            .collect::<Result<_, _>>()?;
+        items.sort_by(|a, b| a.read_at.cmp(&b.read_at).then_with(|| a.digest.cmp(&b.digest)));
+        Ok(items)
     }
 }

@@ -13,6 +13,7 @@
 //! | `GET /sim/stats` | counters of messages received, sent and refused; real receivers' answer times (`answers`: count, p50, p99, max in ms, and SPI timeouts) |
 //! | `POST /sim/load` | the virtual payer pays `{to: key}` `count` times, `perSecond`, `amount` each (open loop) |
 //! | `PUT /sim/icom` | an outage of ICOM: `{"sends": true}` makes sending answer 503, `{"reads": true}` reading; `{}` ends it |
+//! | `POST /sim/inject` | delivers to real participant `to` a message it did not ask for (a fault of the rails): `{"pacs002": {endToEndId, status: ACSC \| ACCC \| RJCT, reason?}}`, `{"admi002": {reference, reason}}` (both signed by the SPI), or `{"unreadable": "text"}` (the text as it is, unsigned); answers `{msgId}`, or `{resourceId}` for text |
 
 use std::time::Instant;
 
@@ -38,6 +39,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/sim/participants", web::get().to(participants))
         .route("/sim/participants/{ispb}/behaviour", web::put().to(behaviour))
         .route("/sim/stats", web::get().to(stats))
+        .route("/sim/inject", web::post().to(inject))
         .route("/sim/icom", web::put().to(outage))
         .route("/sim/load", web::post().to(load))
         .route("/healthz", web::get().to(|| async { HttpResponse::Ok().body("ok") }));
@@ -380,4 +382,83 @@ async fn stats(sim: web::Data<Sim>) -> HttpResponse {
         serde_json::to_value(sim.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()).unwrap_or_default();
     stats["answers"] = serde_json::to_value(answers).unwrap_or_default();
     HttpResponse::Ok().json(stats)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InjectedStatus {
+    end_to_end_id: String,
+    status: String,
+    reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InjectedReject {
+    reference: String,
+    reason: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct InjectRequest {
+    /// The real participant it goes to; the first named when absent.
+    to: Option<String>,
+    pacs002: Option<InjectedStatus>,
+    admi002: Option<InjectedReject>,
+    unreadable: Option<String>,
+}
+
+/// Delivers a message the participant did not ask for: a status or an admi.002 the SPI
+/// signs, or text as it is.
+async fn inject(body: web::Json<InjectRequest>, sim: web::Data<Sim>) -> HttpResponse {
+    use crate::rail::spi::message::{Reject, StatusReport, TxStatus};
+    let r = body.into_inner();
+    let to = match r.to.as_deref().map(Ispb::parse) {
+        Some(Some(i)) => i,
+        Some(None) => return bad("to is not an ISPB"),
+        None => match sim.signing_certs.keys().min() {
+            Some(i) => i.clone(),
+            None => return bad("no real participant"),
+        },
+    };
+    let now = Utc::now();
+    let message_body = match (r.pacs002, r.admi002, r.unreadable) {
+        (Some(p), None, None) => {
+            let Some(status) = TxStatus::parse(&p.status) else {
+                return bad("status must be ACSC, ACCC or RJCT");
+            };
+            Body::Statuses(vec![StatusReport {
+                original_instruction_id: p.end_to_end_id.clone(),
+                original_end_to_end_id: p.end_to_end_id,
+                status,
+                reason: p.reason,
+                additional_info: None,
+                settled_at: (status != TxStatus::Rejected).then_some(now),
+            }])
+        }
+        (None, Some(a), None) => Body::Reject(Reject {
+            reference: a.reference,
+            reason: a.reason,
+            rejected_at: Some(now),
+            location: None,
+            description: Some("injected by the simulator's control routes".into()),
+        }),
+        (None, None, Some(text)) => {
+            let resource_id = super::resource_id();
+            let mut queues = sim.queues.lock().unwrap_or_else(|p| p.into_inner());
+            let q = queues.entry(to).or_default();
+            q.pending.push_back(super::Delivery {
+                resource_id: resource_id.clone(),
+                body: actix_web::web::Bytes::from(text),
+            });
+            q.notify.notify_waiters();
+            return HttpResponse::Created().json(json!({"resourceId": resource_id}));
+        }
+        _ => return bad("give exactly one of pacs002, admi002 and unreadable"),
+    };
+    let id = msg_id(&Ispb::spi(), &random(23));
+    let message = Message::new(Ispb::spi(), to.clone(), id.clone(), now, message_body);
+    sim.dispatch(vec![super::core::Outgoing { to, message }]);
+    HttpResponse::Created().json(json!({"msgId": id}))
 }
