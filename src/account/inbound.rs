@@ -257,20 +257,26 @@ impl Inbound for Accounts {
         &self,
         id: String,
         outcome: RailOutcome,
-    ) -> BoxFuture<'static, Result<bool, Unavailable>> {
+    ) -> BoxFuture<'static, Result<crate::rail::PayoutEnded, Unavailable>> {
+        use crate::rail::PayoutEnded;
         let found = self.registry.deps().repo.payout_by_id(&id).map_err(unavailable).and_then(|t| match t {
-            Some(t) => Ok(self.actor(t.account_id)?.map(|a| (a, t.local_id))),
-            None => Ok(None),
+            Some(t) => match t.contradicted_by(&outcome) {
+                Some(why) => Ok(Err(why)),
+                None => Ok(Ok(self.actor(t.account_id)?.map(|a| (a, t.local_id)))),
+            },
+            None => Ok(Ok(None)),
         });
         // A payout is durable and readable before its message leaves, so an id storage does
-        // not know is no payout of ours: the rail records it as unmatched.
+        // not know is no payout of ours: the rail records it as unmatched, as it does an
+        // answer that contradicts a final status.
         Box::pin(async move {
             match found? {
-                Some((actor, local_id)) => {
+                Err(why) => Ok(PayoutEnded::Contradicts(why)),
+                Ok(Some((actor, local_id))) => {
                     actor.do_send(Settled { local_id, outcome, on_us: None });
-                    Ok(true)
+                    Ok(PayoutEnded::Applied)
                 }
-                None => Ok(false),
+                Ok(None) => Ok(PayoutEnded::NotOurs),
             }
         })
     }

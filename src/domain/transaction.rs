@@ -489,6 +489,27 @@ impl Transaction {
         self.status != TxStatus::Pending
     }
 
+    /// Why `outcome` cannot be this payout's, when it contradicts the final status already
+    /// recorded (a settlement of a payout recorded ERROR, a refusal of one recorded
+    /// CONFIRMED); `None` when it agrees or the payout is still pending. A final status is
+    /// never changed by a later answer: the rail keeps it for an operator.
+    pub fn contradicted_by(&self, outcome: &RailOutcome) -> Option<String> {
+        match (self.status, &outcome.result) {
+            (TxStatus::Error, Ok(_)) => Some(format!(
+                "a settlement of payout {} recorded ERROR ({})",
+                self.end_to_end_id,
+                self.error_code.map_or("no code", ErrorCode::as_str)
+            )),
+            (TxStatus::Confirmed, Err(code)) => Some(format!(
+                "a refusal ({}{}) of payout {} recorded CONFIRMED",
+                code.as_str(),
+                outcome.reason.as_deref().map(|r| format!(", {r}")).unwrap_or_default(),
+                self.end_to_end_id
+            )),
+            _ => None,
+        }
+    }
+
     /// Whether this is a PIX the account received: a payment in that settled (a PIX to the
     /// account's key, or a charge that was paid).
     pub fn is_received(&self) -> bool {
@@ -644,6 +665,33 @@ pub fn local_id_in_end_to_end(e2e: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_contradicts_a_final_status_of_the_other_kind_and_nothing_else() {
+        let at = DateTime::parse_from_rfc3339("2026-11-28T10:00:00Z").unwrap().with_timezone(&Utc);
+        let id = AccountId::new(1).unwrap();
+        let money = Money::parse("5.00").unwrap();
+        let pending = Transaction {
+            end_to_end_id: "E1".into(),
+            ..Transaction::new(1, Uuid::nil(), id, TxKind::CashOut, money, at)
+        };
+        let settled = RailOutcome::settled(None);
+        let refused = RailOutcome { result: Err(ErrorCode::BlockedAccount), reason: Some("AC06".into()) };
+        assert_eq!(pending.contradicted_by(&settled), None, "a pending payout takes either");
+        assert_eq!(pending.contradicted_by(&refused), None);
+        let confirmed = Transaction { status: TxStatus::Confirmed, ..pending.clone() };
+        assert_eq!(confirmed.contradicted_by(&settled), None, "the same answer again");
+        let why = confirmed.contradicted_by(&refused).unwrap();
+        assert!(why.contains("AC06") && why.contains("CONFIRMED") && why.contains("E1"), "{why}");
+        let failed = Transaction {
+            status: TxStatus::Error,
+            error_code: Some(ErrorCode::SettlementTimeout),
+            ..pending
+        };
+        assert_eq!(failed.contradicted_by(&refused), None);
+        let why = failed.contradicted_by(&settled).unwrap();
+        assert!(why.contains("ERROR") && why.contains(ErrorCode::SettlementTimeout.as_str()), "{why}");
+    }
 
     #[test]
     fn a_code_reference_fits_the_field_is_unique_by_local_id_and_reads_back() {

@@ -245,6 +245,17 @@ impl Unmatched {
     }
 }
 
+/// What became of an answer about a payout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PayoutEnded {
+    /// Its payout takes it (or already had it).
+    Applied,
+    /// No payout of ours has that id.
+    NotOurs,
+    /// It contradicts the payout's recorded final status (why, in words): nothing changes.
+    Contradicts(String),
+}
+
 /// What a rail that brings money in calls on the accounts (the port the SPI rail needs;
 /// `account::inbound` implements it). Every call is idempotent: the rail may repeat any.
 pub trait Inbound: Send + Sync + 'static {
@@ -256,10 +267,12 @@ pub trait Inbound: Send + Sync + 'static {
     /// What was accepted under `id` settled (`true`) or was rejected; `false` when nothing
     /// of ours waits under that id.
     fn incoming_ended(&self, id: String, settled: bool) -> BoxFuture<'static, Result<bool, Unavailable>>;
-    /// A payout of ours (by its end-to-end or return id) ended; `false` when no payout of
-    /// ours has that id.
-    fn payout_ended(&self, id: String, outcome: RailOutcome)
-        -> BoxFuture<'static, Result<bool, Unavailable>>;
+    /// A payout of ours (by its end-to-end or return id) ended.
+    fn payout_ended(
+        &self,
+        id: String,
+        outcome: RailOutcome,
+    ) -> BoxFuture<'static, Result<PayoutEnded, Unavailable>>;
     /// Records a message the rail could not apply, durably (answer once it is on disk).
     fn unmatched(&self, item: Unmatched) -> BoxFuture<'static, Result<(), Unavailable>>;
 }
@@ -283,7 +296,8 @@ mod tests {
         let cut = Unmatched::of(long.as_bytes(), "unreadable", "-", "why", None, at);
         assert!(cut.text.len() <= UNMATCHED_TEXT_LEN_MAX && cut.text.len() > UNMATCHED_TEXT_LEN_MAX - 2);
         assert!(cut.text.chars().all(|c| c == 'é'));
-        let shorter = Unmatched::of(&long.as_bytes()[..UNMATCHED_TEXT_LEN_MAX], "unreadable", "-", "why", None, at);
+        let shorter =
+            Unmatched::of(&long.as_bytes()[..UNMATCHED_TEXT_LEN_MAX], "unreadable", "-", "why", None, at);
         assert_ne!(cut.digest, shorter.digest);
     }
 }

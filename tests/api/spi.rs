@@ -1028,3 +1028,78 @@ async fn a_message_the_rail_cannot_apply_is_kept_as_an_unmatched_item_and_the_st
     again.sort();
     assert_eq!(again, items);
 }
+
+/// An answer that contradicts a payout's recorded final status changes nothing and is kept
+/// for an operator: a refusal (RJCT) of a payout the SPI settled, and a settlement (ACSC) of
+/// one it refused, each stay as they were, with the money where it was, and each is an
+/// unmatched rail item naming the contradiction.
+#[actix_rt::test]
+async fn an_answer_contradicting_a_payouts_final_status_changes_nothing_and_is_kept() {
+    let sim = Sim::start(&[]);
+    let app = spawn_on(&sim).await;
+    let (account, token) = live_account(&app, "Loja Real").await;
+    let funded = sim.pay_account(account, "52998224725", "50.00").await;
+    assert_eq!(sim.wait_payment(&funded).await["stage"], "SETTLED");
+    wait_balance(&app, &token, "50.00").await;
+    let pay = |external: &'static str, key: String, value: &'static str| {
+        let app = &app;
+        let token = &token;
+        async move {
+            let (s, b) = app
+                .post_raw(
+                    "/api/pix/cash-out",
+                    token,
+                    &cash_out(&key, "EMAIL", "52998224725", external, value),
+                    &[],
+                )
+                .await;
+            assert_eq!(s, 201, "{b}");
+            app.wait_final_within(token, b["transactionId"].as_str().unwrap(), SETTLE_WAIT_MAX).await
+        }
+    };
+    let (key, _, _) = directory_key("EMAIL", 0);
+    let settled = pay("settled-1", key, "10.00").await;
+    assert_eq!(settled["status"], "CONFIRMED", "{settled}");
+    let refused = pay("refused-1", "ac06@rejeita.spi-sim.pixgw".into(), "5.00").await;
+    assert_eq!(refused["status"], "ERROR", "{refused}");
+    wait_balance(&app, &token, "40.00").await;
+
+    let (settled_id, refused_id) =
+        (settled["endToEndId"].as_str().unwrap(), refused["endToEndId"].as_str().unwrap());
+    for body in [
+        json!({"pacs002": {"endToEndId": settled_id, "status": "RJCT", "reason": "AB03"}}),
+        json!({"pacs002": {"endToEndId": refused_id, "status": "ACSC"}}),
+    ] {
+        let (s, b) = sim.post("/sim/inject", body).await;
+        assert_eq!(s, 201, "{b}");
+    }
+    // A payment behind them on the stream is credited: they were read and confirmed.
+    let later = sim.pay_account(account, "52998224725", "1.00").await;
+    assert_eq!(sim.wait_payment(&later).await["stage"], "SETTLED");
+    wait_balance(&app, &token, "41.00").await;
+
+    let now = chrono::Utc::now();
+    let window = format!(
+        "from={}&to={}",
+        (now - chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        (now + chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
+    let (s, r) = app.admin("GET", &format!("/admin/rail/reconciliation?{window}"), None).await;
+    assert_eq!(s, 200, "{r}");
+    let items = r["unmatched"].as_array().unwrap();
+    let about = |id: &str| {
+        items.iter().find(|i| i["reference"] == id).unwrap_or_else(|| panic!("no item for {id}: {r}")).clone()
+    };
+    let why = about(settled_id)["why"].as_str().unwrap().to_owned();
+    assert!(why.contains("recorded CONFIRMED") && why.contains("AB03"), "{why}");
+    let why = about(refused_id)["why"].as_str().unwrap().to_owned();
+    assert!(why.contains("recorded ERROR"), "{why}");
+    for (id, status) in [
+        (settled["transactionId"].as_str().unwrap(), "CONFIRMED"),
+        (refused["transactionId"].as_str().unwrap(), "ERROR"),
+    ] {
+        let (_, t) = app.get_with(&format!("/api/transactions/{id}"), &token).await;
+        assert_eq!(t["status"], status, "a final status stays: {t}");
+    }
+    assert_eq!(app.balance(&token).await, ("41.00".into(), "0.00".into(), "41.00".into()), "no money moved");
+}

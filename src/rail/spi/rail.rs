@@ -49,7 +49,7 @@ use crate::domain::decide::IncomingRefusal;
 use crate::domain::pix_key::DirectoryKey;
 use crate::domain::transaction::{gateway_ispb, ErrorCode, RailDetails, RailOutcome};
 use crate::rail::sim::bank::OnUsResolver;
-use crate::rail::{Arrival, ArrivalTo, Inbound, Payout, Refuse, Settled};
+use crate::rail::{Arrival, ArrivalTo, Inbound, Payout, PayoutEnded, Refuse, Settled};
 
 /// Tasks posting messages at once, on each of the two threads.
 pub const SENDERS: usize = 2;
@@ -596,12 +596,16 @@ async fn handle_batch(
                     result: Err(ErrorCode::PaymentExpired),
                     reason: Some(format!("admi.002 {}", r.reason)),
                 };
-                let mut matched = false;
+                let mut why =
+                    Some(format!("an admi.002 ({}) whose reference names no payout of ours", r.reason));
                 for id in outgoing::ids_of_msg_id(&settings.ispb, &r.reference).unwrap_or_default() {
-                    matched |= inbound.payout_ended(id, outcome.clone()).await.map_err(|e| e.0)?;
+                    match inbound.payout_ended(id, outcome.clone()).await.map_err(|e| e.0)? {
+                        PayoutEnded::Applied => why = None,
+                        PayoutEnded::Contradicts(w) => why = Some(format!("an admi.002 ({}): {w}", r.reason)),
+                        PayoutEnded::NotOurs => {}
+                    }
                 }
-                if !matched {
-                    let why = format!("an admi.002 ({}) whose reference names no payout of ours", r.reason);
+                if let Some(why) = why {
                     keep(kind, &r.reference, why).await.map_err(|e| e.0)?;
                 }
             }
@@ -727,9 +731,14 @@ fn status_id(r: &StatusReport) -> String {
 /// its id (the caller keeps it as unmatched).
 async fn status(inbound: &Arc<dyn Inbound>, r: &StatusReport) -> Result<Option<String>, String> {
     let id = status_id(r);
+    let contradicted = |why: String| Ok(Some(format!("an {}: {why}", r.status.code())));
     let found = match r.status {
         TxStatus::SettledForPayer => {
-            inbound.payout_ended(id, RailOutcome::settled(None)).await.map_err(|e| e.0)?
+            match inbound.payout_ended(id, RailOutcome::settled(None)).await.map_err(|e| e.0)? {
+                PayoutEnded::Applied => true,
+                PayoutEnded::NotOurs => false,
+                PayoutEnded::Contradicts(why) => return contradicted(why),
+            }
         }
         TxStatus::SettledForReceiver => inbound.incoming_ended(id, true).await.map_err(|e| e.0)?,
         TxStatus::Rejected => {
@@ -742,8 +751,11 @@ async fn status(inbound: &Arc<dyn Inbound>, r: &StatusReport) -> Result<Option<S
                 tracing::error!(id, reason, "the SPI rejected a payment for a reason about this participant");
             }
             let outcome = RailOutcome { result: Err(reject_code(&reason)), reason: Some(reason) };
-            inbound.payout_ended(id.clone(), outcome).await.map_err(|e| e.0)?
-                || inbound.incoming_ended(id, false).await.map_err(|e| e.0)?
+            match inbound.payout_ended(id.clone(), outcome).await.map_err(|e| e.0)? {
+                PayoutEnded::Applied => true,
+                PayoutEnded::NotOurs => inbound.incoming_ended(id, false).await.map_err(|e| e.0)?,
+                PayoutEnded::Contradicts(why) => return contradicted(why),
+            }
         }
         // The SPI does not send ACSP: one is read and needs nothing.
         TxStatus::Accepted => true,
