@@ -50,6 +50,14 @@ struct Route {
     methods: Vec<Method>,
 }
 
+impl Route {
+    /// What the route asks of a request with `method`; `None` when it answers no such
+    /// method (the router's 405, where nothing runs).
+    fn access_for(&self, method: &Method) -> Option<Access> {
+        self.methods.contains(method).then_some(self.access)
+    }
+}
+
 /// The access of every route pattern, and the methods it answers, as the route table
 /// declared them; indexed by the pattern's first segment, so that finding a request's route
 /// tries the few patterns that share its first segment rather than every route.
@@ -83,17 +91,20 @@ impl RouteAccess {
         }
     }
 
+    /// The route the router matches for `path` (as the router reads it).
+    fn route(&self, path: &str) -> Option<&Route> {
+        self.by_first.get(first_segment(path))?.iter().find(|r| r.def.is_match(path))
+    }
+
     /// The pattern of the route the router matches for `path` (as the router reads it).
     pub fn find(&self, path: &str) -> Option<&'static str> {
-        let routes = self.by_first.get(first_segment(path))?;
-        routes.iter().find(|r| r.def.is_match(path)).map(|r| r.pattern)
+        self.route(path).map(|r| r.pattern)
     }
 
     /// The access of the route `method` reaches on `pattern`; `None` when the pattern
     /// answers no such method (the router's 405, where nothing runs).
     pub fn get(&self, pattern: &str, method: &Method) -> Option<Access> {
-        let route = self.by_first.get(first_segment(pattern))?.iter().find(|r| r.pattern == pattern)?;
-        route.methods.contains(method).then_some(route.access)
+        self.by_first.get(first_segment(pattern))?.iter().find(|r| r.pattern == pattern)?.access_for(method)
     }
 }
 
@@ -128,13 +139,12 @@ pub async fn authorize(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let table = req.app_data::<RouteAccess>();
-    let pattern = table.and_then(|t| t.find(routed_path(req.request())));
-    let decided = match (table, pattern) {
-        (Some(table), Some(pattern)) => admit(&req, table.get(pattern, req.method()), pattern),
-        _ => Ok(()),
+    let route = req.app_data::<RouteAccess>().and_then(|t| t.route(routed_path(req.request())));
+    let decided = match route {
+        Some(route) => admit(&req, route.access_for(req.method()), route.pattern),
+        None => Ok(()),
     };
-    req.extensions_mut().insert(Routed(pattern));
+    req.extensions_mut().insert(Routed(route.map(|r| r.pattern)));
     match decided {
         Ok(()) => Ok(next.call(req).await?.map_into_boxed_body()),
         Err(e) => Ok(refuse(req, e)),
