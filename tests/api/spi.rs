@@ -126,6 +126,17 @@ pub async fn live_account(app: &TestApp, name: &str) -> (u64, String) {
     (id, t["access_token"].as_str().unwrap().to_owned())
 }
 
+/// The reconciliation read of the hour around now.
+pub async fn reconciliation(app: &TestApp) -> (u16, Value) {
+    let now = chrono::Utc::now();
+    let window = format!(
+        "from={}&to={}",
+        (now - chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        (now + chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
+    app.admin("GET", &format!("/admin/rail/reconciliation?{window}"), None).await
+}
+
 /// Polls the account's balance until it is `net` (bounded: [`SETTLE_WAIT_MAX`]).
 pub async fn wait_balance(app: &TestApp, token: &str, net: &str) {
     let deadline = std::time::Instant::now() + SETTLE_WAIT_MAX;
@@ -248,13 +259,7 @@ async fn money_arrives_and_leaves_through_the_spi_and_both_books_agree() {
 
     // The reconciliation read: the ledger's view of the settlement account agrees with the
     // SPI's (one PIX in, three payments out; the rejected one moved nothing).
-    let now = chrono::Utc::now();
-    let window = format!(
-        "from={}&to={}",
-        (now - chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        (now + chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-    );
-    let (s, r) = app.admin("GET", &format!("/admin/rail/reconciliation?{window}"), None).await;
+    let (s, r) = reconciliation(&app).await;
     assert_eq!(s, 200, "{r}");
     assert_eq!((r["ispb"].as_str(), r["rail"].as_str()), (Some(ISPB), Some("spi")), "{r}");
     assert_eq!(r["received"], json!({"count": 1, "amount": "100.00"}), "{r}");
@@ -983,12 +988,6 @@ async fn a_message_the_rail_cannot_apply_is_kept_as_an_unmatched_item_and_the_st
     assert_eq!(sim.wait_payment(&second).await["stage"], "SETTLED", "the stream went on");
     wait_balance(&app, &token, "15.00").await;
 
-    let now = chrono::Utc::now();
-    let window = format!(
-        "from={}&to={}",
-        (now - chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        (now + chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-    );
     let listed = |r: &Value| -> Vec<(String, String)> {
         r["unmatched"]
             .as_array()
@@ -997,7 +996,7 @@ async fn a_message_the_rail_cannot_apply_is_kept_as_an_unmatched_item_and_the_st
             .map(|i| (i["kind"].as_str().unwrap().to_owned(), i["reference"].as_str().unwrap().to_owned()))
             .collect()
     };
-    let (s, r) = app.admin("GET", &format!("/admin/rail/reconciliation?{window}"), None).await;
+    let (s, r) = reconciliation(&app).await;
     assert_eq!(s, 200, "{r}");
     let mut items = listed(&r);
     items.sort();
@@ -1022,11 +1021,43 @@ async fn a_message_the_rail_cannot_apply_is_kept_as_an_unmatched_item_and_the_st
         env: vec![("PIXGW_CONFIG".into(), sim.config.display().to_string())],
         ..Options::default()
     });
-    let (s, r) = app.admin("GET", &format!("/admin/rail/reconciliation?{window}"), None).await;
+    let (s, r) = reconciliation(&app).await;
     assert_eq!(s, 200, "{r}");
     let mut again = listed(&r);
     again.sort();
     assert_eq!(again, items);
+
+    // A kill -9 while new ones are being read: whatever was not confirmed is delivered
+    // again, and each still ends as one item; the stream goes on after the restart.
+    let opts = Options {
+        env: vec![("PIXGW_CONFIG".into(), sim.config.display().to_string())],
+        ..Options::default()
+    };
+    let fresh: Vec<String> = (0..3).map(|i| format!("E{ISPB}202611281200Xkilledpay{i}")).collect();
+    for id in &fresh {
+        let (s, b) = sim.post("/sim/inject", json!({"pacs002": {"endToEndId": id, "status": "ACSC"}})).await;
+        assert_eq!(s, 201, "{b}");
+    }
+    let mut child = app.take_child().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    app.start_again(&opts);
+    let deadline = std::time::Instant::now() + SETTLE_WAIT_MAX;
+    loop {
+        let (s, r) = reconciliation(&app).await;
+        assert_eq!(s, 200, "{r}");
+        let now_listed = listed(&r);
+        let killed: Vec<&(String, String)> = now_listed.iter().filter(|(_, id)| fresh.contains(id)).collect();
+        if killed.len() == fresh.len() {
+            assert_eq!(now_listed.len(), items.len() + fresh.len(), "one item each: {r}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the messages read before the kill: {r}");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    let third = sim.pay_account(account, "52998224725", "2.00").await;
+    assert_eq!(sim.wait_payment(&third).await["stage"], "SETTLED");
+    wait_balance(&app, &token, "17.00").await;
 }
 
 /// An answer that contradicts a payout's recorded final status changes nothing and is kept
@@ -1078,13 +1109,7 @@ async fn an_answer_contradicting_a_payouts_final_status_changes_nothing_and_is_k
     assert_eq!(sim.wait_payment(&later).await["stage"], "SETTLED");
     wait_balance(&app, &token, "41.00").await;
 
-    let now = chrono::Utc::now();
-    let window = format!(
-        "from={}&to={}",
-        (now - chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        (now + chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-    );
-    let (s, r) = app.admin("GET", &format!("/admin/rail/reconciliation?{window}"), None).await;
+    let (s, r) = reconciliation(&app).await;
     assert_eq!(s, 200, "{r}");
     let items = r["unmatched"].as_array().unwrap();
     let about = |id: &str| {
