@@ -148,7 +148,8 @@ impl Application {
         let keys = repo.clone();
         let on_us: crate::rail::sim::bank::OnUsResolver =
             Arc::new(move |k| keys.account_by_receiving_key(&k.key).ok().flatten());
-        let (rails, keys, spi) = start_rails(&settings, bank_directory, settle_delay, on_us, &repo)?;
+        let (rails, keys, spi) =
+            start_rails(&settings, bank_directory, settle_delay, on_us, &repo, Arc::clone(&clock))?;
         let deps = Arc::new(Deps {
             repo: repo.clone(),
             commit: Arc::clone(&commit),
@@ -188,6 +189,13 @@ impl Application {
             // The streams start once there are accounts to carry what they read to.
             spi.read(Arc::new(crate::account::Accounts { registry: Arc::clone(&registry) }));
         }
+        // Operators' approved resolutions of aged payouts a crash kept from taking effect.
+        let resolved = Arc::clone(&registry);
+        actix_web::rt::spawn(async move {
+            if let Err(e) = crate::account::apply_resolutions_again(&resolved).await {
+                tracing::error!(error = %e, "approved rail resolutions could not be applied again; they are at the next start");
+            }
+        });
         let swept = Arc::clone(&registry);
         actix_web::rt::spawn(async move {
             let mut every = tokio::time::interval(crate::account::IDLE_SWEEP_EVERY);
@@ -340,6 +348,7 @@ fn start_rails(
     settle_delay: std::time::Duration,
     on_us: crate::rail::sim::bank::OnUsResolver,
     repo: &Repo,
+    clock: Arc<Clock>,
 ) -> anyhow::Result<(crate::rail::Rails, crate::rail::keys::Keys, Option<crate::rail::spi::rail::Started>)> {
     use crate::rail::keys::{Keys, Live};
     use crate::rail::RailKind;
@@ -359,7 +368,13 @@ fn start_rails(
             (closed.recipient(), keys(Live::Closed), None)
         }
         (RailKind::Spi, Some(spi)) => {
-            let started = crate::rail::spi::rail::start(spi.clone(), on_us);
+            let kept = crate::rail::spi::rail::Kept {
+                log: Arc::new(repo.clone()),
+                in_flight: Arc::default(),
+                since: kept_since(repo, &clock)?,
+                clock,
+            };
+            let started = crate::rail::spi::rail::start(spi.clone(), on_us, kept);
             let documents = repo.clone();
             let payer_document: Arc<dyn Fn(crate::domain::ids::AccountId) -> Option<String> + Send + Sync> =
                 Arc::new(move |id| {
@@ -375,6 +390,21 @@ fn start_rails(
         (RailKind::Spi, None) => anyhow::bail!("--rail spi needs the [spi] settings"),
     };
     Ok((crate::rail::Rails { sandbox: sim.recipient(), live }, keys, spi))
+}
+
+/// Since when this store keeps every SPI payout's message before it leaves: written at the
+/// first start of a release that does, read ever after.
+fn kept_since(repo: &Repo, clock: &Clock) -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
+    use crate::store::keys::SPI_KEPT_SINCE;
+    let ms = match repo.meta(SPI_KEPT_SINCE)? {
+        Some(v) => i64::from_be_bytes(v.as_slice().try_into().context("meta/spi_kept_since is not 8 bytes")?),
+        None => {
+            let now = clock.now().timestamp_millis();
+            repo.put_meta(SPI_KEPT_SINCE, &now.to_be_bytes())?;
+            now
+        }
+    };
+    chrono::DateTime::from_timestamp_millis(ms).context("meta/spi_kept_since is out of range")
 }
 
 /// Stops the server gracefully on SIGTERM or SIGINT (Ctrl-C).

@@ -199,7 +199,25 @@ fn describe_rails() {
     describe_histogram!(
         "pixgw_icom_read_seconds",
         Unit::Seconds,
-        "Time ICOM took to answer a read (long polls included)"
+        "Time ICOM took to answer a read that delivered messages (reads that waited out the long poll are not counted)"
+    );
+    metrics::describe_gauge!(
+        "pixgw_spi_payouts_pending",
+        "Payouts sent to the SPI without a final status, by age: within_limit, or aged (no answer a minute after the debit)"
+    );
+    metrics::describe_gauge!("pixgw_spi_unmatched_open", "Unmatched rail items no operator has resolved yet");
+    metrics::describe_gauge!("pixgw_spi_send_queue", "Messages waiting for a sender to post them to ICOM");
+    metrics::describe_gauge!(
+        "pixgw_icom_last_exchange_age_seconds",
+        "Seconds since ICOM last answered a send or a read of this node (a 204 long poll counts)"
+    );
+    describe_counter!(
+        "pixgw_spi_payouts_too_late_total",
+        "Payouts that could not leave within leave_within_ms of their debit: failed unsent, amount released"
+    );
+    describe_counter!(
+        "pixgw_spi_repeat_refusals_total",
+        "admi.002 refusing a repeated posting of a message the SPI may already hold (nothing changes)"
     );
     describe_counter!("pixgw_icom_throttled_total", "ICOM answers 429 (tokens or streams), by direction");
     describe_counter!(
@@ -218,7 +236,12 @@ fn describe_rails() {
 /// `increase` an alert takes, then count the first event too. Counters labelled by a reason
 /// the SPI names are not known in advance; their alerts also fire on a series that is new.
 pub fn zero_spi_counters() {
-    for name in ["pixgw_spi_timeouts_total", "pixgw_icom_refused_total"] {
+    for name in [
+        "pixgw_spi_timeouts_total",
+        "pixgw_icom_refused_total",
+        "pixgw_spi_payouts_too_late_total",
+        "pixgw_spi_repeat_refusals_total",
+    ] {
         metrics::counter!(name).absolute(0);
     }
     for why in ["xml", "signature", "catalogue", "address"] {

@@ -298,6 +298,42 @@ impl Inbound for Accounts {
     }
 }
 
+/// Gives an approved resolution of an aged payout its effect: the payout's final status,
+/// as if the SPI had answered (CONFIRMED; or ERROR with its amount released). Idempotent:
+/// a payout no longer pending ignores it, so a start applies every approved one again.
+pub async fn apply_resolution(
+    registry: &Registry,
+    r: &crate::domain::resolution::Resolution,
+) -> Result<(), Unavailable> {
+    use crate::domain::resolution::{Outcome, Status, Subject};
+    let (Status::Approved, Subject::Payout(id)) = (r.status, &r.subject) else { return Ok(()) };
+    let Some(tx) = registry.deps().repo.payout_by_id(id).map_err(unavailable)? else { return Ok(()) };
+    if tx.status != crate::domain::transaction::TxStatus::Pending {
+        return Ok(());
+    }
+    let outcome = match r.outcome {
+        Outcome::Settled => RailOutcome::settled(None),
+        _ => RailOutcome {
+            result: Err(crate::domain::transaction::ErrorCode::PaymentExpired),
+            reason: Some("OPERATOR_RESOLVED".into()),
+        },
+    };
+    let actor = registry.get(tx.account_id).map_err(unavailable)?;
+    actor.send(Settled { local_id: tx.local_id, outcome, on_us: None }).await.map_err(unavailable)
+}
+
+/// Applies again, at start, every approved resolution of a payout still pending (a crash
+/// between the approval and its effect).
+pub async fn apply_resolutions_again(registry: &Registry) -> Result<usize, Unavailable> {
+    let all = registry.deps().repo.resolutions().map_err(unavailable)?;
+    let mut n = 0;
+    for r in all.iter().filter(|r| r.status == crate::domain::resolution::Status::Approved) {
+        apply_resolution(registry, r).await?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 impl AccountActor {
     /// The payer's institution as a received transaction records it.
     fn payer_bank(&self, ispb: &str) -> Option<BankInfo> {

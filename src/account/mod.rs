@@ -19,7 +19,7 @@ mod registry;
 mod tests;
 
 pub use actor::{AccountActor, Deps, ACCOUNT_IDLE_STOP_SECONDS};
-pub use inbound::{AcceptIncoming, Accounts, EndIncoming};
+pub use inbound::{apply_resolution, apply_resolutions_again, AcceptIncoming, Accounts, EndIncoming};
 pub use messages::{acknowledged, Early};
 pub use messages::{
     Adjust, CancelCharge, ChargeRequest, CloseMed, CommandError, CreateCharge, DictRequest, GetBalance,

@@ -30,6 +30,7 @@ pub mod rec;
 pub mod reconcile;
 pub mod recurrence;
 pub mod refunds;
+pub mod resolution;
 pub mod scenario;
 pub mod scope;
 pub mod splits;

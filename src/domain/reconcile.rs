@@ -101,7 +101,14 @@ pub fn movement(tx: &Transaction, ours: &str) -> Option<Movement> {
 }
 
 /// Whether a transaction is a payout to another institution still waiting for the SPI.
-fn pending_payout(tx: &Transaction, ours: &str) -> bool {
+/// Whether `tx` is a payout that left for the SPI (not on us) and has no final status more
+/// than `within` after it was debited, at `now`: past the SPI's own limit, its answer was
+/// lost, and an operator must close it with the settlement's evidence.
+pub fn aged_payout(tx: &Transaction, ours: &str, now: DateTime<Utc>, within: std::time::Duration) -> bool {
+    pending_payout(tx, ours) && (now - tx.created_at).to_std().is_ok_and(|waited| waited > within)
+}
+
+pub fn pending_payout(tx: &Transaction, ours: &str) -> bool {
     tx.status == TxStatus::Pending
         && matches!(tx.kind, TxKind::CashOut | TxKind::QrCashOut | TxKind::DictPix | TxKind::RefundIn)
         && tx.counterpart.bank.as_ref().is_none_or(|b| b.ispb != ours)
@@ -241,6 +248,24 @@ mod tests {
         assert_eq!(r.operator_debits, sum(1, "5.00"));
         assert_eq!(r.net, "107.00".parse::<Decimal>().unwrap(), "120.50 in, 13.50 out");
         assert_eq!(r.payouts_pending, Open::default());
+    }
+
+    #[test]
+    fn a_payout_ages_past_the_bound_after_its_debit_unless_final_or_on_us() {
+        let within = std::time::Duration::from_secs(60);
+        let mut p = tx(TxKind::CashOut, TxStatus::Pending, "4.00", Some("99999A04"), None);
+        p.created_at = at(0);
+        let now = p.created_at + chrono::Duration::seconds(60);
+        assert!(!aged_payout(&p, OURS, now, within), "at the bound");
+        assert!(aged_payout(&p, OURS, now + chrono::Duration::milliseconds(1), within));
+        let later = now + chrono::Duration::hours(1);
+        let mut done = p.clone();
+        done.status = TxStatus::Confirmed;
+        assert!(!aged_payout(&done, OURS, later, within), "final");
+        let on_us = tx(TxKind::CashOut, TxStatus::Pending, "9.00", Some(OURS), None);
+        assert!(!aged_payout(&on_us, OURS, later, within), "on us");
+        let credit = tx(TxKind::PixIn, TxStatus::Pending, "9.00", Some("99999A04"), None);
+        assert!(!aged_payout(&credit, OURS, later, within), "not a payout");
     }
 
     #[test]

@@ -964,6 +964,57 @@ pub struct ReconciliationResponse {
     /// does not verify), oldest first, each with the message itself.
     #[schema(value_type = Vec<Object>)]
     unmatched: Vec<crate::rail::Unmatched>,
+    /// Now: payouts that left for the SPI and have no final status a minute after their
+    /// debit, past the SPI's own limit (its answer was lost), oldest first, each with the
+    /// message kept for it. Closed by an operator's resolution, with the settlement's
+    /// evidence (the catalogue has no status query to ask the SPI).
+    payouts_aged: Vec<AgedPayout>,
+}
+
+/// A payout past the SPI's limit with no final status.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgedPayout {
+    account_id: u64,
+    transaction_id: String,
+    /// Its end-to-end id (a refund: its return id), the id the SPI knows it by.
+    id: String,
+    value: String,
+    created_at: String,
+    /// The message kept for it: its `BizMsgIdr`, when it was built, postings that may have
+    /// reached the SPI. Absent when none was kept (it never left).
+    #[schema(value_type = Option<Object>)]
+    message: Option<serde_json::Value>,
+}
+
+/// The payouts aged at `now` among `txs`, oldest first, with their kept messages.
+pub(crate) fn aged_payouts(
+    repo: &crate::store::Repo,
+    txs: &[crate::domain::transaction::Transaction],
+    now: DateTime<Utc>,
+) -> Result<Vec<AgedPayout>, ApiError> {
+    use crate::rail::spi::sent::{SentLog, ANSWER_WITHIN};
+    let ours = crate::domain::transaction::gateway_ispb();
+    let mut aged: Vec<&crate::domain::transaction::Transaction> =
+        txs.iter().filter(|t| crate::domain::reconcile::aged_payout(t, ours, now, ANSWER_WITHIN)).collect();
+    aged.sort_by_key(|t| (t.created_at, t.local_id));
+    aged.into_iter()
+        .map(|t| {
+            let id = t.refund.as_ref().map_or_else(|| t.end_to_end_id.clone(), |r| r.rtr_id.clone());
+            let message = repo
+                .sent(&id)
+                .map_err(|e| ApiError::internal(e.to_string()))?
+                .map(|m| serde_json::json!({"msgId": m.msg_id, "builtAt": iso(m.built_at), "attempts": m.attempts}));
+            Ok(AgedPayout {
+                account_id: t.account_id.get(),
+                transaction_id: t.transaction_id.to_string(),
+                id,
+                value: two_places(t.value.as_decimal()),
+                created_at: iso(t.created_at),
+                message,
+            })
+        })
+        .collect()
 }
 
 fn two_places(d: rust_decimal::Decimal) -> String {
@@ -1034,6 +1085,7 @@ pub async fn reconciliation(
     let accepted = state.repo.incoming_all()?;
     let ours = crate::domain::transaction::gateway_ispb();
     let r = report(&txs, &accepted, from, to, ours);
+    let payouts_aged = aged_payouts(&state.repo, &txs, state.clock.now())?;
     Ok(HttpResponse::Ok().json(ReconciliationResponse {
         ispb: ours.to_owned(),
         rail: state.keys.rail_name(),
@@ -1049,6 +1101,7 @@ pub async fn reconciliation(
         payouts_pending: open_response(r.payouts_pending),
         arrivals_accepted: open_response(r.arrivals_accepted),
         unmatched: state.repo.unmatched_items()?,
+        payouts_aged,
     }))
 }
 
@@ -1097,4 +1150,154 @@ pub async fn rotate_token_key(_: Admin, state: web::Data<AppState>) -> Result<Ht
             now + chrono::Duration::seconds(crate::auth::tokens::TOKEN_TTL_SECONDS)
         ),
     }))
+}
+
+/// The state of what a resolution closes, as storage holds it now.
+fn subject_state(
+    state: &AppState,
+    subject: &crate::domain::resolution::Subject,
+) -> Result<crate::domain::resolution::SubjectState, ApiError> {
+    use crate::domain::reconcile::{aged_payout, pending_payout};
+    use crate::domain::resolution::{Subject, SubjectState};
+    use crate::rail::spi::sent::ANSWER_WITHIN;
+    let ours = crate::domain::transaction::gateway_ispb();
+    Ok(match subject {
+        Subject::Unmatched(digest) => match state.repo.unmatched_item(digest)? {
+            None => SubjectState::Missing,
+            Some(i) if i.resolution.is_some() => SubjectState::Closed,
+            Some(_) => SubjectState::Open,
+        },
+        Subject::Payout(id) => match state.repo.payout_by_id(id)? {
+            None => SubjectState::Missing,
+            Some(t) if aged_payout(&t, ours, state.clock.now(), ANSWER_WITHIN) => SubjectState::Open,
+            Some(t) if pending_payout(&t, ours) => SubjectState::NotAged,
+            Some(_) => SubjectState::Closed,
+        },
+    })
+}
+
+/// The one mapping of a resolution's refusals to the interface's errors.
+fn resolution_error(r: crate::domain::resolution::Refusal) -> ApiError {
+    use crate::domain::resolution::Refusal;
+    match r {
+        Refusal::Missing(_) => ApiError::NotFound(r.to_string()),
+        Refusal::Evidence => ApiError::Validation(vec![Violation::new("evidence", r.to_string())]),
+        Refusal::WrongOutcome(why) => ApiError::Validation(vec![Violation::new("outcome", why)]),
+        Refusal::Closed(_) | Refusal::NotAged | Refusal::Approved | Refusal::SameOperator(_) => {
+            ApiError::Conflict(r.to_string())
+        }
+    }
+}
+
+#[utoipa::path(
+    post, path = "/admin/rail/resolutions", tag = "admin",
+    request_body(content = super::schemas::ResolutionRequest),
+    responses(
+        (status = 201, description = "Proposed: nothing changes until another operator approves", body = Object),
+        (status = 400, body = ExtendedErrorBody),
+        (status = 404, description = "No such unmatched item or payout", body = ExtendedErrorBody),
+        (status = 409, description = "Closed already, or a payout still within the SPI's limit", body = ExtendedErrorBody),
+    ),
+    security(("admin" = []))
+)]
+/// Proposes how to close an unmatched rail item or an aged payout, with the evidence.
+pub async fn propose_resolution(
+    admin: Admin,
+    req: HttpRequest,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    use crate::domain::resolution::{propose, Outcome, Subject, EVIDENCE_LEN_MAX};
+    let obj = request_object(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    f.only(&["unmatched", "payout", "outcome", "evidence"]);
+    let subject = match (f.text("unmatched", false, 64), f.text("payout", false, 64)) {
+        (Some(d), None) => Some(Subject::Unmatched(d.to_owned())),
+        (None, Some(id)) => Some(Subject::Payout(id.to_owned())),
+        _ => {
+            f.fail("unmatched", "give exactly one of unmatched (an item's digest) and payout (its id)");
+            None
+        }
+    };
+    let outcome = match f.string("outcome", true) {
+        Some(o) => Outcome::parse(o).or_else(|| {
+            f.fail("outcome", "must be SETTLED, FAILED or DISMISSED");
+            None
+        }),
+        None => None,
+    };
+    let evidence = f.text("evidence", true, EVIDENCE_LEN_MAX).map(str::to_owned);
+    finish(std::mem::take(&mut f.violations))?;
+    let (Some(subject), Some(outcome), Some(evidence)) = (subject, outcome, evidence) else {
+        return Err(ApiError::internal("validated fields missing"));
+    };
+    let now = state.clock.now();
+    let id = uuid::Uuid::new_v4().to_string();
+    let subject_now = subject_state(&state, &subject)?;
+    let r =
+        propose(id, subject, outcome, &evidence, &admin.name, subject_now, now).map_err(resolution_error)?;
+    state.repo.put_resolution(&r, None).await?;
+    tracing::warn!(target: "pixgw::audit", resolution = %r.id, subject = ?r.subject, outcome = r.outcome.as_str(), operator = %admin.name, evidence = %r.evidence, "a rail resolution was proposed; another operator must approve it");
+    Ok(HttpResponse::Created().json(&r))
+}
+
+#[utoipa::path(
+    post, path = "/admin/rail/resolutions/{id}/approval", tag = "admin",
+    params(("id" = String, Path)),
+    responses(
+        (status = 200, description = "Approved by another operator: it took effect (the payout's final status; the item closed)", body = Object),
+        (status = 404, body = ExtendedErrorBody),
+        (status = 409, description = "Approved already, proposed by this same operator, or its subject closed meanwhile", body = ExtendedErrorBody),
+    ),
+    security(("admin" = []))
+)]
+/// Approves another operator's proposal, which then takes effect.
+pub async fn approve_resolution(
+    admin: Admin,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    use crate::domain::resolution::{approve, Subject};
+    let Some(proposed) = state.repo.resolution(&path)? else {
+        return Err(ApiError::NotFound(format!("no resolution {}", path.as_str())));
+    };
+    let subject_now = subject_state(&state, &proposed.subject)?;
+    let r = approve(&proposed, &admin.name, subject_now, state.clock.now()).map_err(resolution_error)?;
+    match &r.subject {
+        Subject::Unmatched(digest) => {
+            let mut item =
+                state.repo.unmatched_item(digest)?.ok_or_else(|| ApiError::internal("item gone"))?;
+            item.resolution = Some(crate::rail::Resolved {
+                id: r.id.clone(),
+                outcome: r.outcome.as_str().to_owned(),
+                proposed_by: r.proposed_by.clone(),
+                approved_by: admin.name.clone(),
+                approved_at: state.clock.now(),
+                evidence: r.evidence.clone(),
+            });
+            state.repo.put_resolution(&r, Some(&item)).await?;
+        }
+        Subject::Payout(_) => {
+            // Recorded approved first: a start after a crash applies it again.
+            state.repo.put_resolution(&r, None).await?;
+            crate::account::apply_resolution(&state.registry, &r).await.map_err(|e| {
+                ApiError::Unavailable(crate::cause::Cause::msg(format!(
+                    "approved; its effect is applied at the next start: {e}"
+                )))
+            })?;
+        }
+    }
+    tracing::warn!(target: "pixgw::audit", resolution = %r.id, subject = ?r.subject, outcome = r.outcome.as_str(), proposed_by = %r.proposed_by, approved_by = %admin.name, "a rail resolution was approved and took effect");
+    Ok(HttpResponse::Ok().json(&r))
+}
+
+#[utoipa::path(
+    get, path = "/admin/rail/resolutions", tag = "admin",
+    responses((status = 200, description = "Every resolution, proposed or approved, oldest first", body = Object)),
+    security(("admin" = []))
+)]
+/// Every resolution of rail items, proposed or approved, with who proposed and approved it
+/// and the evidence.
+pub async fn list_resolutions(_: Admin, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(serde_json::json!({ "resolutions": state.repo.resolutions()? })))
 }

@@ -285,6 +285,9 @@ fn table() -> RouteTable {
     t.add(admin, Method::GET, "/admin/accounts/{id}/keys", admin::list_keys);
     t.add(admin, Method::DELETE, "/admin/accounts/{id}/keys/{key}", admin::remove_key);
     t.add(admin, Method::GET, "/admin/rail/reconciliation", admin::reconciliation);
+    t.add(admin, Method::POST, "/admin/rail/resolutions", admin::propose_resolution);
+    t.add(admin, Method::GET, "/admin/rail/resolutions", admin::list_resolutions);
+    t.add(admin, Method::POST, "/admin/rail/resolutions/{id}/approval", admin::approve_resolution);
     t.add(admin, Method::POST, "/admin/token-key/rotation", admin::rotate_token_key);
     t.add(admin, Method::POST, "/admin/clock", admin::move_clock);
     t.add(admin, Method::GET, "/admin/backup", admin::backup);

@@ -280,6 +280,15 @@ const SUMMARIES: &[(&str, &str)] = &[
         "GET /admin/rail/reconciliation",
         "Admin: the settlement account's movement by the ledger, and open items",
     ),
+    (
+        "POST /admin/rail/resolutions",
+        "Admin: propose how to close an unmatched rail item or an aged payout, with the evidence",
+    ),
+    ("GET /admin/rail/resolutions", "Admin: every resolution of rail items, proposed or approved"),
+    (
+        "POST /admin/rail/resolutions/{id}/approval",
+        "Admin: approve another operator's resolution, which then takes effect",
+    ),
     ("DELETE /admin/accounts/{id}/keys/{key}", "Admin: remove a key of an account from the directory"),
     (
         "POST /admin/accounts/{id}/med/{medId}/analysis",
@@ -481,6 +490,9 @@ fn default_description(status: &str) -> &'static str {
         admin::adjust,
         admin::list_keys,
         admin::reconciliation,
+        admin::propose_resolution,
+        admin::list_resolutions,
+        admin::approve_resolution,
         med::admin_analyze,
         admin::rotate_token_key,
         admin::remove_key,

@@ -47,8 +47,42 @@ pub async fn healthz(state: web::Data<AppState>) -> Result<HttpResponse, ApiErro
 pub async fn metrics(state: actix_web::web::Data<super::AppState>) -> HttpResponse {
     metrics::gauge!("pixgw_account_actors").set(state.registry.live_count() as f64);
     metrics::gauge!("pixgw_commit_queue_depth").set(state.registry.deps().commit.queue_depth() as f64);
+    if state.keys.rail_name() == "spi" {
+        rail_gauges(&state);
+    }
     crate::telemetry::record_process_metrics();
     HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(metrics_handle().render())
+}
+
+/// The SPI rail's state, read as Prometheus scrapes: payouts waiting for the SPI by age,
+/// unmatched items open, the send queue, and how long since ICOM last answered. A read the
+/// store fails leaves the last value (and says why in the log).
+fn rail_gauges(state: &super::AppState) {
+    use crate::rail::spi::sent::ANSWER_WITHIN;
+    let now = state.clock.now();
+    let ours = crate::domain::transaction::gateway_ispb();
+    match state.repo.pending_transactions() {
+        Ok(txs) => {
+            let waiting = txs.iter().filter(|t| crate::domain::reconcile::pending_payout(t, ours));
+            let (mut fresh, mut aged) = (0u64, 0u64);
+            for t in waiting {
+                if crate::domain::reconcile::aged_payout(t, ours, now, ANSWER_WITHIN) {
+                    aged += 1;
+                } else {
+                    fresh += 1;
+                }
+            }
+            metrics::gauge!("pixgw_spi_payouts_pending", "age" => "within_limit").set(fresh as f64);
+            metrics::gauge!("pixgw_spi_payouts_pending", "age" => "aged").set(aged as f64);
+        }
+        Err(e) => tracing::warn!(error = %e, "the pending payouts could not be counted"),
+    }
+    match state.repo.unmatched_items() {
+        Ok(items) => metrics::gauge!("pixgw_spi_unmatched_open")
+            .set(items.iter().filter(|i| i.resolution.is_none()).count() as f64),
+        Err(e) => tracing::warn!(error = %e, "the unmatched items could not be counted"),
+    }
+    crate::rail::spi::rail::record_rail_gauges();
 }
 
 #[utoipa::path(

@@ -908,6 +908,24 @@ pub struct AdjustmentRequest {
     reference: String,
 }
 
+/// `POST /admin/rail/resolutions`: what to close (exactly one of `unmatched` and `payout`),
+/// how, and by what evidence.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
+pub struct ResolutionRequest {
+    /// An unmatched rail item's digest (as the reconciliation read lists it).
+    unmatched: Option<String>,
+    /// An aged payout's end-to-end id (a refund: its return id).
+    payout: Option<String>,
+    /// `SETTLED` or `FAILED` for a payout (as the settlement account shows it), `DISMISSED`
+    /// for an unmatched item.
+    outcome: String,
+    /// What the resolution goes by: the statement line, the SPI's message, the adjustment
+    /// made (10 to 2000 characters).
+    evidence: String,
+}
+
 /// `POST /admin/clock` (test clock only): exactly one of `set` and `advanceSeconds`.
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -207,6 +207,23 @@ pub struct Unmatched {
     pub read_at: DateTime<Utc>,
     /// The message as read (UTF-8, lossily), at most [`UNMATCHED_TEXT_LEN_MAX`] characters.
     pub text: String,
+    /// How two operators closed it; absent while it is open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<Resolved>,
+}
+
+/// How an open rail item (an unmatched message, an aged payout) was closed: one operator
+/// proposed, another approved, with the evidence they went by.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resolved {
+    /// The resolution's id.
+    pub id: String,
+    pub outcome: String,
+    pub proposed_by: String,
+    pub approved_by: String,
+    pub approved_at: DateTime<Utc>,
+    pub evidence: String,
 }
 
 impl Unmatched {
@@ -241,6 +258,7 @@ impl Unmatched {
             resource_id: resource_id.map(str::to_owned),
             read_at,
             text,
+            resolution: None,
         }
     }
 }

@@ -15,6 +15,8 @@
 //! meta/applied_seq          u64: the last journal record the snapshot holds (commit.rs)
 //! meta/id_floor             u64: local ids below it were handed out (commit.rs)
 //! meta/record_format        u8: the binary record format the data is in (migrate.rs)
+//! meta/spi_kept_since       i64 ms: since when every SPI payout's message is kept before it
+//!                           leaves (the first start of a release that keeps them)
 //! seq/account               u64: the last account id handed out
 //! acct/{id:020}             AccountRecord (JSON)
 //! client/{clientId}         ClientRecord (JSON): the account and the secret's salted hash
@@ -59,6 +61,13 @@
 //! unmatched/{sha256}        Unmatched (JSON): a message the rail read and could not apply,
 //!                           with its text, until an operator resolves it; keyed by the
 //!                           SHA-256 of the message, so a message read again is one item
+//! railres/{id}              Resolution (JSON): an operator's proposal to close an unmatched
+//!                           rail item or an aged payout, and its approval by another
+//! spisent/{id}              SentMessage (JSON): a payout's SPI message (by end-to-end or
+//!                           return id) as built, signed and first stored, with how many
+//!                           times it was posted; every resend posts these bytes
+//! spires/{resourceId}       JSON [id, attempt]: the payout a `PI-ResourceId` that ICOM
+//!                           answered belongs to, and which posting of its message got it
 //! rec/{id:020}/{local:020}  Recurrence (JSON): a Pix Automático recurrence with its
 //!                           solicitations; its idRec carries the local id
 //! solrec/{id:020}/{local:020}  u64: the recurrence a solicitation (by its own local id,
@@ -127,6 +136,8 @@ pub const ID_FLOOR: &[u8] = b"meta/id_floor";
 pub const RECORD_FORMAT: &[u8] = b"meta/record_format";
 /// The newest data version of a release that has served from this store (big-endian u32).
 pub const DATA_VERSION: &[u8] = b"meta/data_version";
+/// Since when the SPI rail keeps every payout's message before it leaves (`rail::spi::sent`).
+pub const SPI_KEPT_SINCE: &[u8] = b"meta/spi_kept_since";
 
 pub const ACCOUNTS: &[u8] = b"acct/";
 pub const TRANSACTIONS: &[u8] = b"tx/";
@@ -140,6 +151,8 @@ pub const OUTBOX: &[u8] = b"outbox/";
 pub const ON_US: &[u8] = b"onus/";
 pub const INCOMING: &[u8] = b"spiin/";
 pub const UNMATCHED: &[u8] = b"unmatched/";
+pub const SPI_SENT: &[u8] = b"spisent/";
+pub const RAIL_RESOLUTIONS: &[u8] = b"railres/";
 
 /// A key of the layout: texts as they are, numbers zero-padded to a fixed width so keys
 /// sort by them. (Built by hand: these are made several times per payment, and `format!`
@@ -318,6 +331,12 @@ pub fn open_charges_prefix(id: AccountId) -> Vec<u8> {
 }
 
 /// The account of a `pend/`, `copen/`, `recopen/` or `cobropen/` key.
+/// The local id a `pend/` key holds.
+pub fn local_of_pending(key: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(key).ok()?.strip_prefix("pend/")?;
+    text.rsplit_once('/')?.1.parse().ok()
+}
+
 pub fn account_of_hold(key: &[u8]) -> Option<AccountId> {
     let text = std::str::from_utf8(key).ok()?;
     let rest = text
@@ -457,6 +476,21 @@ pub fn incoming(id: &str) -> Vec<u8> {
 /// An unmatched rail item, by the SHA-256 (hex) of the message it keeps.
 pub fn unmatched(digest: &str) -> Vec<u8> {
     Key::new("unmatched/").text(digest).done()
+}
+
+/// An operator's resolution of a rail item, by its id.
+pub fn rail_resolution(id: &str) -> Vec<u8> {
+    Key::new("railres/").text(id).done()
+}
+
+/// A payout's SPI message, by its end-to-end or return id.
+pub fn spi_sent(id: &str) -> Vec<u8> {
+    Key::new("spisent/").text(id).done()
+}
+
+/// The payout a resource id of ICOM names.
+pub fn spi_resource(resource_id: &str) -> Vec<u8> {
+    Key::new("spires/").text(resource_id).done()
 }
 
 #[cfg(test)]

@@ -1128,3 +1128,307 @@ async fn an_answer_contradicting_a_payouts_final_status_changes_nothing_and_is_k
     }
     assert_eq!(app.balance(&token).await, ("41.00".into(), "0.00".into(), "41.00".into()), "no money moved");
 }
+
+/// pixgw on the SPI rail of `sim` with one stream, so what the simulator delivers is read
+/// in the order it was queued.
+fn one_stream(sim: &Sim) -> Options {
+    Options {
+        env: vec![
+            ("PIXGW_CONFIG".into(), sim.config.display().to_string()),
+            ("PIXGW_SPI_STREAMS".into(), "1".into()),
+        ],
+        ..Options::default()
+    }
+}
+
+/// The message id pixgw gives the message of payout `id` (outgoing.rs).
+fn msg_id_of(id: &str) -> String {
+    format!("M{ISPB}{}", &id[9..])
+}
+
+/// Polls the simulator until message `msg_id` was posted `n` times; answers its postings.
+async fn wait_postings(sim: &Sim, msg_id: &str, n: u64) -> Value {
+    let deadline = std::time::Instant::now() + SETTLE_WAIT_MAX;
+    loop {
+        let (s, b) = sim.get(&format!("/sim/messages/{msg_id}")).await;
+        if s == 200 && b["postings"].as_u64() >= Some(n) {
+            return b;
+        }
+        assert!(std::time::Instant::now() < deadline, "{msg_id} was not posted {n} times: {b}");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A cash-out of 10.00 to the receiver that never answers, once the SPI has it: its
+/// transaction and end-to-end ids.
+async fn pay_the_silent_receiver(app: &TestApp, token: &str, sim: &Sim, external: &str) -> (String, String) {
+    let body = cash_out("silencio@spi-sim.pixgw", "EMAIL", "52998224725", external, "10.00");
+    let (s, b) = app.post_raw("/api/pix/cash-out", token, &body, &[]).await;
+    assert_eq!(s, 201, "{b}");
+    let id = b["transactionId"].as_str().unwrap().to_owned();
+    let (_, t) = app.get_with(&format!("/api/transactions/{id}"), token).await;
+    let e2e = t["endToEndId"].as_str().unwrap().to_owned();
+    wait_postings(sim, &msg_id_of(&e2e), 1).await;
+    (id, e2e)
+}
+
+/// A resend after a restart posts the bytes first sent (same message id, same timestamps,
+/// same signature), and only the SPI's answer to the original posting ends a payout: a
+/// refusal of the repeat changes nothing; a refusal or DUPL named by message id, which may
+/// answer either posting, changes nothing and is kept for an operator; the ACSC settles
+/// it. A payout posted once fails by an admi.002 naming the resource id its POST got.
+#[actix_rt::test]
+async fn a_resend_posts_the_same_bytes_and_only_the_answer_to_the_original_ends_a_payout() {
+    let sim = Sim::start(&["--timeout-ms", "600000"]);
+    let mut app = spawn_with(one_stream(&sim)).await;
+    let (account, token) = live_account(&app, "Loja Real").await;
+    let funded = sim.pay_account(account, "52998224725", "50.00").await;
+    assert_eq!(sim.wait_payment(&funded).await["stage"], "SETTLED");
+    wait_balance(&app, &token, "50.00").await;
+    // Payouts to the receiver that never answers: the SPI holds them, open.
+    let repeated = pay_the_silent_receiver(&app, &token, &sim, "held-1").await;
+
+    // A restart hands it over again: it is posted again, byte for byte.
+    let mut child = app.take_child().expect("a subprocess server");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    app.start_again(&one_stream(&sim));
+    let posted = wait_postings(&sim, &msg_id_of(&repeated.1), 2).await;
+    assert_eq!(posted["distinctBodies"], 1, "a resend is the same bytes: {posted}");
+    let once = pay_the_silent_receiver(&app, &token, &sim, "held-2").await;
+
+    let inject = |body: Value| {
+        let sim = &sim;
+        async move {
+            let (s, b) = sim.post("/sim/inject", body).await;
+            assert_eq!(s, 201, "{b}");
+        }
+    };
+    // The repeat's refusal, then a DUPL and a refusal named by message id: the last two
+    // are kept (read in this order on the one stream), and nothing ends the payout.
+    inject(json!({"admi002": {"reference": posted["resourceIds"][1], "reason": "CH16"}})).await;
+    inject(json!({"pacs002": {"endToEndId": repeated.1, "status": "RJCT", "reason": "DUPL"}})).await;
+    inject(json!({"admi002": {"reference": msg_id_of(&repeated.1), "reason": "CH16"}})).await;
+    let deadline = std::time::Instant::now() + SETTLE_WAIT_MAX;
+    let items = loop {
+        let (s, r) = reconciliation(&app).await;
+        assert_eq!(s, 200, "{r}");
+        let items = r["unmatched"].as_array().unwrap().clone();
+        if items.len() >= 2 {
+            break items;
+        }
+        assert!(std::time::Instant::now() < deadline, "the refusals were not kept: {r}");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(items.len(), 2, "the repeat's refusal is no item: {items:?}");
+    for (item, kind) in items.iter().zip(["pacs.002", "admi.002"]) {
+        assert_eq!(item["kind"], kind, "{item}");
+        assert!(item["why"].as_str().unwrap().contains("posted more than once"), "{item}");
+    }
+    let (_, t) = app.get_with(&format!("/api/transactions/{}", repeated.0), &token).await;
+    assert_eq!(t["status"], "PENDING", "no answer to a copy ends it: {t}");
+    // The SPI's settlement of it does.
+    inject(json!({"pacs002": {"endToEndId": repeated.1, "status": "ACSC"}})).await;
+    assert_eq!(app.wait_final_within(&token, &repeated.0, SETTLE_WAIT_MAX).await["status"], "CONFIRMED");
+
+    // One posted once fails by the refusal naming the resource id its POST got (read the
+    // instant ICOM answered it, or later).
+    let first_only = wait_postings(&sim, &msg_id_of(&once.1), 1).await;
+    assert_eq!(first_only["postings"], 1, "{first_only}");
+    inject(json!({"admi002": {"reference": first_only["resourceIds"][0], "reason": "CH16"}})).await;
+    let failed = app.wait_final_within(&token, &once.0, SETTLE_WAIT_MAX).await;
+    assert_eq!(failed["status"], "ERROR", "{failed}");
+    wait_balance(&app, &token, "40.00").await;
+    assert_eq!(app.balance(&token).await, ("40.00".into(), "0.00".into(), "40.00".into()));
+}
+
+/// The text of `GET /metrics`.
+async fn metrics_text(app: &TestApp) -> String {
+    let mut res = app.client.get(app.url("/metrics")).send().await.unwrap();
+    String::from_utf8(res.body().limit(8 << 20).await.unwrap().to_vec()).unwrap()
+}
+
+/// An admin request with a given operator's token.
+async fn admin_as(app: &TestApp, token: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let req = app.client.request(method.parse().unwrap(), app.url(path)).bearer_auth(token);
+    send(req, body).await
+}
+
+/// Proposes a resolution as the operator of `token`: `subject` (`{"payout": id}` or
+/// `{"unmatched": digest}`) closed with `outcome`, with some evidence.
+async fn propose_as(app: &TestApp, token: &str, subject: Value, outcome: &str) -> (u16, Value) {
+    let mut body = subject;
+    body["outcome"] = json!(outcome);
+    body["evidence"] = json!("settlement statement of 28/11: no debit for this id");
+    admin_as(app, token, "POST", "/admin/rail/resolutions", Some(body)).await
+}
+
+/// Polls the reconciliation read until it lists an unmatched item; answers the oldest.
+async fn first_unmatched(app: &TestApp) -> Value {
+    let deadline = std::time::Instant::now() + SETTLE_WAIT_MAX;
+    loop {
+        let (_, r) = reconciliation(app).await;
+        if let Some(i) = r["unmatched"].as_array().unwrap().first() {
+            return i.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "no unmatched item was kept: {r}");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A payout with no answer from the SPI past its limit is listed as aged with the message
+/// kept for it (the catalogue has no status query), shown by a gauge, and closed only by
+/// two operators: one proposes with the evidence, another approves; then it takes effect.
+/// An unmatched item is closed the same way and stops counting as open.
+#[actix_rt::test]
+async fn an_aged_payout_and_an_unmatched_item_are_closed_by_two_operators_with_the_evidence() {
+    use std::os::unix::fs::PermissionsExt;
+    const ANA: &str = "ana-admin-token-0123456789012";
+    const BIA: &str = "bia-admin-token-0123456789012";
+    let sim = Sim::start(&["--timeout-ms", "600000"]);
+    let keys = tempfile::tempdir().unwrap();
+    let file = keys.path().join("admin-tokens");
+    std::fs::write(&file, format!("ana {ANA}\nbia {BIA}\n")).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut opts = one_stream(&sim);
+    opts.env.push(("PIXGW_ADMIN_TOKEN_FILE".into(), file.display().to_string()));
+    let app = spawn_with(opts).await;
+    assert_eq!(app.creds.admin_token, ANA, "the first operator's token is the one tests use");
+    let (account, token) = live_account(&app, "Loja Real").await;
+    let funded = sim.pay_account(account, "52998224725", "50.00").await;
+    assert_eq!(sim.wait_payment(&funded).await["stage"], "SETTLED");
+    wait_balance(&app, &token, "50.00").await;
+    let (tx_id, e2e) = pay_the_silent_receiver(&app, &token, &sim, "aged-1").await;
+
+    // Within the SPI's limit the SPI may still answer: no resolution yet.
+    let (s, b) = propose_as(&app, ANA, json!({"payout": e2e}), "FAILED").await;
+    assert_eq!(s, 409, "{b}");
+    let (_, r) = reconciliation(&app).await;
+    assert_eq!(r["payoutsAged"], json!([]), "{r}");
+
+    app.advance(120).await;
+    let (_, r) = reconciliation(&app).await;
+    let aged = r["payoutsAged"].as_array().unwrap();
+    assert_eq!(aged.len(), 1, "{r}");
+    assert_eq!((aged[0]["id"].as_str(), aged[0]["value"].as_str()), (Some(e2e.as_str()), Some("10.00")));
+    assert_eq!(aged[0]["message"]["msgId"], msg_id_of(&e2e), "{r}");
+    assert_eq!(aged[0]["message"]["attempts"], 1, "{r}");
+    let metrics = metrics_text(&app).await;
+    assert!(metrics.contains("pixgw_spi_payouts_pending{age=\"aged\"} 1"), "{metrics}");
+
+    // Bad proposals change nothing.
+    for (body, field) in [
+        (json!({"payout": e2e, "outcome": "FAILED", "evidence": "short"}), "evidence"),
+        (json!({"payout": e2e, "outcome": "DISMISSED", "evidence": "a long enough evidence"}), "outcome"),
+        (
+            json!({"payout": e2e, "unmatched": "ab", "outcome": "FAILED", "evidence": "a long enough evidence"}),
+            "unmatched",
+        ),
+    ] {
+        let (s, b) = admin_as(&app, ANA, "POST", "/admin/rail/resolutions", Some(body)).await;
+        assert_eq!(s, 400, "{b}");
+        assert!(b.to_string().contains(field), "{b}");
+    }
+    let (s, b) = propose_as(&app, ANA, json!({"payout": "E0000"}), "FAILED").await;
+    assert_eq!(s, 404, "{b}");
+
+    let (s, proposed) = propose_as(&app, ANA, json!({"payout": e2e}), "FAILED").await;
+    assert_eq!(s, 201, "{proposed}");
+    assert_eq!(
+        (proposed["status"].as_str(), proposed["proposedBy"].as_str()),
+        (Some("PROPOSED"), Some("ana"))
+    );
+    let approval = format!("/admin/rail/resolutions/{}/approval", proposed["id"].as_str().unwrap());
+    let (s, b) = admin_as(&app, ANA, "POST", &approval, None).await;
+    assert_eq!(s, 409, "the proposer cannot approve: {b}");
+    let (_, t) = app.get_with(&format!("/api/transactions/{tx_id}"), &token).await;
+    assert_eq!(t["status"], "PENDING", "a proposal alone changes nothing: {t}");
+    let (s, approved) = admin_as(&app, BIA, "POST", &approval, None).await;
+    assert_eq!(s, 200, "{approved}");
+    assert_eq!(
+        (approved["status"].as_str(), approved["approvedBy"].as_str()),
+        (Some("APPROVED"), Some("bia"))
+    );
+    assert_eq!(app.wait_final_within(&token, &tx_id, SETTLE_WAIT_MAX).await["status"], "ERROR");
+    wait_balance(&app, &token, "50.00").await;
+    let (s, b) = admin_as(&app, BIA, "POST", &approval, None).await;
+    assert_eq!(s, 409, "approved once: {b}");
+
+    // An unmatched item: a status of nothing of ours.
+    let (s, b) = sim
+        .post(
+            "/sim/inject",
+            json!({"pacs002": {"endToEndId": "E9999999920261128120000000000000", "status": "ACSC"}}),
+        )
+        .await;
+    assert_eq!(s, 201, "{b}");
+    let digest = first_unmatched(&app).await["digest"].as_str().unwrap().to_owned();
+    let (s, b) = propose_as(&app, BIA, json!({"unmatched": digest}), "SETTLED").await;
+    assert_eq!(s, 400, "an item is dismissed, not settled: {b}");
+    let (s, proposed) = propose_as(&app, BIA, json!({"unmatched": digest}), "DISMISSED").await;
+    assert_eq!(s, 201, "{proposed}");
+    let approval = format!("/admin/rail/resolutions/{}/approval", proposed["id"].as_str().unwrap());
+    let (s, b) = admin_as(&app, ANA, "POST", &approval, None).await;
+    assert_eq!(s, 200, "{b}");
+    let (_, r) = reconciliation(&app).await;
+    let item = &r["unmatched"][0];
+    assert_eq!(
+        (item["resolution"]["proposedBy"].as_str(), item["resolution"]["approvedBy"].as_str()),
+        (Some("bia"), Some("ana")),
+        "{r}"
+    );
+    let metrics = metrics_text(&app).await;
+    assert!(metrics.contains("pixgw_spi_unmatched_open 0"), "{metrics}");
+    assert!(metrics.contains("pixgw_spi_payouts_pending{age=\"aged\"} 0"), "{metrics}");
+    let (s, list) = admin_as(&app, BIA, "GET", "/admin/rail/resolutions", None).await;
+    assert_eq!(s, 200, "{list}");
+    assert_eq!(list["resolutions"].as_array().unwrap().len(), 2, "{list}");
+    assert_eq!(app.balance(&token).await, ("50.00".into(), "0.00".into(), "50.00".into()));
+}
+
+/// ICOM's faults on a post: a 408, and a 429 whose `Retry-After` is an HTTP date, stored
+/// nothing and are tried again (the payout settles). A 502 after the SPI stored the message
+/// leaves its outcome unknown: the next posting is the same bytes, counted as a repeat, so a
+/// refusal named by message id fails nothing (it is kept) and the SPI's settlement ends it.
+#[actix_rt::test]
+async fn icom_faults_on_a_post_are_tried_again_and_a_post_of_unknown_outcome_counts_as_sent() {
+    let sim = Sim::start(&["--timeout-ms", "600000"]);
+    let app = spawn_with(one_stream(&sim)).await;
+    let (account, token) = live_account(&app, "Loja Real").await;
+    let funded = sim.pay_account(account, "52998224725", "50.00").await;
+    assert_eq!(sim.wait_payment(&funded).await["stage"], "SETTLED");
+    wait_balance(&app, &token, "50.00").await;
+    let faults = |body: Value| {
+        let sim = &sim;
+        async move {
+            let (s, b) = send(sim.client.put(format!("{}/sim/faults", sim.control)), Some(body)).await;
+            assert_eq!(s, 204, "{b}");
+        }
+    };
+
+    faults(json!({"answer408": 1, "answer429HttpDate": 1})).await;
+    let (key, doc, _) = directory_key("EMAIL", 1);
+    let (s, b) =
+        app.post_raw("/api/pix/cash-out", &token, &cash_out(&key, "EMAIL", &doc, "f-1", "5.00"), &[]).await;
+    assert_eq!(s, 201, "{b}");
+    let paid = app.wait_final_within(&token, b["transactionId"].as_str().unwrap(), SETTLE_WAIT_MAX).await;
+    assert_eq!(paid["status"], "CONFIRMED", "{paid}");
+    let posted = wait_postings(&sim, &msg_id_of(paid["endToEndId"].as_str().unwrap()), 1).await;
+    assert_eq!(posted["postings"], 1, "the refused posts stored nothing: {posted}");
+
+    faults(json!({"answer502AfterStoring": 1})).await;
+    let (tx_id, e2e) = pay_the_silent_receiver(&app, &token, &sim, "f-2").await;
+    let posted = wait_postings(&sim, &msg_id_of(&e2e), 2).await;
+    assert_eq!(posted["distinctBodies"], 1, "{posted}");
+    let (s, b) =
+        sim.post("/sim/inject", json!({"admi002": {"reference": msg_id_of(&e2e), "reason": "CH16"}})).await;
+    assert_eq!(s, 201, "{b}");
+    let item = first_unmatched(&app).await;
+    assert!(item["why"].as_str().unwrap().contains("posted more than once"), "{item}");
+    let (_, t) = app.get_with(&format!("/api/transactions/{tx_id}"), &token).await;
+    assert_eq!(t["status"], "PENDING", "{t}");
+    let (s, b) = sim.post("/sim/inject", json!({"pacs002": {"endToEndId": e2e, "status": "ACSC"}})).await;
+    assert_eq!(s, 201, "{b}");
+    assert_eq!(app.wait_final_within(&token, &tx_id, SETTLE_WAIT_MAX).await["status"], "CONFIRMED");
+    wait_balance(&app, &token, "35.00").await;
+}

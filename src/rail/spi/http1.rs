@@ -4,9 +4,11 @@
 //! between requests, and reads `Content-Length` and chunked bodies.
 //!
 //! Each connection carries one request at a time; the client keeps the idle ones for the
-//! next request ([`IDLE_CONNECTIONS_MAX`]). A request on a kept connection that the server
-//! closed meanwhile is sent once more on a fresh one: the rails' requests are safe to repeat
-//! (a message is taken once by its id; a read that got no answer confirmed nothing).
+//! next request ([`IDLE_CONNECTIONS_MAX`]). A read (`GET`, `DELETE`) on a kept connection
+//! that the server closed meanwhile is sent once more on a fresh one: a read that got no
+//! answer confirmed nothing. A `POST` never is: the server may have taken it before it
+//! closed, so the caller hears that its outcome is unknown and decides (the SPI rail counts
+//! the next posting as a repeat). One deadline bounds the whole request, connecting included.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -131,11 +133,13 @@ impl Client {
             head.push_str(&format!("Content-Length: {}\r\n", body.len()));
         }
         head.push_str("\r\n");
+        let deadline = tokio::time::Instant::now() + timeout;
         let kept = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let attempt = |conn: TlsStream<TcpStream>| exchange(conn, head.as_bytes(), body, method == "HEAD");
+        let repeatable = method != "POST";
         let result = match kept {
-            Some(conn) => match tokio::time::timeout(timeout, attempt(conn)).await {
-                Ok(Err(Exchange::Stale)) => None,
+            Some(conn) => match tokio::time::timeout_at(deadline, attempt(conn)).await {
+                Ok(Err(Exchange::Stale)) if repeatable => None,
                 other => Some(other),
             },
             None => None,
@@ -143,10 +147,10 @@ impl Client {
         let result = match result {
             Some(r) => r,
             None => {
-                let conn = tokio::time::timeout(timeout, self.connect()).await.map_err(|_| {
+                let conn = tokio::time::timeout_at(deadline, self.connect()).await.map_err(|_| {
                     std::io::Error::new(std::io::ErrorKind::TimedOut, "connecting timed out")
                 })??;
-                tokio::time::timeout(timeout, attempt(conn)).await
+                tokio::time::timeout_at(deadline, attempt(conn)).await
             }
         };
         match result {

@@ -190,7 +190,8 @@ pub fn gunzip(body: &[u8]) -> Result<Vec<u8>, String> {
 /// Why a request to ICOM did not get its answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IcomError {
-    /// 429: too many requests or streams; try again after this long.
+    /// 429 (too many requests or streams) or 408 (the request was not read in time):
+    /// nothing was stored; try again after this long.
     #[error("throttled; retry after {0:?}")]
     Throttled(Duration),
     /// 5xx, a timeout or a broken connection: the outcome is unknown; try again later.
@@ -333,13 +334,29 @@ fn path_of(next: &str) -> String {
     }
 }
 
+/// The longest a `Retry-After` makes the client wait.
+pub const RETRY_AFTER_MAX: Duration = Duration::from_secs(60);
+
+/// How long a `Retry-After` value asks to wait at `now`: delay-seconds or an HTTP date
+/// (RFC 9110), at least a second and at most [`RETRY_AFTER_MAX`]; a second when absent or
+/// unreadable.
+pub fn retry_after(value: Option<&str>, now: chrono::DateTime<chrono::Utc>) -> Duration {
+    let min = Duration::from_secs(1);
+    let wait = value.map(str::trim).and_then(|v| match v.parse::<u64>() {
+        Ok(secs) => Some(Duration::from_secs(secs)),
+        Err(_) => chrono::DateTime::parse_from_rfc2822(v)
+            .ok()
+            .map(|at| (at.with_timezone(&chrono::Utc) - now).to_std().unwrap_or_default()),
+    });
+    wait.unwrap_or(min).clamp(min, RETRY_AFTER_MAX)
+}
+
 fn error_of(res: &super::http1::Response) -> IcomError {
     let text = String::from_utf8_lossy(&res.body[..res.body.len().min(512)]).into_owned();
     match res.status {
-        429 => {
-            let after = res.header("retry-after").and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(1);
-            IcomError::Throttled(Duration::from_secs(after.clamp(1, 60)))
-        }
+        // 429: the bucket is empty or too many streams are open; 408: the request did not
+        // reach the server whole in time. Neither stored anything: the same request later.
+        429 | 408 => IcomError::Throttled(retry_after(res.header("retry-after"), chrono::Utc::now())),
         410 => IcomError::Gone,
         s if s >= 500 => IcomError::Unavailable(format!("{s}: {text}")),
         s => IcomError::Refused(s, text),
@@ -377,6 +394,38 @@ mod tests {
         assert_eq!(&parts[1].body[..], b"<Envelope/>");
         assert!(read_multipart("b1", b"--b1\r\nContent-Type: x\r\n\r\nno end").is_err());
         assert!(read_multipart("b2", body).is_err());
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates_within_bounds() {
+        let now: chrono::DateTime<chrono::Utc> = "2026-11-28T12:00:00Z".parse().unwrap();
+        assert_eq!(retry_after(Some("7"), now), Duration::from_secs(7));
+        assert_eq!(retry_after(Some(" 0 "), now), Duration::from_secs(1), "at least a second");
+        assert_eq!(retry_after(Some("61"), now), RETRY_AFTER_MAX);
+        assert_eq!(retry_after(Some("Sat, 28 Nov 2026 12:00:30 GMT"), now), Duration::from_secs(30));
+        assert_eq!(
+            retry_after(Some("Sat, 28 Nov 2026 11:00:00 GMT"), now),
+            Duration::from_secs(1),
+            "a past date"
+        );
+        assert_eq!(retry_after(Some("Sun, 29 Nov 2026 12:00:00 GMT"), now), RETRY_AFTER_MAX);
+        assert_eq!(retry_after(Some("soon"), now), Duration::from_secs(1));
+        assert_eq!(retry_after(None, now), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_408_and_a_429_are_tried_again_and_other_4xx_are_final() {
+        let res = |status: u16, headers: Vec<(String, String)>| super::super::http1::Response {
+            status,
+            headers,
+            body: b"no".to_vec(),
+        };
+        assert_eq!(error_of(&res(408, vec![])), IcomError::Throttled(Duration::from_secs(1)));
+        let after = vec![("Retry-After".to_owned(), "3".to_owned())];
+        assert_eq!(error_of(&res(429, after)), IcomError::Throttled(Duration::from_secs(3)));
+        assert!(error_of(&res(503, vec![])).is_transient());
+        assert_eq!(error_of(&res(410, vec![])), IcomError::Gone);
+        assert_eq!(error_of(&res(400, vec![])), IcomError::Refused(400, "no".into()));
     }
 
     #[test]

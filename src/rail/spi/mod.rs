@@ -9,6 +9,8 @@
 //! - `dsig`: the signature profiles of the SPI and the DICT: sign and verify.
 //! - `message`: the catalogue's messages (pacs.008, pacs.002, pacs.004, admi.002).
 //! - `icom`: the ICOM protocol (paths, multipart, gzip) and the participant's client.
+//! - `sent`: what was sent, kept so every resend posts the same bytes and a refusal can be
+//!   placed (the original's, or a repeat's).
 //! - `dict`: the DICT's XML bodies.
 //! - `simulator`: `pixgw spi-sim`, the rails on one machine.
 
@@ -23,6 +25,7 @@ pub mod outgoing;
 pub mod payload_reader;
 pub mod pki;
 pub mod rail;
+pub mod sent;
 pub mod settings;
 pub mod simulator;
 pub mod xml;

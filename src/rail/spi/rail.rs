@@ -13,11 +13,14 @@
 //! "The SPI rail").
 //!
 //! **Sending, exactly once.** A payout reaches the rail only once its pending debit is
-//! durable; at every start each pending debit is handed over again. Its message is made
-//! from the stored transaction (its `BizMsgIdr` derived from its end-to-end id), so a
-//! resend is the same message and the SPI takes it once. A message is posted until ICOM
-//! answers 201: 429 waits as long as `Retry-After` says, 503 and network failures back off;
-//! only a 4xx refusal gives up (the payout fails as `PAYMENT_EXPIRED`, with the reason).
+//! durable; at every start each pending debit is handed over again. Its message is built,
+//! signed and kept ([`super::sent`]) before it is first posted, and every later posting
+//! sends those bytes, so the SPI takes it once by its `BizMsgIdr`; a payout that cannot
+//! leave within `leave_within` of its debit fails unsent. A message is posted until ICOM
+//! answers 201: 429 and 408 wait as `Retry-After` says, 5xx and network failures back off
+//! (the next posting counted as a repeat); a 4xx refusal fails the payout only at its first
+//! counted posting. A refusal (admi.002, DUPL) ends a payout only when it can be the answer
+//! to the original posting.
 //!
 //! **Reading, exactly once.** A read is confirmed (the next read, which asks ICOM for more)
 //! only after everything it delivered has its effect on disk: an arrival's acceptance or
@@ -35,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use actix_web::web::Bytes;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, oneshot};
 
 use super::directory::{DictClient, DictError, EntryCache, Lookup};
@@ -43,6 +46,7 @@ use super::dsig::{self, Profile};
 use super::icom::{IcomClient, IcomError, Pulled, MESSAGES_PER_REQUEST_MAX};
 use super::message::{Body, CreditTransfer, Ispb, Message, Return, StatusReport, TxStatus};
 use super::outgoing;
+use super::sent::{self as kept_log, Leave, RefusedCopy, SentLog, SentMessage};
 use super::settings::SpiSettings;
 use super::xml::Document;
 use crate::domain::decide::IncomingRefusal;
@@ -50,6 +54,25 @@ use crate::domain::pix_key::DirectoryKey;
 use crate::domain::transaction::{gateway_ispb, ErrorCode, RailDetails, RailOutcome};
 use crate::rail::sim::bank::OnUsResolver;
 use crate::rail::{Arrival, ArrivalTo, Inbound, Payout, PayoutEnded, Refuse, Settled};
+
+/// When ICOM last answered a request of this node (ms since the epoch, the system clock):
+/// the gauge `pixgw_icom_last_exchange_age_seconds` is read from it. Set when the rail
+/// starts, so a rail that never reached ICOM ages from its start.
+static LAST_EXCHANGE_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+/// Messages queued for posting and not yet taken by a sender.
+static SEND_QUEUE: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+fn exchanged() {
+    LAST_EXCHANGE_MS.store(Utc::now().timestamp_millis(), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Sets the rail's gauges that live in this module (read at each scrape).
+pub fn record_rail_gauges() {
+    let last = LAST_EXCHANGE_MS.load(std::sync::atomic::Ordering::Relaxed);
+    let age_ms = (Utc::now().timestamp_millis() - last).max(0);
+    metrics::gauge!("pixgw_icom_last_exchange_age_seconds").set(age_ms as f64 / 1000.0);
+    metrics::gauge!("pixgw_spi_send_queue").set(SEND_QUEUE.load(std::sync::atomic::Ordering::Relaxed) as f64);
+}
 
 /// Tasks posting messages at once, on each of the two threads.
 pub const SENDERS: usize = 2;
@@ -98,7 +121,65 @@ pub fn refusal_reason(r: &Refuse) -> &'static str {
 /// One message waiting to be posted, and who waits for its 201.
 struct Outbound {
     body: Bytes,
-    done: Option<oneshot::Sender<Result<(), IcomError>>>,
+    /// The payout it carries (its end-to-end or return id) and the posting this is, as
+    /// counted in its [`SentMessage`]; `None` for an answer, which is kept nowhere.
+    payout: Option<(String, u32)>,
+    done: Option<oneshot::Sender<Result<(), Refusal>>>,
+}
+
+/// ICOM refused a message for good (a 4xx but 408 and 429), at posting `attempt`.
+#[derive(Debug, Clone)]
+struct Refusal {
+    error: IcomError,
+    attempt: u32,
+}
+
+/// Postings of payouts whose resource ids are not recorded yet. A refusal naming a resource
+/// id the store does not know waits until none is left, so an admi.002 read in the instant
+/// between ICOM's 201 and its record is matched, not kept as unmatched.
+#[derive(Default)]
+pub struct InFlight {
+    count: std::sync::atomic::AtomicUsize,
+    settled: tokio::sync::Notify,
+}
+
+impl InFlight {
+    fn enter(&self) {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn leave(&self) {
+        if self.count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            self.settled.notify_waiters();
+        }
+    }
+
+    /// Waits until no posting is unrecorded, or `bound` passed.
+    async fn drained(&self, bound: Duration) {
+        let wait = async {
+            loop {
+                let notified = self.settled.notified();
+                if self.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        let _ = tokio::time::timeout(bound, wait).await;
+    }
+}
+
+/// What the rail keeps of what it sent, shared by its senders and readers.
+#[derive(Clone)]
+pub struct Kept {
+    pub log: Arc<dyn SentLog>,
+    pub in_flight: Arc<InFlight>,
+    /// The server clock: a payout's message is stamped with it and its bound kept by it.
+    pub clock: Arc<crate::clock::Clock>,
+    /// Since when every payout's message is kept before it leaves: a payout debited before
+    /// (by a release that did not keep them) may have left without a record, so it is
+    /// built again rather than failed as late.
+    pub since: DateTime<Utc>,
 }
 
 /// The rail's actor: takes payouts.
@@ -109,6 +190,7 @@ pub struct SpiRail {
     /// Which account of this gateway a key is the receiving key of: a payment to it is
     /// settled on us, never sent (the SPI refuses a transfer within one participant).
     on_us: OnUsResolver,
+    kept: Kept,
 }
 
 /// The SPI rail, started but not reading yet (see [`Started::read`]).
@@ -120,13 +202,15 @@ pub struct Started {
     handle: ArbiterHandle,
     settings: SpiSettings,
     outbox: mpsc::UnboundedSender<Outbound>,
+    kept: Kept,
 }
 
 /// Starts the rail on its two threads: the payout actor and its senders, the DICT client
 /// and the answers' senders. It reads nothing until [`Started::read`] gives it the accounts
 /// to carry what it reads to.
-pub fn start(settings: SpiSettings, on_us: OnUsResolver) -> Started {
+pub fn start(settings: SpiSettings, on_us: OnUsResolver, kept: Kept) -> Started {
     crate::telemetry::zero_spi_counters();
+    exchanged();
     // Both arbiters live as long as the process.
     let inbound = Arbiter::new();
     let in_handle = inbound.handle();
@@ -144,27 +228,34 @@ pub fn start(settings: SpiSettings, on_us: OnUsResolver) -> Started {
     let (payouts_tx, payouts_rx) = mpsc::unbounded_channel::<Outbound>();
     let rail_settings = settings.clone();
     let rail_dict = dict.clone();
+    let rail_kept = kept.clone();
     let rail = SpiRail::start_in_arbiter(&out_handle, move |_| SpiRail {
         settings: rail_settings,
         outbox: payouts_tx,
         dict: rail_dict,
         on_us,
+        kept: rail_kept,
     });
-    spawn_senders(&out_handle, &settings, payouts_rx);
+    spawn_senders(&out_handle, &settings, payouts_rx, Some(kept.clone()));
     let (answers_tx, answers_rx) = mpsc::unbounded_channel::<Outbound>();
-    spawn_senders(&in_handle, &settings, answers_rx);
-    Started { rail, dict, dict_cache, handle: in_handle, settings, outbox: answers_tx }
+    spawn_senders(&in_handle, &settings, answers_rx, None);
+    Started { rail, dict, dict_cache, handle: in_handle, settings, outbox: answers_tx, kept }
 }
 
 /// [`SENDERS`] tasks on `thread` posting what `rx` receives.
-fn spawn_senders(thread: &ArbiterHandle, settings: &SpiSettings, rx: mpsc::UnboundedReceiver<Outbound>) {
+fn spawn_senders(
+    thread: &ArbiterHandle,
+    settings: &SpiSettings,
+    rx: mpsc::UnboundedReceiver<Outbound>,
+    kept: Option<Kept>,
+) {
     let rx = Arc::new(tokio::sync::Mutex::new(rx));
     let settings = settings.clone();
     thread.spawn(async move {
         match icom_client(&settings) {
             Some(icom) => {
                 for _ in 0..SENDERS {
-                    actix_web::rt::spawn(sender(icom.clone(), Arc::clone(&rx)));
+                    actix_web::rt::spawn(sender(icom.clone(), Arc::clone(&rx), kept.clone()));
                 }
             }
             None => tracing::error!("the SPI rail cannot send: no ICOM client"),
@@ -203,6 +294,7 @@ impl Started {
     pub fn read(&self, inbound: Arc<dyn Inbound>) {
         let settings = self.settings.clone();
         let outbox = self.outbox.clone();
+        let kept = self.kept.clone();
         self.handle.spawn(med_refunds(self.dict.clone(), Arc::clone(&inbound), settings.med_poll));
         self.handle.spawn(async move {
             let Some(icom) = icom_client(&settings) else { return };
@@ -213,6 +305,7 @@ impl Started {
                     settings.clone(),
                     Arc::clone(&inbound),
                     outbox.clone(),
+                    kept.clone(),
                 ));
             }
         });
@@ -288,45 +381,127 @@ async fn med_refunds(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: D
     }
 }
 
+/// How long a payout waits before it is handed over again when its message could not be
+/// kept (the store did not answer).
+const KEEP_RETRY_AFTER: Duration = Duration::from_secs(1);
+
 impl SpiRail {
-    /// Signs and queues a payout's message; a payout that cannot be sent fails.
-    fn send(&self, payout: Payout) {
-        let now = Utc::now();
-        let made = outgoing::payout(&self.settings.ispb, &payout.tx, &payout.payer, now)
-            .and_then(|m| dsig::sign_spi(&m.write(), &self.settings.signer).map_err(|e| e.to_string()));
+    /// Sends a payout's message: the one kept by an earlier hand-over, posted again as it
+    /// is; else, unless it is already too late to leave, a new one, built, signed and kept
+    /// before its first posting. A payout that cannot be sent fails.
+    fn send(&self, payout: Payout, ctx: &mut Context<Self>) {
         let local_id = payout.tx.local_id;
-        let body = match made {
-            Ok(b) => b,
+        let id = payout_id(&payout.tx);
+        let fail = |payout: &Payout, code: ErrorCode, reason: &str| {
+            let outcome = RailOutcome { result: Err(code), reason: Some(reason.into()) };
+            payout.reply_to.do_send(Settled { local_id, outcome, on_us: None });
+        };
+        let stored = match self.kept.log.sent(&id) {
+            Ok(s) => s,
             Err(e) => {
-                tracing::error!(local_id, error = %e, "a payout cannot be sent on the SPI");
-                let outcome = RailOutcome {
-                    result: Err(ErrorCode::OrderRejected),
-                    reason: Some("NOT_SENDABLE".into()),
-                };
-                payout.reply_to.do_send(Settled { local_id, outcome, on_us: None });
+                tracing::warn!(local_id, error = %e, "a payout's kept message could not be read; handing it over again");
+                let me = ctx.address();
+                ctx.run_later(KEEP_RETRY_AFTER, move |_, _| me.do_send(payout));
                 return;
             }
         };
-        let (done, answered) = oneshot::channel();
-        if self.outbox.send(Outbound { body: Bytes::from(body), done: Some(done) }).is_err() {
-            return;
-        }
-        // A payment to a key looked up gives the payer's lookup token back.
-        if payout.tx.refund.is_none() && payout.tx.counterpart.key.is_some() {
-            self.dict.do_send(super::directory::Paid { payer_document: payout.payer.document.clone() });
-        }
-        metrics::counter!("pixgw_spi_messages_sent_total", "kind" => if payout.tx.refund.is_some() { "pacs.004" } else { "pacs.008" }).increment(1);
-        let reply_to = payout.reply_to;
+        let now = self.kept.clock.now();
+        // A payout debited before messages were kept may have left without a record: it is
+        // built again (the SPI takes its id once), never failed as late.
+        let bound = if stored.is_none() && payout.tx.created_at < self.kept.since {
+            Duration::MAX
+        } else {
+            self.settings.leave_within
+        };
+        let message = match kept_log::leave(stored, payout.tx.created_at, now, bound) {
+            Leave::TooLate { waited } => {
+                metrics::counter!("pixgw_spi_payouts_too_late_total").increment(1);
+                tracing::warn!(
+                    local_id,
+                    id,
+                    waited_ms = waited.as_millis() as u64,
+                    bound_ms = bound.as_millis() as u64,
+                    "a payout could not leave in time: it fails unsent and its amount is released"
+                );
+                return fail(&payout, ErrorCode::PaymentExpired, "NOT_SENT_IN_TIME");
+            }
+            Leave::Resend(mut m) => {
+                // The earlier posting may have reached the SPI: this one is a repeat.
+                m.attempts += 1;
+                m
+            }
+            Leave::Build => {
+                let made =
+                    outgoing::payout(&self.settings.ispb, &payout.tx, &payout.payer, now).and_then(|m| {
+                        let msg_id = m.msg_id.clone();
+                        dsig::sign_spi(&m.write(), &self.settings.signer)
+                            .map(|body| (msg_id, body))
+                            .map_err(|e| e.to_string())
+                    });
+                match made {
+                    Ok((msg_id, body)) => {
+                        SentMessage { id: id.clone(), msg_id, built_at: now, body, attempts: 1 }
+                    }
+                    Err(e) => {
+                        tracing::error!(local_id, error = %e, "a payout cannot be sent on the SPI");
+                        return fail(&payout, ErrorCode::OrderRejected, "NOT_SENDABLE");
+                    }
+                }
+            }
+        };
+        let log = Arc::clone(&self.kept.log);
+        let outbox = self.outbox.clone();
+        let dict = self.dict.clone();
+        let me = ctx.address();
         actix_web::rt::spawn(async move {
-            if let Ok(Err(IcomError::Refused(status, text))) = answered.await {
-                tracing::error!(local_id, status, text, "ICOM refused a payout's message");
-                let outcome = RailOutcome {
-                    result: Err(ErrorCode::PaymentExpired),
-                    reason: Some(format!("ICOM_{status}")),
-                };
-                reply_to.do_send(Settled { local_id, outcome, on_us: None });
+            // Kept before it leaves: every later posting sends these bytes.
+            if let Err(e) = log.keep(message.clone()).await {
+                tracing::warn!(local_id, error = %e, "a payout's message could not be kept; handing it over again");
+                actix_web::rt::time::sleep(KEEP_RETRY_AFTER).await;
+                me.do_send(payout);
+                return;
+            }
+            let attempt = message.attempts;
+            let (done, answered) = oneshot::channel();
+            let queued = Outbound {
+                body: Bytes::from(message.body),
+                payout: Some((message.id, attempt)),
+                done: Some(done),
+            };
+            if outbox.send(queued).is_err() {
+                return;
+            }
+            SEND_QUEUE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            // A payment to a key looked up gives the payer's lookup token back.
+            if attempt == 1 && payout.tx.refund.is_none() && payout.tx.counterpart.key.is_some() {
+                dict.do_send(super::directory::Paid { payer_document: payout.payer.document.clone() });
+            }
+            metrics::counter!("pixgw_spi_messages_sent_total", "kind" => if payout.tx.refund.is_some() { "pacs.004" } else { "pacs.008" }).increment(1);
+            if let Ok(Err(Refusal { error: IcomError::Refused(status, text), attempt })) = answered.await {
+                if attempt <= 1 {
+                    // Refused at its only posting: the SPI holds nothing of it.
+                    tracing::error!(local_id, status, text, "ICOM refused a payout's message");
+                    let outcome = RailOutcome {
+                        result: Err(ErrorCode::PaymentExpired),
+                        reason: Some(format!("ICOM_{status}")),
+                    };
+                    payout.reply_to.do_send(Settled { local_id, outcome, on_us: None });
+                } else {
+                    // An earlier posting may have reached the SPI: its answer decides.
+                    tracing::error!(local_id, status, text, attempt,
+                        "ICOM refused a repeat of a payout's message; the payout waits for the SPI's answer to an earlier posting");
+                }
             }
         });
+    }
+}
+
+/// The id a payout's message is kept and answered under: a refund's return id, else its
+/// end-to-end id.
+fn payout_id(tx: &crate::domain::transaction::Transaction) -> String {
+    match &tx.refund {
+        Some(r) => r.rtr_id.clone(),
+        None => tx.end_to_end_id.clone(),
     }
 }
 
@@ -351,7 +526,7 @@ impl Handler<Payout> for SpiRail {
             payout.tx.rail.as_ref().is_some_and(|r| r.creditor_document.is_some() && r.instrument.is_some())
                 || payout.tx.refund.is_some();
         if complete {
-            return self.send(payout);
+            return self.send(payout, ctx);
         }
         // A payout made without a lookup (a charge's split): the payee's key is looked up
         // now, for the same end-to-end id.
@@ -370,7 +545,7 @@ impl Handler<Payout> for SpiRail {
             Ok(Ok(entry)) => {
                 let mut payout = payout;
                 apply_entry(&mut payout.tx, &entry);
-                act.send(payout);
+                act.send(payout, ctx);
             }
             Ok(Err(DictError::NotFound)) => {
                 let outcome = RailOutcome {
@@ -408,7 +583,11 @@ pub fn apply_entry(tx: &mut crate::domain::transaction::Transaction, entry: &sup
 }
 
 /// Posts what waits, up to ten messages a request, until ICOM takes them.
-async fn sender(icom: IcomClient, rx: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Outbound>>>) {
+async fn sender(
+    icom: IcomClient,
+    rx: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Outbound>>>,
+    kept: Option<Kept>,
+) {
     loop {
         let mut batch = Vec::with_capacity(MESSAGES_PER_REQUEST_MAX);
         {
@@ -424,19 +603,70 @@ async fn sender(icom: IcomClient, rx: Arc<tokio::sync::Mutex<mpsc::UnboundedRece
                 }
             }
         }
-        post(&icom, batch).await;
+        SEND_QUEUE.fetch_sub(batch.len() as i64, std::sync::atomic::Ordering::Relaxed);
+        post(&icom, kept.as_ref(), batch).await;
+    }
+}
+
+/// Counts one more posting of each payout in `batch`, durably, before it leaves: the
+/// posting before it may have reached the SPI.
+async fn count_repeat(kept: Option<&Kept>, batch: &mut [Outbound]) -> Result<(), String> {
+    let Some(kept) = kept else { return Ok(()) };
+    for o in batch.iter_mut() {
+        let Some((id, attempt)) = &mut o.payout else { continue };
+        let mut m = kept.log.sent(id).map_err(|e| e.to_string())?.ok_or("its kept message is gone")?;
+        m.attempts = m.attempts.max(*attempt) + 1;
+        let n = m.attempts;
+        kept.log.keep(m).await.map_err(|e| e.to_string())?;
+        *attempt = n;
+    }
+    Ok(())
+}
+
+/// Records the resource ids ICOM answered for the payouts of `batch` (best effort: a
+/// refusal naming one not recorded is matched by message id instead).
+async fn record_postings(kept: Option<&Kept>, batch: &[Outbound], resource_ids: &[String]) {
+    let Some(kept) = kept else { return };
+    for (o, rid) in batch.iter().zip(resource_ids) {
+        if let Some((id, attempt)) = &o.payout {
+            if let Err(e) = kept.log.posted(id.clone(), *attempt, rid.clone()).await {
+                tracing::warn!(id, resource_id = rid, error = %e, "a posting's resource id was not recorded");
+            }
+        }
     }
 }
 
 /// Posts one batch until it is taken; a refused batch of several is posted one by one, so
-/// one bad message does not fail the others.
-async fn post(icom: &IcomClient, batch: Vec<Outbound>) {
+/// one bad message does not fail the others. A posting whose outcome is unknown (no
+/// answer, a 5xx) may have reached the SPI, so the next is counted as a repeat first.
+async fn post(icom: &IcomClient, kept: Option<&Kept>, mut batch: Vec<Outbound>) {
     let bodies: Vec<Bytes> = batch.iter().map(|o| o.body.clone()).collect();
     let mut backoff = BACKOFF_MIN;
+    let mut unknown = false;
+    let in_flight = kept.map(|k| Arc::clone(&k.in_flight));
     loop {
+        if std::mem::take(&mut unknown) {
+            if let Err(e) = count_repeat(kept, &mut batch).await {
+                tracing::warn!(error = %e, "a repeat posting could not be counted; waiting");
+                unknown = true;
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(BACKOFF_MAX);
+                continue;
+            }
+        }
         let started = Instant::now();
+        if let Some(f) = &in_flight {
+            f.enter();
+        }
         let sent = icom.send(&bodies).await;
         metrics::histogram!("pixgw_icom_send_seconds").record(started.elapsed().as_secs_f64());
+        if let Ok(ids) = &sent {
+            exchanged();
+            record_postings(kept, &batch, ids).await;
+        }
+        if let Some(f) = &in_flight {
+            f.leave();
+        }
         match sent {
             Ok(_) => {
                 for o in batch {
@@ -450,24 +680,26 @@ async fn post(icom: &IcomClient, batch: Vec<Outbound>) {
                 metrics::counter!("pixgw_icom_throttled_total", "direction" => "send").increment(1);
                 tokio::time::sleep(wait).await;
             }
-            Err(IcomError::Unavailable(e)) | Err(IcomError::Refused(503, e)) => {
+            Err(IcomError::Unavailable(e)) => {
                 metrics::counter!("pixgw_icom_unavailable_total", "direction" => "send").increment(1);
                 tracing::warn!(error = %e, wait_ms = backoff.as_millis() as u64, "ICOM did not take a batch; sending it again");
+                unknown = true;
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(BACKOFF_MAX);
             }
             Err(e) if batch.len() > 1 => {
                 tracing::warn!(error = %e, "ICOM refused a batch; sending its messages one by one");
                 for o in batch {
-                    Box::pin(post(icom, vec![o])).await;
+                    Box::pin(post(icom, kept, vec![o])).await;
                 }
                 return;
             }
             Err(e) => {
                 metrics::counter!("pixgw_icom_refused_total").increment(1);
                 for o in batch {
+                    let attempt = o.payout.as_ref().map_or(1, |p| p.1);
                     if let Some(d) = o.done {
-                        let _ = d.send(Err(e.clone()));
+                        let _ = d.send(Err(Refusal { error: e.clone(), attempt }));
                     }
                 }
                 return;
@@ -480,11 +712,12 @@ async fn post(icom: &IcomClient, batch: Vec<Outbound>) {
 async fn post_and_wait(outbox: &mpsc::UnboundedSender<Outbound>, body: String) -> Result<(), String> {
     let (done, taken) = oneshot::channel();
     outbox
-        .send(Outbound { body: Bytes::from(body), done: Some(done) })
+        .send(Outbound { body: Bytes::from(body), payout: None, done: Some(done) })
         .map_err(|_| "the senders stopped".to_owned())?;
+    SEND_QUEUE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     match taken.await {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Err(r)) => Err(r.error.to_string()),
         Err(_) => Err("the senders stopped".into()),
     }
 }
@@ -496,6 +729,7 @@ async fn reader(
     settings: SpiSettings,
     inbound: Arc<dyn Inbound>,
     outbox: mpsc::UnboundedSender<Outbound>,
+    kept: Kept,
 ) {
     let mut next: Option<String> = None;
     let mut backoff = BACKOFF_MIN;
@@ -507,9 +741,13 @@ async fn reader(
         };
         match read {
             Ok(Pulled { messages, next: following }) => {
-                metrics::histogram!("pixgw_icom_read_seconds").record(started.elapsed().as_secs_f64());
+                exchanged();
+                // A read that waited out the long poll measures the poll, not ICOM.
+                if !messages.is_empty() {
+                    metrics::histogram!("pixgw_icom_read_seconds").record(started.elapsed().as_secs_f64());
+                }
                 backoff = BACKOFF_MIN;
-                let handled = handle_batch(&settings, &inbound, &outbox, messages).await;
+                let handled = handle_batch(&settings, &inbound, &outbox, &kept, messages).await;
                 match (handled, following) {
                     (Ok(()), Some(f)) => next = Some(f),
                     (Ok(()), None) => next = None,
@@ -545,6 +783,7 @@ async fn handle_batch(
     settings: &SpiSettings,
     inbound: &Arc<dyn Inbound>,
     outbox: &mpsc::UnboundedSender<Outbound>,
+    kept: &Kept,
     messages: Vec<super::icom::Part>,
 ) -> Result<(), String> {
     for part in messages {
@@ -584,7 +823,7 @@ async fn handle_batch(
             }
             Body::Statuses(reports) => {
                 for r in reports {
-                    if let Some(why) = status(inbound, &r).await? {
+                    if let Some(why) = status(inbound, kept, &r).await? {
                         keep(kind, &status_id(&r), why).await.map_err(|e| e.0)?;
                     }
                 }
@@ -592,26 +831,70 @@ async fn handle_batch(
             Body::Reject(r) => {
                 metrics::counter!("pixgw_spi_admi002_total", "reason" => r.reason.clone()).increment(1);
                 tracing::error!(reference = %r.reference, reason = %r.reason, location = ?r.location, description = ?r.description, "the SPI refused a message of ours (admi.002)");
-                let outcome = RailOutcome {
-                    result: Err(ErrorCode::PaymentExpired),
-                    reason: Some(format!("admi.002 {}", r.reason)),
-                };
-                let mut why =
-                    Some(format!("an admi.002 ({}) whose reference names no payout of ours", r.reason));
-                for id in outgoing::ids_of_msg_id(&settings.ispb, &r.reference).unwrap_or_default() {
-                    match inbound.payout_ended(id, outcome.clone()).await.map_err(|e| e.0)? {
-                        PayoutEnded::Applied => why = None,
-                        PayoutEnded::Contradicts(w) => why = Some(format!("an admi.002 ({}): {w}", r.reason)),
-                        PayoutEnded::NotOurs => {}
-                    }
-                }
-                if let Some(why) = why {
+                if let Some(why) = refusal(settings, inbound, kept, &r).await? {
                     keep(kind, &r.reference, why).await.map_err(|e| e.0)?;
                 }
             }
         }
     }
     Ok(())
+}
+
+/// Applies an admi.002: the payout whose original posting it refuses fails. It is matched
+/// by the resource id ICOM answered a posting (which says which posting) or by our message
+/// id. Answers why it changed nothing, when an operator must see it.
+async fn refusal(
+    settings: &SpiSettings,
+    inbound: &Arc<dyn Inbound>,
+    kept: &Kept,
+    r: &super::message::Reject,
+) -> Result<Option<String>, String> {
+    let log = &kept.log;
+    let mut posting = log.posting_of(&r.reference).map_err(|e| e.0)?;
+    let by_msg_id = outgoing::ids_of_msg_id(&settings.ispb, &r.reference);
+    if posting.is_none() && by_msg_id.is_none() {
+        // Perhaps a resource id whose 201 is being recorded this instant.
+        kept.in_flight.drained(super::icom::REQUEST_TIMEOUT).await;
+        posting = log.posting_of(&r.reference).map_err(|e| e.0)?;
+    }
+    let (ids, attempt) = match posting {
+        Some((id, attempt)) => (vec![id], Some(attempt)),
+        None => (by_msg_id.map(Vec::from).unwrap_or_default(), None),
+    };
+    let outcome = RailOutcome {
+        result: Err(ErrorCode::PaymentExpired),
+        reason: Some(format!("admi.002 {}", r.reason)),
+    };
+    let mut why = Some(format!("an admi.002 ({}) whose reference names no payout of ours", r.reason));
+    for id in ids {
+        let copy = match log.sent(&id).map_err(|e| e.0)? {
+            Some(m) => kept_log::refused_copy(&m, attempt),
+            // A payout sent before messages were kept, or none of ours.
+            None => RefusedCopy::Original,
+        };
+        match copy {
+            RefusedCopy::Repeat => {
+                metrics::counter!("pixgw_spi_repeat_refusals_total").increment(1);
+                tracing::warn!(id, reference = %r.reference, reason = %r.reason,
+                    "the SPI refused a repeated posting of a payout's message; the payout waits for the answer to its original");
+                return Ok(None);
+            }
+            RefusedCopy::Unknown => {
+                return Ok(Some(format!(
+                    "an admi.002 ({}) names the message of payout {id}, which was posted more than once: which posting it refuses cannot be known, so the payout waits for the SPI's answer to its original",
+                    r.reason
+                )));
+            }
+            RefusedCopy::Original => {
+                match inbound.payout_ended(id, outcome.clone()).await.map_err(|e| e.0)? {
+                    PayoutEnded::Applied => return Ok(None),
+                    PayoutEnded::Contradicts(w) => why = Some(format!("an admi.002 ({}): {w}", r.reason)),
+                    PayoutEnded::NotOurs => {}
+                }
+            }
+        }
+    }
+    Ok(why)
 }
 
 /// A received message, once it verifies and follows the catalogue; else why not.
@@ -729,7 +1012,7 @@ fn status_id(r: &StatusReport) -> String {
 
 /// Applies a status report; answers why it could not be, when nothing of ours waits under
 /// its id (the caller keeps it as unmatched).
-async fn status(inbound: &Arc<dyn Inbound>, r: &StatusReport) -> Result<Option<String>, String> {
+async fn status(inbound: &Arc<dyn Inbound>, kept: &Kept, r: &StatusReport) -> Result<Option<String>, String> {
     let id = status_id(r);
     let contradicted = |why: String| Ok(Some(format!("an {}: {why}", r.status.code())));
     let found = match r.status {
@@ -743,6 +1026,14 @@ async fn status(inbound: &Arc<dyn Inbound>, r: &StatusReport) -> Result<Option<S
         TxStatus::SettledForReceiver => inbound.incoming_ended(id, true).await.map_err(|e| e.0)?,
         TxStatus::Rejected => {
             let reason = r.reason.clone().unwrap_or_else(|| "ED05".into());
+            if kept_log::may_answer_a_copy(&reason) {
+                let sent = kept.log.sent(&id).map_err(|e| e.0)?;
+                if sent.is_some_and(|m| kept_log::refused_copy(&m, None) == RefusedCopy::Unknown) {
+                    return Ok(Some(format!(
+                        "a RJCT {reason} of payout {id}, whose message was posted more than once: it may answer a repeat, so the payout waits for the SPI's answer to its original"
+                    )));
+                }
+            }
             metrics::counter!("pixgw_spi_rejections_total", "reason" => reason.clone()).increment(1);
             if reason == "AB03" {
                 metrics::counter!("pixgw_spi_timeouts_total").increment(1);

@@ -48,6 +48,8 @@ pub struct SpiFile {
     pub payload_ca_file: Option<PathBuf>,
     /// How often the DICT is asked for the MED's refund requests, in ms.
     pub med_poll_ms: Option<u64>,
+    /// How long after its debit a payout may still leave, in ms (1,000 to 35,000).
+    pub leave_within_ms: Option<u64>,
 }
 
 impl SpiFile {
@@ -73,6 +75,9 @@ impl SpiFile {
         if let Some(v) = env("PIXGW_SPI_MED_POLL_MS").and_then(|v| v.parse().ok()) {
             self.med_poll_ms = Some(v);
         }
+        if let Some(v) = env("PIXGW_SPI_LEAVE_WITHIN_MS").and_then(|v| v.parse().ok()) {
+            self.leave_within_ms = Some(v);
+        }
         self
     }
 }
@@ -92,6 +97,8 @@ pub struct SpiSettings {
     pub payloads: Arc<super::payload_reader::PayloadReader>,
     /// How often the DICT is asked for the MED's refund requests.
     pub med_poll: std::time::Duration,
+    /// How long after its debit a payout may still leave; later, it fails unsent.
+    pub leave_within: std::time::Duration,
 }
 
 impl std::fmt::Debug for SpiSettings {
@@ -152,7 +159,17 @@ impl SpiSettings {
         if !(MED_POLL_MS_MIN..=MED_POLL_MS_MAX).contains(&med_poll_ms) {
             return Err(format!("[spi] med_poll_ms must be {MED_POLL_MS_MIN} to {MED_POLL_MS_MAX}"));
         }
+        use super::sent::{LEAVE_WITHIN_DEFAULT, LEAVE_WITHIN_MAX, LEAVE_WITHIN_MIN};
+        let leave_within = f.leave_within_ms.map_or(LEAVE_WITHIN_DEFAULT, std::time::Duration::from_millis);
+        if !(LEAVE_WITHIN_MIN..=LEAVE_WITHIN_MAX).contains(&leave_within) {
+            return Err(format!(
+                "[spi] leave_within_ms must be {} to {}",
+                LEAVE_WITHIN_MIN.as_millis(),
+                LEAVE_WITHIN_MAX.as_millis()
+            ));
+        }
         Ok(SpiSettings {
+            leave_within,
             payloads: Arc::new(payloads),
             med_poll: std::time::Duration::from_millis(med_poll_ms),
             ispb,

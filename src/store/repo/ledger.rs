@@ -48,6 +48,22 @@ impl Repo {
         Ok(out)
     }
 
+    /// Every transaction with a pending debit (payouts waiting for their rail, whatever the
+    /// account): a MED's hold, which is no transaction, is skipped.
+    pub fn pending_transactions(&self) -> Result<Vec<crate::domain::transaction::Transaction>, RepoError> {
+        let mut out = Vec::new();
+        for (k, _) in self.store.scan_prefix(keys::PENDING)? {
+            let local = keys::local_of_pending(&k).ok_or_else(|| RepoError::Corrupt {
+                key: String::from_utf8_lossy(&k).into_owned(),
+                reason: "bad pending key".into(),
+            })?;
+            if let Some(tx) = self.transaction(local)? {
+                out.push(tx);
+            }
+        }
+        Ok(out)
+    }
+
     /// The account's ledger as stored, or its opening ledger when it never moved money.
     pub fn load_ledger(&self, account: &AccountRecord) -> Result<Ledger, RepoError> {
         let id = account.id;

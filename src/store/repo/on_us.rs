@@ -44,6 +44,42 @@ impl Repo {
         Ok(true)
     }
 
+    /// An unmatched rail item by its digest.
+    pub fn unmatched_item(&self, digest: &str) -> Result<Option<crate::rail::Unmatched>, RepoError> {
+        self.get_json(&keys::unmatched(digest))
+    }
+
+    /// An operator's resolution of a rail item.
+    pub fn resolution(&self, id: &str) -> Result<Option<crate::domain::resolution::Resolution>, RepoError> {
+        self.get_json(&keys::rail_resolution(id))
+    }
+
+    /// Every resolution, oldest proposal first.
+    pub fn resolutions(&self) -> Result<Vec<crate::domain::resolution::Resolution>, RepoError> {
+        let mut all: Vec<crate::domain::resolution::Resolution> = self
+            .store
+            .scan_prefix(keys::RAIL_RESOLUTIONS)?
+            .into_iter()
+            .map(|(k, v)| parse_json(&k, &v))
+            .collect::<Result<_, _>>()?;
+        all.sort_by(|a, b| a.proposed_at.cmp(&b.proposed_at).then_with(|| a.id.cmp(&b.id)));
+        Ok(all)
+    }
+
+    /// Stores a resolution, and with it (one durable write) the unmatched item it closes.
+    pub async fn put_resolution(
+        &self,
+        r: &crate::domain::resolution::Resolution,
+        closes: Option<&crate::rail::Unmatched>,
+    ) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        b.put(keys::rail_resolution(&r.id), to_json(r)?);
+        if let Some(item) = closes {
+            b.put(keys::unmatched(&item.digest), to_json(item)?);
+        }
+        self.commit_async(b).await
+    }
+
     /// Every unmatched rail item, open or resolved, oldest reading first.
     pub fn unmatched_items(&self) -> Result<Vec<crate::rail::Unmatched>, RepoError> {
         let mut items: Vec<crate::rail::Unmatched> = self
@@ -54,5 +90,46 @@ impl Repo {
             .collect::<Result<_, _>>()?;
         items.sort_by(|a, b| a.read_at.cmp(&b.read_at).then_with(|| a.digest.cmp(&b.digest)));
         Ok(items)
+    }
+}
+
+/// The SPI rail's record of what it sent, in this store.
+impl crate::rail::spi::sent::SentLog for Repo {
+    fn sent(
+        &self,
+        id: &str,
+    ) -> Result<Option<crate::rail::spi::sent::SentMessage>, crate::rail::Unavailable> {
+        self.get_json(&keys::spi_sent(id)).map_err(|e| crate::rail::Unavailable(e.to_string()))
+    }
+
+    fn posting_of(&self, resource_id: &str) -> Result<Option<(String, u32)>, crate::rail::Unavailable> {
+        self.get_json(&keys::spi_resource(resource_id)).map_err(|e| crate::rail::Unavailable(e.to_string()))
+    }
+
+    fn keep(
+        &self,
+        m: crate::rail::spi::sent::SentMessage,
+    ) -> futures_util::future::BoxFuture<'static, Result<(), crate::rail::Unavailable>> {
+        let repo = self.clone();
+        Box::pin(async move {
+            let mut b = Batch::default();
+            b.put(keys::spi_sent(&m.id), to_json(&m).map_err(|e| crate::rail::Unavailable(e.to_string()))?);
+            repo.commit_async(b).await.map_err(|e| crate::rail::Unavailable(e.to_string()))
+        })
+    }
+
+    fn posted(
+        &self,
+        id: String,
+        attempt: u32,
+        resource_id: String,
+    ) -> futures_util::future::BoxFuture<'static, Result<(), crate::rail::Unavailable>> {
+        let repo = self.clone();
+        Box::pin(async move {
+            let mut b = Batch::default();
+            let value = to_json(&(id, attempt)).map_err(|e| crate::rail::Unavailable(e.to_string()))?;
+            b.put(keys::spi_resource(&resource_id), value);
+            repo.commit_async(b).await.map_err(|e| crate::rail::Unavailable(e.to_string()))
+        })
     }
 }

@@ -8,11 +8,13 @@
 //! | `GET /sim/payments/{id}` | a payment or return: payer, receiver, amount, stage, reason |
 //! | `POST /sim/refund-requests` | the payer's participant of a settled payment asks for it back through the DICT (MED): `{endToEndId, amount, reason?: FRAUD \| OPERATION_FLAW, details?}`, answers `{id}` |
 //! | `GET /sim/refund-requests/{id}` | a refund request: its status, and once closed its analysis and `refundTransactionId` |
+//! | `GET /sim/messages/{msgId}` | every posting of a message id a participant made: `{postings, distinctBodies, resourceIds}` (a resend of the same bytes is one more posting, no more bodies) |
 //! | `GET /sim/participants` | every participant's settlement account |
 //! | `PUT /sim/participants/{ispb}/behaviour` | a virtual receiver's behaviour: `{"accept": true}`, `{"reject": "AC06"}` or `{"silent": true}` |
 //! | `GET /sim/stats` | counters of messages received, sent and refused; real receivers' answer times (`answers`: count, p50, p99, max in ms, and SPI timeouts) |
 //! | `POST /sim/load` | the virtual payer pays `{to: key}` `count` times, `perSecond`, `amount` each (open loop) |
 //! | `PUT /sim/icom` | an outage of ICOM: `{"sends": true}` makes sending answer 503, `{"reads": true}` reading; `{}` ends it |
+//! | `PUT /sim/faults` | faults ICOM plays on the next posts, each a count: `{"answer408": n}` (stores nothing), `{"answer429HttpDate": n}` (stores nothing; `Retry-After` an HTTP date), `{"answer502AfterStoring": n}` (stores and carries out, then answers 502) |
 //! | `POST /sim/inject` | delivers to real participant `to` a message it did not ask for (a fault of the rails): `{"pacs002": {endToEndId, status: ACSC \| ACCC \| RJCT, reason?}}`, `{"admi002": {reference, reason}}` (both signed by the SPI), or `{"unreadable": "text"}` (the text as it is, unsigned); answers `{msgId}`, or `{resourceId}` for text |
 
 use std::time::Instant;
@@ -36,11 +38,13 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/sim/payments/{id}", web::get().to(payment))
         .route("/sim/refund-requests", web::post().to(request_refund))
         .route("/sim/refund-requests/{id}", web::get().to(refund_request))
+        .route("/sim/messages/{msg_id}", web::get().to(postings))
         .route("/sim/participants", web::get().to(participants))
         .route("/sim/participants/{ispb}/behaviour", web::put().to(behaviour))
         .route("/sim/stats", web::get().to(stats))
         .route("/sim/inject", web::post().to(inject))
         .route("/sim/icom", web::put().to(outage))
+        .route("/sim/faults", web::put().to(faults))
         .route("/sim/load", web::post().to(load))
         .route("/healthz", web::get().to(|| async { HttpResponse::Ok().body("ok") }));
 }
@@ -314,6 +318,18 @@ async fn payment(id: web::Path<String>, sim: web::Data<Sim>) -> HttpResponse {
     }
 }
 
+async fn postings(msg_id: web::Path<String>, sim: web::Data<Sim>) -> HttpResponse {
+    let postings = sim.postings.lock().unwrap_or_else(|p| p.into_inner());
+    match postings.get(msg_id.as_str()) {
+        Some(p) => HttpResponse::Ok().json(json!({
+            "postings": p.resource_ids.len(),
+            "distinctBodies": p.bodies.len(),
+            "resourceIds": p.resource_ids,
+        })),
+        None => HttpResponse::NotFound().json(json!({"error": "no message was posted with that id"})),
+    }
+}
+
 async fn participants(sim: web::Data<Sim>) -> HttpResponse {
     // What waits in each real participant's streams: queued, and delivered unconfirmed.
     let queues: std::collections::HashMap<String, (usize, usize)> = sim
@@ -373,6 +389,11 @@ async fn behaviour(
 
 async fn outage(body: web::Json<super::Outage>, sim: web::Data<Sim>) -> HttpResponse {
     *sim.outage.lock().unwrap_or_else(|p| p.into_inner()) = body.into_inner();
+    HttpResponse::NoContent().finish()
+}
+
+async fn faults(body: web::Json<super::Faults>, sim: web::Data<Sim>) -> HttpResponse {
+    *sim.faults.lock().unwrap_or_else(|p| p.into_inner()) = body.into_inner();
     HttpResponse::NoContent().finish()
 }
 

@@ -151,6 +151,23 @@ async fn send(req: HttpRequest, path: web::Path<String>, body: Bytes, sim: web::
     if sim.outage.lock().unwrap_or_else(|p| p.into_inner()).sends {
         return problem(503, "unavailable", "ICOM is unavailable");
     }
+    let stored_then_502 = {
+        let mut f = sim.faults.lock().unwrap_or_else(|p| p.into_inner());
+        let take = |n: &mut u32| n.checked_sub(1).map(|left| *n = left).is_some();
+        if take(&mut f.answer_408) {
+            return problem(408, "timeout", "the request was not read in time");
+        }
+        if take(&mut f.answer_429_http_date) {
+            let at = chrono::Utc::now() + chrono::Duration::seconds(1);
+            let mut res = problem(429, "tooManyRequests", "too many requests");
+            if let Ok(v) = header::HeaderValue::from_str(&at.format("%a, %d %b %Y %H:%M:%S GMT").to_string())
+            {
+                res.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            return res;
+        }
+        take(&mut f.answer_502_after_storing)
+    };
     let text = |name: header::HeaderName| {
         req.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned()
     };
@@ -184,6 +201,9 @@ async fn send(req: HttpRequest, path: web::Path<String>, body: Bytes, sim: web::
         let id = resource_id();
         receive(&sim, &from, &m, &id);
         ids.push(id);
+    }
+    if stored_then_502 {
+        return problem(502, "badGateway", "the upstream answered too late");
     }
     HttpResponse::Created().insert_header((RESOURCE_ID, ids.join(","))).finish()
 }
@@ -223,6 +243,13 @@ pub fn receive(sim: &Sim, from: &Ispb, body: &[u8], resource: &str) {
         .text_at(&["AppHdr", "BizMsgIdr"])
         .filter(|t| !t.is_empty())
         .unwrap_or_else(|| resource.to_owned());
+    {
+        use sha2::Digest;
+        let mut postings = sim.postings.lock().unwrap_or_else(|p| p.into_inner());
+        let p = postings.entry(msg_id.clone()).or_default();
+        p.resource_ids.push(resource.to_owned());
+        p.bodies.insert(sha2::Sha256::digest(body).into());
+    }
     let unsigned_allowed = sim.accept_unsigned && dsig::signature_of(&doc, Profile::Spi).is_none();
     if !unsigned_allowed {
         let certs = sim.signing_certs.get(from).map(Vec::as_slice).unwrap_or(&[]);

@@ -107,6 +107,14 @@ pub struct Queue {
     pub notify: Arc<tokio::sync::Notify>,
 }
 
+/// Every posting of one message id a participant made: the resource id each got, and the
+/// SHA-256 of each distinct body (a resend of the same bytes adds none).
+#[derive(Debug, Default, Clone)]
+pub struct Postings {
+    pub resource_ids: Vec<String>,
+    pub bodies: std::collections::HashSet<[u8; 32]>,
+}
+
 /// Counters the control routes show.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -131,6 +139,23 @@ pub struct Outage {
     pub reads: bool,
 }
 
+/// Faults ICOM's sending half plays on the next posts (each count goes down by one per
+/// post it answers): what a real network and ICOM do to a participant.
+#[derive(Debug, Default, Clone, Copy, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Faults {
+    /// Answer 408 without storing anything.
+    #[serde(default)]
+    pub answer_408: u32,
+    /// Answer 429 with `Retry-After` as an HTTP date a second ahead, storing nothing.
+    #[serde(default)]
+    pub answer_429_http_date: u32,
+    /// Store (and carry out) what was posted, then answer 502, as a proxy whose upstream
+    /// answered too late: the participant cannot know it was stored.
+    #[serde(default)]
+    pub answer_502_after_storing: u32,
+}
+
 /// Everything the simulator's servers share.
 pub struct Sim {
     pub engine: Mutex<Engine>,
@@ -146,8 +171,11 @@ pub struct Sim {
     pub refunds: Mutex<Vec<crate::rail::spi::dict::Refund>>,
     /// How many lists of refund requests the DICT has answered.
     pub refund_lists: std::sync::atomic::AtomicU64,
+    /// Every message id participants posted, with its postings.
+    pub postings: Mutex<HashMap<String, Postings>>,
     pub stats: Mutex<Stats>,
     pub outage: Mutex<Outage>,
+    pub faults: Mutex<Faults>,
     pub accept_unsigned: bool,
     pub spool: Option<PathBuf>,
     pub long_poll: Duration,
@@ -316,8 +344,10 @@ pub async fn start(args: SimArgs) -> anyhow::Result<Running> {
         directory: Mutex::new(directory),
         refunds: Mutex::new(Vec::new()),
         refund_lists: std::sync::atomic::AtomicU64::new(0),
+        postings: Mutex::new(HashMap::new()),
         stats: Mutex::new(Stats::default()),
         outage: Mutex::new(Outage::default()),
+        faults: Mutex::new(Faults::default()),
         accept_unsigned: args.accept_unsigned,
         spool: args.spool.clone(),
         long_poll: Duration::from_millis(args.long_poll_ms),
