@@ -56,15 +56,13 @@ impl Accounts {
     fn payee(&self, a: &Arrival) -> Result<Result<(AccountId, IncomingKind), Refuse>, Unavailable> {
         let repo = &self.registry.deps().repo;
         match &a.to {
-            ArrivalTo::Payment { key, account, reference } => {
-                let by_key = match key {
-                    Some(k) => repo.account_by_receiving_key(k).map_err(unavailable)?,
+            ArrivalTo::Payment { key, account, account_type, reference } => {
+                let key_holder = match key {
+                    Some(k) => Some(repo.account_by_receiving_key(k).map_err(unavailable)?),
                     None => None,
                 };
-                let id = by_key.or_else(|| account.parse::<AccountId>().ok());
-                Ok(id
-                    .map(|id| (id, IncomingKind::Payment { reference: reference.clone() }))
-                    .ok_or(Refuse::UnknownAccount))
+                Ok(crate::rail::payee_of_payment(account, account_type.as_deref(), key_holder)
+                    .map(|id| (id, IncomingKind::Payment { reference: reference.clone() })))
             }
             ArrivalTo::Return { original_end_to_end_id } => {
                 let original = repo.payout_by_id(original_end_to_end_id).map_err(unavailable)?;

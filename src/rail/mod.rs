@@ -131,9 +131,10 @@ pub struct Arrival {
 /// What an arrival pays.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ArrivalTo {
-    /// A payment to a key of ours (`key`), or to an account number; `reference` is the
+    /// A payment to an account number (`account`, of type `account_type`, the catalogue's
+    /// code), naming the key it was paid to when there was one; `reference` is the
     /// receiver's id it carries (a charge's).
-    Payment { key: Option<String>, account: String, reference: Option<String> },
+    Payment { key: Option<String>, account: String, account_type: Option<String>, reference: Option<String> },
     /// A return of our payment with this end-to-end id.
     Return { original_end_to_end_id: String },
 }
@@ -141,15 +142,52 @@ pub enum ArrivalTo {
 /// Why an arrival is not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refuse {
-    /// No account of ours has that key or number (or the payment returned is not ours).
+    /// No account of ours has that number (or the payment returned is not ours).
     #[error("no such account")]
     UnknownAccount,
+    /// The key the payment names is no key of ours (unknown, or registered elsewhere).
+    #[error("the key is not one of this institution's")]
+    KeyNotOurs,
+    /// The key the payment names belongs to another account than the one it names.
+    #[error("the key belongs to another account")]
+    KeyOfAnotherAccount,
+    /// The account is of another type than the payment names (every account here is a
+    /// payment account, `TRAN`).
+    #[error("the account is of another type")]
+    AccountType,
     /// The account takes no money from a real rail (a sandbox account).
     #[error("the account does not take this payment")]
     NotAccepted,
     /// The account's rules refused it.
     #[error(transparent)]
     Account(IncomingRefusal),
+}
+
+/// The catalogue's code of the accounts of this institution: payment accounts.
+pub const OUR_ACCOUNT_TYPE: &str = "TRAN";
+
+/// The account a payment is for, by the receiving rules: it is a payment account, its
+/// number names an account, and the key it names, if any, is ours and that account's.
+/// `key_holder` is what the key resolves to: `None` when the payment names no key,
+/// `Some(None)` when no account of ours holds it. Whether the account exists, and its
+/// holder's tax id, are the account's to check.
+pub fn payee_of_payment(
+    account: &str,
+    account_type: Option<&str>,
+    key_holder: Option<Option<AccountId>>,
+) -> Result<AccountId, Refuse> {
+    if account_type.is_some_and(|t| t != OUR_ACCOUNT_TYPE) {
+        return Err(Refuse::AccountType);
+    }
+    // A bank may pad the number with zeros: "0005" is account 5.
+    let numbered =
+        account.trim_start_matches('0').parse::<AccountId>().map_err(|_| Refuse::UnknownAccount)?;
+    match key_holder {
+        None => Ok(numbered),
+        Some(None) => Err(Refuse::KeyNotOurs),
+        Some(Some(holder)) if holder == numbered => Ok(numbered),
+        Some(Some(_)) => Err(Refuse::KeyOfAnotherAccount),
+    }
 }
 
 /// Why the account side could not answer (the rail answers nothing and tries again later).
@@ -298,6 +336,30 @@ pub trait Inbound: Send + Sync + 'static {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_payment_is_credited_only_to_the_payment_account_it_names_and_its_key_names() {
+        let id = |n| AccountId::new(n).unwrap();
+        assert_eq!(payee_of_payment("5", Some("TRAN"), None), Ok(id(5)));
+        assert_eq!(payee_of_payment("5", None, Some(Some(id(5)))), Ok(id(5)));
+        assert_eq!(payee_of_payment("0005", Some("TRAN"), Some(Some(id(5)))), Ok(id(5)));
+        // The account 777 the message names is not the key's (account 5).
+        assert_eq!(
+            payee_of_payment("777", Some("TRAN"), Some(Some(id(5)))),
+            Err(Refuse::KeyOfAnotherAccount)
+        );
+        assert_eq!(payee_of_payment("5", Some("TRAN"), Some(None)), Err(Refuse::KeyNotOurs));
+        for other in ["CACC", "SVGS", "SLRY", "OTHR"] {
+            assert_eq!(
+                payee_of_payment("5", Some(other), Some(Some(id(5)))),
+                Err(Refuse::AccountType),
+                "{other}"
+            );
+        }
+        for bad in ["", "0", "abc", "5-1", "99999999999999999999999"] {
+            assert_eq!(payee_of_payment(bad, Some("TRAN"), None), Err(Refuse::UnknownAccount), "{bad:?}");
+        }
+    }
 
     #[test]
     fn an_unmatched_item_is_named_by_its_id_and_message_and_keeps_a_bounded_text() {

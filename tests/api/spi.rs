@@ -1432,3 +1432,59 @@ async fn icom_faults_on_a_post_are_tried_again_and_a_post_of_unknown_outcome_cou
     assert_eq!(app.wait_final_within(&token, &tx_id, SETTLE_WAIT_MAX).await["status"], "CONFIRMED");
     wait_balance(&app, &token, "35.00").await;
 }
+
+/// A payment in is credited only to the payment account it names, and only when the key it
+/// names (if any) is ours and that account's; each refusal is answered with the
+/// catalogue's reason and credits nothing.
+#[actix_rt::test]
+async fn a_payment_in_that_breaks_the_receiving_rules_is_refused_with_its_reason_and_credits_nothing() {
+    let sim = Sim::start(&[]);
+    let app = spawn_on(&sim).await;
+    let (a, a_token) = live_account(&app, "Loja A").await;
+    let (b, b_token) = live_account(&app, "Loja B").await;
+    let (s, k) =
+        app.admin("POST", &format!("/admin/accounts/{a}/keys"), Some(json!({"keyType": "EVP"}))).await;
+    assert_eq!(s, 201, "{k}");
+    let key = k["key"].as_str().unwrap().to_owned();
+    let doc = "52998224725";
+    let pay = |to: Option<&str>, number: String, kind: &str, document: &str| {
+        let mut body = json!({
+            "toAccount": {"ispb": ISPB, "number": number, "document": document, "type": kind},
+            "amount": "1000.00",
+        });
+        if let Some(k) = to {
+            body["to"] = json!(k);
+        }
+        let sim = &sim;
+        async move {
+            let (s, b) = sim.post("/sim/pix", body).await;
+            assert_eq!(s, 201, "{b}");
+            sim.wait_payment(b["endToEndId"].as_str().unwrap()).await
+        }
+    };
+    for (to, number, kind, document, reason) in [
+        // Account 777 does not exist; the key named is account A's.
+        (Some(key.as_str()), "777".to_owned(), "TRAN", doc, "AC03"),
+        // The key is A's, the account B's.
+        (Some(key.as_str()), b.to_string(), "TRAN", doc, "AC03"),
+        // A key no account of ours holds.
+        (Some("d6a4e2b1-0c5e-4f6a-9b8d-2f1e3c4a5b6c"), a.to_string(), "TRAN", doc, "AC03"),
+        // A current account: ours are payment accounts.
+        (None, a.to_string(), "CACC", doc, "AC14"),
+        // Another holder's tax id.
+        (None, a.to_string(), "TRAN", "11144477735", "BE01"),
+    ] {
+        let p = pay(to, number.clone(), kind, document).await;
+        assert_eq!(
+            (p["stage"].as_str(), p["reason"].as_str()),
+            (Some("REJECTED"), Some(reason)),
+            "{number} {kind}: {p}"
+        );
+    }
+    // The payment that keeps every rule is credited.
+    let p = pay(Some(&key), a.to_string(), "TRAN", doc).await;
+    assert_eq!(p["stage"], "SETTLED", "{p}");
+    wait_balance(&app, &a_token, "1000.00").await;
+    assert_eq!(app.balance(&a_token).await.0, "1000.00", "credited once, and only that");
+    assert_eq!(app.balance(&b_token).await.0, "0.00");
+}

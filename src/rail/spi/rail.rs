@@ -106,7 +106,10 @@ pub fn is_operator_reason(reason: &str) -> bool {
 /// The catalogue's reason for an arrival this participant refuses.
 pub fn refusal_reason(r: &Refuse) -> &'static str {
     match r {
-        Refuse::UnknownAccount => "AC03",
+        // The catalogue has no code of its own for a key that is not the account's (nor
+        // ours): the account data do not name a valid account of ours, AC03.
+        Refuse::UnknownAccount | Refuse::KeyNotOurs | Refuse::KeyOfAnotherAccount => "AC03",
+        Refuse::AccountType => "AC14",
         Refuse::NotAccepted => "AG03",
         Refuse::Account(IncomingRefusal::DocumentMismatch) => "BE01",
         Refuse::Account(IncomingRefusal::UnknownCharge) => "BE17",
@@ -951,7 +954,12 @@ async fn arrival_answer(
         payer_ispb: t.debtor_account.ispb.to_string(),
         paid_at: t.accepted_at,
         creditor_document: t.creditor_document,
-        to: ArrivalTo::Payment { key: t.proxy, account: t.creditor_account.number, reference: t.tx_id },
+        to: ArrivalTo::Payment {
+            key: t.proxy,
+            account: t.creditor_account.number,
+            account_type: Some(t.creditor_account.kind.code().to_owned()),
+            reference: t.tx_id,
+        },
     };
     let answered = inbound.accept(arrival).await.map_err(|e| e.0)?;
     let refused = answered.err().map(|r| refusal_reason(&r));
@@ -1109,6 +1117,9 @@ mod tests {
         use IncomingRefusal::*;
         let all = [
             (Refuse::UnknownAccount, "AC03"),
+            (Refuse::KeyNotOurs, "AC03"),
+            (Refuse::KeyOfAnotherAccount, "AC03"),
+            (Refuse::AccountType, "AC14"),
             (Refuse::NotAccepted, "AG03"),
             (Refuse::Account(DocumentMismatch), "BE01"),
             (Refuse::Account(UnknownCharge), "BE17"),

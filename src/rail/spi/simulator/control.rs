@@ -3,7 +3,7 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `POST /sim/pix` | the virtual payer pays `{to: key}` or `{toAccount: {ispb, number, document, branch?, type?}}` `amount` (a decimal string), optionally `txId`, `payerName`, `payerDocument`, `remittance`: answers `{endToEndId}` |
+//! | `POST /sim/pix` | the virtual payer pays `{to: key}` (looked up in the DICT), `{toAccount: {ispb, number, document, branch?, type?}}`, or both (the key named beside the account as written, not looked up) `amount` (a decimal string), optionally `txId`, `payerName`, `payerDocument`, `remittance`: answers `{endToEndId}` |
 //! | `POST /sim/return` | the receiver of a payment made to a virtual participant returns `{endToEndId, amount, reason?}` (MD06 unless BE08 or FR01): answers `{returnId}` |
 //! | `GET /sim/payments/{id}` | a payment or return: payer, receiver, amount, stage, reason |
 //! | `POST /sim/refund-requests` | the payer's participant of a settled payment asks for it back through the DICT (MED): `{endToEndId, amount, reason?: FRAUD \| OPERATION_FLAW, details?}`, answers `{id}` |
@@ -119,7 +119,18 @@ fn pay(sim: &Sim, r: PixRequest) -> Result<String, (u16, String)> {
                 None,
             )
         }
-        _ => return Err(bad("give to (a key) or toAccount")),
+        // A message naming a key and an account as written, the key not looked up: what a
+        // faulty or forged payment carries, for a receiver's checks.
+        (Some(key), Some(a)) => {
+            let ispb = Ispb::parse(&a.ispb).ok_or_else(|| bad("toAccount.ispb is not an ISPB"))?;
+            let kind = a.kind.as_deref().and_then(AccountType::parse).unwrap_or(AccountType::Payment);
+            (
+                a.document.clone(),
+                UserAccount { ispb, branch: a.branch.clone(), number: a.number.clone(), kind },
+                Some(key.clone()),
+            )
+        }
+        (None, None) => return Err(bad("give to (a key), toAccount, or both")),
     };
     let instrument = match (&r.tx_id, &proxy) {
         (Some(t), _) if t.len() > 25 => Instrument::DynamicQr,
