@@ -55,9 +55,26 @@ pub enum Command {
     /// Accounts of a running server, through its admin API.
     #[command(subcommand)]
     Account(AccountCommand),
+    /// The SPI rail of a stopped server's store.
+    #[command(subcommand)]
+    Rail(RailCommand),
     /// The central bank's rails on this machine, for tests and for trying `--rail spi`:
     /// ICOM, the SPI and the DICT over mutual TLS with a local PKI, and virtual participants.
     SpiSim(crate::rail::spi::simulator::SimArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RailCommand {
+    /// Let the rail of a restored or migrated store run: once no other node reads the same
+    /// ISPB's streams (docs/deploy.md "Restoring a node on the SPI rail").
+    Release(RailReleaseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RailReleaseArgs {
+    /// The stopped server's data dir.
+    #[arg(long)]
+    pub data_dir: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use pixgw::config::{
     AccountCommand, AccountCreateArgs, BackupArgs, Cli, Command, KeygenCommand, ListenArgs, LoadArgs,
-    MigrateArgs, RestoreArgs, ServeArgs, Settings, WebhooksCommand,
+    MigrateArgs, RailCommand, RestoreArgs, ServeArgs, Settings, WebhooksCommand,
 };
 use pixgw::startup::Application;
 use pixgw::telemetry;
@@ -27,6 +27,7 @@ fn main() -> ExitCode {
         Command::Migrate(args) => migrate(&args),
         Command::Keygen(command) => keygen(&command),
         Command::Account(AccountCommand::Create(args)) => create_account(args),
+        Command::Rail(RailCommand::Release(args)) => release_rail(&args),
         Command::SpiSim(args) => spi_sim(args),
     }
 }
@@ -137,6 +138,23 @@ fn restore(args: &RestoreArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("pixgw restore: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn release_rail(args: &pixgw::config::RailReleaseArgs) -> ExitCode {
+    match pixgw::maintenance::release_rail(&args.data_dir) {
+        Ok(Some(why)) => {
+            pixgw::say!("released the SPI rail of {} (it was held: {why})", args.data_dir.display());
+            ExitCode::SUCCESS
+        }
+        Ok(None) => {
+            pixgw::say!("the SPI rail of {} was not held; nothing changed", args.data_dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pixgw rail release: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -349,6 +349,26 @@ pub fn restore(from: &Path, data_dir: &Path, identity: Option<&Path>) -> anyhow:
     Ok(backup::restore(clear, data_dir, Repo::layout(), chrono::Utc::now())?)
 }
 
+/// Releases the SPI rail of the stopped server's data dir `data_dir` that a restore or a
+/// migration held; answers why it was held (`None`: it was not).
+pub fn release_rail(data_dir: &Path) -> anyhow::Result<Option<String>> {
+    let db = data_dir.join("db");
+    if !db.exists() {
+        bail!("{} holds no pixgw store (no db/)", data_dir.display());
+    }
+    let store = crate::store::SledStore::open(&db)
+        .with_context(|| format!("opening {} (is a server running on it? stop it first)", db.display()))?;
+    use crate::store::Store;
+    let held = store.get(crate::store::keys::RAIL_HELD)?;
+    if held.is_some() {
+        let mut b = crate::store::Batch::default();
+        b.delete(crate::store::keys::RAIL_HELD);
+        store.apply(&b)?;
+        store.flush()?;
+    }
+    Ok(held.map(|v| String::from_utf8_lossy(&v).into_owned()))
+}
+
 /// Where `pixgw migrate` reads from.
 enum Source {
     DataDir(PathBuf),
@@ -377,6 +397,10 @@ pub fn migrate(from: &Path, to: &PgUrl, identity: Option<&Path>) -> anyhow::Resu
     };
     let mut failed = None;
     let read = backup::read_stopped_data_dir(&dir, Repo::layout(), &mut |k, v| {
+        // Held again below, with this migration's reason.
+        if k == crate::store::keys::RAIL_HELD {
+            return Ok(());
+        }
         import.put(k, v).map_err(|e| {
             let io = std::io::Error::other(e.to_string());
             failed = Some(e);
@@ -390,6 +414,11 @@ pub fn migrate(from: &Path, to: &PgUrl, identity: Option<&Path>) -> anyhow::Resu
         return Err(anyhow::Error::new(e).context(format!("writing into {to}")));
     }
     read.with_context(|| format!("reading {}", dir.display()))?;
+    // The store moved from may still be served: the new one's rail waits for an operator.
+    let why = format!("migrated on {} from {}", chrono::Utc::now().to_rfc3339(), from.display());
+    import
+        .put(crate::store::keys::RAIL_HELD, why.as_bytes())
+        .with_context(|| format!("writing into {to}"))?;
     let rows = import.finish().with_context(|| format!("committing into {to}"))?;
     Ok(rows)
 }

@@ -268,6 +268,7 @@ impl Application {
             gate,
             locations,
             payloads: settings.spi.as_ref().map(|s| Arc::clone(&s.payloads)),
+            rail_hold: spi.as_ref().map(|s| s.hold()),
             account_rate_limit: settings.account_rate_limit,
             account_rate: std::sync::Mutex::default(),
         });
@@ -373,6 +374,7 @@ fn start_rails(
                 in_flight: Arc::default(),
                 since: kept_since(repo, &clock)?,
                 clock,
+                hold: crate::rail::spi::rail::Hold::new(repo.meta(crate::store::keys::RAIL_HELD)?.is_some()),
             };
             let started = crate::rail::spi::rail::start(spi.clone(), on_us, kept);
             let documents = repo.clone();

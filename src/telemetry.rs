@@ -206,6 +206,10 @@ fn describe_rails() {
         "Payouts sent to the SPI without a final status, by age: within_limit, or aged (no answer a minute after the debit)"
     );
     metrics::describe_gauge!("pixgw_spi_unmatched_open", "Unmatched rail items no operator has resolved yet");
+    metrics::describe_gauge!(
+        "pixgw_spi_rail_held",
+        "1 while the SPI rail of a restored or migrated store waits for an operator's release (nothing read or sent)"
+    );
     metrics::describe_gauge!("pixgw_spi_send_queue", "Messages waiting for a sender to post them to ICOM");
     metrics::describe_gauge!(
         "pixgw_icom_last_exchange_age_seconds",

@@ -1301,3 +1301,29 @@ pub async fn approve_resolution(
 pub async fn list_resolutions(_: Admin, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(serde_json::json!({ "resolutions": state.repo.resolutions()? })))
 }
+
+#[utoipa::path(
+    post, path = "/admin/rail/release", tag = "admin",
+    responses(
+        (status = 200, description = "The rail runs: `{released: true, heldBecause}`, or `{released: false}` when it was not held", body = Object),
+        (status = 409, description = "This node does not run the SPI rail", body = ExtendedErrorBody),
+    ),
+    security(("admin" = []))
+)]
+/// Releases the SPI rail of a store made by a restore or a migration, once no other node
+/// reads this ISPB's streams: it starts reading and its waiting payouts go out.
+pub async fn release_rail(admin: Admin, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    use crate::store::keys::RAIL_HELD;
+    let Some(hold) = &state.rail_hold else {
+        return Err(ApiError::Conflict("this node does not run the SPI rail".into()));
+    };
+    let why = state.repo.meta(RAIL_HELD)?.map(|v| String::from_utf8_lossy(&v).into_owned());
+    if why.is_some() {
+        // Durable before the rail runs: a restart does not hold it again.
+        state.repo.delete_meta(RAIL_HELD)?;
+    }
+    let released = hold.is_held();
+    hold.release();
+    tracing::warn!(target: "pixgw::audit", operator = %admin.name, held_because = why.as_deref(), released, "the SPI rail was released by an operator");
+    Ok(HttpResponse::Ok().json(serde_json::json!({"released": released, "heldBecause": why})))
+}

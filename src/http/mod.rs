@@ -120,6 +120,8 @@ pub struct AppState {
     pub account_rate: std::sync::Mutex<crate::domain::rate::TokenBuckets>,
     /// Reads other institutions' dynamic QR codes (the SPI rail); `None`: not paid.
     pub payloads: Option<Arc<crate::rail::spi::payload_reader::PayloadReader>>,
+    /// The SPI rail's hold (a restored or migrated store); `None`: not on the SPI rail.
+    pub rail_hold: Option<crate::rail::spi::rail::Hold>,
 }
 
 /// What the route table says of a route besides its handler: the shape of its error bodies
@@ -286,6 +288,7 @@ fn table() -> RouteTable {
     t.add(admin, Method::DELETE, "/admin/accounts/{id}/keys/{key}", admin::remove_key);
     t.add(admin, Method::GET, "/admin/rail/reconciliation", admin::reconciliation);
     t.add(admin, Method::POST, "/admin/rail/resolutions", admin::propose_resolution);
+    t.add(admin, Method::POST, "/admin/rail/release", admin::release_rail);
     t.add(admin, Method::GET, "/admin/rail/resolutions", admin::list_resolutions);
     t.add(admin, Method::POST, "/admin/rail/resolutions/{id}/approval", admin::approve_resolution);
     t.add(admin, Method::POST, "/admin/token-key/rotation", admin::rotate_token_key);

@@ -285,6 +285,7 @@ const SUMMARIES: &[(&str, &str)] = &[
         "Admin: propose how to close an unmatched rail item or an aged payout, with the evidence",
     ),
     ("GET /admin/rail/resolutions", "Admin: every resolution of rail items, proposed or approved"),
+    ("POST /admin/rail/release", "Admin: let the SPI rail of a restored or migrated store run"),
     (
         "POST /admin/rail/resolutions/{id}/approval",
         "Admin: approve another operator's resolution, which then takes effect",
@@ -493,6 +494,7 @@ fn default_description(status: &str) -> &'static str {
         admin::propose_resolution,
         admin::list_resolutions,
         admin::approve_resolution,
+        admin::release_rail,
         med::admin_analyze,
         admin::rotate_token_key,
         admin::remove_key,

@@ -82,6 +82,8 @@ fn rail_gauges(state: &super::AppState) {
             .set(items.iter().filter(|i| i.resolution.is_none()).count() as f64),
         Err(e) => tracing::warn!(error = %e, "the unmatched items could not be counted"),
     }
+    let held = state.rail_hold.as_ref().is_some_and(crate::rail::spi::rail::Hold::is_held);
+    metrics::gauge!("pixgw_spi_rail_held").set(if held { 1.0 } else { 0.0 });
     crate::rail::spi::rail::record_rail_gauges();
 }
 

@@ -503,6 +503,11 @@ fn build(
                 };
                 let floor = floor.max(crate::domain::ids::restored_local_id_floor(now));
                 last.put(super::commit::KEY_ID_FLOOR, floor.to_be_bytes().to_vec());
+                // The original may still run and read its rail's streams: the copy's rail
+                // waits for an operator (docs/deploy.md "Restoring a node on the SPI rail").
+                let why =
+                    format!("restored on {} from a backup taken {}", now.to_rfc3339(), summary.taken_at);
+                last.put(super::keys::RAIL_HELD, why.into_bytes());
                 store.apply(&last)?;
                 store.flush()?;
                 return Ok(summary);

@@ -15,6 +15,9 @@
 //! meta/applied_seq          u64: the last journal record the snapshot holds (commit.rs)
 //! meta/id_floor             u64: local ids below it were handed out (commit.rs)
 //! meta/record_format        u8: the binary record format the data is in (migrate.rs)
+//! meta/rail_held           text: why the SPI rail of this store is held (a restore or a
+//!                           migration made it: another node may still read its streams);
+//!                           deleted by `pixgw rail release` or POST /admin/rail/release
 //! meta/spi_kept_since       i64 ms: since when every SPI payout's message is kept before it
 //!                           leaves (the first start of a release that keeps them)
 //! seq/account               u64: the last account id handed out
@@ -136,6 +139,8 @@ pub const ID_FLOOR: &[u8] = b"meta/id_floor";
 pub const RECORD_FORMAT: &[u8] = b"meta/record_format";
 /// The newest data version of a release that has served from this store (big-endian u32).
 pub const DATA_VERSION: &[u8] = b"meta/data_version";
+/// Present while the SPI rail of this store is held (see `rail::spi::rail::Hold`).
+pub const RAIL_HELD: &[u8] = b"meta/rail_held";
 /// Since when the SPI rail keeps every payout's message before it leaves (`rail::spi::sent`).
 pub const SPI_KEPT_SINCE: &[u8] = b"meta/spi_kept_since";
 

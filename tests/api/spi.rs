@@ -1488,3 +1488,80 @@ async fn a_payment_in_that_breaks_the_receiving_rules_is_refused_with_its_reason
     assert_eq!(app.balance(&a_token).await.0, "1000.00", "credited once, and only that");
     assert_eq!(app.balance(&b_token).await.0, "0.00");
 }
+
+/// A store made by `pixgw restore` holds its rail: the node serves, but reads nothing from
+/// the SPI and sends nothing until an operator releases it (here by the admin route), and
+/// then what waited goes: the payment that arrived meanwhile is credited, the payout
+/// settles. The release is stored: a restart does not hold it again. `pixgw rail release`
+/// does the same to a stopped store.
+#[actix_rt::test]
+async fn a_restored_store_holds_its_rail_until_an_operator_releases_it() {
+    let sim = Sim::start(&["--timeout-ms", "600000"]);
+    let mut app = spawn_on(&sim).await;
+    let (account, token) = live_account(&app, "Loja Real").await;
+    let funded = sim.pay_account(account, "52998224725", "50.00").await;
+    assert_eq!(sim.wait_payment(&funded).await["stage"], "SETTLED");
+    wait_balance(&app, &token, "50.00").await;
+    let work = Arc::new(tempfile::tempdir().unwrap());
+    let backup = work.path().join("backup");
+    let out = crate::backup::backup_cli(&app, &backup);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The primary is gone; its copy is restored (twice: one for the command line).
+    let mut child = app.take_child().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let restored = Arc::new(tempfile::tempdir().unwrap());
+    let offline = work.path().join("offline");
+    for dir in [restored.path(), offline.as_path()] {
+        let out = crate::backup::restore_cli(&backup, dir);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    let log = work.path().join("restored.log");
+    let mut opts = one_stream(&sim);
+    opts.stderr = Some(log.clone());
+    let (child, base) = crate::helpers::start_process(restored.path(), &opts);
+    let mut copy = TestApp::adopt(base, Arc::clone(&restored), child);
+    copy.creds = app.creds.clone();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("the SPI rail is held"), "{text}");
+    assert!(metrics_text(&copy).await.contains("pixgw_spi_rail_held 1"));
+    let arrived = sim.pay_account(account, "52998224725", "5.00").await;
+    let (key, doc, _) = directory_key("EMAIL", 0);
+    let (s, b) = copy
+        .post_raw("/api/pix/cash-out", &token, &cash_out(&key, "EMAIL", &doc, "dr-1", "10.00"), &[])
+        .await;
+    assert_eq!(s, 201, "the API serves while the rail is held: {b}");
+    let payout = b["transactionId"].as_str().unwrap().to_owned();
+    let (_, t) = copy.get_with(&format!("/api/transactions/{payout}"), &token).await;
+    assert_eq!(t["status"], "PENDING", "{t}");
+    let (_, p) = sim.get(&format!("/sim/payments/{arrived}")).await;
+    assert_eq!(p["stage"], "AWAITING_RECEIVER", "nobody read it: {p}");
+    let (s, _) = sim.get(&format!("/sim/messages/{}", msg_id_of(t["endToEndId"].as_str().unwrap()))).await;
+    assert_eq!(s, 404, "the payout was not sent");
+
+    let (s, r) = copy.admin("POST", "/admin/rail/release", None).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(r["released"], true, "{r}");
+    assert!(r["heldBecause"].as_str().unwrap().contains("restored"), "{r}");
+    assert_eq!(sim.wait_payment(&arrived).await["stage"], "SETTLED");
+    assert_eq!(copy.wait_final_within(&token, &payout, SETTLE_WAIT_MAX).await["status"], "CONFIRMED");
+    wait_balance(&copy, &token, "45.00").await;
+    // Stored: a restart is not held again.
+    let mut child = copy.take_child().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    copy.start_again(&one_stream(&sim));
+    assert!(metrics_text(&copy).await.contains("pixgw_spi_rail_held 0"));
+    let (s, r) = copy.admin("POST", "/admin/rail/release", None).await;
+    assert_eq!((s, &r["released"]), (200, &json!(false)), "{r}");
+
+    // Offline, on a stopped store.
+    let release = |dir: &std::path::Path| {
+        let out = Command::new(bin()).args(["rail", "release", "--data-dir"]).arg(dir).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(release(&offline).contains("it was held: restored"));
+    assert!(release(&offline).contains("was not held"));
+}

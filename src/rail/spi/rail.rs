@@ -172,6 +172,36 @@ impl InFlight {
     }
 }
 
+/// Whether the rail is held: a store made by `pixgw restore` or `pixgw migrate` may be a copy
+/// of one another node still serves, and two readers of one ISPB's streams split what
+/// arrives between them. A held rail reads nothing and sends nothing (payouts wait) until
+/// an operator releases it; on-us payments go on.
+#[derive(Clone)]
+pub struct Hold {
+    held: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl Hold {
+    pub fn new(held: bool) -> Hold {
+        Hold { held: Arc::new(tokio::sync::watch::Sender::new(held)) }
+    }
+
+    pub fn is_held(&self) -> bool {
+        *self.held.borrow()
+    }
+
+    /// Lets the rail run (once: a rail is never held again while it runs).
+    pub fn release(&self) {
+        self.held.send_replace(false);
+    }
+
+    /// Waits until the rail is not held.
+    pub async fn released(&self) {
+        let mut rx = self.held.subscribe();
+        let _ = rx.wait_for(|held| !held).await;
+    }
+}
+
 /// What the rail keeps of what it sent, shared by its senders and readers.
 #[derive(Clone)]
 pub struct Kept {
@@ -183,6 +213,7 @@ pub struct Kept {
     /// (by a release that did not keep them) may have left without a record, so it is
     /// built again rather than failed as late.
     pub since: DateTime<Utc>,
+    pub hold: Hold,
 }
 
 /// The rail's actor: takes payouts.
@@ -194,6 +225,26 @@ pub struct SpiRail {
     /// settled on us, never sent (the SPI refuses a transfer within one participant).
     on_us: OnUsResolver,
     kept: Kept,
+    /// Payouts handed over while the rail was held, sent once it is released.
+    waiting: Vec<Payout>,
+}
+
+/// The hold on the rail was released: what waited goes.
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+struct Released;
+
+impl Handler<Released> for SpiRail {
+    type Result = ();
+
+    fn handle(&mut self, _: Released, ctx: &mut Context<Self>) {
+        let waiting = std::mem::take(&mut self.waiting);
+        tracing::info!(payouts = waiting.len(), "the SPI rail was released: its payouts go out");
+        let me = ctx.address();
+        for p in waiting {
+            me.do_send(p);
+        }
+    }
 }
 
 /// The SPI rail, started but not reading yet (see [`Started::read`]).
@@ -232,12 +283,29 @@ pub fn start(settings: SpiSettings, on_us: OnUsResolver, kept: Kept) -> Started 
     let rail_settings = settings.clone();
     let rail_dict = dict.clone();
     let rail_kept = kept.clone();
-    let rail = SpiRail::start_in_arbiter(&out_handle, move |_| SpiRail {
-        settings: rail_settings,
-        outbox: payouts_tx,
-        dict: rail_dict,
-        on_us,
-        kept: rail_kept,
+    tracing::info!(
+        ispb = %settings.ispb, icom = %settings.icom_url, dict = %settings.dict_url, streams = settings.streams,
+        held = kept.hold.is_held(), "the SPI rail starts"
+    );
+    if kept.hold.is_held() {
+        tracing::error!(ispb = %settings.ispb,
+            "the SPI rail is held: this store was restored or migrated, and another node may still read this ISPB's streams. Nothing is read or sent until an operator releases it (pixgw rail release, or POST /admin/rail/release)");
+    }
+    let rail = SpiRail::start_in_arbiter(&out_handle, move |ctx| {
+        let hold = rail_kept.hold.clone();
+        let me = ctx.address();
+        actix_web::rt::spawn(async move {
+            hold.released().await;
+            me.do_send(Released);
+        });
+        SpiRail {
+            settings: rail_settings,
+            outbox: payouts_tx,
+            dict: rail_dict,
+            on_us,
+            kept: rail_kept,
+            waiting: Vec::new(),
+        }
     });
     spawn_senders(&out_handle, &settings, payouts_rx, Some(kept.clone()));
     let (answers_tx, answers_rx) = mpsc::unbounded_channel::<Outbound>();
@@ -293,13 +361,21 @@ fn icom_client(settings: &SpiSettings) -> Option<IcomClient> {
 }
 
 impl Started {
+    /// The rail's hold, which an operator's route releases.
+    pub fn hold(&self) -> Hold {
+        self.kept.hold.clone()
+    }
+
     /// Starts the streams, which carry what they read to `inbound`.
     pub fn read(&self, inbound: Arc<dyn Inbound>) {
         let settings = self.settings.clone();
         let outbox = self.outbox.clone();
         let kept = self.kept.clone();
-        self.handle.spawn(med_refunds(self.dict.clone(), Arc::clone(&inbound), settings.med_poll));
+        let (dict, med_inbound) = (self.dict.clone(), Arc::clone(&inbound));
         self.handle.spawn(async move {
+            // Nothing is read while the rail is held.
+            kept.hold.released().await;
+            actix_web::rt::spawn(med_refunds(dict, med_inbound, settings.med_poll));
             let Some(icom) = icom_client(&settings) else { return };
             for n in 0..settings.streams {
                 actix_web::rt::spawn(reader(
@@ -523,6 +599,11 @@ impl Handler<Payout> for SpiRail {
         if let Some(payee) = payee {
             let outcome = RailOutcome::settled(Some(crate::rail::sim::bank::gateway_bank()));
             payout.reply_to.do_send(Settled { local_id: tx.local_id, outcome, on_us: Some(payee) });
+            return;
+        }
+        if self.kept.hold.is_held() {
+            // Sent once released: the other node may be the one serving this ISPB.
+            self.waiting.push(payout);
             return;
         }
         let complete =

@@ -178,6 +178,12 @@ impl Repo {
         self.commit(&b)
     }
 
+    pub fn delete_meta(&self, key: &[u8]) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        b.delete(key);
+        self.commit(&b)
+    }
+
     /// Applies and flushes a batch made by this repository.
     pub fn commit_batch(&self, batch: &Batch) -> Result<(), RepoError> {
         self.commit(batch)
