@@ -707,6 +707,7 @@ pub async fn register_key(
         holder_document: document,
         holder_name: account.profile.name.as_str().to_owned(),
         opened: account.created_at,
+        nth: state.repo.keys_of(id)?.len(),
     };
     // A sandbox account's keys live in the simulator's world only.
     let registered = if account.profile.sandbox {

@@ -107,7 +107,7 @@ pub async fn payee_of(
         }
         LookupError::Unavailable(why) => {
             tracing::warn!(error = %why, "the key directory did not answer; the payment is refused");
-            ApiError::ProviderDown
+            ApiError::DirectoryDown
         }
     })
 }

@@ -65,6 +65,9 @@ pub struct Registration {
     pub holder_document: String,
     pub holder_name: String,
     pub opened: DateTime<Utc>,
+    /// How many keys the account had registered before this one (names the request, so a
+    /// registration tried again after a failure is the same request to the directory).
+    pub nth: usize,
 }
 
 /// Why a key was not registered or removed.
@@ -140,9 +143,12 @@ impl Keys {
                 Ok(if r.key.is_empty() { uuid::Uuid::new_v4().to_string() } else { r.key })
             }
             Live::Dict { client, .. } => {
+                let ispb = super::spi::message::Ispb::parse(gateway_ispb())
+                    .ok_or_else(|| RegistrationError::Unavailable("the ISPB".into()))?;
+                let request_id =
+                    super::spi::dict::request_id_of(&ispb, r.account.get(), &r.key_type, &r.key, r.nth);
                 let entry = super::spi::directory::account_entry(
-                    &super::spi::message::Ispb::parse(gateway_ispb())
-                        .ok_or_else(|| RegistrationError::Unavailable("the ISPB".into()))?,
+                    &ispb,
                     &r.key,
                     &r.key_type,
                     r.account.get(),
@@ -150,7 +156,7 @@ impl Keys {
                     &r.holder_name,
                     r.opened,
                 );
-                match client.send(super::spi::directory::Register(entry)).await {
+                match client.send(super::spi::directory::Register(entry, request_id)).await {
                     Ok(Ok(e)) => Ok(e.key),
                     Ok(Err(DictError::Refused(why))) => Err(RegistrationError::Refused(why)),
                     Ok(Err(e)) => Err(RegistrationError::Unavailable(e.to_string())),

@@ -478,6 +478,18 @@ async fn kill_9_of_the_leader_while_cash_outs_stream_loses_nothing_and_the_stand
         "{cycles} failovers under load, the slowest {slowest:?}, {} cash-outs acknowledged",
         acked.len()
     );
+    // The killed leader recorded itself `leader` and never said otherwise: what operators
+    // read shows it gone, and one leader.
+    let count = |table: &str, role: &str| {
+        cluster.sql("failover", &format!("SELECT count(*) FROM {table} WHERE role = '{role}'"))
+    };
+    assert_eq!(
+        count("pixgw_nodes", "leader"),
+        (cycles + 1).to_string(),
+        "the table alone says every killed one leads"
+    );
+    assert_eq!(count("pixgw_nodes_now", "leader"), "1");
+    assert_eq!(count("pixgw_nodes_now", "gone"), cycles.to_string());
     let token = b.demo_token().await;
     // Every request sent, sent again under its key: none is left 409 ("interrupted") by the
     // kill. One acknowledged answers its payment; one in flight at the kill answers the

@@ -187,8 +187,8 @@ async fn two_nodes_are_upgraded_one_at_a_time_while_cash_outs_stream_and_nothing
     let (_, _, net) = b.balance(&token).await;
 
     // Both nodes say the new release, the upgraded standby leads.
-    let nodes =
-        cluster.sql("upgrade", "SELECT name || ' ' || release || ' ' || role FROM pixgw_nodes ORDER BY name");
+    let nodes = cluster
+        .sql("upgrade", "SELECT name || ' ' || release || ' ' || role FROM pixgw_nodes_now ORDER BY name");
     let release = new_version.trim_start_matches("pixgw ");
     assert_eq!(nodes, format!("node-a {release} standby\nnode-b {release} leader"), "{nodes}");
     assert!(a.stop().success());

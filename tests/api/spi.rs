@@ -1565,3 +1565,57 @@ async fn a_restored_store_holds_its_rail_until_an_operator_releases_it() {
     assert!(release(&offline).contains("it was held: restored"));
     assert!(release(&offline).contains("was not held"));
 }
+
+/// The DICT out of its window: a payment that needs a lookup is answered 503 with
+/// `Retry-After` (an outage of the directory, not a fault of the gateway), records nothing,
+/// and leaves its Idempotency-Key free: the same request once the DICT is back pays once.
+#[actix_rt::test]
+async fn a_dict_outage_answers_503_with_retry_after_and_records_nothing() {
+    let sim = Sim::start(&[]);
+    let app = spawn_on(&sim).await;
+    let (account, token) = live_account(&app, "Loja Real").await;
+    let funded = sim.pay_account(account, "52998224725", "20.00").await;
+    assert_eq!(sim.wait_payment(&funded).await["stage"], "SETTLED");
+    wait_balance(&app, &token, "20.00").await;
+    let dict = |down: bool| {
+        let sim = &sim;
+        async move {
+            let req = sim.client.put(format!("{}/sim/icom", sim.control));
+            let (s, b) = send(req, Some(json!({"dict": down}))).await;
+            assert_eq!(s, 204, "{b}");
+        }
+    };
+    dict(true).await;
+    let (key, doc, _) = directory_key("EMAIL", 3);
+    let body = cash_out(&key, "EMAIL", &doc, "dict-down", "5.00");
+    let headers = [("Idempotency-Key", "dict-down-1")];
+    let url = app.url("/api/pix/cash-out");
+    let mut res = app
+        .client
+        .post(&url)
+        .bearer_auth(&token)
+        .insert_header(("Content-Type", "application/json"))
+        .insert_header(headers[0])
+        .send_body(body.clone())
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    let raw = res.body().await.unwrap();
+    assert_eq!(status, 503, "{}", String::from_utf8_lossy(&raw));
+    assert_eq!(res.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("5"));
+    let answer: Value = serde_json::from_slice(&raw).unwrap();
+    assert!(answer.to_string().contains("key directory"), "{answer}");
+    assert_eq!(
+        app.balance(&token).await,
+        ("20.00".into(), "0.00".into(), "20.00".into()),
+        "nothing recorded"
+    );
+    dict(false).await;
+    let (s, b) = app.post_raw("/api/pix/cash-out", &token, &body, &headers).await;
+    assert_eq!(s, 201, "the key is free again: {b}");
+    assert_eq!(
+        app.wait_final_within(&token, b["transactionId"].as_str().unwrap(), SETTLE_WAIT_MAX).await["status"],
+        "CONFIRMED"
+    );
+    wait_balance(&app, &token, "15.00").await;
+}

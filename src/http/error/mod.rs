@@ -41,6 +41,10 @@ pub enum ApiError {
     /// The PIX provider could not be reached; nothing was recorded (500, retry).
     #[error("provider unavailable")]
     ProviderDown,
+    /// The key directory (the DICT) did not answer a lookup the request needs; nothing was
+    /// recorded (503 with `Retry-After`: an outage of the directory, not a fault here).
+    #[error("the key directory is unavailable")]
+    DirectoryDown,
     /// Storage or an actor did not answer in time (503).
     #[error("unavailable")]
     Unavailable(#[source] Cause),
@@ -78,7 +82,7 @@ impl ApiError {
     /// provider could not be reached before anything was recorded), so that an
     /// Idempotency-Key it held is free again.
     pub fn did_nothing(&self) -> bool {
-        matches!(self, ApiError::ProviderDown)
+        matches!(self, ApiError::ProviderDown | ApiError::DirectoryDown)
     }
 
     /// An internal error that only a sentence explains (a state the code rules out).
@@ -152,6 +156,12 @@ impl ApiError {
                 "HTTP_ERROR",
                 "failure to reach the PIX provider; nothing was recorded; retry".to_owned(),
                 "The payment provider is unavailable; try again.",
+            ),
+            ApiError::DirectoryDown => simple(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "SERVICE_UNAVAILABLE",
+                "the key directory (DICT) did not answer; nothing was recorded; retry".to_owned(),
+                "The key directory is unavailable; try again shortly.",
             ),
             ApiError::Unavailable(_) => simple(
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -163,6 +163,24 @@ pub fn delete_response(key: &str, correlation_id: &str, now: DateTime<Utc>) -> S
 }
 
 /// A `CreateEntryRequest`, unsigned: an EVP entry without a key asks the DICT to make one.
+/// The `RequestId` of a registration: a UUID v4 in form, drawn from the SHA-256 of what
+/// the registration is (the participant, the account, the key's type and value, and how many
+/// keys the account had registered before), so the same registration tried again after a
+/// failure is the same request, which the DICT answers as it did the first time, and
+/// another registration (a second EVP of the account) is another request.
+pub fn request_id_of(participant: &Ispb, account: u64, key_type: &str, key: &str, nth: usize) -> uuid::Uuid {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    for part in [participant.as_str(), &account.to_string(), key_type, key, &nth.to_string()] {
+        h.update(part.as_bytes());
+        h.update([0u8]);
+    }
+    let digest = h.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_random_bytes(bytes).into_uuid()
+}
+
 pub fn create_request(entry: &Entry, reason: &str, request_id: &uuid::Uuid) -> String {
     let with_key = !(entry.key_type == "EVP" && entry.key.is_empty());
     format!(
@@ -380,6 +398,20 @@ impl Problem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_registration_tried_again_has_its_request_id_and_another_one_its_own() {
+        let ispb = Ispb::parse("1234ABCD").unwrap();
+        let id = request_id_of(&ispb, 7, "EVP", "", 0);
+        assert_eq!(id, request_id_of(&ispb, 7, "EVP", "", 0), "the same registration again");
+        assert_eq!(id.get_version_num(), 4, "a UUID v4 in form, as the API asks");
+        assert_ne!(id, request_id_of(&ispb, 7, "EVP", "", 1), "the account's second EVP");
+        assert_ne!(id, request_id_of(&ispb, 8, "EVP", "", 0), "another account");
+        assert_ne!(
+            request_id_of(&ispb, 7, "EMAIL", "a@b.c", 0),
+            request_id_of(&ispb, 7, "EMAIL", "a@b.cd", 0)
+        );
+    }
 
     fn entry() -> Entry {
         let t = DateTime::parse_from_rfc3339("2026-11-26T10:00:00Z").unwrap().with_timezone(&Utc);

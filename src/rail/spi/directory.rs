@@ -3,11 +3,19 @@
 //! mutual-TLS connection; every answer's signature is checked against the DICT's
 //! certificate before it is believed.
 //!
-//! Lookups respect the DICT's anti-scan policy on pixgw's side first: each payer (the
-//! account's document, `PI-PayerId`) has a local bucket that mirrors the DICT's (a miss costs
-//! 20 tokens, a hit 1; a person's holds 100, refilled 2 a minute, a company's 1,000, 20 a
-//! minute), so one client's typos are refused here with a clear error before they can empty
-//! the participant's budget; a 429 from the DICT is passed on the same way, never retried.
+//! Lookups respect the DICT's anti-scan policies (DICT API 2.12.1, "Limitação de
+//! requisições") on pixgw's side first, so one client's typos are refused here with a clear
+//! error before they can empty the participant's budget:
+//! - per payer (the account's document, `PI-PayerId`), two buckets: one for e-mail and phone
+//!   keys (`ENTRIES_READ_USER_ANTISCAN`), one for CPF, CNPJ and EVP keys (`…_V2`); a miss
+//!   costs 20 tokens, a hit 1; a person's holds 100, refilled 2 a minute, a company's 1,000,
+//!   20 a minute; a payment after a lookup gives 1 back (a company's 2);
+//! - per participant (`ENTRIES_READ_PARTICIPANT_ANTISCAN`), one bucket of the category the
+//!   central bank gave it (`[spi] dict_category`, A to H); a miss costs 3, a hit 1, a
+//!   payment gives 1 back.
+//!
+//! A 429 from the DICT empties the payer's bucket here (the mirror was behind) and is passed
+//! on with the wait the bucket then gives, never retried.
 //! Answers are cached for as long as their `Cache-Control` says (`max-age`), per key, in an
 //! [`EntryCache`] that request handlers read on their own thread: a cash-out to a key looked
 //! up recently costs no trip to this actor.
@@ -100,57 +108,146 @@ struct Bucket {
     at: Instant,
 }
 
-/// The buckets pixgw keeps per payer, mirroring the DICT's.
-#[derive(Default)]
+impl Bucket {
+    /// Refilled to `at` by `(size, per_minute)`.
+    fn refill(&mut self, (size, per_minute): (f64, f64), at: Instant) {
+        self.tokens =
+            (self.tokens + at.saturating_duration_since(self.at).as_secs_f64() * per_minute / 60.0).min(size);
+        self.at = at;
+    }
+
+    /// How long until it holds a token again, at `per_minute`; `None` when it holds one.
+    fn wait(&self, per_minute: f64) -> Option<Duration> {
+        (self.tokens <= 0.0)
+            .then(|| Duration::from_secs_f64(((COST_HIT - self.tokens) * 60.0 / per_minute).max(1.0)))
+    }
+}
+
+/// The DICT's two anti-scan buckets of a payer, by the type of key looked up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeyGroup {
+    /// E-mail and phone keys (`ENTRIES_READ_USER_ANTISCAN`).
+    EmailPhone,
+    /// CPF, CNPJ and EVP keys (`ENTRIES_READ_USER_ANTISCAN_V2`).
+    Documents,
+}
+
+/// The bucket a lookup of `key` is charged to.
+pub fn key_group(key: &str) -> KeyGroup {
+    if key.contains('@') || key.starts_with('+') {
+        KeyGroup::EmailPhone
+    } else {
+        KeyGroup::Documents
+    }
+}
+
+/// The participant's bucket by its category (`ENTRIES_READ_PARTICIPANT_ANTISCAN`): size and
+/// refill a minute.
+pub fn participant_policy(category: char) -> Option<(f64, f64)> {
+    Some(match category {
+        'A' => (50_000.0, 25_000.0),
+        'B' => (40_000.0, 20_000.0),
+        'C' => (30_000.0, 15_000.0),
+        'D' => (16_000.0, 8_000.0),
+        'E' => (5_000.0, 2_500.0),
+        'F' => (500.0, 250.0),
+        'G' => (250.0, 25.0),
+        'H' => (50.0, 2.0),
+        _ => return None,
+    })
+}
+
+/// What a miss costs the participant's bucket.
+pub const PARTICIPANT_COST_MISS: f64 = 3.0;
+
+/// The buckets pixgw keeps, mirroring the DICT's: per payer and key group, and the
+/// participant's.
 pub struct Buckets {
-    by_payer: HashMap<String, Bucket>,
+    by_payer: HashMap<(String, KeyGroup), Bucket>,
+    participant: Option<(Bucket, (f64, f64))>,
+}
+
+impl Default for Buckets {
+    fn default() -> Buckets {
+        Buckets::new(None, Instant::now())
+    }
 }
 
 impl Buckets {
+    /// Buckets for a participant of `category` (none mirrored when `None`).
+    pub fn new(category: Option<char>, at: Instant) -> Buckets {
+        let participant =
+            category.and_then(participant_policy).map(|policy| (Bucket { tokens: policy.0, at }, policy));
+        Buckets { by_payer: HashMap::new(), participant }
+    }
+
+    fn is_company(payer: &str) -> bool {
+        payer.len() != 11
+    }
+
     fn policy(payer: &str) -> (f64, f64) {
-        if payer.len() == 11 {
-            BUCKET_PERSON
-        } else {
+        if Buckets::is_company(payer) {
             BUCKET_COMPANY
+        } else {
+            BUCKET_PERSON
         }
     }
 
-    fn refill(&mut self, payer: &str, at: Instant) -> &mut Bucket {
-        let (size, per_minute) = Buckets::policy(payer);
-        if self.by_payer.len() >= BUCKETS_MAX && !self.by_payer.contains_key(payer) {
+    fn refill(&mut self, payer: &str, group: KeyGroup, at: Instant) -> &mut Bucket {
+        let policy = Buckets::policy(payer);
+        if self.by_payer.len() >= BUCKETS_MAX && !self.by_payer.contains_key(&(payer.to_owned(), group)) {
             // Full buckets are the ones a new bucket would start as: forgetting them is free.
-            self.by_payer.retain(|_, b| b.tokens < size);
+            self.by_payer.retain(|(p, _), b| b.tokens < Buckets::policy(p).0);
         }
-        let b = self.by_payer.entry(payer.to_owned()).or_insert(Bucket { tokens: size, at });
-        b.tokens =
-            (b.tokens + at.saturating_duration_since(b.at).as_secs_f64() * per_minute / 60.0).min(size);
-        b.at = at;
+        let b = self.by_payer.entry((payer.to_owned(), group)).or_insert(Bucket { tokens: policy.0, at });
+        b.refill(policy, at);
         b
     }
 
-    /// Whether `payer` may look a key up now; when not, how long until it may.
-    pub fn admit(&mut self, payer: &str, at: Instant) -> Result<(), Duration> {
-        let (_, per_minute) = Buckets::policy(payer);
-        let b = self.refill(payer, at);
-        if b.tokens > 0.0 {
-            return Ok(());
+    fn participant(&mut self, at: Instant) -> Option<(&mut Bucket, (f64, f64))> {
+        let (b, policy) = self.participant.as_mut()?;
+        b.refill(*policy, at);
+        Some((b, *policy))
+    }
+
+    /// Whether `payer` may look a key of `group` up now; when not, how long until it may.
+    pub fn admit(&mut self, payer: &str, group: KeyGroup, at: Instant) -> Result<(), Duration> {
+        let per_minute = Buckets::policy(payer).1;
+        let user = self.refill(payer, group, at).wait(per_minute);
+        let participant = self.participant(at).and_then(|(b, policy)| b.wait(policy.1));
+        match user.into_iter().chain(participant).max() {
+            Some(wait) => Err(wait),
+            None => Ok(()),
         }
-        let missing = COST_HIT - b.tokens;
-        Err(Duration::from_secs_f64((missing * 60.0 / per_minute).max(1.0)))
     }
 
     /// Charges a lookup's answer (`hit`: found).
-    pub fn charge(&mut self, payer: &str, hit: bool, at: Instant) {
-        let b = self.refill(payer, at);
-        b.tokens -= if hit { COST_HIT } else { COST_MISS };
+    pub fn charge(&mut self, payer: &str, group: KeyGroup, hit: bool, at: Instant) {
+        self.refill(payer, group, at).tokens -= if hit { COST_HIT } else { COST_MISS };
+        if let Some((b, _)) = self.participant(at) {
+            b.tokens -= if hit { COST_HIT } else { PARTICIPANT_COST_MISS };
+        }
     }
 
-    /// Gives a token back: the payer sent a payment after a lookup (the DICT does the same
-    /// when a payment carries the lookup's end-to-end id).
-    pub fn paid(&mut self, payer: &str, at: Instant) {
+    /// The DICT refused a lookup with 429: the payer's bucket there is empty, whatever the
+    /// mirror says. Answers how long until it may look up again.
+    pub fn exhausted(&mut self, payer: &str, group: KeyGroup, at: Instant) -> Duration {
+        let b = self.refill(payer, group, at);
+        b.tokens = b.tokens.min(0.0);
+        b.wait(Buckets::policy(payer).1).unwrap_or(Duration::from_secs(1))
+    }
+
+    /// Gives tokens back: the payer sent a payment after a lookup (the DICT does the same
+    /// when a payment carries the lookup's end-to-end id): a person 1, a company 2, the
+    /// participant 1.
+    pub fn paid(&mut self, payer: &str, group: KeyGroup, at: Instant) {
         let (size, _) = Buckets::policy(payer);
-        let b = self.refill(payer, at);
-        b.tokens = (b.tokens + COST_HIT).min(size);
+        let back = if Buckets::is_company(payer) { 2.0 } else { COST_HIT };
+        let b = self.refill(payer, group, at);
+        b.tokens = (b.tokens + back).min(size);
+        if let Some((b, (size, _))) = self.participant(at) {
+            b.tokens = (b.tokens + COST_HIT).min(size);
+        }
     }
 }
 
@@ -178,25 +275,28 @@ pub struct Lookup {
     pub end_to_end_id: String,
 }
 
-/// A payment was sent after a lookup by this payer: its bucket gets the token back.
+/// A payment was sent after a lookup of `key` by this payer: its bucket gets tokens back.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Paid {
     pub payer_document: String,
+    pub key: String,
 }
 
 impl Handler<Paid> for DictClient {
     type Result = ();
 
     fn handle(&mut self, msg: Paid, _: &mut Context<Self>) {
-        self.buckets.paid(&msg.payer_document, Instant::now());
+        self.buckets.paid(&msg.payer_document, key_group(&msg.key), Instant::now());
     }
 }
 
-/// Register a key of an account of pixgw (an EVP with no key: the DICT makes one).
+/// Register a key of an account of pixgw (an EVP with no key: the DICT makes one), under
+/// a `RequestId` the same registration always has ([`super::dict::request_id_of`]), so a
+/// registration tried again is the same request to the DICT.
 #[derive(Message)]
 #[rtype(result = "Result<Entry, DictError>")]
-pub struct Register(pub Entry);
+pub struct Register(pub Entry, pub uuid::Uuid);
 
 /// Remove a key of an account of pixgw.
 #[derive(Message)]
@@ -224,12 +324,23 @@ impl DictClient {
             .map_err(|e| tracing::error!(error = %e, "no DICT client"))
             .ok();
         let base_path = super::http1::split_url(&settings.dict_url).map(|(_, _, p)| p).unwrap_or_default();
-        DictClient { settings, http, base_path, cache, buckets: Buckets::default() }
+        let buckets = Buckets::new(Some(settings.dict_category), Instant::now());
+        DictClient { settings, http, base_path, cache, buckets }
     }
 }
 
 impl Actor for DictClient {
     type Context = Context<Self>;
+}
+
+/// A response's body, inflated when the DICT gzipped it (we ask with `Accept-Encoding: gzip`,
+/// as the API recommends).
+fn inflated(res: &super::http1::Response) -> Result<Vec<u8>, DictError> {
+    if res.header("content-encoding").is_some_and(|e| e.eq_ignore_ascii_case("gzip")) {
+        super::icom::gunzip(&res.body).map_err(DictError::Unavailable)
+    } else {
+        Ok(res.body.clone())
+    }
 }
 
 /// Reads a DICT answer: a signed body that verifies, or the problem it reports.
@@ -239,7 +350,8 @@ fn answer(settings: &SpiSettings, status: u16, body: &[u8]) -> Result<Document, 
     if let Some(p) = Problem::read(&doc) {
         return Err(match (p.status.max(status), p.kind.as_str()) {
             (404, _) | (_, "NotFound") => DictError::NotFound,
-            (429, _) => DictError::RateLimited(Duration::from_secs(60)),
+            // The API gives a 429 no Retry-After: the payer's mirrored bucket says the wait.
+            (429, _) => DictError::RateLimited(Duration::ZERO),
             (s, _) if s >= 500 => DictError::Unavailable(format!("{}: {}", p.kind, p.title)),
             _ => DictError::Refused(format!("{}: {}", p.kind, p.title)),
         });
@@ -268,7 +380,8 @@ impl Handler<Lookup> for DictClient {
         if let Some(entry) = self.cache.get(&msg.key, now) {
             return Box::pin(fut::ready(Ok(entry)));
         }
-        if let Err(wait) = self.buckets.admit(&msg.payer_document, now) {
+        let group = key_group(&msg.key);
+        if let Err(wait) = self.buckets.admit(&msg.payer_document, group, now) {
             metrics::counter!("pixgw_dict_lookups_total", "result" => "limited_here").increment(1);
             return Box::pin(fut::ready(Err(DictError::RateLimited(wait))));
         }
@@ -288,6 +401,7 @@ impl Handler<Lookup> for DictClient {
                 let headers = [
                     ("User-Agent", USER_AGENT),
                     ("Accept", "application/xml"),
+                    ("Accept-Encoding", "gzip"),
                     ("PI-RequestingParticipant", settings.ispb.as_str()),
                     ("PI-PayerId", payer.as_str()),
                     ("PI-EndToEndId", e2e.as_str()),
@@ -297,7 +411,13 @@ impl Handler<Lookup> for DictClient {
                     .await
                     .map_err(|e| DictError::Unavailable(e.to_string()))?;
                 let cache = res.header("cache-control").and_then(max_age);
-                let doc = answer(&settings, res.status, &res.body)?;
+                let asked_wait =
+                    res.header("retry-after").map(|v| super::icom::retry_after(Some(v), chrono::Utc::now()));
+                let body = inflated(&res)?;
+                let doc = answer(&settings, res.status, &body).map_err(|e| match (e, asked_wait) {
+                    (DictError::RateLimited(_), Some(w)) => DictError::RateLimited(w),
+                    (e, _) => e,
+                })?;
                 Ok((entry_of(&doc)?, cache))
             }
             .into_actor(self)
@@ -312,7 +432,7 @@ impl Handler<Lookup> for DictClient {
                 metrics::counter!("pixgw_dict_lookups_total", "result" => result).increment(1);
                 match got {
                     Ok((entry, cache)) => {
-                        act.buckets.charge(&msg.payer_document, true, Instant::now());
+                        act.buckets.charge(&msg.payer_document, group, true, Instant::now());
                         if let Some(age) = cache {
                             let now = Instant::now();
                             act.cache.put(msg.key.clone(), entry.clone(), now + age, now);
@@ -320,8 +440,13 @@ impl Handler<Lookup> for DictClient {
                         Ok(entry)
                     }
                     Err(DictError::NotFound) => {
-                        act.buckets.charge(&msg.payer_document, false, Instant::now());
+                        act.buckets.charge(&msg.payer_document, group, false, Instant::now());
                         Err(DictError::NotFound)
+                    }
+                    Err(DictError::RateLimited(asked)) => {
+                        // The DICT's bucket is empty whatever ours says: ours follows it.
+                        let ours = act.buckets.exhausted(&msg.payer_document, group, Instant::now());
+                        Err(DictError::RateLimited(ours.max(asked)))
                     }
                     Err(e) => Err(e),
                 }
@@ -358,7 +483,7 @@ impl Handler<Register> for DictClient {
     type Result = ResponseFuture<Result<Entry, DictError>>;
 
     fn handle(&mut self, msg: Register, _: &mut Context<Self>) -> Self::Result {
-        let body = create_request(&msg.0, "USER_REQUESTED", &uuid::Uuid::new_v4());
+        let body = create_request(&msg.0, "USER_REQUESTED", &msg.1);
         let sent = self.signed_post("/entries/", body);
         Box::pin(async move { entry_of(&sent.await?) })
     }
@@ -522,19 +647,68 @@ mod tests {
     fn a_persons_typos_empty_its_bucket_here_and_it_refills_two_a_minute() {
         let mut b = Buckets::default();
         let t0 = Instant::now();
+        let docs = KeyGroup::Documents;
         for _ in 0..5 {
-            assert!(b.admit("52998224725", t0).is_ok());
-            b.charge("52998224725", false, t0);
+            assert!(b.admit("52998224725", docs, t0).is_ok());
+            b.charge("52998224725", docs, false, t0);
         }
-        let wait = b.admit("52998224725", t0).unwrap_err();
+        let wait = b.admit("52998224725", docs, t0).unwrap_err();
         assert_eq!(wait, Duration::from_secs(30), "one token at two a minute");
-        assert!(b.admit("11222333000181", t0).is_ok(), "a company's bucket is its own");
-        assert!(b.admit("52998224725", t0 + Duration::from_secs(30)).is_ok());
+        assert!(
+            b.admit("52998224725", KeyGroup::EmailPhone, t0).is_ok(),
+            "e-mail and phone keys: another bucket"
+        );
+        assert!(b.admit("11222333000181", docs, t0).is_ok(), "a company's bucket is its own");
+        assert!(b.admit("52998224725", docs, t0 + Duration::from_secs(30)).is_ok());
         // Hits cost one: a company looks up 1,000 keys before it waits.
         for _ in 0..1000 {
-            assert!(b.admit("11222333000181", t0).is_ok());
-            b.charge("11222333000181", true, t0);
+            assert!(b.admit("11222333000181", docs, t0).is_ok());
+            b.charge("11222333000181", docs, true, t0);
         }
-        assert!(b.admit("11222333000181", t0).is_err());
+        assert!(b.admit("11222333000181", docs, t0).is_err());
+        // A payment gives a company two tokens back, a person one.
+        b.paid("11222333000181", docs, t0);
+        assert!(b.admit("11222333000181", docs, t0).is_ok());
+    }
+
+    #[test]
+    fn keys_fall_in_the_dicts_two_user_buckets() {
+        assert_eq!(key_group("ana@example.com"), KeyGroup::EmailPhone);
+        assert_eq!(key_group("+5561988880000"), KeyGroup::EmailPhone);
+        for k in ["52998224725", "11222333000181", "123e4567-e89b-12d3-a456-426614174000"] {
+            assert_eq!(key_group(k), KeyGroup::Documents, "{k}");
+        }
+    }
+
+    #[test]
+    fn the_participants_bucket_follows_its_category_and_a_miss_costs_it_three() {
+        assert_eq!(participant_policy('A'), Some((50_000.0, 25_000.0)));
+        assert_eq!(participant_policy('H'), Some((50.0, 2.0)));
+        assert_eq!(participant_policy('I'), None);
+        let t0 = Instant::now();
+        let mut b = Buckets::new(Some('H'), t0);
+        // 50 tokens: 16 misses (48) by many payers leave 2, and then one more empties it.
+        for i in 0..17 {
+            let payer = format!("{:011}", i);
+            assert!(b.admit(&payer, KeyGroup::Documents, t0).is_ok(), "{i}");
+            b.charge(&payer, KeyGroup::Documents, false, t0);
+        }
+        let wait = b.admit("99999999999", KeyGroup::Documents, t0).unwrap_err();
+        assert_eq!(wait, Duration::from_secs(60), "two tokens to a token at two a minute");
+        // A payment gives one back: one brings it to zero, a second to a token.
+        b.paid("00000000000", KeyGroup::Documents, t0);
+        assert!(b.admit("99999999999", KeyGroup::Documents, t0).is_err());
+        b.paid("00000000001", KeyGroup::Documents, t0);
+        assert!(b.admit("99999999999", KeyGroup::Documents, t0).is_ok());
+    }
+
+    #[test]
+    fn a_429_of_the_dict_empties_the_payers_bucket_here() {
+        let t0 = Instant::now();
+        let mut b = Buckets::default();
+        assert!(b.admit("52998224725", KeyGroup::EmailPhone, t0).is_ok());
+        assert_eq!(b.exhausted("52998224725", KeyGroup::EmailPhone, t0), Duration::from_secs(30));
+        assert!(b.admit("52998224725", KeyGroup::EmailPhone, t0).is_err());
+        assert!(b.admit("52998224725", KeyGroup::Documents, t0).is_ok());
     }
 }

@@ -553,7 +553,12 @@ impl SpiRail {
             SEND_QUEUE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             // A payment to a key looked up gives the payer's lookup token back.
             if attempt == 1 && payout.tx.refund.is_none() && payout.tx.counterpart.key.is_some() {
-                dict.do_send(super::directory::Paid { payer_document: payout.payer.document.clone() });
+                if let Some(key) = payout.tx.counterpart.key.clone() {
+                    dict.do_send(super::directory::Paid {
+                        payer_document: payout.payer.document.clone(),
+                        key,
+                    });
+                }
             }
             metrics::counter!("pixgw_spi_messages_sent_total", "kind" => if payout.tx.refund.is_some() { "pacs.004" } else { "pacs.008" }).increment(1);
             if let Ok(Err(Refusal { error: IcomError::Refused(status, text), attempt })) = answered.await {

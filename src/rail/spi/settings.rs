@@ -18,6 +18,9 @@ pub const STREAMS_DEFAULT: usize = 2;
 /// bounds of the setting: the API lists a change within five seconds of it, and the MED
 /// gives the contested participant days to answer.
 pub const MED_POLL_MS_DEFAULT: u64 = 30_000;
+/// The DICT category assumed when none is set: the largest, so the mirror of the
+/// participant's bucket refuses nothing the DICT would take (set the one you were given).
+pub const DICT_CATEGORY_DEFAULT: char = 'A';
 pub const MED_POLL_MS_MIN: u64 = 100;
 pub const MED_POLL_MS_MAX: u64 = 3_600_000;
 
@@ -50,6 +53,9 @@ pub struct SpiFile {
     pub med_poll_ms: Option<u64>,
     /// How long after its debit a payout may still leave, in ms (1,000 to 35,000).
     pub leave_within_ms: Option<u64>,
+    /// The participant's category in the DICT's anti-scan policy (`A` to `H`), as the
+    /// central bank set it.
+    pub dict_category: Option<String>,
 }
 
 impl SpiFile {
@@ -75,6 +81,7 @@ impl SpiFile {
         if let Some(v) = env("PIXGW_SPI_MED_POLL_MS").and_then(|v| v.parse().ok()) {
             self.med_poll_ms = Some(v);
         }
+        self.dict_category = env("PIXGW_SPI_DICT_CATEGORY").or(self.dict_category);
         if let Some(v) = env("PIXGW_SPI_LEAVE_WITHIN_MS").and_then(|v| v.parse().ok()) {
             self.leave_within_ms = Some(v);
         }
@@ -99,6 +106,8 @@ pub struct SpiSettings {
     pub med_poll: std::time::Duration,
     /// How long after its debit a payout may still leave; later, it fails unsent.
     pub leave_within: std::time::Duration,
+    /// The participant's category in the DICT's anti-scan policy.
+    pub dict_category: char,
 }
 
 impl std::fmt::Debug for SpiSettings {
@@ -168,7 +177,17 @@ impl SpiSettings {
                 LEAVE_WITHIN_MAX.as_millis()
             ));
         }
+        let dict_category = match f.dict_category.as_deref() {
+            None => DICT_CATEGORY_DEFAULT,
+            Some(c) => c
+                .chars()
+                .next()
+                .filter(|c| c.len_utf8() == 1 && super::directory::participant_policy(*c).is_some())
+                .filter(|_| c.len() == 1)
+                .ok_or_else(|| format!("[spi] dict_category {c:?} must be one of A to H"))?,
+        };
         Ok(SpiSettings {
+            dict_category,
             leave_within,
             payloads: Arc::new(payloads),
             med_poll: std::time::Duration::from_millis(med_poll_ms),

@@ -26,6 +26,7 @@ pub struct Migration {
 pub const MIGRATIONS: &[Migration] = &[
     Migration { version: 1, breaks_older: true, sql: include_str!("migrations/0001_initial.sql") },
     Migration { version: 2, breaks_older: false, sql: include_str!("migrations/0002_nodes.sql") },
+    Migration { version: 3, breaks_older: false, sql: include_str!("migrations/0003_nodes_now.sql") },
 ];
 
 /// The first version whose row says whether it breaks older releases.

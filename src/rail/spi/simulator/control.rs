@@ -13,7 +13,7 @@
 //! | `PUT /sim/participants/{ispb}/behaviour` | a virtual receiver's behaviour: `{"accept": true}`, `{"reject": "AC06"}` or `{"silent": true}` |
 //! | `GET /sim/stats` | counters of messages received, sent and refused; real receivers' answer times (`answers`: count, p50, p99, max in ms, and SPI timeouts) |
 //! | `POST /sim/load` | the virtual payer pays `{to: key}` `count` times, `perSecond`, `amount` each (open loop) |
-//! | `PUT /sim/icom` | an outage of ICOM: `{"sends": true}` makes sending answer 503, `{"reads": true}` reading; `{}` ends it |
+//! | `PUT /sim/icom` | an outage of ICOM: `{"sends": true}` makes sending answer 503, `{"reads": true}` reading, `{"dict": true}` the DICT's key lookups (503 with `Retry-After`); `{}` ends it |
 //! | `PUT /sim/faults` | faults ICOM plays on the next posts, each a count: `{"answer408": n}` (stores nothing), `{"answer429HttpDate": n}` (stores nothing; `Retry-After` an HTTP date), `{"answer502AfterStoring": n}` (stores and carries out, then answers 502) |
 //! | `POST /sim/inject` | delivers to real participant `to` a message it did not ask for (a fault of the rails): `{"pacs002": {endToEndId, status: ACSC \| ACCC \| RJCT, reason?}}`, `{"admi002": {reference, reason}}` (both signed by the SPI), or `{"unreadable": "text"}` (the text as it is, unsigned); answers `{msgId}`, or `{resourceId}` for text |
 

@@ -189,8 +189,9 @@ fn answer_problem(p: &Problem) -> HttpResponse {
     let status =
         actix_web::http::StatusCode::from_u16(p.status).unwrap_or(actix_web::http::StatusCode::BAD_REQUEST);
     let mut res = HttpResponse::build(status);
-    if p.status == 429 {
-        res.insert_header(("retry-after", "60"));
+    // As the DICT API 2.12.1 has it: a 503 says when to come back, a 429 does not.
+    if p.status == 503 {
+        res.insert_header(("retry-after", "7"));
     }
     res.content_type("application/problem+xml").body(p.write())
 }
@@ -330,6 +331,9 @@ async fn get(req: HttpRequest, key: web::Path<String>, sim: web::Data<Sim>) -> H
         Ok(p) => p,
         Err(r) => return r.response(),
     };
+    if sim.outage.lock().unwrap_or_else(|p| p.into_inner()).dict {
+        return answer_problem(&problem(503, "ServiceUnavailable", "the DICT is out of its window"));
+    }
     let header = |n: &str| req.headers().get(n).and_then(|v| v.to_str().ok()).map(str::to_owned);
     if header("pi-requestingparticipant").as_deref() != Some(from.as_str()) {
         return answer_problem(&problem(

@@ -137,6 +137,9 @@ pub struct Outage {
     /// Reading (the streams) answers 503: nothing is delivered or confirmed.
     #[serde(default)]
     pub reads: bool,
+    /// The DICT's key lookups answer 503 with `Retry-After`.
+    #[serde(default)]
+    pub dict: bool,
 }
 
 /// Faults ICOM's sending half plays on the next posts (each count goes down by one per
