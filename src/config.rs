@@ -400,6 +400,10 @@ pub struct ServeArgs {
     /// with Retry-After beyond it); default: no limit (a load test hammers one account).
     #[arg(long, env = "PIXGW_ACCOUNT_RATE_LIMIT")]
     pub account_rate_limit: Option<u64>,
+    /// The largest operator credit one admin token makes alone (default 10000.00); a larger
+    /// one is made when a second operator sends the same request.
+    #[arg(long, env = "PIXGW_OPERATOR_CREDIT_SINGLE_MAX")]
+    pub operator_credit_single_max: Option<String>,
     /// sled's page cache in MiB (default 64).
     #[arg(long, env = "PIXGW_STORAGE_CACHE_MB")]
     pub storage_cache_mb: Option<u64>,
@@ -464,6 +468,7 @@ pub struct FileConfig {
     pub webhook_senders: Option<usize>,
     pub workers: Option<usize>,
     pub account_rate_limit: Option<u64>,
+    pub operator_credit_single_max: Option<String>,
     pub storage_cache_mb: Option<u64>,
     pub journal_segment_mb: Option<u64>,
     pub shutdown_timeout_seconds: Option<u64>,
@@ -503,6 +508,8 @@ pub struct Settings {
     pub workers: usize,
     /// Requests a second per account (`None`: no limit).
     pub account_rate_limit: Option<u64>,
+    /// The largest operator credit one operator makes alone.
+    pub operator_credit_single_max: crate::domain::money::Money,
     pub storage_cache_mb: u64,
     pub journal_segment_mb: u64,
     pub shutdown_timeout_seconds: u64,
@@ -750,6 +757,15 @@ impl Settings {
         if account_rate_limit == Some(0) {
             return Err(ConfigError::Invalid("the account rate limit must be at least 1 request a second"));
         }
+        let operator_credit_single_max = crate::domain::money::Money::parse(
+            args.operator_credit_single_max
+                .as_deref()
+                .or(file.operator_credit_single_max.as_deref())
+                .unwrap_or(crate::domain::decide::OPERATOR_CREDIT_SINGLE_MAX_DEFAULT),
+        )
+        .map_err(|_| {
+            ConfigError::Invalid("the operator credit bound must be a decimal amount such as 10000.00")
+        })?;
         let webhook_senders =
             args.webhook_senders.or(file.webhook_senders).unwrap_or(DEFAULT_WEBHOOK_SENDERS);
         if webhook_senders == 0 {
@@ -813,6 +829,7 @@ impl Settings {
             journal_segment_mb,
             workers,
             account_rate_limit,
+            operator_credit_single_max,
             shutdown_timeout_seconds: args
                 .shutdown_timeout_seconds
                 .or(file.shutdown_timeout_seconds)

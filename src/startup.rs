@@ -270,6 +270,7 @@ impl Application {
             payloads: settings.spi.as_ref().map(|s| Arc::clone(&s.payloads)),
             rail_hold: spi.as_ref().map(|s| s.hold()),
             account_rate_limit: settings.account_rate_limit,
+            operator_credit_single_max: settings.operator_credit_single_max,
             account_rate: std::sync::Mutex::default(),
         });
         telemetry::metrics_handle();

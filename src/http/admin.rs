@@ -828,6 +828,7 @@ pub struct AdjustmentResponse {
     responses(
         (status = 201, description = "Made: a transaction of its own, final, with its webhook", body = AdjustmentResponse),
         (status = 200, description = "The same move again under its reference (same type, amount and reason): the first move, nothing moved", body = AdjustmentResponse),
+        (status = 202, description = "A credit above --operator-credit-single-max, proposed: nothing moved; it is made when another operator sends the same request", body = Object),
         (status = 409, description = "The reference names another move (another type, amount or reason); nothing moved", body = ExtendedErrorBody),
         (status = 400, description = "Invalid body, or PIX_INSUFFICIENT_BALANCE for a debit", body = ExtendedErrorBody),
         (status = 404, body = ExtendedErrorBody),
@@ -877,7 +878,45 @@ pub async fn adjust(
         return Err(ApiError::internal("validated fields missing"));
     };
     admin::account(&state.repo, id)?;
-    let adjustment = Adjustment { credit, value, reason, reference: reference.clone(), operator: admin.name };
+    let mut adjustment =
+        Adjustment { credit, value, reason, reference: reference.clone(), operator: admin.name.clone() };
+    // A large credit needs a second operator, unless its reference made it already (a replay
+    // answers the move, below).
+    let made = state.repo.stored_keys(id, Some(&adjustment.external_id()), None)?.external.is_some();
+    if !made {
+        use crate::domain::decide::{second_operator, CreditApproval};
+        let proposed = state.repo.credit_proposal(id, &reference)?;
+        let waiting = |p: &crate::domain::decide::CreditProposal, status| {
+            HttpResponse::Accepted().json(serde_json::json!({
+                "status": "PROPOSED",
+                "reference": p.reference,
+                "amount": crate::domain::events::money_number(p.value),
+                "reason": p.reason,
+                "proposedBy": p.proposed_by,
+                "proposedAt": iso(p.proposed_at),
+                "message": format!(
+                    "a credit above {} is made when another operator sends the same request{status}",
+                    state.operator_credit_single_max.to_cents_string()
+                ),
+            }))
+        };
+        match second_operator(&adjustment, state.operator_credit_single_max, proposed, state.clock.now()) {
+            CreditApproval::Proceed { operator } => adjustment.operator = operator,
+            CreditApproval::Propose(p) => {
+                state.repo.put_credit_proposal(id, &p)?;
+                tracing::warn!(target: "pixgw::audit", account = id.get(), reference, operator = %admin.name, amount = %value, "an operator credit above the single-operator bound was proposed; another operator must send it too");
+                return Ok(waiting(&p, ""));
+            }
+            CreditApproval::Wait(p) => return Ok(waiting(&p, "; the proposer cannot")),
+            CreditApproval::Conflict(p) => {
+                return Err(ApiError::Conflict(format!(
+                    "the reference {reference} names a proposed credit of {} ({}); nothing moved",
+                    p.value.to_cents_string(),
+                    p.reason
+                )))
+            }
+        }
+    }
     let outcome = state
         .registry
         .get(id)?

@@ -120,6 +120,8 @@ pub struct AppState {
     pub account_rate: std::sync::Mutex<crate::domain::rate::TokenBuckets>,
     /// Reads other institutions' dynamic QR codes (the SPI rail); `None`: not paid.
     pub payloads: Option<Arc<crate::rail::spi::payload_reader::PayloadReader>>,
+    /// The largest operator credit one operator makes alone (`--operator-credit-single-max`).
+    pub operator_credit_single_max: crate::domain::money::Money,
     /// The SPI rail's hold (a restored or migrated store); `None`: not on the SPI rail.
     pub rail_hold: Option<crate::rail::spi::rail::Hold>,
 }

@@ -64,6 +64,8 @@
 //! unmatched/{sha256}        Unmatched (JSON): a message the rail read and could not apply,
 //!                           with its text, until an operator resolves it; keyed by the
 //!                           SHA-256 of the message, so a message read again is one item
+//! credprop/{id:020}/{ref}  CreditProposal (JSON): an operator credit above the
+//!                           single-operator bound, proposed, waiting for a second operator
 //! railres/{id}              Resolution (JSON): an operator's proposal to close an unmatched
 //!                           rail item or an aged payout, and its approval by another
 //! spisent/{id}              SentMessage (JSON): a payout's SPI message (by end-to-end or
@@ -481,6 +483,11 @@ pub fn incoming(id: &str) -> Vec<u8> {
 /// An unmatched rail item, by the SHA-256 (hex) of the message it keeps.
 pub fn unmatched(digest: &str) -> Vec<u8> {
     Key::new("unmatched/").text(digest).done()
+}
+
+/// A credit proposal of account `id` under the operator's `reference`.
+pub fn credit_proposal(id: AccountId, reference: &str) -> Vec<u8> {
+    Key::new("credprop/").id(id).text("/").text(reference).done()
 }
 
 /// An operator's resolution of a rail item, by its id.

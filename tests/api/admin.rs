@@ -252,6 +252,63 @@ async fn the_test_clock_can_be_enabled_by_environment() {
     assert_eq!(s, 200, "{body}");
 }
 
+/// A credit above `--operator-credit-single-max` takes two operators: the first to send it
+/// proposes it (202, nothing moves; sending it again changes nothing), another operator
+/// sending the same request makes it, recorded under both names; the same reference with
+/// another amount is 409. Debits and credits at the bound need one.
+#[actix_rt::test]
+async fn a_credit_above_the_bound_is_made_only_when_a_second_operator_sends_it() {
+    use std::os::unix::fs::PermissionsExt;
+    const ANA: &str = "ana-admin-token-0123456789012";
+    const BIA: &str = "bia-admin-token-0123456789012";
+    let keys = tempfile::tempdir().unwrap();
+    let file = keys.path().join("admin-tokens");
+    std::fs::write(&file, format!("ana {ANA}\nbia {BIA}\n")).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let app = spawn_with(Options {
+        env: vec![
+            ("PIXGW_ADMIN_TOKEN_FILE".into(), file.display().to_string()),
+            ("PIXGW_OPERATOR_CREDIT_SINGLE_MAX".into(), "1000.00".into()),
+        ],
+        ..Options::default()
+    })
+    .await;
+    let (id, client_id, secret, pem) = app.new_account("Loja").await;
+    let (_, t) = app.token_with(&pem, &client_id, &secret).await;
+    let token = t["access_token"].as_str().unwrap().to_owned();
+    let path = format!("/admin/accounts/{id}/adjustments");
+    let by = |who: &'static str, body: Value| {
+        let (app, path) = (&app, &path);
+        async move { send(app.client.post(app.url(path)).bearer_auth(who), Some(body)).await }
+    };
+    let at_bound = json!({"type": "CREDIT", "amount": "1000.00", "reason": "aporte", "reference": "a-1"});
+    let (s, b) = by(ANA, at_bound).await;
+    assert_eq!((s, b["operator"].as_str()), (201, Some("ana")), "{b}");
+    let big = json!({"type": "CREDIT", "amount": "5000.00", "reason": "aporte grande", "reference": "big-1"});
+    let (s, b) = by(ANA, big.clone()).await;
+    assert_eq!(
+        (s, b["status"].as_str(), b["proposedBy"].as_str()),
+        (202, Some("PROPOSED"), Some("ana")),
+        "{b}"
+    );
+    let (s, b) = by(ANA, big.clone()).await;
+    assert_eq!(s, 202, "the proposer alone never makes it: {b}");
+    assert_eq!(app.balance(&token).await.0, "1000.00", "nothing moved");
+    let other =
+        json!({"type": "CREDIT", "amount": "5000.01", "reason": "aporte grande", "reference": "big-1"});
+    let (s, b) = by(BIA, other).await;
+    assert_eq!(s, 409, "{b}");
+    let (s, made) = by(BIA, big.clone()).await;
+    assert_eq!((s, made["operator"].as_str()), (201, Some("ana (approved by bia)")), "{made}");
+    assert_eq!(app.balance(&token).await.0, "6000.00");
+    let (s, again) = by(ANA, big).await;
+    assert_eq!((s, &again["transactionId"]), (200, &made["transactionId"]), "made once: {again}");
+    let debit = json!({"type": "DEBIT", "amount": "5500.00", "reason": "estorno", "reference": "d-1"});
+    let (s, b) = by(ANA, debit).await;
+    assert_eq!(s, 201, "a debit takes one operator: {b}");
+    assert_eq!(app.balance(&token).await.0, "500.00");
+}
+
 /// The operator's money: a credit and a debit are transactions of their own, final at once,
 /// listed with their kind; a reference is one move however often it is asked; a debit
 /// beyond the balance moves nothing.

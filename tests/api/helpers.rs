@@ -178,6 +178,7 @@ pub async fn spawn_in_process(storage: Storage) -> TestApp {
         admin_token_file: None,
         sealing: None,
         account_rate_limit: None,
+        operator_credit_single_max: pixgw::domain::money::Money::parse("10000.00").unwrap(),
     };
     let app = Application::build_with_storage(settings, storage).unwrap();
     let base = format!("http://{}", app.address());

@@ -6,6 +6,10 @@
 //! The operator names each move with a reference of its own, which is the move's
 //! idempotency key: it takes the account's externalId `operator:{reference}` (a prefix no
 //! client may use), so the same move asked twice is made once.
+//!
+//! A credit above the server's single-operator bound needs two operators: the first to ask
+//! proposes it (nothing moves), and the same request from another admin token makes it
+//! ([`second_operator`]).
 
 use chrono::{DateTime, Utc};
 
@@ -98,6 +102,60 @@ pub fn adjust(
     plan.ledger = Some(ledger.finish()?);
     plan.write(Record::NewTransaction(tx), now);
     Ok(PayDecision::Plan(Box::new(plan)))
+}
+
+/// The default bound above which an operator credit needs a second operator.
+pub const OPERATOR_CREDIT_SINGLE_MAX_DEFAULT: &str = "10000.00";
+
+/// A credit above the bound, proposed by one operator, waiting for another.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreditProposal {
+    pub reference: String,
+    pub value: Money,
+    pub reason: String,
+    pub proposed_by: String,
+    pub proposed_at: DateTime<Utc>,
+}
+
+/// What a credit needs before it is made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreditApproval {
+    /// Make it, recorded as this operator's (both names for a credit two approved).
+    Proceed { operator: String },
+    /// Above the bound and first asked: keep this proposal; nothing moves.
+    Propose(CreditProposal),
+    /// Asked again by the operator who proposed it: it still waits for another.
+    Wait(CreditProposal),
+    /// The reference names a proposal of another amount or reason.
+    Conflict(CreditProposal),
+}
+
+/// The two-person rule for `a` at `now`: `single_max` is the largest credit one operator
+/// makes alone, `proposed` the proposal stored under its reference.
+pub fn second_operator(
+    a: &Adjustment,
+    single_max: Money,
+    proposed: Option<CreditProposal>,
+    now: DateTime<Utc>,
+) -> CreditApproval {
+    if !a.credit || a.value <= single_max {
+        return CreditApproval::Proceed { operator: a.operator.clone() };
+    }
+    match proposed {
+        None => CreditApproval::Propose(CreditProposal {
+            reference: a.reference.clone(),
+            value: a.value,
+            reason: a.reason.clone(),
+            proposed_by: a.operator.clone(),
+            proposed_at: now,
+        }),
+        Some(p) if p.value != a.value || p.reason != a.reason => CreditApproval::Conflict(p),
+        Some(p) if p.proposed_by == a.operator => CreditApproval::Wait(p),
+        Some(p) => {
+            CreditApproval::Proceed { operator: format!("{} (approved by {})", p.proposed_by, a.operator) }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -209,5 +267,38 @@ mod tests {
         assert!(!adjustment(true, "5.01", "r").repeats(made));
         assert!(!adjustment(false, "5", "r").repeats(made));
         assert!(!Adjustment { reason: "another".into(), ..adjustment(true, "5", "r") }.repeats(made));
+    }
+
+    #[test]
+    fn a_credit_above_the_bound_is_made_only_when_a_second_operator_asks_the_same() {
+        let now: DateTime<Utc> = "2026-11-28T12:00:00Z".parse().unwrap();
+        let max = Money::parse("10000.00").unwrap();
+        let ask = |credit: bool, value: &str, reason: &str, by: &str| Adjustment {
+            credit,
+            value: Money::parse(value).unwrap(),
+            reason: reason.into(),
+            reference: "r1".into(),
+            operator: by.into(),
+        };
+        // At the bound, and any debit, one operator is enough.
+        let one = |a: &Adjustment| second_operator(a, max, None, now);
+        assert_eq!(
+            one(&ask(true, "10000.00", "x", "ana")),
+            CreditApproval::Proceed { operator: "ana".into() }
+        );
+        assert_eq!(
+            one(&ask(false, "50000.00", "x", "ana")),
+            CreditApproval::Proceed { operator: "ana".into() }
+        );
+        let CreditApproval::Propose(p) = one(&ask(true, "10000.01", "funding", "ana")) else { panic!() };
+        assert_eq!((p.proposed_by.as_str(), p.value), ("ana", Money::parse("10000.01").unwrap()));
+        let again = |a: &Adjustment| second_operator(a, max, Some(p.clone()), now);
+        assert_eq!(again(&ask(true, "10000.01", "funding", "ana")), CreditApproval::Wait(p.clone()));
+        assert_eq!(again(&ask(true, "10000.02", "funding", "bia")), CreditApproval::Conflict(p.clone()));
+        assert_eq!(again(&ask(true, "10000.01", "other", "bia")), CreditApproval::Conflict(p.clone()));
+        assert_eq!(
+            again(&ask(true, "10000.01", "funding", "bia")),
+            CreditApproval::Proceed { operator: "ana (approved by bia)".into() }
+        );
     }
 }

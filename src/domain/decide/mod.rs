@@ -21,7 +21,8 @@ mod recurrences;
 mod refunds;
 
 pub use adjust::{
-    adjust, Adjustment, ADJUSTMENT_REASON_LEN_MAX, ADJUSTMENT_REFERENCE_LEN_MAX, OPERATOR_EXTERNAL_ID_PREFIX,
+    adjust, second_operator, Adjustment, CreditApproval, CreditProposal, ADJUSTMENT_REASON_LEN_MAX,
+    ADJUSTMENT_REFERENCE_LEN_MAX, OPERATOR_CREDIT_SINGLE_MAX_DEFAULT, OPERATOR_EXTERNAL_ID_PREFIX,
 };
 pub use charges::{
     amount_due, cancel_charge, create_charge, expire_charge, pay_charge, revise_charge, ChargeOutcome,

@@ -165,4 +165,24 @@ impl Repo {
         commit.submit(b).map_err(|e| RepoError::Store(StoreError::Engine(e.to_string())))?;
         Ok(written)
     }
+
+    /// A credit waiting for a second operator, by its reference.
+    pub fn credit_proposal(
+        &self,
+        id: AccountId,
+        reference: &str,
+    ) -> Result<Option<crate::domain::decide::CreditProposal>, RepoError> {
+        self.get_json(&keys::credit_proposal(id, reference))
+    }
+
+    /// Stores a credit proposal, durably.
+    pub fn put_credit_proposal(
+        &self,
+        id: AccountId,
+        p: &crate::domain::decide::CreditProposal,
+    ) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        b.put(keys::credit_proposal(id, &p.reference), to_json(p)?);
+        self.commit(&b)
+    }
 }
