@@ -34,7 +34,9 @@ admin_token=$(python3 -c 'import secrets; print(secrets.token_hex(24))')
 start() {
   local name=$1
   shift
-  PIXGW_ADMIN_TOKEN="$admin_token" RUST_LOG=warn "$BIN" serve --data-dir "$OUT/$name" --listen 127.0.0.1:0 "$@" \
+  # One operator funds the benchmark account: the two-operator bound is raised past it.
+  PIXGW_ADMIN_TOKEN="$admin_token" PIXGW_OPERATOR_CREDIT_SINGLE_MAX=1000000.00 RUST_LOG=warn \
+    "$BIN" serve --data-dir "$OUT/$name" --listen 127.0.0.1:0 "$@" \
     >"$OUT/$name.out" 2>"$OUT/$name.err" &
   pids+=($!)
   for _ in $(seq 200); do grep -q "listening on" "$OUT/$name.out" 2>/dev/null && break; sleep 0.05; done
