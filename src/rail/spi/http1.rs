@@ -328,4 +328,91 @@ mod tests {
         assert!(split_url("https://:1").is_err());
         assert!(split_url("https://x:port").is_err());
     }
+
+    /// A TLS server on loopback that answers each request `200` with `keep-alive` and then
+    /// closes the connection from its side (a server dropping an idle connection): what it
+    /// does is counted, connections and requests.
+    async fn closing_server(
+    ) -> (Client, Arc<std::sync::atomic::AtomicUsize>, Arc<std::sync::atomic::AtomicUsize>) {
+        use rustls::pki_types::pem::PemObject;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let now = time::OffsetDateTime::now_utc();
+        let ca = super::super::pki::Authority::new(
+            "test CA",
+            now - time::Duration::days(1),
+            now + time::Duration::days(1),
+        )
+        .unwrap();
+        let server = ca.issue("localhost", &["localhost"], 2, super::super::pki::Usage::Server).unwrap();
+        let client = ca.issue("client", &[], 3, super::super::pki::Usage::Client).unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+            path
+        };
+        let ca_pem = write("ca.pem", &ca.cert_pem);
+        let (cert, key) = (write("client.pem", &client.cert_pem), write("client.key", &client.key_pem));
+        let tls = super::super::settings::client_tls(&ca_pem, &cert, &key).unwrap();
+        let certs: Vec<rustls::pki_types::CertificateDer<'static>> =
+            rustls::pki_types::CertificateDer::pem_slice_iter(server.cert_pem.as_bytes())
+                .collect::<Result<_, _>>()
+                .unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(server.key_pem.as_bytes()).unwrap();
+        let config =
+            rustls::ServerConfig::builder().with_no_client_auth().with_single_cert(certs, key).unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (connections, requests) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (c, r) = (Arc::clone(&connections), Arc::clone(&requests));
+        tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else { return };
+                c.fetch_add(1, Ordering::SeqCst);
+                let Ok(mut tls) = acceptor.accept(tcp).await else { continue };
+                let mut buf = vec![0u8; 4096];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tls.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                r.fetch_add(1, Ordering::SeqCst);
+                let _ = tls
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok")
+                    .await;
+                let _ = tls.flush().await;
+                // Closed right after: the client keeps a connection the server dropped.
+                let _ = tls.shutdown().await;
+            }
+        });
+        std::mem::forget(dir);
+        let client = Client::new(tls, &format!("https://localhost:{port}")).unwrap();
+        (client, connections, requests)
+    }
+
+    #[tokio::test]
+    async fn a_post_on_a_connection_the_server_dropped_is_never_sent_again_by_the_client() {
+        use std::sync::atomic::Ordering;
+        let (client, connections, requests) = closing_server().await;
+        let timeout = Duration::from_secs(5);
+        let first = client.send("GET", "/", &[], b"", timeout).await.unwrap();
+        assert_eq!(first.status, 200);
+        // The server never reads a connection again once it answered: a GET on the kept one
+        // finds it dropped and goes again on a fresh one.
+        let read = client.send("GET", "/", &[], b"", timeout).await.unwrap();
+        assert_eq!(read.status, 200);
+        assert_eq!(connections.load(Ordering::SeqCst), 2, "the read went again on a new connection");
+        // A POST on the dropped connection: its outcome is the caller's to decide.
+        let post = client.send("POST", "/msgs", &[], b"<Envelope/>", timeout).await;
+        assert!(post.is_err(), "{post:?}");
+        assert_eq!(
+            (connections.load(Ordering::SeqCst), requests.load(Ordering::SeqCst)),
+            (2, 2),
+            "no second connection, no second POST"
+        );
+    }
 }
