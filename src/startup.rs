@@ -269,6 +269,7 @@ impl Application {
             locations,
             payloads: settings.spi.as_ref().map(|s| Arc::clone(&s.payloads)),
             rail_hold: spi.as_ref().map(|s| s.hold()),
+            rail_backlog: spi.as_ref().map(|s| s.backlog()),
             account_rate_limit: settings.account_rate_limit,
             operator_credit_single_max: settings.operator_credit_single_max,
             account_rate: std::sync::Mutex::default(),
@@ -376,6 +377,7 @@ fn start_rails(
                 since: kept_since(repo, &clock)?,
                 clock,
                 hold: crate::rail::spi::rail::Hold::new(repo.meta(crate::store::keys::RAIL_HELD)?.is_some()),
+                backlog: Arc::new(crate::rail::spi::rail::Backlog::new(spi.payout_backlog_max)),
             };
             let started = crate::rail::spi::rail::start(spi.clone(), on_us, kept);
             let documents = repo.clone();
@@ -388,7 +390,7 @@ fn start_rails(
                 cache: started.dict_cache.clone(),
                 payer_document,
             };
-            (started.rail.clone().recipient(), keys(live), Some(started))
+            (started.door.clone().recipient(), keys(live), Some(started))
         }
         (RailKind::Spi, None) => anyhow::bail!("--rail spi needs the [spi] settings"),
     };

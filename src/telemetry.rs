@@ -210,6 +210,14 @@ fn describe_rails() {
         "pixgw_spi_rail_held",
         "1 while the SPI rail of a restored or migrated store waits for an operator's release (nothing read or sent)"
     );
+    metrics::describe_gauge!(
+        "pixgw_spi_payout_backlog",
+        "Payouts handed to the SPI rail and not yet taken up (made and signed); at [spi] payout_backlog_max new payments are refused"
+    );
+    describe_counter!(
+        "pixgw_spi_payments_refused_backlog_total",
+        "Payments refused with 503 because the SPI rail had more payouts waiting than it can send in time"
+    );
     metrics::describe_gauge!("pixgw_spi_send_queue", "Messages waiting for a sender to post them to ICOM");
     metrics::describe_gauge!(
         "pixgw_icom_last_exchange_age_seconds",
@@ -245,6 +253,7 @@ pub fn zero_spi_counters() {
         "pixgw_icom_refused_total",
         "pixgw_spi_payouts_too_late_total",
         "pixgw_spi_repeat_refusals_total",
+        "pixgw_spi_payments_refused_backlog_total",
     ] {
         metrics::counter!(name).absolute(0);
     }

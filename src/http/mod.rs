@@ -124,6 +124,8 @@ pub struct AppState {
     pub operator_credit_single_max: crate::domain::money::Money,
     /// The SPI rail's hold (a restored or migrated store); `None`: not on the SPI rail.
     pub rail_hold: Option<crate::rail::spi::rail::Hold>,
+    /// The SPI rail's payout backlog; `None`: not on the SPI rail.
+    pub rail_backlog: Option<Arc<crate::rail::spi::rail::Backlog>>,
 }
 
 /// What the route table says of a route besides its handler: the shape of its error bodies

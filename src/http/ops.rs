@@ -84,6 +84,9 @@ fn rail_gauges(state: &super::AppState) {
     }
     let held = state.rail_hold.as_ref().is_some_and(crate::rail::spi::rail::Hold::is_held);
     metrics::gauge!("pixgw_spi_rail_held").set(if held { 1.0 } else { 0.0 });
+    if let Some(b) = &state.rail_backlog {
+        crate::rail::spi::rail::record_backlog(b);
+    }
     crate::rail::spi::rail::record_rail_gauges();
 }
 

@@ -114,6 +114,12 @@ pub async fn payee_of(
 
 /// Sends a payment to the caller's account actor.
 pub async fn pay(state: &AppState, caller: &Caller, req: PayRequest) -> Result<PayOutcome, ApiError> {
+    // The SPI rail cannot send more in time: refused before anything is debited, rather
+    // than acknowledged and failed once the payout's bound passes.
+    if !caller.sandbox && state.rail_backlog.as_ref().is_some_and(|b| b.is_full()) {
+        metrics::counter!("pixgw_spi_payments_refused_backlog_total").increment(1);
+        return Err(ApiError::RailBusy);
+    }
     Ok(ask(state, caller, Pay(req)).await??)
 }
 

@@ -1520,6 +1520,8 @@ async fn a_restored_store_holds_its_rail_until_an_operator_releases_it() {
     let log = work.path().join("restored.log");
     let mut opts = one_stream(&sim);
     opts.stderr = Some(log.clone());
+    // One payout may wait for the rail; the next payment is refused at the door.
+    opts.env.push(("PIXGW_SPI_PAYOUT_BACKLOG_MAX".into(), "1".into()));
     let (child, base) = crate::helpers::start_process(restored.path(), &opts);
     let mut copy = TestApp::adopt(base, Arc::clone(&restored), child);
     copy.creds = app.creds.clone();
@@ -1535,6 +1537,11 @@ async fn a_restored_store_holds_its_rail_until_an_operator_releases_it() {
     let payout = b["transactionId"].as_str().unwrap().to_owned();
     let (_, t) = copy.get_with(&format!("/api/transactions/{payout}"), &token).await;
     assert_eq!(t["status"], "PENDING", "{t}");
+    let (s, b) =
+        copy.post_raw("/api/pix/cash-out", &token, &cash_out(&key, "EMAIL", &doc, "dr-2", "1.00"), &[]).await;
+    assert_eq!(s, 503, "the rail has as many payouts waiting as it may: {b}");
+    assert!(b.to_string().contains("more payments waiting"), "{b}");
+    assert_eq!(copy.balance(&token).await.1, "10.00", "the refused one blocked nothing");
     let (_, p) = sim.get(&format!("/sim/payments/{arrived}")).await;
     assert_eq!(p["stage"], "AWAITING_RECEIVER", "nobody read it: {p}");
     let (s, _) = sim.get(&format!("/sim/messages/{}", msg_id_of(t["endToEndId"].as_str().unwrap()))).await;

@@ -45,6 +45,10 @@ pub enum ApiError {
     /// recorded (503 with `Retry-After`: an outage of the directory, not a fault here).
     #[error("the key directory is unavailable")]
     DirectoryDown,
+    /// The SPI rail has more payouts waiting than it can send in time; nothing was recorded
+    /// (503 with `Retry-After`).
+    #[error("the payment rail is busy")]
+    RailBusy,
     /// Storage or an actor did not answer in time (503).
     #[error("unavailable")]
     Unavailable(#[source] Cause),
@@ -82,7 +86,7 @@ impl ApiError {
     /// provider could not be reached before anything was recorded), so that an
     /// Idempotency-Key it held is free again.
     pub fn did_nothing(&self) -> bool {
-        matches!(self, ApiError::ProviderDown | ApiError::DirectoryDown)
+        matches!(self, ApiError::ProviderDown | ApiError::DirectoryDown | ApiError::RailBusy)
     }
 
     /// An internal error that only a sentence explains (a state the code rules out).
@@ -162,6 +166,12 @@ impl ApiError {
                 "SERVICE_UNAVAILABLE",
                 "the key directory (DICT) did not answer; nothing was recorded; retry".to_owned(),
                 "The key directory is unavailable; try again shortly.",
+            ),
+            ApiError::RailBusy => simple(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "SERVICE_UNAVAILABLE",
+                "the payment rail has more payments waiting than it can send in time; nothing was recorded; retry".to_owned(),
+                "Too many payments are leaving right now; try again shortly.",
             ),
             ApiError::Unavailable(_) => simple(
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -74,6 +74,11 @@ pub fn record_rail_gauges() {
     metrics::gauge!("pixgw_spi_send_queue").set(SEND_QUEUE.load(std::sync::atomic::Ordering::Relaxed) as f64);
 }
 
+/// The payout backlog's gauge.
+pub fn record_backlog(backlog: &Backlog) {
+    metrics::gauge!("pixgw_spi_payout_backlog").set(backlog.waiting() as f64);
+}
+
 /// Tasks posting messages at once, on each of the two threads.
 pub const SENDERS: usize = 2;
 /// The longest a transient failure makes a sender or reader wait before trying again.
@@ -214,6 +219,7 @@ pub struct Kept {
     /// built again rather than failed as late.
     pub since: DateTime<Utc>,
     pub hold: Hold,
+    pub backlog: Arc<Backlog>,
 }
 
 /// The rail's actor: takes payouts.
@@ -242,14 +248,91 @@ impl Handler<Released> for SpiRail {
         tracing::info!(payouts = waiting.len(), "the SPI rail was released: its payouts go out");
         let me = ctx.address();
         for p in waiting {
+            self.kept.backlog.taken_up();
             me.do_send(p);
         }
+    }
+}
+
+/// Payouts handed to the rail and not yet taken up by it (made, signed, or ended): the
+/// rail's queue. Beyond `max`, new payments are refused at the door (503 with
+/// `Retry-After`) rather than acknowledged and failed `NOT_SENT_IN_TIME` once the bound
+/// passes (docs/decisions.md "A message is built once; only the answer to the original ends a payout").
+pub struct Backlog {
+    waiting: std::sync::atomic::AtomicI64,
+    max: i64,
+}
+
+impl Backlog {
+    pub fn new(max: usize) -> Backlog {
+        Backlog { waiting: std::sync::atomic::AtomicI64::new(0), max: i64::try_from(max).unwrap_or(i64::MAX) }
+    }
+
+    /// Payouts waiting to be taken up.
+    pub fn waiting(&self) -> i64 {
+        self.waiting.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// One payout taken up by the rail (never below zero).
+    fn taken_up(&self) {
+        let _ = self.waiting.fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |w| Some((w - 1).max(0)),
+        );
+    }
+
+    /// Whether a new payment should be refused: the rail could not send it in time.
+    pub fn is_full(&self) -> bool {
+        self.waiting() >= self.max
+    }
+}
+
+/// The rail's door: counts each payout into the backlog as it is handed over (at normal
+/// priority, on the caller's thread of work) and passes it to the rail, which counts it out
+/// when it takes it up.
+pub struct Door {
+    rail: Addr<SpiRail>,
+    backlog: Arc<Backlog>,
+}
+
+impl Actor for Door {
+    type Context = Context<Self>;
+}
+
+impl Handler<Payout> for Door {
+    type Result = ();
+
+    fn handle(&mut self, payout: Payout, _: &mut Context<Self>) {
+        self.backlog.waiting.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.rail.do_send(Admitted(payout));
+    }
+}
+
+/// A payout through the door: counted out of the backlog as the rail takes it up.
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+struct Admitted(Payout);
+
+impl Handler<Admitted> for SpiRail {
+    type Result = ();
+
+    fn handle(&mut self, Admitted(payout): Admitted, ctx: &mut Context<Self>) {
+        if self.kept.hold.is_held() {
+            // Still waiting to leave: counted out when the rail is released.
+            self.waiting.push(payout);
+            return;
+        }
+        self.kept.backlog.taken_up();
+        <Self as Handler<Payout>>::handle(self, payout, ctx);
     }
 }
 
 /// The SPI rail, started but not reading yet (see [`Started::read`]).
 pub struct Started {
     pub rail: Addr<SpiRail>,
+    /// Where payouts are handed over (counted into the backlog).
+    pub door: Addr<Door>,
     pub dict: Addr<DictClient>,
     /// The DICT's fresh answers, which request handlers read before asking `dict`.
     pub dict_cache: EntryCache,
@@ -310,7 +393,9 @@ pub fn start(settings: SpiSettings, on_us: OnUsResolver, kept: Kept) -> Started 
     spawn_senders(&out_handle, &settings, payouts_rx, Some(kept.clone()));
     let (answers_tx, answers_rx) = mpsc::unbounded_channel::<Outbound>();
     spawn_senders(&in_handle, &settings, answers_rx, None);
-    Started { rail, dict, dict_cache, handle: in_handle, settings, outbox: answers_tx, kept }
+    let (door_rail, door_backlog) = (rail.clone(), Arc::clone(&kept.backlog));
+    let door = Door::start_in_arbiter(&in_handle, move |_| Door { rail: door_rail, backlog: door_backlog });
+    Started { rail, door, dict, dict_cache, handle: in_handle, settings, outbox: answers_tx, kept }
 }
 
 /// [`SENDERS`] tasks on `thread` posting what `rx` receives.
@@ -361,6 +446,11 @@ fn icom_client(settings: &SpiSettings) -> Option<IcomClient> {
 }
 
 impl Started {
+    /// The payout backlog, which payment routes read before they debit.
+    pub fn backlog(&self) -> Arc<Backlog> {
+        Arc::clone(&self.kept.backlog)
+    }
+
     /// The rail's hold, which an operator's route releases.
     pub fn hold(&self) -> Hold {
         self.kept.hold.clone()

@@ -18,6 +18,11 @@ pub const STREAMS_DEFAULT: usize = 2;
 /// bounds of the setting: the API lists a change within five seconds of it, and the MED
 /// gives the contested participant days to answer.
 pub const MED_POLL_MS_DEFAULT: u64 = 30_000;
+/// Payouts waiting for the rail beyond which payments are refused, by default: about a
+/// second or two of what the rail signs and sends on two shared cores, well inside the 15 s
+/// a payout has to leave.
+pub const PAYOUT_BACKLOG_MAX_DEFAULT: usize = 2_000;
+pub const PAYOUT_BACKLOG_MAX_LIMIT: usize = 1_000_000;
 /// The DICT category assumed when none is set: the largest, so the mirror of the
 /// participant's bucket refuses nothing the DICT would take (set the one you were given).
 pub const DICT_CATEGORY_DEFAULT: char = 'A';
@@ -56,6 +61,8 @@ pub struct SpiFile {
     /// The participant's category in the DICT's anti-scan policy (`A` to `H`), as the
     /// central bank set it.
     pub dict_category: Option<String>,
+    /// Payouts waiting for the rail beyond which new payments are refused (503).
+    pub payout_backlog_max: Option<usize>,
 }
 
 impl SpiFile {
@@ -82,6 +89,9 @@ impl SpiFile {
             self.med_poll_ms = Some(v);
         }
         self.dict_category = env("PIXGW_SPI_DICT_CATEGORY").or(self.dict_category);
+        if let Some(v) = env("PIXGW_SPI_PAYOUT_BACKLOG_MAX").and_then(|v| v.parse().ok()) {
+            self.payout_backlog_max = Some(v);
+        }
         if let Some(v) = env("PIXGW_SPI_LEAVE_WITHIN_MS").and_then(|v| v.parse().ok()) {
             self.leave_within_ms = Some(v);
         }
@@ -108,6 +118,8 @@ pub struct SpiSettings {
     pub leave_within: std::time::Duration,
     /// The participant's category in the DICT's anti-scan policy.
     pub dict_category: char,
+    /// Payouts waiting for the rail beyond which new payments are refused.
+    pub payout_backlog_max: usize,
 }
 
 impl std::fmt::Debug for SpiSettings {
@@ -186,7 +198,12 @@ impl SpiSettings {
                 .filter(|_| c.len() == 1)
                 .ok_or_else(|| format!("[spi] dict_category {c:?} must be one of A to H"))?,
         };
+        let payout_backlog_max = f.payout_backlog_max.unwrap_or(PAYOUT_BACKLOG_MAX_DEFAULT);
+        if !(1..=PAYOUT_BACKLOG_MAX_LIMIT).contains(&payout_backlog_max) {
+            return Err(format!("[spi] payout_backlog_max must be 1 to {PAYOUT_BACKLOG_MAX_LIMIT}"));
+        }
         Ok(SpiSettings {
+            payout_backlog_max,
             dict_category,
             leave_within,
             payloads: Arc::new(payloads),
