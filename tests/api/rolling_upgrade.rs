@@ -151,7 +151,7 @@ async fn two_nodes_are_upgraded_one_at_a_time_while_cash_outs_stream_and_nothing
         stop_node(b).await;
         let b = start_node(&current, "node-b", &url, &dir_b, "standby").await;
         bases.borrow_mut()[1] = b.base.clone();
-        assert_eq!(schema(), "2");
+        assert_eq!(schema(), pixgw::store::postgres::schema::latest().to_string());
         more_acknowledged(&acked, 50).await;
         // 2. The leader: stopped (it ends its lease), so the upgraded standby takes over;
         //    then replaced and started, as the new standby.
