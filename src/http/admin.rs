@@ -882,8 +882,8 @@ pub async fn adjust(
         Adjustment { credit, value, reason, reference: reference.clone(), operator: admin.name.clone() };
     // A large credit needs a second operator, unless its reference made it already (a replay
     // answers the move, below).
-    let made = state.repo.stored_keys(id, Some(&adjustment.external_id()), None)?.external.is_some();
-    if !made {
+    let large = credit && value > state.operator_credit_single_max;
+    if large && state.repo.stored_keys(id, Some(&adjustment.external_id()), None)?.external.is_none() {
         use crate::domain::decide::{second_operator, CreditApproval};
         let proposed = state.repo.credit_proposal(id, &reference)?;
         let waiting = |p: &crate::domain::decide::CreditProposal, status| {
@@ -1302,7 +1302,8 @@ pub async fn approve_resolution(
         return Err(ApiError::NotFound(format!("no resolution {}", path.as_str())));
     };
     let subject_now = subject_state(&state, &proposed.subject)?;
-    let r = approve(&proposed, &admin.name, subject_now, state.clock.now()).map_err(resolution_error)?;
+    let now = state.clock.now();
+    let r = approve(&proposed, &admin.name, subject_now, now).map_err(resolution_error)?;
     match &r.subject {
         Subject::Unmatched(digest) => {
             let mut item =
@@ -1312,7 +1313,7 @@ pub async fn approve_resolution(
                 outcome: r.outcome.as_str().to_owned(),
                 proposed_by: r.proposed_by.clone(),
                 approved_by: admin.name.clone(),
-                approved_at: state.clock.now(),
+                approved_at: now,
                 evidence: r.evidence.clone(),
             });
             state.repo.put_resolution(&r, Some(&item)).await?;

@@ -137,6 +137,16 @@ pub async fn reconciliation(app: &TestApp) -> (u16, Value) {
     app.admin("GET", &format!("/admin/rail/reconciliation?{window}"), None).await
 }
 
+/// A live account paid `amount` through the SPI by the simulator's payer, once the money
+/// is there: (account id, token).
+pub async fn funded_account(app: &TestApp, sim: &Sim, amount: &str) -> (u64, String) {
+    let (account, token) = live_account(app, "Loja Real").await;
+    let funded = sim.pay_account(account, "52998224725", amount).await;
+    assert_eq!(sim.wait_payment(&funded).await["stage"], "SETTLED");
+    wait_balance(app, &token, amount).await;
+    (account, token)
+}
+
 /// Polls the account's balance until it is `net` (bounded: [`SETTLE_WAIT_MAX`]).
 pub async fn wait_balance(app: &TestApp, token: &str, net: &str) {
     let deadline = std::time::Instant::now() + SETTLE_WAIT_MAX;
@@ -1068,10 +1078,7 @@ async fn a_message_the_rail_cannot_apply_is_kept_as_an_unmatched_item_and_the_st
 async fn an_answer_contradicting_a_payouts_final_status_changes_nothing_and_is_kept() {
     let sim = Sim::start(&[]);
     let app = spawn_on(&sim).await;
-    let (account, token) = live_account(&app, "Loja Real").await;
-    let funded = sim.pay_account(account, "52998224725", "50.00").await;
-    assert_eq!(sim.wait_payment(&funded).await["stage"], "SETTLED");
-    wait_balance(&app, &token, "50.00").await;
+    let (account, token) = funded_account(&app, &sim, "50.00").await;
     let pay = |external: &'static str, key: String, value: &'static str| {
         let app = &app;
         let token = &token;
@@ -1181,10 +1188,7 @@ async fn pay_the_silent_receiver(app: &TestApp, token: &str, sim: &Sim, external
 async fn a_resend_posts_the_same_bytes_and_only_the_answer_to_the_original_ends_a_payout() {
     let sim = Sim::start(&["--timeout-ms", "600000"]);
     let mut app = spawn_with(one_stream(&sim)).await;
-    let (account, token) = live_account(&app, "Loja Real").await;
-    let funded = sim.pay_account(account, "52998224725", "50.00").await;
-    assert_eq!(sim.wait_payment(&funded).await["stage"], "SETTLED");
-    wait_balance(&app, &token, "50.00").await;
+    let (_, token) = funded_account(&app, &sim, "50.00").await;
     // Payouts to the receiver that never answers: the SPI holds them, open.
     let repeated = pay_the_silent_receiver(&app, &token, &sim, "held-1").await;
 
@@ -1294,10 +1298,7 @@ async fn an_aged_payout_and_an_unmatched_item_are_closed_by_two_operators_with_t
     opts.env.push(("PIXGW_ADMIN_TOKEN_FILE".into(), file.display().to_string()));
     let app = spawn_with(opts).await;
     assert_eq!(app.creds.admin_token, ANA, "the first operator's token is the one tests use");
-    let (account, token) = live_account(&app, "Loja Real").await;
-    let funded = sim.pay_account(account, "52998224725", "50.00").await;
-    assert_eq!(sim.wait_payment(&funded).await["stage"], "SETTLED");
-    wait_balance(&app, &token, "50.00").await;
+    let (_, token) = funded_account(&app, &sim, "50.00").await;
     let (tx_id, e2e) = pay_the_silent_receiver(&app, &token, &sim, "aged-1").await;
 
     // Within the SPI's limit the SPI may still answer: no resolution yet.
@@ -1394,10 +1395,7 @@ async fn an_aged_payout_and_an_unmatched_item_are_closed_by_two_operators_with_t
 async fn icom_faults_on_a_post_are_tried_again_and_a_post_of_unknown_outcome_counts_as_sent() {
     let sim = Sim::start(&["--timeout-ms", "600000"]);
     let app = spawn_with(one_stream(&sim)).await;
-    let (account, token) = live_account(&app, "Loja Real").await;
-    let funded = sim.pay_account(account, "52998224725", "50.00").await;
-    assert_eq!(sim.wait_payment(&funded).await["stage"], "SETTLED");
-    wait_balance(&app, &token, "50.00").await;
+    let (_, token) = funded_account(&app, &sim, "50.00").await;
     let faults = |body: Value| {
         let sim = &sim;
         async move {
@@ -1498,10 +1496,7 @@ async fn a_payment_in_that_breaks_the_receiving_rules_is_refused_with_its_reason
 async fn a_restored_store_holds_its_rail_until_an_operator_releases_it() {
     let sim = Sim::start(&["--timeout-ms", "600000"]);
     let mut app = spawn_on(&sim).await;
-    let (account, token) = live_account(&app, "Loja Real").await;
-    let funded = sim.pay_account(account, "52998224725", "50.00").await;
-    assert_eq!(sim.wait_payment(&funded).await["stage"], "SETTLED");
-    wait_balance(&app, &token, "50.00").await;
+    let (account, token) = funded_account(&app, &sim, "50.00").await;
     let work = Arc::new(tempfile::tempdir().unwrap());
     let backup = work.path().join("backup");
     let out = crate::backup::backup_cli(&app, &backup);
@@ -1528,6 +1523,20 @@ async fn a_restored_store_holds_its_rail_until_an_operator_releases_it() {
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("the SPI rail is held"), "{text}");
     assert!(metrics_text(&copy).await.contains("pixgw_spi_rail_held 1"));
+    // A payment on us needs no rail: it settles while the rail is held.
+    let (shop, shop_token) = live_account(&copy, "Loja Vizinha").await;
+    let (s, k) =
+        copy.admin("POST", &format!("/admin/accounts/{shop}/keys"), Some(json!({"keyType": "EVP"}))).await;
+    assert_eq!(s, 201, "{k}");
+    let on_us = format!(
+        r#"{{"value": 2.00, "externalId": "dr-on-us", "details": {{"key": "{}", "keyType": "RANDOM", "name": "Loja", "document": "52998224725"}}}}"#,
+        k["key"].as_str().unwrap()
+    );
+    let (s, b) = copy.post_raw("/api/pix/cash-out", &token, &on_us, &[]).await;
+    assert_eq!(s, 201, "{b}");
+    let paid = copy.wait_final_within(&token, b["transactionId"].as_str().unwrap(), SETTLE_WAIT_MAX).await;
+    assert_eq!(paid["status"], "CONFIRMED", "{paid}");
+    wait_balance(&copy, &shop_token, "2.00").await;
     let arrived = sim.pay_account(account, "52998224725", "5.00").await;
     let (key, doc, _) = directory_key("EMAIL", 0);
     let (s, b) = copy
@@ -1553,7 +1562,7 @@ async fn a_restored_store_holds_its_rail_until_an_operator_releases_it() {
     assert!(r["heldBecause"].as_str().unwrap().contains("restored"), "{r}");
     assert_eq!(sim.wait_payment(&arrived).await["stage"], "SETTLED");
     assert_eq!(copy.wait_final_within(&token, &payout, SETTLE_WAIT_MAX).await["status"], "CONFIRMED");
-    wait_balance(&copy, &token, "45.00").await;
+    wait_balance(&copy, &token, "43.00").await;
     // Stored: a restart is not held again.
     let mut child = copy.take_child().unwrap();
     child.kill().unwrap();
@@ -1580,10 +1589,7 @@ async fn a_restored_store_holds_its_rail_until_an_operator_releases_it() {
 async fn a_dict_outage_answers_503_with_retry_after_and_records_nothing() {
     let sim = Sim::start(&[]);
     let app = spawn_on(&sim).await;
-    let (account, token) = live_account(&app, "Loja Real").await;
-    let funded = sim.pay_account(account, "52998224725", "20.00").await;
-    assert_eq!(sim.wait_payment(&funded).await["stage"], "SETTLED");
-    wait_balance(&app, &token, "20.00").await;
+    let (_, token) = funded_account(&app, &sim, "20.00").await;
     let dict = |down: bool| {
         let sim = &sim;
         async move {

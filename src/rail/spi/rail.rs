@@ -231,8 +231,9 @@ pub struct SpiRail {
     /// settled on us, never sent (the SPI refuses a transfer within one participant).
     on_us: OnUsResolver,
     kept: Kept,
-    /// Payouts handed over while the rail was held, sent once it is released.
-    waiting: Vec<Payout>,
+    /// Payouts handed over while the rail was held, sent once it is released; with whether
+    /// each is still counted in the backlog (it came through the door).
+    waiting: Vec<(Payout, bool)>,
 }
 
 /// The hold on the rail was released: what waited goes.
@@ -247,8 +248,10 @@ impl Handler<Released> for SpiRail {
         let waiting = std::mem::take(&mut self.waiting);
         tracing::info!(payouts = waiting.len(), "the SPI rail was released: its payouts go out");
         let me = ctx.address();
-        for p in waiting {
-            self.kept.backlog.taken_up();
+        for (p, counted) in waiting {
+            if counted {
+                self.kept.backlog.taken_up();
+            }
             me.do_send(p);
         }
     }
@@ -318,13 +321,7 @@ impl Handler<Admitted> for SpiRail {
     type Result = ();
 
     fn handle(&mut self, Admitted(payout): Admitted, ctx: &mut Context<Self>) {
-        if self.kept.hold.is_held() {
-            // Still waiting to leave: counted out when the rail is released.
-            self.waiting.push(payout);
-            return;
-        }
-        self.kept.backlog.taken_up();
-        <Self as Handler<Payout>>::handle(self, payout, ctx);
+        self.take_up(payout, true, ctx);
     }
 }
 
@@ -682,7 +679,17 @@ fn payout_id(tx: &crate::domain::transaction::Transaction) -> String {
 impl Handler<Payout> for SpiRail {
     type Result = ();
 
+    /// A payout handed over again by the rail itself (a lookup tried again, a release): not
+    /// in the backlog's count.
     fn handle(&mut self, payout: Payout, ctx: &mut Context<Self>) {
+        self.take_up(payout, false, ctx);
+    }
+}
+
+impl SpiRail {
+    /// Takes a payout up: settles it on us, keeps it while the rail is held, or sends it.
+    /// `counted`: it came through the door and is counted out of the backlog here.
+    fn take_up(&mut self, payout: Payout, counted: bool, ctx: &mut Context<Self>) {
         let tx = &payout.tx;
         let ours = tx.counterpart.bank.as_ref().is_some_and(|b| b.ispb == gateway_ispb());
         let payee = match (&tx.counterpart.key, tx.counterpart.key_type, ours, tx.refund.is_some()) {
@@ -692,14 +699,21 @@ impl Handler<Payout> for SpiRail {
         // A refund of an on-us payment goes back to the account that paid, on us too.
         let payee = payee.or(payout.returns_on_us);
         if let Some(payee) = payee {
+            if counted {
+                self.kept.backlog.taken_up();
+            }
             let outcome = RailOutcome::settled(Some(crate::rail::sim::bank::gateway_bank()));
             payout.reply_to.do_send(Settled { local_id: tx.local_id, outcome, on_us: Some(payee) });
             return;
         }
         if self.kept.hold.is_held() {
-            // Sent once released: the other node may be the one serving this ISPB.
-            self.waiting.push(payout);
+            // Sent once released (still in the backlog): the other node may be the one
+            // serving this ISPB.
+            self.waiting.push((payout, counted));
             return;
+        }
+        if counted {
+            self.kept.backlog.taken_up();
         }
         let complete =
             payout.tx.rail.as_ref().is_some_and(|r| r.creditor_document.is_some() && r.instrument.is_some())
@@ -802,16 +816,20 @@ async fn count_repeat(kept: Option<&Kept>, batch: &mut [Outbound]) -> Result<(),
     Ok(())
 }
 
-/// Records the resource ids ICOM answered for the payouts of `batch` (best effort: a
-/// refusal naming one not recorded is matched by message id instead).
+/// Records the resource ids ICOM answered for the payouts of `batch`, in one write (best
+/// effort: a refusal naming one not recorded is matched by message id instead).
 async fn record_postings(kept: Option<&Kept>, batch: &[Outbound], resource_ids: &[String]) {
     let Some(kept) = kept else { return };
-    for (o, rid) in batch.iter().zip(resource_ids) {
-        if let Some((id, attempt)) = &o.payout {
-            if let Err(e) = kept.log.posted(id.clone(), *attempt, rid.clone()).await {
-                tracing::warn!(id, resource_id = rid, error = %e, "a posting's resource id was not recorded");
-            }
-        }
+    let postings: Vec<(String, u32, String)> = batch
+        .iter()
+        .zip(resource_ids)
+        .filter_map(|(o, rid)| o.payout.as_ref().map(|(id, attempt)| (id.clone(), *attempt, rid.clone())))
+        .collect();
+    if postings.is_empty() {
+        return;
+    }
+    if let Err(e) = kept.log.posted(postings).await {
+        tracing::warn!(error = %e, "a request's resource ids were not recorded");
     }
 }
 

@@ -123,13 +123,9 @@ pub trait SentLog: Send + Sync + 'static {
     fn posting_of(&self, resource_id: &str) -> Result<Option<(String, u32)>, Unavailable>;
     /// Stores (or replaces, with more attempts) a payout's message.
     fn keep(&self, m: SentMessage) -> BoxFuture<'static, Result<(), Unavailable>>;
-    /// Records the resource id ICOM answered to posting `attempt` of payout `id`.
-    fn posted(
-        &self,
-        id: String,
-        attempt: u32,
-        resource_id: String,
-    ) -> BoxFuture<'static, Result<(), Unavailable>>;
+    /// Records the resource ids ICOM answered to one request: each `(id, attempt,
+    /// resource id)` names posting `attempt` of payout `id`. One durable write.
+    fn posted(&self, postings: Vec<(String, u32, String)>) -> BoxFuture<'static, Result<(), Unavailable>>;
 }
 
 #[cfg(test)]

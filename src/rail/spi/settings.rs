@@ -180,28 +180,7 @@ impl SpiSettings {
         if !(MED_POLL_MS_MIN..=MED_POLL_MS_MAX).contains(&med_poll_ms) {
             return Err(format!("[spi] med_poll_ms must be {MED_POLL_MS_MIN} to {MED_POLL_MS_MAX}"));
         }
-        use super::sent::{LEAVE_WITHIN_DEFAULT, LEAVE_WITHIN_MAX, LEAVE_WITHIN_MIN};
-        let leave_within = f.leave_within_ms.map_or(LEAVE_WITHIN_DEFAULT, std::time::Duration::from_millis);
-        if !(LEAVE_WITHIN_MIN..=LEAVE_WITHIN_MAX).contains(&leave_within) {
-            return Err(format!(
-                "[spi] leave_within_ms must be {} to {}",
-                LEAVE_WITHIN_MIN.as_millis(),
-                LEAVE_WITHIN_MAX.as_millis()
-            ));
-        }
-        let dict_category = match f.dict_category.as_deref() {
-            None => DICT_CATEGORY_DEFAULT,
-            Some(c) => c
-                .chars()
-                .next()
-                .filter(|c| c.len_utf8() == 1 && super::directory::participant_policy(*c).is_some())
-                .filter(|_| c.len() == 1)
-                .ok_or_else(|| format!("[spi] dict_category {c:?} must be one of A to H"))?,
-        };
-        let payout_backlog_max = f.payout_backlog_max.unwrap_or(PAYOUT_BACKLOG_MAX_DEFAULT);
-        if !(1..=PAYOUT_BACKLOG_MAX_LIMIT).contains(&payout_backlog_max) {
-            return Err(format!("[spi] payout_backlog_max must be 1 to {PAYOUT_BACKLOG_MAX_LIMIT}"));
-        }
+        let Bounds { leave_within, dict_category, payout_backlog_max } = bounds(f)?;
         Ok(SpiSettings {
             payout_backlog_max,
             dict_category,
@@ -218,6 +197,36 @@ impl SpiSettings {
             streams,
         })
     }
+}
+
+/// The rail's bounds a settings table sets, each checked at its limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Bounds {
+    leave_within: std::time::Duration,
+    dict_category: char,
+    payout_backlog_max: usize,
+}
+
+fn bounds(f: &SpiFile) -> Result<Bounds, String> {
+    use super::sent::{LEAVE_WITHIN_DEFAULT, LEAVE_WITHIN_MAX, LEAVE_WITHIN_MIN};
+    let leave_within = f.leave_within_ms.map_or(LEAVE_WITHIN_DEFAULT, std::time::Duration::from_millis);
+    if !(LEAVE_WITHIN_MIN..=LEAVE_WITHIN_MAX).contains(&leave_within) {
+        return Err(format!(
+            "[spi] leave_within_ms must be {} to {}",
+            LEAVE_WITHIN_MIN.as_millis(),
+            LEAVE_WITHIN_MAX.as_millis()
+        ));
+    }
+    let dict_category = match f.dict_category.as_deref().map(str::as_bytes) {
+        None => DICT_CATEGORY_DEFAULT,
+        Some(&[c]) if super::directory::participant_policy(char::from(c)).is_some() => char::from(c),
+        Some(_) => return Err("[spi] dict_category must be one of A to H".into()),
+    };
+    let payout_backlog_max = f.payout_backlog_max.unwrap_or(PAYOUT_BACKLOG_MAX_DEFAULT);
+    if !(1..=PAYOUT_BACKLOG_MAX_LIMIT).contains(&payout_backlog_max) {
+        return Err(format!("[spi] payout_backlog_max must be 1 to {PAYOUT_BACKLOG_MAX_LIMIT}"));
+    }
+    Ok(Bounds { leave_within, dict_category, payout_backlog_max })
 }
 
 /// A private key's file, refused when its group or others may read it, as every secret
@@ -279,6 +288,41 @@ mod tests {
             ..Default::default()
         };
         assert!(SpiSettings::load(&http).unwrap_err().contains("https"));
+    }
+
+    #[test]
+    fn the_rails_bounds_are_taken_at_their_limits_and_refused_past_them() {
+        let with = |leave: Option<u64>, category: Option<&str>, backlog: Option<usize>| {
+            bounds(&SpiFile {
+                leave_within_ms: leave,
+                dict_category: category.map(str::to_owned),
+                payout_backlog_max: backlog,
+                ..Default::default()
+            })
+        };
+        let defaults = with(None, None, None).unwrap();
+        assert_eq!(
+            defaults,
+            Bounds {
+                leave_within: super::super::sent::LEAVE_WITHIN_DEFAULT,
+                dict_category: DICT_CATEGORY_DEFAULT,
+                payout_backlog_max: PAYOUT_BACKLOG_MAX_DEFAULT,
+            }
+        );
+        assert!(with(Some(1_000), None, None).is_ok() && with(Some(35_000), None, None).is_ok());
+        for bad in [999, 35_001] {
+            assert!(with(Some(bad), None, None).unwrap_err().contains("leave_within_ms"), "{bad}");
+        }
+        assert_eq!(with(None, Some("H"), None).unwrap().dict_category, 'H');
+        for bad in ["I", "a", "AB", ""] {
+            assert!(with(None, Some(bad), None).unwrap_err().contains("dict_category"), "{bad:?}");
+        }
+        assert!(
+            with(None, None, Some(1)).is_ok() && with(None, None, Some(PAYOUT_BACKLOG_MAX_LIMIT)).is_ok()
+        );
+        for bad in [0, PAYOUT_BACKLOG_MAX_LIMIT + 1] {
+            assert!(with(None, None, Some(bad)).unwrap_err().contains("payout_backlog_max"), "{bad}");
+        }
     }
 
     #[test]

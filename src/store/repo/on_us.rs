@@ -120,16 +120,16 @@ impl crate::rail::spi::sent::SentLog for Repo {
 
     fn posted(
         &self,
-        id: String,
-        attempt: u32,
-        resource_id: String,
+        postings: Vec<(String, u32, String)>,
     ) -> futures_util::future::BoxFuture<'static, Result<(), crate::rail::Unavailable>> {
         let repo = self.clone();
         Box::pin(async move {
+            let unavailable = |e: RepoError| crate::rail::Unavailable(e.to_string());
             let mut b = Batch::default();
-            let value = to_json(&(id, attempt)).map_err(|e| crate::rail::Unavailable(e.to_string()))?;
-            b.put(keys::spi_resource(&resource_id), value);
-            repo.commit_async(b).await.map_err(|e| crate::rail::Unavailable(e.to_string()))
+            for (id, attempt, resource_id) in postings {
+                b.put(keys::spi_resource(&resource_id), to_json(&(id, attempt)).map_err(unavailable)?);
+            }
+            repo.commit_async(b).await.map_err(unavailable)
         })
     }
 }
