@@ -28,6 +28,8 @@ pub struct Application {
     server: Server,
     address: SocketAddr,
     commit: Arc<GroupCommit>,
+    /// The SPI rail's readers, closed (`DELETE` on each stream) at a graceful stop.
+    streams: Option<crate::rail::spi::rail::Streams>,
     pub boot: Boot,
 }
 
@@ -185,6 +187,7 @@ impl Application {
         )
         .context("starting webhook delivery")?;
         let registry = Arc::new(Registry::new(deps, settings.workers));
+        let spi_streams = spi.as_ref().map(|s| s.streams());
         if let Some(spi) = &spi {
             // The streams start once there are accounts to carry what they read to.
             spi.read(Arc::new(crate::account::Accounts { registry: Arc::clone(&registry) }));
@@ -302,7 +305,8 @@ impl Application {
         .listen(listener)?
         .run();
         stop_on_signals(server.handle())?;
-        Ok(Application { server, address, boot, commit })
+        let streams = spi_streams;
+        Ok(Application { server, address, boot, commit, streams })
     }
 
     pub fn address(&self) -> SocketAddr {
@@ -323,6 +327,12 @@ impl Application {
     /// start has nothing to replay.
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
         let served = self.server.await;
+        if let Some(streams) = &self.streams {
+            // Before the committer drains: a reader carrying out a batch writes it first.
+            if !streams.close(crate::rail::spi::rail::STREAMS_CLOSE_WITHIN).await {
+                tracing::warn!("not every ICOM stream was closed in time; ICOM expires the rest");
+            }
+        }
         tracing::info!("server stopped; writing what is queued and checkpointing storage");
         if let Err(e) = self.commit.drain().await {
             tracing::error!(error = %e, "queued writes were not all written");

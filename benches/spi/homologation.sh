@@ -19,12 +19,22 @@
 #   BIN=target/release/pixgw benches/spi/homologation.sh          # N=20000 DURATION=60
 #   N=2000 DURATION=20 benches/spi/homologation.sh
 #   KILLS=30 benches/spi/homologation.sh   # kill -9 pixgw 30 times during the run
+#   FAULTS=1 benches/spi/homologation.sh   # every ICOM fault at a steady rate (below)
+#
+# FAULTS=1 makes spi-sim play, during the run: posts answered 408, 429 or 500, or stored
+# and then dropped; reads answered 408, 429 or 500, or delivered and lost (given again once
+# the stream expires); messages delivered twice; statuses held back 45 s (past the SPI's
+# 40 s); an outage of ICOM (sends and reads) of 3 s at a third of the run; an unexpected
+# pacs.002 and admi.002 every 2 s (each must become one unmatched item, nothing else); and
+# a second reader: a restored copy of pixgw's store started beside it with the same
+# settings, which must hold its rail and read nothing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-target/release/pixgw}
 N=${N:-20000}
 DURATION=${DURATION:-60}
 KILLS=${KILLS:-0}
+FAULTS=${FAULTS:-0}
 VALUE=${VALUE:-1.00}
 OUT=${OUT:-$(mktemp -d /tmp/pixgw-homologation.XXXXXX)}
 ISPB=1234ABCD
@@ -96,6 +106,45 @@ for _ in $(seq 200); do
 done
 echo "   payer funded with $fund"
 
+injected=0
+if [ "$FAULTS" -gt 0 ]; then
+  curl -sf -X PUT "$control/sim/faults" -H 'Content-Type: application/json' -d '{"every": {
+    "post408": 200, "post429": 300, "post500": 250, "postReset": 200,
+    "read408": 300, "read429": 400, "read500": 250, "readDropped": 300,
+    "duplicate": 200, "lateStatus": 500, "lateMs": 45000}}' >/dev/null
+  # The second reader: a restored copy of this store, with the same settings.
+  PIXGW_ADMIN_TOKEN="$token" "$BIN" backup --url "$base" --to "$OUT/backup" >/dev/null
+  "$BIN" restore --from "$OUT/backup" --data-dir "$OUT/copy" >/dev/null
+  PIXGW_ADMIN_TOKEN="$token" RUST_LOG=warn "$BIN" serve --config "$config" --data-dir "$OUT/copy" \
+    --listen 127.0.0.1:0 >"$OUT/copy.out" 2>"$OUT/copy.err" &
+  copy_pid=$!
+  pids+=("$copy_pid")
+  for _ in $(seq 200); do grep -q "listening on" "$OUT/copy.out" 2>/dev/null && break; sleep 0.05; done
+  copy_base=$(sed -n 's/^pixgw listening on \(.*\)$/\1/p' "$OUT/copy.out" | head -1)
+  echo "   faults on; a restored copy reads beside pixgw at $copy_base"
+  (
+    # An outage of ICOM at a third of the run.
+    sleep "$(python3 -c "print($DURATION / 3)")"
+    curl -sf -X PUT "$control/sim/icom" -H 'Content-Type: application/json' -d '{"sends": true, "reads": true}' >/dev/null
+    sleep 3
+    curl -sf -X PUT "$control/sim/icom" -H 'Content-Type: application/json' -d '{}' >/dev/null
+  ) &
+  pids+=("$!")
+  (
+    # Messages of no payment of ours, every 2 s: one pacs.002 and one admi.002.
+    i=0
+    while [ "$i" -lt "$((DURATION / 2))" ]; do
+      id=$(python3 -c 'import secrets,string; print("E99999A03" + "202611281200" + "".join(secrets.choice(string.ascii_letters) for _ in range(11)))')
+      curl -sf "$control/sim/inject" -H 'Content-Type: application/json' -d "{\"pacs002\": {\"endToEndId\": \"$id\", \"status\": \"ACSC\"}}" >/dev/null
+      curl -sf "$control/sim/inject" -H 'Content-Type: application/json' -d "{\"admi002\": {\"reference\": \"M$id\", \"reason\": \"CH16\"}}" >/dev/null
+      i=$((i + 1))
+      sleep 2
+    done
+  ) &
+  injector=$!
+  injected=$((DURATION / 2 * 2))
+fi
+
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 hz=$(getconf CLK_TCK)
 cpu_before=$(cpu_ticks "$pixgw_pid")
@@ -136,6 +185,15 @@ print(p['paid'] + p['received'])")
   [ "$done_" -ge "$((N + 1))" ] && break
   sleep 0.1
 done
+# Until pixgw has no payout waiting for its status (those held back arrive 45 s late; at
+# most 120 s more).
+for _ in $(seq 1200); do
+  pending=$(admin GET "/admin/rail/reconciliation?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["payoutsPending"]["count"])')
+  [ "$pending" = 0 ] && break
+  sleep 0.1
+done
+[ "$FAULTS" -gt 0 ] && wait "$injector"
 t1=$(date +%s.%N)
 cpu_spent=$((cpu_spent + $(cpu_ticks "$pixgw_pid") - cpu_before))
 sim_cpu=$(( $(cpu_ticks "$sim_pid") - sim_cpu_before ))
@@ -147,15 +205,27 @@ settled=$(python3 -c "from decimal import Decimal as D; print((D('$(settlement)'
 # The reconciliation read over the whole run: the ledger's net for the settlement account.
 from=$(python3 -c "import datetime; print((datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)).strftime('%Y-%m-%dT%H:%M:%SZ'))")
 to=$(python3 -c "import datetime; print((datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)).strftime('%Y-%m-%dT%H:%M:%SZ'))")
-reconciled=$(admin GET "/admin/rail/reconciliation?from=$from&to=$to" | python3 -c 'import json,sys; print(json.load(sys.stdin)["net"])')
+admin GET "/admin/rail/reconciliation?from=$from&to=$to" >"$OUT/reconciliation.json"
+reconciled=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["net"])' "$OUT/reconciliation.json")
+copy_read=-
+if [ "$FAULTS" -gt 0 ]; then
+  # The restored copy: its rail held, nothing read.
+  copy_read=$(curl -s "$copy_base/metrics" | python3 -c '
+import sys
+held = read = 0
+for line in sys.stdin:
+    if line.startswith("pixgw_spi_rail_held "): held = float(line.split()[1])
+    if line.startswith("pixgw_spi_messages_received_total"): read += float(line.split()[1])
+print(f"held={int(held)} read={int(read)}")')
+fi
 echo "   ledger (both accounts) $ledger; reconciliation net $reconciled; settlement account moved $settled"
 echo "{\"ledger\": \"$ledger\", \"reconciliation\": \"$reconciled\", \"settlement\": \"$settled\"}" >"$OUT/books.json"
 curl -s "$control/sim/participants" >"$OUT/participants.json"
 rsa=$(openssl speed -seconds 2 rsa2048 2>/dev/null | awk '/^rsa +2048 bits/ {sub("s", "", $4); print $4 * 1000}')
 
-python3 - "$OUT" "$N" "$t0" "$t1" "$cpu_spent" "$sim_cpu" "$hz" "${rsa:-0}" "$ISPB" "$KILLS" <<'EOF'
+python3 - "$OUT" "$N" "$t0" "$t1" "$cpu_spent" "$sim_cpu" "$hz" "${rsa:-0}" "$ISPB" "$KILLS" "$injected" "$copy_read" <<'EOF'
 import json, sys
-out, n, t0, t1, cpu, sim_cpu, hz, rsa_ms, ispb, kills = sys.argv[1:]
+out, n, t0, t1, cpu, sim_cpu, hz, rsa_ms, ispb, kills, injected, copy_read = sys.argv[1:]
 n, hz = int(n), int(hz)
 stats = json.load(open(f"{out}/sim-stats.json"))
 parts = json.load(open(f"{out}/participants.json"))["participants"]
@@ -177,6 +247,12 @@ result = {
     "load_consistency": load.get("consistency", {}).get("ok"),
     "books": json.load(open(f"{out}/books.json")),
 }
+rec = json.load(open(f"{out}/reconciliation.json"))
+result["payouts_pending_after"] = rec["payoutsPending"]["count"]
+result["payouts_aged"] = len(rec["payoutsAged"])
+result["unmatched"] = len(rec["unmatched"])
+result["unexpected_injected"] = int(injected)
+result["restored_copy"] = copy_read
 json.dump(result, open(f"{out}/result.json", "w"), indent=2)
 print(json.dumps(result, indent=2))
 EOF

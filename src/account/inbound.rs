@@ -237,8 +237,17 @@ impl Inbound for Accounts {
     }
 
     fn incoming_ended(&self, id: String, settled: bool) -> BoxFuture<'static, Result<bool, Unavailable>> {
-        let found = self.registry.deps().repo.incoming(&id).map_err(unavailable).and_then(|i| match i {
+        let repo = &self.registry.deps().repo;
+        let found = repo.incoming(&id).map_err(unavailable).and_then(|i| match i {
             Some(i) => self.actor(i.payee),
+            // Its record goes with the credit: a settlement read again (delivered twice,
+            // or after a crash) names an arrival credited already, which the account
+            // recognises as done. A refusal of one credited is no repeat: it stays
+            // unknown here, and the rail keeps it for an operator.
+            None if settled => match repo.credited_account_by_id(&id).map_err(unavailable)? {
+                Some(account) => self.actor(account),
+                None => Ok(None),
+            },
             None => Ok(None),
         });
         Box::pin(async move {

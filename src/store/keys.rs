@@ -73,6 +73,9 @@
 //!                           times it was posted; every resend posts these bytes
 //! spires/{resourceId}       JSON [id, attempt]: the payout a `PI-ResourceId` that ICOM
 //!                           answered belongs to, and which posting of its message got it
+//! spistream/{n:020}         text: the `PI-Pull-Next` of reader n's ICOM stream, written once
+//!                           everything read before it is on disk (so closing the stream there
+//!                           confirms nothing unrecorded); a start closes what is left
 //! rec/{id:020}/{local:020}  Recurrence (JSON): a Pix Automático recurrence with its
 //!                           solicitations; its idRec carries the local id
 //! solrec/{id:020}/{local:020}  u64: the recurrence a solicitation (by its own local id,
@@ -159,6 +162,7 @@ pub const ON_US: &[u8] = b"onus/";
 pub const INCOMING: &[u8] = b"spiin/";
 pub const UNMATCHED: &[u8] = b"unmatched/";
 pub const SPI_SENT: &[u8] = b"spisent/";
+pub const SPI_STREAMS: &[u8] = b"spistream/";
 pub const RAIL_RESOLUTIONS: &[u8] = b"railres/";
 
 /// A key of the layout: texts as they are, numbers zero-padded to a fixed width so keys
@@ -503,6 +507,10 @@ pub fn spi_sent(id: &str) -> Vec<u8> {
 /// The payout a resource id of ICOM names.
 pub fn spi_resource(resource_id: &str) -> Vec<u8> {
     Key::new("spires/").text(resource_id).done()
+}
+
+pub fn spi_stream(reader: u64) -> Vec<u8> {
+    Key::new("spistream/").num(reader, 20).done()
 }
 
 #[cfg(test)]

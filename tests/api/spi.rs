@@ -43,7 +43,14 @@ impl Sim {
         let mut child = Command::new(bin())
             .args(["spi-sim", "--dir"])
             .arg(dir.path())
-            .args(["--participant", ISPB, "--long-poll-ms", "500", "--stream-idle-ms", "3000"])
+            .args(["--participant", ISPB])
+            // Short polls and a short idle time, unless the test sets its own.
+            .args(
+                [["--long-poll-ms", "500"], ["--stream-idle-ms", "3000"]]
+                    .into_iter()
+                    .filter(|[flag, _]| !extra.contains(flag))
+                    .flatten(),
+            )
             .args(extra)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
@@ -1631,4 +1638,134 @@ async fn a_dict_outage_answers_503_with_retry_after_and_records_nothing() {
         "CONFIRMED"
     );
     wait_balance(&app, &token, "15.00").await;
+}
+
+async fn sim_stats(sim: &Sim) -> Value {
+    let (s, b) = sim.get("/sim/stats").await;
+    assert_eq!(s, 200, "{b}");
+    b
+}
+
+/// Streams are closed with `DELETE`, never left to expire: a killed run's stream at the
+/// next start (where it was written down, every read before it carried out), and every
+/// stream at a graceful stop. ICOM never expires one, and the participant never holds more
+/// than its readers' streams.
+#[actix_rt::test]
+async fn a_stop_closes_the_streams_and_a_start_closes_those_a_killed_run_left() {
+    // Streams never expire here: only a DELETE closes one.
+    let sim = Sim::start(&["--stream-idle-ms", "600000"]);
+    let opts = one_stream(&sim);
+    let mut app = spawn_with(opts.clone()).await;
+    funded_account(&app, &sim, "10.00").await;
+    // Reading fails from now on: the reader's stream stays where its last read left it,
+    // which it wrote down before asking (a refused read comes after the write).
+    sim.outage(false, true).await;
+    eventually("a read refused", || async {
+        (sim_stats(&sim).await["readsRefused"].as_u64() >= Some(1)).then_some(())
+    })
+    .await;
+    let before = sim_stats(&sim).await;
+    assert_eq!(before["streamsOpen"], 1, "{before}");
+    assert_eq!(before["streamsClosed"], 0, "{before}");
+
+    let mut child = app.take_child().unwrap();
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    app.start_again(&opts);
+    // The start closes the stream the killed run left before it opens its own.
+    let closed = eventually("the left stream closed", || async {
+        let st = sim_stats(&sim).await;
+        (st["streamsClosed"] == 1).then_some(st)
+    })
+    .await;
+    assert_eq!(closed["streamsOpen"], 0, "the outage refuses the new stream: {closed}");
+    sim.outage(false, false).await;
+    eventually("a new stream", || async { (sim_stats(&sim).await["streamsOpen"] == 1).then_some(()) }).await;
+    // The rail reads on that stream: a payment in is credited.
+    let (account, token) = live_account(&app, "Outra Loja").await;
+    sim.pay_account(account, "52998224725", "3.00").await;
+    wait_balance(&app, &token, "3.00").await;
+
+    // A graceful stop closes it.
+    assert!(app.stop().success());
+    let after = sim_stats(&sim).await;
+    assert_eq!(after["streamsOpen"], 0, "{after}");
+    assert_eq!(after["streamsClosed"], 2, "{after}");
+    assert_eq!(after["streamsExpired"], 0, "{after}");
+    assert_eq!(after["streamsRefused"], 0, "{after}");
+    // What was read before the stop stays read: a start gives nothing again.
+    app.start_again(&opts);
+    wait_balance(&app, &token, "3.00").await;
+    assert_eq!(sim_stats(&sim).await["messagesSent"], after["messagesSent"]);
+}
+
+/// Every ICOM fault at once, each at a steady rate (`/sim/faults` `every`): posts refused
+/// (408, 429, 500) or stored and then dropped, reads refused (408, 429, 500) or delivered
+/// and lost, messages delivered twice, statuses held back. Money still moves once each way:
+/// every payment settles, the balance and the settlement account move by the same amount,
+/// and nothing is left unmatched (a message delivered twice is applied once).
+#[actix_rt::test]
+async fn under_every_icom_fault_at_a_steady_rate_each_payment_moves_money_once_on_both_sides() {
+    let sim = Sim::start(&["--stream-idle-ms", "1000", "--timeout-ms", "60000"]);
+    let app = spawn_on(&sim).await;
+    let (account, token) = funded_account(&app, &sim, "20.00").await;
+    let ours_before = sim.balance_cents(ISPB).await;
+    let every = json!({"every": {
+        "post408": 5, "post429": 7, "post500": 4, "postReset": 3,
+        "read408": 9, "read429": 11, "read500": 6, "readDropped": 4,
+        "duplicate": 3, "lateStatus": 4, "lateMs": 1500
+    }});
+    let (s, b) = send(sim.client.put(format!("{}/sim/faults", sim.control)), Some(every)).await;
+    assert_eq!(s, 204, "{b}");
+
+    const EACH_WAY: usize = 8;
+    let mut outs = Vec::new();
+    for n in 0..EACH_WAY {
+        let (key, doc, _) = directory_key("EMAIL", n % 4);
+        let body = cash_out(&key, "EMAIL", &doc, &format!("faulty-{n}"), "1.00");
+        let (s, b) = app.post_raw("/api/pix/cash-out", &token, &body, &[]).await;
+        assert_eq!(s, 201, "{b}");
+        outs.push(b["transactionId"].as_str().unwrap().to_owned());
+    }
+    let mut ins = Vec::new();
+    for _ in 0..EACH_WAY {
+        ins.push(sim.pay_account(account, "52998224725", "2.00").await);
+    }
+    for id in &ins {
+        assert_eq!(sim.wait_payment(id).await["stage"], "SETTLED", "{id}");
+    }
+    for id in &outs {
+        let tx = app.wait_final_within(&token, id, SETTLE_WAIT_MAX).await;
+        assert_eq!(tx["status"], "CONFIRMED", "{tx}");
+        let e2e = tx["endToEndId"].as_str().unwrap();
+        assert_eq!(sim.wait_payment(e2e).await["stage"], "SETTLED", "{e2e}");
+    }
+    // 20.00 - 8 x 1.00 + 8 x 2.00, once each.
+    wait_balance(&app, &token, "28.00").await;
+    assert_eq!(
+        sim.balance_cents(ISPB).await - ours_before,
+        800,
+        "the settlement account moved as the ledger did"
+    );
+    let stats = sim_stats(&sim).await;
+    for kind in [
+        "post408",
+        "post429",
+        "post500",
+        "postReset",
+        "read408",
+        "read500",
+        "readDropped",
+        "duplicate",
+        "lateStatus",
+    ] {
+        assert!(stats["faultsPlayed"][kind].as_u64() >= Some(1), "{kind} was never played: {stats}");
+    }
+    let (s, r) = reconciliation(&app).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(r["unmatched"].as_array().map(Vec::len), Some(0), "{r}");
+    // The transactions: each payment once.
+    let (_, list) = app.get_with("/api/transactions?size=100", &token).await;
+    let rows = list["data"].as_array().unwrap();
+    assert_eq!(rows.len(), 1 + 2 * EACH_WAY, "the funding and each payment once: {list}");
 }

@@ -281,15 +281,17 @@ impl IcomClient {
         self.read(next).await
     }
 
-    /// Closes the stream at `next`, confirming the last read.
-    pub async fn close(&self, next: &str) -> Result<(), IcomError> {
+    /// Closes the stream at `next`, confirming the last read: answers false when ICOM no
+    /// longer has a stream there (410: closed, expired, or moved on by a later read).
+    pub async fn close(&self, next: &str) -> Result<bool, IcomError> {
         let res = self
             .http
             .send("DELETE", &path_of(next), &[("User-Agent", USER_AGENT)], b"", REQUEST_TIMEOUT)
             .await
             .map_err(|e| IcomError::Unavailable(e.to_string()))?;
         match res.status {
-            200 | 204 | 410 => Ok(()),
+            200 | 204 => Ok(true),
+            410 => Ok(false),
             _ => Err(error_of(&res)),
         }
     }

@@ -337,6 +337,7 @@ pub struct Started {
     settings: SpiSettings,
     outbox: mpsc::UnboundedSender<Outbound>,
     kept: Kept,
+    streams: Streams,
 }
 
 /// Starts the rail on its two threads: the payout actor and its senders, the DICT client
@@ -392,7 +393,17 @@ pub fn start(settings: SpiSettings, on_us: OnUsResolver, kept: Kept) -> Started 
     spawn_senders(&in_handle, &settings, answers_rx, None);
     let (door_rail, door_backlog) = (rail.clone(), Arc::clone(&kept.backlog));
     let door = Door::start_in_arbiter(&in_handle, move |_| Door { rail: door_rail, backlog: door_backlog });
-    Started { rail, door, dict, dict_cache, handle: in_handle, settings, outbox: answers_tx, kept }
+    Started {
+        rail,
+        door,
+        dict,
+        dict_cache,
+        handle: in_handle,
+        settings,
+        outbox: answers_tx,
+        kept,
+        streams: Streams::new(),
+    }
 }
 
 /// [`SENDERS`] tasks on `thread` posting what `rx` receives.
@@ -448,6 +459,11 @@ impl Started {
         Arc::clone(&self.kept.backlog)
     }
 
+    /// The readers' stop, which a graceful stop raises.
+    pub fn streams(&self) -> Streams {
+        self.streams.clone()
+    }
+
     /// The rail's hold, which an operator's route releases.
     pub fn hold(&self) -> Hold {
         self.kept.hold.clone()
@@ -459,12 +475,16 @@ impl Started {
         let outbox = self.outbox.clone();
         let kept = self.kept.clone();
         let (dict, med_inbound) = (self.dict.clone(), Arc::clone(&inbound));
+        let streams = self.streams.clone();
         self.handle.spawn(async move {
             // Nothing is read while the rail is held.
             kept.hold.released().await;
             actix_web::rt::spawn(med_refunds(dict, med_inbound, settings.med_poll));
             let Some(icom) = icom_client(&settings) else { return };
+            close_left_streams(&icom, &kept.log).await;
             for n in 0..settings.streams {
+                // None: the process is stopping already.
+                let Some((stop, alive)) = streams.reader() else { return };
                 actix_web::rt::spawn(reader(
                     n,
                     icom.clone(),
@@ -472,6 +492,8 @@ impl Started {
                     Arc::clone(&inbound),
                     outbox.clone(),
                     kept.clone(),
+                    stop,
+                    alive,
                 ));
             }
         });
@@ -919,7 +941,115 @@ async fn post_and_wait(outbox: &mpsc::UnboundedSender<Outbound>, body: String) -
     }
 }
 
-/// Reads one stream for ever: each batch's effects on disk before it is confirmed.
+/// The readers' stop: a graceful stop raises it, and each reader, once its read under way
+/// is answered and carried out, closes its stream with `DELETE` (which confirms that read)
+/// and ends.
+#[derive(Clone)]
+pub struct Streams {
+    stop: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Each reader holds a sender; once every one is dropped, every reader has ended.
+    alive: Arc<std::sync::Mutex<Option<mpsc::Sender<()>>>>,
+    ended: Arc<tokio::sync::Mutex<mpsc::Receiver<()>>>,
+}
+
+impl Streams {
+    fn new() -> Streams {
+        let (alive, ended) = mpsc::channel(1);
+        Streams {
+            stop: Arc::new(tokio::sync::watch::channel(false).0),
+            alive: Arc::new(std::sync::Mutex::new(Some(alive))),
+            ended: Arc::new(tokio::sync::Mutex::new(ended)),
+        }
+    }
+
+    /// What a reader holds: the stop to watch, and its share of `alive`.
+    fn reader(&self) -> Option<(tokio::sync::watch::Receiver<bool>, mpsc::Sender<()>)> {
+        let alive = self.alive.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()?;
+        Some((self.stop.subscribe(), alive))
+    }
+
+    /// Stops every reader and waits, at most `within`, until each has closed its stream.
+    /// Answers whether they all did.
+    pub async fn close(&self, within: Duration) -> bool {
+        self.stop.send_replace(true);
+        // Readers not started yet never will be.
+        self.alive.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let mut ended = self.ended.lock().await;
+        tokio::time::timeout(within, ended.recv()).await.is_ok()
+    }
+}
+
+/// How long a graceful stop waits for the readers to close their streams: a read under way
+/// is let finish first (at most its long poll, bounded by the client's deadline).
+pub const STREAMS_CLOSE_WITHIN: Duration =
+    Duration::from_secs(super::icom::LONG_POLL.as_secs() + super::icom::REQUEST_TIMEOUT.as_secs() + 5);
+
+/// Closes the streams a previous run left open (a kill, a crash, a lost lease), where each
+/// was written down: at that point everything read before it is on disk, so the `DELETE`
+/// confirms nothing unrecorded. A stream that moved on since (it delivered a batch the
+/// previous run never recorded) answers 410 and changes nothing: ICOM gives that batch
+/// again once the stream expires. Answers how many ICOM closed.
+async fn close_left_streams(icom: &IcomClient, log: &Arc<dyn SentLog>) -> usize {
+    let left = match log.streams() {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!(error = %e.0, "the streams a previous run left could not be read; ICOM expires them");
+            return 0;
+        }
+    };
+    let closes = left.iter().map(|(_, next)| icom.close(next));
+    let results = futures_util::future::join_all(closes).await;
+    let mut closed = 0;
+    for ((reader, next), result) in left.into_iter().zip(results) {
+        match result {
+            Ok(true) => closed += 1,
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(stream = reader, next, error = %e, "a stream a previous run left could not be closed; ICOM expires it")
+            }
+        }
+        if let Err(e) = log.stream_at(reader, None).await {
+            tracing::warn!(stream = reader, error = %e.0, "a closed stream could not be written down as closed");
+        }
+    }
+    if closed > 0 {
+        tracing::info!(closed, "closed the ICOM streams a previous run left open");
+    }
+    metrics::counter!("pixgw_icom_streams_closed_total", "when" => "start").increment(closed as u64);
+    closed
+}
+
+/// Waits `d`, or less if the stop is raised: answers whether it was.
+async fn pause(stop: &mut tokio::sync::watch::Receiver<bool>, d: Duration) -> bool {
+    let raised = tokio::select! {
+        _ = stop.wait_for(|s| *s) => true,
+        _ = tokio::time::sleep(d) => false,
+    };
+    raised || *stop.borrow()
+}
+
+/// Closes reader `n`'s stream at `next` (which confirms the read before it, already carried
+/// out) and writes down that it has none.
+async fn close_stream(n: usize, icom: &IcomClient, kept: &Kept, next: Option<String>, why: &str) {
+    let Some(next) = next else { return };
+    match icom.close(&next).await {
+        Ok(closed) => {
+            tracing::info!(stream = n, closed, why, "an ICOM stream is closed");
+            metrics::counter!("pixgw_icom_streams_closed_total", "when" => why.to_owned()).increment(1);
+        }
+        Err(e) => {
+            tracing::warn!(stream = n, error = %e, why, "an ICOM stream could not be closed; ICOM expires it")
+        }
+    }
+    if let Err(e) = kept.log.stream_at(n as u64, None).await {
+        tracing::warn!(stream = n, error = %e.0, "a closed stream could not be written down as closed");
+    }
+}
+
+/// Reads one stream until the stop: each batch's effects on disk before it is confirmed.
+/// Where the stream stands is written down after each batch is carried out, so a start
+/// after a crash can close it ([`close_left_streams`]).
+#[allow(clippy::too_many_arguments)]
 async fn reader(
     n: usize,
     icom: IcomClient,
@@ -927,10 +1057,20 @@ async fn reader(
     inbound: Arc<dyn Inbound>,
     outbox: mpsc::UnboundedSender<Outbound>,
     kept: Kept,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    _alive: mpsc::Sender<()>,
 ) {
     let mut next: Option<String> = None;
     let mut backoff = BACKOFF_MIN;
     loop {
+        // The stop is looked at between reads only: a read under way is let finish (at
+        // most its long poll) and carried out, so the close confirms it and nothing read
+        // is left to be given again, and a stream whose first read is under way (its URL
+        // not known yet) is closed too.
+        if *stop.borrow() {
+            close_stream(n, &icom, &kept, next.take(), "stop").await;
+            return;
+        }
         let started = Instant::now();
         let read = match &next {
             None => icom.start().await,
@@ -944,30 +1084,47 @@ async fn reader(
                     metrics::histogram!("pixgw_icom_read_seconds").record(started.elapsed().as_secs_f64());
                 }
                 backoff = BACKOFF_MIN;
-                let handled = handle_batch(&settings, &inbound, &outbox, &kept, messages).await;
-                match (handled, following) {
-                    (Ok(()), Some(f)) => next = Some(f),
-                    (Ok(()), None) => next = None,
-                    (Err(e), _) => {
-                        // Not confirmed: ICOM delivers the batch again on a new stream.
+                match handle_batch(&settings, &inbound, &outbox, &kept, messages).await {
+                    Ok(()) => {
+                        next = following;
+                        // Written down before the next read, so a start after a crash
+                        // closes the stream where it stands; a failed write only leaves an
+                        // older position, which answers 410 and closes nothing.
+                        if let Err(e) = kept.log.stream_at(n as u64, next.clone()).await {
+                            tracing::warn!(stream = n, error = %e.0, "where the stream stands could not be written down");
+                        }
+                    }
+                    Err(e) => {
+                        // Not confirmed, and not closed (a DELETE would confirm it): ICOM
+                        // expires the stream and delivers the batch again on a new one.
                         tracing::warn!(stream = n, error = %e, "a read could not be carried out; it will be read again");
                         next = None;
-                        tokio::time::sleep(BACKOFF_MAX).await;
+                        if pause(&mut stop, BACKOFF_MAX).await {
+                            return;
+                        }
                     }
                 }
             }
             Err(IcomError::Throttled(wait)) => {
                 metrics::counter!("pixgw_icom_throttled_total", "direction" => "read").increment(1);
-                tokio::time::sleep(wait).await;
+                if pause(&mut stop, wait).await {
+                    close_stream(n, &icom, &kept, next.take(), "stop").await;
+                    return;
+                }
             }
             Err(IcomError::Gone) => next = None,
             Err(e) => {
                 metrics::counter!("pixgw_icom_unavailable_total", "direction" => "read").increment(1);
                 tracing::warn!(stream = n, error = %e, "ICOM read failed; trying again");
                 if !e.is_transient() {
-                    next = None;
+                    // Given up: closed where it stands (the read before is carried out), so
+                    // it does not hold one of the participant's streams until it expires.
+                    close_stream(n, &icom, &kept, next.take(), "error").await;
                 }
-                tokio::time::sleep(backoff).await;
+                if pause(&mut stop, backoff).await {
+                    close_stream(n, &icom, &kept, next.take(), "stop").await;
+                    return;
+                }
                 backoff = (backoff * 2).min(BACKOFF_MAX);
             }
         }

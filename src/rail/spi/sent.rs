@@ -126,6 +126,11 @@ pub trait SentLog: Send + Sync + 'static {
     /// Records the resource ids ICOM answered to one request: each `(id, attempt,
     /// resource id)` names posting `attempt` of payout `id`. One durable write.
     fn posted(&self, postings: Vec<(String, u32, String)>) -> BoxFuture<'static, Result<(), Unavailable>>;
+    /// Where each reader's stream stood when it was last written down: `(reader, the
+    /// PI-Pull-Next)`, every read before it carried out.
+    fn streams(&self) -> Result<Vec<(u64, String)>, Unavailable>;
+    /// Writes down where reader `reader`'s stream stands (`None`: it has none open).
+    fn stream_at(&self, reader: u64, next: Option<String>) -> BoxFuture<'static, Result<(), Unavailable>>;
 }
 
 #[cfg(test)]

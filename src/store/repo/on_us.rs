@@ -132,4 +132,35 @@ impl crate::rail::spi::sent::SentLog for Repo {
             repo.commit_async(b).await.map_err(unavailable)
         })
     }
+
+    fn streams(&self) -> Result<Vec<(u64, String)>, crate::rail::Unavailable> {
+        let unavailable = |e: String| crate::rail::Unavailable(e);
+        let pairs = self.store.scan_prefix(keys::SPI_STREAMS).map_err(|e| unavailable(e.to_string()))?;
+        let mut out = Vec::with_capacity(pairs.len());
+        for (k, v) in pairs {
+            let reader = std::str::from_utf8(&k[keys::SPI_STREAMS.len()..])
+                .ok()
+                .and_then(|n| n.parse::<u64>().ok())
+                .ok_or_else(|| unavailable(format!("a stream key is not a number: {k:?}")))?;
+            let next = String::from_utf8(v).map_err(|e| unavailable(e.to_string()))?;
+            out.push((reader, next));
+        }
+        Ok(out)
+    }
+
+    fn stream_at(
+        &self,
+        reader: u64,
+        next: Option<String>,
+    ) -> futures_util::future::BoxFuture<'static, Result<(), crate::rail::Unavailable>> {
+        let repo = self.clone();
+        Box::pin(async move {
+            let mut b = Batch::default();
+            match next {
+                Some(url) => b.put(keys::spi_stream(reader), url.into_bytes()),
+                None => b.delete(keys::spi_stream(reader)),
+            }
+            repo.commit_async(b).await.map_err(|e| crate::rail::Unavailable(e.to_string()))
+        })
+    }
 }

@@ -453,6 +453,17 @@ impl Repo {
         }
     }
 
+    /// The account that a credit from another participant (a PIX received, a return of
+    /// one of our payments) went to, by its end-to-end or return id: what a repeated
+    /// settlement of an arrival already credited names.
+    pub fn credited_account_by_id(&self, id: &str) -> Result<Option<AccountId>, RepoError> {
+        let Some(local) = self.local_by(&keys::end_to_end(id))? else { return Ok(None) };
+        Ok(self
+            .transaction(local)?
+            .filter(|t| !t.kind.is_debit() || t.refund.as_ref().is_some_and(|r| r.rtr_id == id))
+            .map(|t| t.account_id))
+    }
+
     /// The payout (a debit of any account) that an end-to-end id or return id names: what
     /// the SPI's answers to our messages name.
     pub fn payout_by_id(&self, id: &str) -> Result<Option<Transaction>, RepoError> {

@@ -11,10 +11,10 @@
 //! | `GET /sim/messages/{msgId}` | every posting of a message id a participant made: `{postings, distinctBodies, resourceIds}` (a resend of the same bytes is one more posting, no more bodies) |
 //! | `GET /sim/participants` | every participant's settlement account |
 //! | `PUT /sim/participants/{ispb}/behaviour` | a virtual receiver's behaviour: `{"accept": true}`, `{"reject": "AC06"}` or `{"silent": true}` |
-//! | `GET /sim/stats` | counters of messages received, sent and refused; real receivers' answer times (`answers`: count, p50, p99, max in ms, and SPI timeouts) |
+//! | `GET /sim/stats` | counters of messages received, sent and refused, of streams refused (over the limit), closed (`DELETE`), expired (unread too long) and open now, and reads refused during an outage; real receivers' answer times (`answers`: count, p50, p99, max in ms, and SPI timeouts) |
 //! | `POST /sim/load` | the virtual payer pays `{to: key}` `count` times, `perSecond`, `amount` each (open loop) |
 //! | `PUT /sim/icom` | an outage of ICOM: `{"sends": true}` makes sending answer 503, `{"reads": true}` reading, `{"dict": true}` the DICT's key lookups (503 with `Retry-After`); `{}` ends it |
-//! | `PUT /sim/faults` | faults ICOM plays on the next posts, each a count: `{"answer408": n}` (stores nothing), `{"answer429HttpDate": n}` (stores nothing; `Retry-After` an HTTP date), `{"answer502AfterStoring": n}` (stores and carries out, then answers 502) |
+//! | `PUT /sim/faults` | faults ICOM plays on the next posts, each a count: `{"answer408": n}` (stores nothing), `{"answer429HttpDate": n}` (stores nothing; `Retry-After` an HTTP date), `{"answer502AfterStoring": n}` (stores and carries out, then answers 502); and at a steady rate, one event in n, `{"every": {post408, post429, post500, postReset (stored, then the connection drops), read408, read429, read500, readDropped (delivered, answer lost), duplicate (a message queued twice), lateStatus with lateMs (a pacs.002 held back)}}`, counted in `/sim/stats` `faultsPlayed` |
 //! | `POST /sim/inject` | delivers to real participant `to` a message it did not ask for (a fault of the rails): `{"pacs002": {endToEndId, status: ACSC \| ACCC \| RJCT, reason?}}`, `{"admi002": {reference, reason}}` (both signed by the SPI), or `{"unreadable": "text"}` (the text as it is, unsigned); answers `{msgId}`, or `{resourceId}` for text |
 
 use std::time::Instant;
@@ -413,6 +413,9 @@ async fn stats(sim: web::Data<Sim>) -> HttpResponse {
     let mut stats =
         serde_json::to_value(sim.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()).unwrap_or_default();
     stats["answers"] = serde_json::to_value(answers).unwrap_or_default();
+    let open: usize =
+        sim.queues.lock().unwrap_or_else(|p| p.into_inner()).values().map(|q| q.streams.len()).sum();
+    stats["streamsOpen"] = json!(open);
     HttpResponse::Ok().json(stats)
 }
 

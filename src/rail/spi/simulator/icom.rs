@@ -151,23 +151,28 @@ async fn send(req: HttpRequest, path: web::Path<String>, body: Bytes, sim: web::
     if sim.outage.lock().unwrap_or_else(|p| p.into_inner()).sends {
         return problem(503, "unavailable", "ICOM is unavailable");
     }
+    let every = sim.every();
     let stored_then_502 = {
         let mut f = sim.faults.lock().unwrap_or_else(|p| p.into_inner());
         let take = |n: &mut u32| n.checked_sub(1).map(|left| *n = left).is_some();
-        if take(&mut f.answer_408) {
+        let (t408, t429, t502) = (
+            take(&mut f.answer_408),
+            take(&mut f.answer_429_http_date),
+            take(&mut f.answer_502_after_storing),
+        );
+        drop(f);
+        if t408 || sim.plays("post408", every.post408) {
             return problem(408, "timeout", "the request was not read in time");
         }
-        if take(&mut f.answer_429_http_date) {
-            let at = chrono::Utc::now() + chrono::Duration::seconds(1);
-            let mut res = problem(429, "tooManyRequests", "too many requests");
-            if let Ok(v) = header::HeaderValue::from_str(&at.format("%a, %d %b %Y %H:%M:%S GMT").to_string())
-            {
-                res.headers_mut().insert(header::RETRY_AFTER, v);
-            }
-            return res;
+        if t429 || sim.plays("post429", every.post429) {
+            return too_many_until(chrono::Utc::now() + chrono::Duration::seconds(1));
         }
-        take(&mut f.answer_502_after_storing)
+        if sim.plays("post500", every.post500) {
+            return problem(500, "internal", "ICOM failed");
+        }
+        t502
     };
+    let reset_after_storing = sim.plays("postReset", every.post_reset);
     let text = |name: header::HeaderName| {
         req.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned()
     };
@@ -205,7 +210,47 @@ async fn send(req: HttpRequest, path: web::Path<String>, body: Bytes, sim: web::
     if stored_then_502 {
         return problem(502, "badGateway", "the upstream answered too late");
     }
+    if reset_after_storing {
+        let mut head = HttpResponse::Created();
+        head.insert_header((RESOURCE_ID, ids.join(",")));
+        return dropped(head);
+    }
     HttpResponse::Created().insert_header((RESOURCE_ID, ids.join(","))).finish()
+}
+
+/// A 429 whose `Retry-After` is the HTTP date `at`.
+fn too_many_until(at: chrono::DateTime<chrono::Utc>) -> HttpResponse {
+    let mut res = problem(429, "tooManyRequests", "too many requests");
+    if let Ok(v) = header::HeaderValue::from_str(&at.format("%a, %d %b %Y %H:%M:%S GMT").to_string()) {
+        res.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    res
+}
+
+/// An answer whose connection drops after its head: the body (chunked) ends with an error,
+/// so the client reads no complete answer, as after a reset.
+fn dropped(mut head: actix_web::HttpResponseBuilder) -> HttpResponse {
+    let fails = futures_util::stream::once(async {
+        Err::<Bytes, std::io::Error>(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "dropped"))
+    });
+    head.streaming(fails)
+}
+
+/// A fault a read plays before it touches its stream (nothing delivered or confirmed).
+fn read_fault(sim: &Sim) -> Option<HttpResponse> {
+    let every = sim.every();
+    if sim.plays("read408", every.read408) {
+        return Some(problem(408, "timeout", "the request was not read in time"));
+    }
+    if sim.plays("read429", every.read429) {
+        let mut res = problem(429, "tooManyRequests", "too many requests");
+        res.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        return Some(res);
+    }
+    if sim.plays("read500", every.read500) {
+        return Some(problem(500, "internal", "ICOM failed"));
+    }
+    None
 }
 
 /// Checks and settles one message a participant sent; a message that fails a check is
@@ -283,6 +328,14 @@ async fn start(req: HttpRequest, path: web::Path<String>, sim: web::Data<Sim>) -
         Ok(p) => p,
         Err(r) => return r.response(),
     };
+    // An outage refuses the start before it opens anything.
+    if sim.outage.lock().unwrap_or_else(|p| p.into_inner()).reads {
+        sim.stats.lock().unwrap_or_else(|p| p.into_inner()).reads_refused += 1;
+        return problem(503, "unavailable", "ICOM is unavailable");
+    }
+    if let Some(fault) = read_fault(&sim) {
+        return fault;
+    }
     let token = uuid::Uuid::new_v4().to_string();
     {
         let mut queues = sim.queues.lock().unwrap_or_else(|p| p.into_inner());
@@ -294,7 +347,8 @@ async fn start(req: HttpRequest, path: web::Path<String>, sim: web::Data<Sim>) -
             res.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
             return res;
         }
-        q.streams.insert(token.clone(), (Vec::new(), Instant::now()));
+        // Idle counts from the end of the read now starting (its long poll).
+        q.streams.insert(token.clone(), (Vec::new(), Instant::now() + sim.long_poll));
     }
     read(&req, &sim, &ispb, token).await
 }
@@ -305,12 +359,16 @@ async fn next(req: HttpRequest, path: web::Path<(String, String)>, sim: web::Dat
         Ok(p) => p,
         Err(r) => return r.response(),
     };
+    if let Some(fault) = read_fault(&sim) {
+        return fault;
+    }
     {
         let mut queues = sim.queues.lock().unwrap_or_else(|p| p.into_inner());
         let q = queues.entry(ispb.clone()).or_default();
         match q.streams.get_mut(&token) {
-            // Reading on confirms what the last read delivered.
-            Some(stream) => *stream = (Vec::new(), Instant::now()),
+            // Reading on confirms what the last read delivered; idle counts from the end
+            // of this read's long poll.
+            Some(stream) => *stream = (Vec::new(), Instant::now() + sim.long_poll),
             None => return problem(410, "gone", "the stream is closed"),
         }
     }
@@ -323,17 +381,23 @@ async fn close(req: HttpRequest, path: web::Path<(String, String)>, sim: web::Da
         Ok(p) => p,
         Err(r) => return r.response(),
     };
-    let mut queues = sim.queues.lock().unwrap_or_else(|p| p.into_inner());
-    match queues.get_mut(&ispb).and_then(|q| q.streams.remove(&token)) {
-        Some(_) => HttpResponse::Ok().finish(),
-        None => problem(410, "gone", "the stream is closed"),
+    let removed = {
+        let mut queues = sim.queues.lock().unwrap_or_else(|p| p.into_inner());
+        queues.get_mut(&ispb).and_then(|q| q.streams.remove(&token)).is_some()
+    };
+    if !removed {
+        return problem(410, "gone", "the stream is closed");
     }
+    // Closing confirms what the last read delivered.
+    sim.stats.lock().unwrap_or_else(|p| p.into_inner()).streams_closed += 1;
+    HttpResponse::Ok().finish()
 }
 
 /// Answers the next read of stream `token`: up to ten messages as soon as one is there, or
 /// 204 after the long poll. The stream moves to a new token, named in `PI-Pull-Next`.
 async fn read(req: &HttpRequest, sim: &Sim, ispb: &Ispb, token: String) -> HttpResponse {
     if sim.outage.lock().unwrap_or_else(|p| p.into_inner()).reads {
+        sim.stats.lock().unwrap_or_else(|p| p.into_inner()).reads_refused += 1;
         return problem(503, "unavailable", "ICOM is unavailable");
     }
     let multipart = req
@@ -371,6 +435,11 @@ async fn read(req: &HttpRequest, sim: &Sim, ispb: &Ispb, token: String) -> HttpR
                 q.streams.remove(&token);
                 q.streams.insert(new_token.clone(), (batch.clone(), Instant::now()));
                 drop(queues);
+                if !batch.is_empty() && sim.plays("readDropped", sim.every().read_dropped) {
+                    // Delivered on a stream the reader never learns of: given again once
+                    // it expires.
+                    return dropped(HttpResponse::Ok());
+                }
                 return answer(ispb, &new_token, batch, multipart, gzip_ok);
             }
         }

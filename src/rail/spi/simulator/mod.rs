@@ -125,6 +125,15 @@ pub struct Stats {
     pub malformed: u64,
     pub rejections_sent: u64,
     pub streams_refused: u64,
+    /// Streams a participant closed with `DELETE`.
+    pub streams_closed: u64,
+    /// Streams given up after going unread for the idle time (their last delivery given
+    /// again).
+    pub streams_expired: u64,
+    /// Reads answered 503 during an outage of reading.
+    pub reads_refused: u64,
+    /// Faults played at a steady rate ([`Every`]), by kind.
+    pub faults_played: std::collections::BTreeMap<String, u64>,
 }
 
 /// Which of ICOM's halves answer 503 (an outage the control routes switch on and off).
@@ -157,6 +166,79 @@ pub struct Faults {
     /// answered too late: the participant cannot know it was stored.
     #[serde(default)]
     pub answer_502_after_storing: u32,
+    /// Faults at a steady rate, until replaced.
+    #[serde(default)]
+    pub every: Every,
+}
+
+/// Faults played at a steady rate, each one in so many of its events (0: never), for a run
+/// under every fault at once (benches/spi/homologation.sh `FAULTS=1`). Each is counted in
+/// `/sim/stats` (`faultsPlayed`).
+#[derive(Debug, Default, Clone, Copy, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Every {
+    /// Posts answered 408, storing nothing.
+    #[serde(default)]
+    pub post408: u32,
+    /// Posts answered 429 with `Retry-After` an HTTP date a second ahead, storing nothing.
+    #[serde(default)]
+    pub post429: u32,
+    /// Posts answered 500, storing nothing.
+    #[serde(default)]
+    pub post500: u32,
+    /// Posts stored and carried out, then the connection dropped in the middle of the
+    /// answer (the participant cannot know they were stored).
+    #[serde(default)]
+    pub post_reset: u32,
+    /// Reads answered 408, 429 (`Retry-After: 1`) or 500, delivering nothing.
+    #[serde(default)]
+    pub read408: u32,
+    #[serde(default)]
+    pub read429: u32,
+    #[serde(default)]
+    pub read500: u32,
+    /// Reads whose batch is delivered (the stream moves on) and whose answer is lost: the
+    /// batch comes again once that stream expires.
+    #[serde(default)]
+    pub read_dropped: u32,
+    /// Messages to a real participant queued twice (two resource ids, one message).
+    #[serde(default)]
+    pub duplicate: u32,
+    /// Statuses (pacs.002) to a real participant held back `late_ms` before they are
+    /// queued: an answer past the SPI's 40 s.
+    #[serde(default)]
+    pub late_status: u32,
+    #[serde(default)]
+    pub late_ms: u64,
+}
+
+impl Sim {
+    /// Whether this event of `kind` plays its fault (one in `every`), counting it.
+    pub fn plays(&self, kind: &'static str, every: u32) -> bool {
+        if every == 0 {
+            return false;
+        }
+        let mut seen = self.fault_events.lock().unwrap_or_else(|p| p.into_inner());
+        let n = seen.entry(kind).or_default();
+        *n += 1;
+        if *n % u64::from(every) != 0 {
+            return false;
+        }
+        drop(seen);
+        *self
+            .stats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .faults_played
+            .entry(kind.to_owned())
+            .or_default() += 1;
+        true
+    }
+
+    /// The faults played at a steady rate.
+    pub fn every(&self) -> Every {
+        self.faults.lock().unwrap_or_else(|p| p.into_inner()).every
+    }
 }
 
 /// Everything the simulator's servers share.
@@ -179,6 +261,10 @@ pub struct Sim {
     pub stats: Mutex<Stats>,
     pub outage: Mutex<Outage>,
     pub faults: Mutex<Faults>,
+    /// Events seen of each kind a steady fault counts ([`Sim::plays`]).
+    pub fault_events: Mutex<HashMap<&'static str, u64>>,
+    /// Deliveries held back (a late status), with when each is queued.
+    pub held_back: Mutex<Vec<(Instant, Ispb, Delivery)>>,
     pub accept_unsigned: bool,
     pub spool: Option<PathBuf>,
     pub long_poll: Duration,
@@ -192,22 +278,59 @@ impl Sim {
         if out.is_empty() {
             return;
         }
+        let every = self.every();
         let mut signed = Vec::with_capacity(out.len());
         for o in out {
+            let status = matches!(o.message.body, super::message::Body::Statuses(_));
             let text = o.message.write();
             match super::dsig::sign_spi(&text, &self.spi_signer) {
-                Ok(s) => signed.push((o.to, Bytes::from(s))),
+                Ok(s) => signed.push((o.to, Bytes::from(s), status)),
                 Err(e) => tracing::error!(error = %e, "the simulator could not sign its own message"),
             }
         }
-        for (_, body) in &signed {
+        for (_, body, _) in &signed {
             self.spool("out", body);
+        }
+        let mut queued = Vec::with_capacity(signed.len());
+        for (to, body, status) in signed {
+            if status && self.plays("lateStatus", every.late_status) {
+                let at = Instant::now() + Duration::from_millis(every.late_ms);
+                let d = Delivery { resource_id: resource_id(), body };
+                self.held_back.lock().unwrap_or_else(|p| p.into_inner()).push((at, to, d));
+                continue;
+            }
+            if self.plays("duplicate", every.duplicate) {
+                queued.push((to.clone(), body.clone()));
+            }
+            queued.push((to, body));
         }
         let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
         let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-        for (to, body) in signed {
+        for (to, body) in queued {
             let q = queues.entry(to).or_default();
             q.pending.push_back(Delivery { resource_id: resource_id(), body });
+            q.notify.notify_waiters();
+            stats.messages_sent += 1;
+        }
+    }
+
+    /// Queues the held-back deliveries whose time has come.
+    fn release_held_back(&self) {
+        let now = Instant::now();
+        let due: Vec<(Instant, Ispb, Delivery)> = {
+            let mut held = self.held_back.lock().unwrap_or_else(|p| p.into_inner());
+            let (due, wait): (Vec<_>, Vec<_>) = held.drain(..).partition(|(at, _, _)| *at <= now);
+            *held = wait;
+            due
+        };
+        if due.is_empty() {
+            return;
+        }
+        let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        for (_, to, d) in due {
+            let q = queues.entry(to).or_default();
+            q.pending.push_back(d);
             q.notify.notify_waiters();
             stats.messages_sent += 1;
         }
@@ -227,7 +350,9 @@ impl Sim {
             e.expire(Instant::now(), chrono::Utc::now())
         };
         self.dispatch(out);
+        self.release_held_back();
         let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        let mut expired = 0;
         for q in queues.values_mut() {
             let idle: Vec<String> = q
                 .streams
@@ -237,6 +362,7 @@ impl Sim {
                 .collect();
             for token in idle {
                 if let Some((unconfirmed, _)) = q.streams.remove(&token) {
+                    expired += 1;
                     // Delivered again first, with the same resource ids.
                     for d in unconfirmed.into_iter().rev() {
                         q.pending.push_front(d);
@@ -244,6 +370,10 @@ impl Sim {
                     q.notify.notify_waiters();
                 }
             }
+        }
+        drop(queues);
+        if expired > 0 {
+            self.stats.lock().unwrap_or_else(|p| p.into_inner()).streams_expired += expired;
         }
     }
 }
@@ -351,6 +481,8 @@ pub async fn start(args: SimArgs) -> anyhow::Result<Running> {
         stats: Mutex::new(Stats::default()),
         outage: Mutex::new(Outage::default()),
         faults: Mutex::new(Faults::default()),
+        fault_events: Mutex::new(HashMap::new()),
+        held_back: Mutex::new(Vec::new()),
         accept_unsigned: args.accept_unsigned,
         spool: args.spool.clone(),
         long_poll: Duration::from_millis(args.long_poll_ms),
