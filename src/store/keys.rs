@@ -73,6 +73,9 @@
 //!                           times it was posted; every resend posts these bytes
 //! spires/{resourceId}       JSON [id, attempt]: the payout a `PI-ResourceId` that ICOM
 //!                           answered belongs to, and which posting of its message got it
+//! spitaken/{id}             u32 (big-endian): the posting of payout id's message that ICOM
+//!                           took (201), written with its resource ids; a start does not
+//!                           post such a message again
 //! spistream/{n:020}         text: the `PI-Pull-Next` of reader n's ICOM stream, written once
 //!                           everything read before it is on disk (so closing the stream there
 //!                           confirms nothing unrecorded); a start closes what is left
@@ -507,6 +510,10 @@ pub fn spi_sent(id: &str) -> Vec<u8> {
 /// The payout a resource id of ICOM names.
 pub fn spi_resource(resource_id: &str) -> Vec<u8> {
     Key::new("spires/").text(resource_id).done()
+}
+
+pub fn spi_taken(id: &str) -> Vec<u8> {
+    Key::new("spitaken/").text(id).done()
 }
 
 pub fn spi_stream(reader: u64) -> Vec<u8> {

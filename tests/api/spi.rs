@@ -1186,26 +1186,37 @@ async fn pay_the_silent_receiver(app: &TestApp, token: &str, sim: &Sim, external
     (id, e2e)
 }
 
-/// A resend after a restart posts the bytes first sent (same message id, same timestamps,
-/// same signature), and only the SPI's answer to the original posting ends a payout: a
-/// refusal of the repeat changes nothing; a refusal or DUPL named by message id, which may
-/// answer either posting, changes nothing and is kept for an operator; the ACSC settles
-/// it. A payout posted once fails by an admi.002 naming the resource id its POST got.
+/// A resend posts the bytes first sent (same message id, same timestamps, same
+/// signature), and only the SPI's answer to the original posting ends a payout: a refusal
+/// of the repeat changes nothing; a refusal or DUPL named by message id, which may answer
+/// either posting, changes nothing and is kept for an operator; the ACSC settles it. A
+/// payout whose posting ICOM took is not posted again after a kill -9. A payout posted
+/// once fails by an admi.002 naming the resource id its POST got.
 #[actix_rt::test]
 async fn a_resend_posts_the_same_bytes_and_only_the_answer_to_the_original_ends_a_payout() {
     let sim = Sim::start(&["--timeout-ms", "600000"]);
     let mut app = spawn_with(one_stream(&sim)).await;
     let (_, token) = funded_account(&app, &sim, "50.00").await;
-    // Payouts to the receiver that never answers: the SPI holds them, open.
+    // Payouts to the receiver that never answers: the SPI holds them, open. The first
+    // posting of this one is stored by ICOM but answered 502: its outcome unknown, it is
+    // posted again, byte for byte, and ICOM takes that repeat.
+    let (s, b) = send(
+        sim.client.put(format!("{}/sim/faults", sim.control)),
+        Some(json!({"answer502AfterStoring": 1})),
+    )
+    .await;
+    assert_eq!(s, 204, "{b}");
     let repeated = pay_the_silent_receiver(&app, &token, &sim, "held-1").await;
+    let posted = wait_postings(&sim, &msg_id_of(&repeated.1), 2).await;
+    assert_eq!(posted["distinctBodies"], 1, "a resend is the same bytes: {posted}");
 
-    // A restart hands it over again: it is posted again, byte for byte.
+    // A kill -9: the start hands it over again, and since ICOM took a posting of it, it
+    // waits for the SPI's answer rather than being posted a third time (checked below,
+    // once a payout made after the start has been posted).
     let mut child = app.take_child().expect("a subprocess server");
     child.kill().unwrap();
     child.wait().unwrap();
     app.start_again(&one_stream(&sim));
-    let posted = wait_postings(&sim, &msg_id_of(&repeated.1), 2).await;
-    assert_eq!(posted["distinctBodies"], 1, "a resend is the same bytes: {posted}");
     let once = pay_the_silent_receiver(&app, &token, &sim, "held-2").await;
 
     let inject = |body: Value| {
@@ -1246,6 +1257,8 @@ async fn a_resend_posts_the_same_bytes_and_only_the_answer_to_the_original_ends_
     // instant ICOM answered it, or later).
     let first_only = wait_postings(&sim, &msg_id_of(&once.1), 1).await;
     assert_eq!(first_only["postings"], 1, "{first_only}");
+    let (_, after_start) = sim.get(&format!("/sim/messages/{}", msg_id_of(&repeated.1))).await;
+    assert_eq!(after_start["postings"], 2, "taken by ICOM: not posted again after the start: {after_start}");
     inject(json!({"admi002": {"reference": first_only["resourceIds"][0], "reason": "CH16"}})).await;
     let failed = app.wait_final_within(&token, &once.0, SETTLE_WAIT_MAX).await;
     assert_eq!(failed["status"], "ERROR", "{failed}");

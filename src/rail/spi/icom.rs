@@ -338,6 +338,8 @@ fn path_of(next: &str) -> String {
 
 /// The longest a `Retry-After` makes the client wait.
 pub const RETRY_AFTER_MAX: Duration = Duration::from_secs(60);
+/// How long a request answered 408 without `Retry-After` waits before it is made again.
+pub const AGAIN_AFTER_408: Duration = Duration::from_millis(50);
 
 /// How long a `Retry-After` value asks to wait at `now`: delay-seconds or an HTTP date
 /// (RFC 9110), at least a second and at most [`RETRY_AFTER_MAX`]; a second when absent or
@@ -357,7 +359,10 @@ fn error_of(res: &super::http1::Response) -> IcomError {
     let text = String::from_utf8_lossy(&res.body[..res.body.len().min(512)]).into_owned();
     match res.status {
         // 429: the bucket is empty or too many streams are open; 408: the request did not
-        // reach the server whole in time. Neither stored anything: the same request later.
+        // reach the server whole in time. Neither stored anything: the same request later,
+        // when `Retry-After` says; a 408 without it at once (after [`AGAIN_AFTER_408`]),
+        // since nothing says ICOM is busy.
+        408 if res.header("retry-after").is_none() => IcomError::Throttled(AGAIN_AFTER_408),
         429 | 408 => IcomError::Throttled(retry_after(res.header("retry-after"), chrono::Utc::now())),
         410 => IcomError::Gone,
         s if s >= 500 => IcomError::Unavailable(format!("{s}: {text}")),
@@ -422,7 +427,9 @@ mod tests {
             headers,
             body: b"no".to_vec(),
         };
-        assert_eq!(error_of(&res(408, vec![])), IcomError::Throttled(Duration::from_secs(1)));
+        assert_eq!(error_of(&res(408, vec![])), IcomError::Throttled(AGAIN_AFTER_408));
+        let after = vec![("Retry-After".to_owned(), "2".to_owned())];
+        assert_eq!(error_of(&res(408, after)), IcomError::Throttled(Duration::from_secs(2)));
         let after = vec![("Retry-After".to_owned(), "3".to_owned())];
         assert_eq!(error_of(&res(429, after)), IcomError::Throttled(Duration::from_secs(3)));
         assert!(error_of(&res(503, vec![])).is_transient());

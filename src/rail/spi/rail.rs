@@ -13,11 +13,13 @@
 //! "The SPI rail").
 //!
 //! **Sending, exactly once.** A payout reaches the rail only once its pending debit is
-//! durable; at every start each pending debit is handed over again. Its message is built,
+//! durable; at every start each pending debit is handed over again (and posted again only
+//! if ICOM is not known to have taken it). Its message is built,
 //! signed and kept ([`super::sent`]) before it is first posted, and every later posting
 //! sends those bytes, so the SPI takes it once by its `BizMsgIdr`; a payout that cannot
 //! leave within `leave_within` of its debit fails unsent. A message is posted until ICOM
-//! answers 201: 429 and 408 wait as `Retry-After` says, 5xx and network failures back off
+//! answers 201: 429 and 408 wait as `Retry-After` says (a 408 without it, a moment), 5xx
+//! and network failures back off
 //! (the next posting counted as a repeat); a 4xx refusal fails the payout only at its first
 //! counted posting. A refusal (admi.002, DUPL) ends a payout only when it can be the answer
 //! to the original posting.
@@ -584,7 +586,10 @@ impl SpiRail {
             let outcome = RailOutcome { result: Err(code), reason: Some(reason.into()) };
             payout.reply_to.do_send(Settled { local_id, outcome, on_us: None });
         };
-        let stored = match self.kept.log.sent(&id) {
+        let stored = match self.kept.log.sent(&id).and_then(|s| match &s {
+            Some(_) => self.kept.log.taken(&id).map(|t| (s, t)),
+            None => Ok((s, None)),
+        }) {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(local_id, error = %e, "a payout's kept message could not be read; handing it over again");
@@ -596,12 +601,24 @@ impl SpiRail {
         let now = self.kept.clock.now();
         // A payout debited before messages were kept may have left without a record: it is
         // built again (the SPI takes its id once), never failed as late.
+        let (stored, taken) = stored;
         let bound = if stored.is_none() && payout.tx.created_at < self.kept.since {
             Duration::MAX
         } else {
             self.settings.leave_within
         };
-        let message = match kept_log::leave(stored, payout.tx.created_at, now, bound) {
+        let message = match kept_log::leave(stored, taken, payout.tx.created_at, now, bound) {
+            Leave::Await => {
+                // A start hands every pending payout over again; one ICOM took waits for
+                // the SPI's answer (or ages), and posting it again would only add load.
+                metrics::counter!("pixgw_spi_payouts_awaiting_total").increment(1);
+                tracing::debug!(
+                    local_id,
+                    id,
+                    "a payout's message is at the SPI already; its answer is awaited"
+                );
+                return;
+            }
             Leave::TooLate { waited } => {
                 metrics::counter!("pixgw_spi_payouts_too_late_total").increment(1);
                 tracing::warn!(

@@ -54,8 +54,12 @@ pub struct SentMessage {
 /// What becomes of a payout handed to the rail.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Leave {
-    /// Its message was stored by an earlier hand-over: post those bytes again (counted as
-    /// one more attempt, since the earlier one may have reached the SPI).
+    /// Its message was stored by an earlier hand-over and ICOM took a posting of it (201):
+    /// the SPI holds it, so nothing is sent; its answer comes on the stream.
+    Await,
+    /// Its message was stored by an earlier hand-over and no posting is known to have been
+    /// taken: post those bytes again (counted as one more attempt, since the earlier one
+    /// may have reached the SPI).
     Resend(SentMessage),
     /// Build, sign and store its message now, then post it.
     Build,
@@ -64,16 +68,21 @@ pub enum Leave {
     TooLate { waited: Duration },
 }
 
-/// The pure rule for a payout debited at `created_at`, handed to the rail at `now`.
+/// The pure rule for a payout debited at `created_at`, handed to the rail at `now`;
+/// `taken` is the posting of its stored message that ICOM answered 201, if one was.
 pub fn leave(
     stored: Option<SentMessage>,
+    taken: Option<u32>,
     created_at: DateTime<Utc>,
     now: DateTime<Utc>,
     bound: Duration,
 ) -> Leave {
     if let Some(m) = stored {
         // Once sent, never rebuilt: only the SPI's answer ends it.
-        return Leave::Resend(m);
+        return match taken {
+            Some(_) => Leave::Await,
+            None => Leave::Resend(m),
+        };
     }
     let waited = (now - created_at).to_std().unwrap_or_default();
     if waited > bound {
@@ -123,8 +132,11 @@ pub trait SentLog: Send + Sync + 'static {
     fn posting_of(&self, resource_id: &str) -> Result<Option<(String, u32)>, Unavailable>;
     /// Stores (or replaces, with more attempts) a payout's message.
     fn keep(&self, m: SentMessage) -> BoxFuture<'static, Result<(), Unavailable>>;
+    /// Which posting of payout `id`'s message ICOM took (answered 201), if one was.
+    fn taken(&self, id: &str) -> Result<Option<u32>, Unavailable>;
     /// Records the resource ids ICOM answered to one request: each `(id, attempt,
-    /// resource id)` names posting `attempt` of payout `id`. One durable write.
+    /// resource id)` names posting `attempt` of payout `id`, which ICOM took. One durable
+    /// write.
     fn posted(&self, postings: Vec<(String, u32, String)>) -> BoxFuture<'static, Result<(), Unavailable>>;
     /// Where each reader's stream stood when it was last written down: `(reader, the
     /// PI-Pull-Next)`, every read before it carried out.
@@ -155,19 +167,33 @@ mod tests {
     fn a_payout_leaves_within_its_bound_or_fails_and_once_sent_is_never_rebuilt() {
         let created = at("2026-11-28T12:00:00Z");
         let bound = Duration::from_secs(15);
-        assert_eq!(leave(None, created, at("2026-11-28T12:00:15Z"), bound), Leave::Build, "at the bound");
         assert_eq!(
-            leave(None, created, at("2026-11-28T12:00:15.001Z"), bound),
+            leave(None, None, created, at("2026-11-28T12:00:15Z"), bound),
+            Leave::Build,
+            "at the bound"
+        );
+        assert_eq!(
+            leave(None, None, created, at("2026-11-28T12:00:15.001Z"), bound),
             Leave::TooLate { waited: Duration::from_millis(15_001) },
             "a millisecond past it"
         );
         // A clock behind the debit (another node's) waits nothing.
-        assert_eq!(leave(None, created, at("2026-11-28T11:59:00Z"), bound), Leave::Build);
-        // Stored: resent as it is, however late (the SPI may hold it already).
+        assert_eq!(leave(None, None, created, at("2026-11-28T11:59:00Z"), bound), Leave::Build);
+        // Stored and never known taken: resent as it is, however late (the SPI may hold it
+        // already).
         let stored = message(1);
         assert_eq!(
-            leave(Some(stored.clone()), created, at("2026-11-29T00:00:00Z"), bound),
-            Leave::Resend(stored)
+            leave(Some(stored.clone()), None, created, at("2026-11-29T00:00:00Z"), bound),
+            Leave::Resend(stored.clone())
+        );
+        // Stored and taken by ICOM (any posting): the SPI holds it; nothing is sent.
+        assert_eq!(
+            leave(Some(stored.clone()), Some(1), created, at("2026-11-28T12:00:01Z"), bound),
+            Leave::Await
+        );
+        assert_eq!(
+            leave(Some(message(3)), Some(2), created, at("2026-11-29T00:00:00Z"), bound),
+            Leave::Await
         );
     }
 

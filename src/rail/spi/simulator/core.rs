@@ -91,6 +91,11 @@ pub struct Answers {
     pub p99_ms: f64,
     pub max_ms: f64,
     pub timeouts: u64,
+    /// The answers to payments during whose wait no fault was played and no outage
+    /// refused anything (`PUT /sim/faults`, `PUT /sim/icom`): the receiver's own speed.
+    pub clean_count: u64,
+    pub clean_p99_ms: f64,
+    pub clean_max_ms: f64,
 }
 
 /// A message the SPI sends to a participant, before it is signed.
@@ -109,6 +114,10 @@ pub struct Engine {
     timeout: Duration,
     /// How long real receivers took to answer, in microseconds.
     answer_times: hdrhistogram::Histogram<u64>,
+    /// The same, of the answers no fault or outage fell within.
+    clean_answer_times: hdrhistogram::Histogram<u64>,
+    /// When the last fault was played or outage refused something.
+    last_fault: Option<Instant>,
     timeouts: u64,
     /// Draws the random tails of the SPI's message ids.
     next_id: u64,
@@ -128,6 +137,9 @@ impl Engine {
             timeout,
             answer_times: hdrhistogram::Histogram::new(3)
                 .unwrap_or_else(|_| unreachable!("3 significant digits")),
+            clean_answer_times: hdrhistogram::Histogram::new(3)
+                .unwrap_or_else(|_| unreachable!("3 significant digits")),
+            last_fault: None,
             timeouts: 0,
             next_id: 0,
         }
@@ -169,7 +181,16 @@ impl Engine {
             p99_ms: ms(h.value_at_quantile(0.99)),
             max_ms: ms(h.max()),
             timeouts: self.timeouts,
+            clean_count: self.clean_answer_times.len(),
+            clean_p99_ms: ms(self.clean_answer_times.value_at_quantile(0.99)),
+            clean_max_ms: ms(self.clean_answer_times.max()),
         }
+    }
+
+    /// A fault was played, or an outage refused something, at `at`: answers to payments
+    /// waiting then are not counted as clean.
+    pub fn disturbed(&mut self, at: Instant) {
+        self.last_fault = Some(at);
     }
 
     /// The sum of every settlement account: the same before and after any settlement.
@@ -382,8 +403,11 @@ impl Engine {
         if p.receiver != from.as_str() || p.stage != Stage::AwaitingReceiver {
             return Vec::new();
         }
-        let took = p.forwarded.elapsed().as_micros();
-        let _ = self.answer_times.record(u64::try_from(took).unwrap_or(u64::MAX).max(1));
+        let took = u64::try_from(p.forwarded.elapsed().as_micros()).unwrap_or(u64::MAX).max(1);
+        let _ = self.answer_times.record(took);
+        if self.last_fault.is_none_or(|f| f < p.forwarded) {
+            let _ = self.clean_answer_times.record(took);
+        }
         let id = id.clone();
         match r.status {
             TxStatus::Accepted => self.settle(&id, now),

@@ -149,6 +149,7 @@ async fn send(req: HttpRequest, path: web::Path<String>, body: Bytes, sim: web::
         Err(r) => return r.response(),
     };
     if sim.outage.lock().unwrap_or_else(|p| p.into_inner()).sends {
+        sim.disturbed();
         return problem(503, "unavailable", "ICOM is unavailable");
     }
     let every = sim.every();
@@ -331,6 +332,7 @@ async fn start(req: HttpRequest, path: web::Path<String>, sim: web::Data<Sim>) -
     // An outage refuses the start before it opens anything.
     if sim.outage.lock().unwrap_or_else(|p| p.into_inner()).reads {
         sim.stats.lock().unwrap_or_else(|p| p.into_inner()).reads_refused += 1;
+        sim.disturbed();
         return problem(503, "unavailable", "ICOM is unavailable");
     }
     if let Some(fault) = read_fault(&sim) {
@@ -398,6 +400,7 @@ async fn close(req: HttpRequest, path: web::Path<(String, String)>, sim: web::Da
 async fn read(req: &HttpRequest, sim: &Sim, ispb: &Ispb, token: String) -> HttpResponse {
     if sim.outage.lock().unwrap_or_else(|p| p.into_inner()).reads {
         sim.stats.lock().unwrap_or_else(|p| p.into_inner()).reads_refused += 1;
+        sim.disturbed();
         return problem(503, "unavailable", "ICOM is unavailable");
     }
     let multipart = req

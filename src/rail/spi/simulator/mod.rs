@@ -232,7 +232,14 @@ impl Sim {
             .faults_played
             .entry(kind.to_owned())
             .or_default() += 1;
+        self.disturbed();
         true
+    }
+
+    /// Notes that a fault or an outage fell now (the engine's clean answer times leave out
+    /// the payments waiting meanwhile). Never called with the engine or a queue locked.
+    pub fn disturbed(&self) {
+        self.engine.lock().unwrap_or_else(|p| p.into_inner()).disturbed(Instant::now());
     }
 
     /// The faults played at a steady rate.
