@@ -1510,8 +1510,9 @@ async fn a_payment_in_that_breaks_the_receiving_rules_is_refused_with_its_reason
 /// A store made by `pixgw restore` holds its rail: the node serves, but reads nothing from
 /// the SPI and sends nothing until an operator releases it (here by the admin route), and
 /// then what waited goes: the payment that arrived meanwhile is credited, the payout
-/// settles. The release is stored: a restart does not hold it again. `pixgw rail release`
-/// does the same to a stopped store.
+/// settles, and a payout that waited past the bound to leave (the test clock moved on)
+/// fails unsent with its amount released. The release is stored: a restart does not hold
+/// it again. `pixgw rail release` does the same to a stopped store.
 #[actix_rt::test]
 async fn a_restored_store_holds_its_rail_until_an_operator_releases_it() {
     let sim = Sim::start(&["--timeout-ms", "600000"]);
@@ -1535,8 +1536,8 @@ async fn a_restored_store_holds_its_rail_until_an_operator_releases_it() {
     let log = work.path().join("restored.log");
     let mut opts = one_stream(&sim);
     opts.stderr = Some(log.clone());
-    // One payout may wait for the rail; the next payment is refused at the door.
-    opts.env.push(("PIXGW_SPI_PAYOUT_BACKLOG_MAX".into(), "1".into()));
+    // Two payouts may wait for the rail; the next payment is refused at the door.
+    opts.env.push(("PIXGW_SPI_PAYOUT_BACKLOG_MAX".into(), "2".into()));
     let (child, base) = crate::helpers::start_process(restored.path(), &opts);
     let mut copy = TestApp::adopt(base, Arc::clone(&restored), child);
     copy.creds = app.creds.clone();
@@ -1563,18 +1564,27 @@ async fn a_restored_store_holds_its_rail_until_an_operator_releases_it() {
         .post_raw("/api/pix/cash-out", &token, &cash_out(&key, "EMAIL", &doc, "dr-1", "10.00"), &[])
         .await;
     assert_eq!(s, 201, "the API serves while the rail is held: {b}");
-    let payout = b["transactionId"].as_str().unwrap().to_owned();
-    let (_, t) = copy.get_with(&format!("/api/transactions/{payout}"), &token).await;
+    let late = b["transactionId"].as_str().unwrap().to_owned();
+    let (_, t) = copy.get_with(&format!("/api/transactions/{late}"), &token).await;
     assert_eq!(t["status"], "PENDING", "{t}");
+    // The server clock moves on while the rail is held: the first payout will have waited
+    // past the bound a payout may leave within (15 s), the second not.
+    copy.advance(10).await;
     let (s, b) =
         copy.post_raw("/api/pix/cash-out", &token, &cash_out(&key, "EMAIL", &doc, "dr-2", "1.00"), &[]).await;
+    assert_eq!(s, 201, "{b}");
+    let payout = b["transactionId"].as_str().unwrap().to_owned();
+    let (s, b) =
+        copy.post_raw("/api/pix/cash-out", &token, &cash_out(&key, "EMAIL", &doc, "dr-3", "1.00"), &[]).await;
     assert_eq!(s, 503, "the rail has as many payouts waiting as it may: {b}");
     assert!(b.to_string().contains("more payments waiting"), "{b}");
-    assert_eq!(copy.balance(&token).await.1, "10.00", "the refused one blocked nothing");
+    assert_eq!(copy.balance(&token).await.1, "11.00", "the refused one blocked nothing");
     let (_, p) = sim.get(&format!("/sim/payments/{arrived}")).await;
     assert_eq!(p["stage"], "AWAITING_RECEIVER", "nobody read it: {p}");
-    let (s, _) = sim.get(&format!("/sim/messages/{}", msg_id_of(t["endToEndId"].as_str().unwrap()))).await;
+    let late_msg = msg_id_of(t["endToEndId"].as_str().unwrap());
+    let (s, _) = sim.get(&format!("/sim/messages/{late_msg}")).await;
     assert_eq!(s, 404, "the payout was not sent");
+    copy.advance(6).await;
 
     let (s, r) = copy.admin("POST", "/admin/rail/release", None).await;
     assert_eq!(s, 200, "{r}");
@@ -1582,7 +1592,14 @@ async fn a_restored_store_holds_its_rail_until_an_operator_releases_it() {
     assert!(r["heldBecause"].as_str().unwrap().contains("restored"), "{r}");
     assert_eq!(sim.wait_payment(&arrived).await["stage"], "SETTLED");
     assert_eq!(copy.wait_final_within(&token, &payout, SETTLE_WAIT_MAX).await["status"], "CONFIRMED");
-    wait_balance(&copy, &token, "43.00").await;
+    // Too late to leave (16 s after its debit): it fails unsent and its amount comes back.
+    let failed = copy.wait_final_within(&token, &late, SETTLE_WAIT_MAX).await;
+    assert_eq!(failed["status"], "ERROR", "{failed}");
+    assert_eq!(failed["errorCode"], "PAYMENT_EXPIRED", "{failed}");
+    assert!(failed.to_string().contains("NOT_SENT_IN_TIME"), "{failed}");
+    let (s, _) = sim.get(&format!("/sim/messages/{late_msg}")).await;
+    assert_eq!(s, 404, "the late payout was never sent");
+    wait_balance(&copy, &token, "52.00").await;
     // Stored: a restart is not held again.
     let mut child = copy.take_child().unwrap();
     child.kill().unwrap();
