@@ -228,6 +228,18 @@ fn describe_rails() {
         "Payouts that could not leave within leave_within_ms of their debit: failed unsent, amount released"
     );
     describe_counter!(
+        "pixgw_spi_postings_recorded_total",
+        "ICOM requests carrying payouts whose 201 (the resource ids, and that ICOM took them) is recorded"
+    );
+    describe_counter!(
+        "pixgw_spi_payouts_awaiting_total",
+        "Payouts handed to the rail again (a start) whose message ICOM had taken: not posted again, the SPI's answer awaited"
+    );
+    describe_counter!(
+        "pixgw_icom_streams_closed_total",
+        "ICOM streams closed with DELETE, by when: stop, start (left by a killed run), error"
+    );
+    describe_counter!(
         "pixgw_spi_repeat_refusals_total",
         "admi.002 refusing a repeated posting of a message the SPI may already hold (nothing changes)"
     );

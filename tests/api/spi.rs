@@ -1209,8 +1209,13 @@ async fn a_resend_posts_the_same_bytes_and_only_the_answer_to_the_original_ends_
     let repeated = pay_the_silent_receiver(&app, &token, &sim, "held-1").await;
     let posted = wait_postings(&sim, &msg_id_of(&repeated.1), 2).await;
     assert_eq!(posted["distinctBodies"], 1, "a resend is the same bytes: {posted}");
+    // Once pixgw has recorded that ICOM took it (the one request answered 201)...
+    eventually("the posting recorded", || async {
+        metrics_text(&app).await.lines().any(|l| l == "pixgw_spi_postings_recorded_total 1").then_some(())
+    })
+    .await;
 
-    // A kill -9: the start hands it over again, and since ICOM took a posting of it, it
+    // ...a kill -9: the start hands it over again, and since ICOM took a posting of it, it
     // waits for the SPI's answer rather than being posted a third time (checked below,
     // once a payout made after the start has been posted).
     let mut child = app.take_child().expect("a subprocess server");
