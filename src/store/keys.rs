@@ -73,7 +73,7 @@
 //!                           times it was posted; every resend posts these bytes
 //! spires/{resourceId}       JSON [id, attempt]: the payout a `PI-ResourceId` that ICOM
 //!                           answered belongs to, and which posting of its message got it
-//! spitaken/{id}             u32 (big-endian): the posting of payout id's message that ICOM
+//! spitaken/{id}             JSON number: the posting of payout id's message that ICOM
 //!                           took (201), written with its resource ids; a start does not
 //!                           post such a message again
 //! spistream/{n:020}         text: the `PI-Pull-Next` of reader n's ICOM stream, written once

@@ -1579,6 +1579,11 @@ async fn a_restored_store_holds_its_rail_until_an_operator_releases_it() {
         copy.post_raw("/api/pix/cash-out", &token, &cash_out(&key, "EMAIL", &doc, "dr-2", "1.00"), &[]).await;
     assert_eq!(s, 201, "{b}");
     let payout = b["transactionId"].as_str().unwrap().to_owned();
+    // The door counts a payout in once the rail is handed it, just after the 201.
+    eventually("two payouts waiting", || async {
+        metrics_text(&copy).await.lines().any(|l| l == "pixgw_spi_payout_backlog 2").then_some(())
+    })
+    .await;
     let (s, b) =
         copy.post_raw("/api/pix/cash-out", &token, &cash_out(&key, "EMAIL", &doc, "dr-3", "1.00"), &[]).await;
     assert_eq!(s, 503, "the rail has as many payouts waiting as it may: {b}");

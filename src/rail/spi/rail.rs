@@ -1023,25 +1023,11 @@ async fn close_left_streams(icom: &IcomClient, log: &Arc<dyn SentLog>) -> usize 
             return 0;
         }
     };
-    let closes = left.iter().map(|(_, next)| icom.close(next));
-    let results = futures_util::future::join_all(closes).await;
-    let mut closed = 0;
-    for ((reader, next), result) in left.into_iter().zip(results) {
-        match result {
-            Ok(true) => closed += 1,
-            Ok(false) => {}
-            Err(e) => {
-                tracing::warn!(stream = reader, next, error = %e, "a stream a previous run left could not be closed; ICOM expires it")
-            }
-        }
-        if let Err(e) = log.stream_at(reader, None).await {
-            tracing::warn!(stream = reader, error = %e.0, "a closed stream could not be written down as closed");
-        }
-    }
+    let closes = left.into_iter().map(|(reader, next)| close_stream(reader, icom, log, Some(next), "start"));
+    let closed = futures_util::future::join_all(closes).await.into_iter().filter(|c| *c).count();
     if closed > 0 {
         tracing::info!(closed, "closed the ICOM streams a previous run left open");
     }
-    metrics::counter!("pixgw_icom_streams_closed_total", "when" => "start").increment(closed as u64);
     closed
 }
 
@@ -1055,21 +1041,31 @@ async fn pause(stop: &mut tokio::sync::watch::Receiver<bool>, d: Duration) -> bo
 }
 
 /// Closes reader `n`'s stream at `next` (which confirms the read before it, already carried
-/// out) and writes down that it has none.
-async fn close_stream(n: usize, icom: &IcomClient, kept: &Kept, next: Option<String>, why: &str) {
-    let Some(next) = next else { return };
-    match icom.close(&next).await {
-        Ok(closed) => {
-            tracing::info!(stream = n, closed, why, "an ICOM stream is closed");
-            metrics::counter!("pixgw_icom_streams_closed_total", "when" => why.to_owned()).increment(1);
-        }
+/// out) and writes down that it has none. Answers whether ICOM closed it (false: it had no
+/// stream there any more, or did not answer, and expires it).
+async fn close_stream(
+    n: u64,
+    icom: &IcomClient,
+    log: &Arc<dyn SentLog>,
+    next: Option<String>,
+    why: &'static str,
+) -> bool {
+    let Some(next) = next else { return false };
+    let closed = match icom.close(&next).await {
+        Ok(closed) => closed,
         Err(e) => {
-            tracing::warn!(stream = n, error = %e, why, "an ICOM stream could not be closed; ICOM expires it")
+            tracing::warn!(stream = n, error = %e, why, "an ICOM stream could not be closed; ICOM expires it");
+            false
         }
+    };
+    if closed {
+        tracing::info!(stream = n, why, "an ICOM stream is closed");
+        metrics::counter!("pixgw_icom_streams_closed_total", "when" => why).increment(1);
     }
-    if let Err(e) = kept.log.stream_at(n as u64, None).await {
+    if let Err(e) = log.stream_at(n, None).await {
         tracing::warn!(stream = n, error = %e.0, "a closed stream could not be written down as closed");
     }
+    closed
 }
 
 /// Reads one stream until the stop: each batch's effects on disk before it is confirmed.
@@ -1094,7 +1090,7 @@ async fn reader(
         // is left to be given again, and a stream whose first read is under way (its URL
         // not known yet) is closed too.
         if *stop.borrow() {
-            close_stream(n, &icom, &kept, next.take(), "stop").await;
+            close_stream(n as u64, &icom, &kept.log, next.take(), "stop").await;
             return;
         }
         let started = Instant::now();
@@ -1134,7 +1130,7 @@ async fn reader(
             Err(IcomError::Throttled(wait)) => {
                 metrics::counter!("pixgw_icom_throttled_total", "direction" => "read").increment(1);
                 if pause(&mut stop, wait).await {
-                    close_stream(n, &icom, &kept, next.take(), "stop").await;
+                    close_stream(n as u64, &icom, &kept.log, next.take(), "stop").await;
                     return;
                 }
             }
@@ -1145,10 +1141,10 @@ async fn reader(
                 if !e.is_transient() {
                     // Given up: closed where it stands (the read before is carried out), so
                     // it does not hold one of the participant's streams until it expires.
-                    close_stream(n, &icom, &kept, next.take(), "error").await;
+                    close_stream(n as u64, &icom, &kept.log, next.take(), "error").await;
                 }
                 if pause(&mut stop, backoff).await {
-                    close_stream(n, &icom, &kept, next.take(), "stop").await;
+                    close_stream(n as u64, &icom, &kept.log, next.take(), "stop").await;
                     return;
                 }
                 backoff = (backoff * 2).min(BACKOFF_MAX);

@@ -103,17 +103,7 @@ impl crate::rail::spi::sent::SentLog for Repo {
     }
 
     fn taken(&self, id: &str) -> Result<Option<u32>, crate::rail::Unavailable> {
-        let unavailable = |e: String| crate::rail::Unavailable(e);
-        match self.store.get(&keys::spi_taken(id)).map_err(|e| unavailable(e.to_string()))? {
-            None => Ok(None),
-            Some(v) => {
-                let bytes: [u8; 4] = v
-                    .as_slice()
-                    .try_into()
-                    .map_err(|_| unavailable(format!("spitaken/{id} is not 4 bytes")))?;
-                Ok(Some(u32::from_be_bytes(bytes)))
-            }
-        }
+        self.get_json(&keys::spi_taken(id)).map_err(|e| crate::rail::Unavailable(e.to_string()))
     }
 
     fn posting_of(&self, resource_id: &str) -> Result<Option<(String, u32)>, crate::rail::Unavailable> {
@@ -142,7 +132,7 @@ impl crate::rail::spi::sent::SentLog for Repo {
             let mut b = Batch::default();
             for (id, attempt, resource_id) in postings {
                 b.put(keys::spi_resource(&resource_id), to_json(&(&id, attempt)).map_err(unavailable)?);
-                b.put(keys::spi_taken(&id), attempt.to_be_bytes().to_vec());
+                b.put(keys::spi_taken(&id), to_json(&attempt).map_err(unavailable)?);
             }
             repo.commit_async(b).await.map_err(unavailable)
         })
