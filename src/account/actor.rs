@@ -26,6 +26,7 @@ use super::messages::*;
 use crate::cause::Cause;
 use crate::clock::Clock;
 use crate::domain::account::AccountSettings;
+use crate::domain::claim::Claim;
 use crate::domain::cobr::Cobr;
 use crate::domain::decide::{self, Account, Fresh, Ids, Plan, Record, Refusal, FRESH_RANDOM_BYTES};
 use crate::domain::ids::AccountId;
@@ -118,7 +119,7 @@ pub(super) struct Owner {
     name: Box<str>,
     /// The holder's CPF or CNPJ: the payer a rail's messages name.
     document: Box<str>,
-    receiving_key: Box<str>,
+    pub(super) receiving_key: Box<str>,
     /// Where this account's payouts go (sandbox accounts always pay on the simulator).
     rail: Rail,
 }
@@ -127,7 +128,7 @@ pub(super) struct Owner {
 /// hash table keeps its entries inline, and its first insert makes room for several. Each
 /// map gives its table back once it is empty, and the whole is dropped once everything is.
 #[derive(Default)]
-struct Work {
+pub(super) struct Work {
     /// Pending debits, to settle without a storage read.
     pending: HashMap<u64, Box<Transaction>>,
     /// Open charges (PENDING cash-ins).
@@ -153,6 +154,8 @@ struct Work {
     /// Recurring charges likewise: those written lately, and those still `ATIVA` (their next
     /// attempt, or the end of their retry window, is among `deadlines`).
     cobrs: Held<Cobr>,
+    /// DICT key claims this actor wrote that storage may not have yet.
+    pub(super) claims: Held<Claim>,
 }
 
 /// A record with a time at which its actor must act on it.
@@ -166,6 +169,13 @@ impl Timed for Recurrence {
     }
 }
 
+impl Timed for Claim {
+    /// The claims poller keeps a claim's deadlines, not its actor.
+    fn deadline(&self) -> Option<DateTime<Utc>> {
+        None
+    }
+}
+
 impl Timed for Cobr {
     fn deadline(&self) -> Option<DateTime<Utc>> {
         Cobr::deadline(self)
@@ -174,7 +184,7 @@ impl Timed for Cobr {
 
 /// Records of one kind an actor holds ahead of storage: each with the ticket of its latest
 /// write. One is dropped once storage has that write, unless it still has a deadline.
-struct Held<T> {
+pub(super) struct Held<T> {
     map: HashMap<u64, (u64, Box<T>)>,
     order: VecDeque<(u64, u64)>,
 }
@@ -230,7 +240,7 @@ impl<T: Timed> Held<T> {
     /// The held records whose latest write storage may not have yet: what a lookup through
     /// storage's indexes would miss. Few (one group commit's worth), unlike all the records
     /// held for their deadlines.
-    fn in_flight(&self) -> impl Iterator<Item = &T> {
+    pub(super) fn in_flight(&self) -> impl Iterator<Item = &T> {
         self.order.iter().filter_map(|(ticket, id)| match self.map.get(id) {
             Some((latest, r)) if latest == ticket => Some(&**r),
             _ => None,
@@ -249,6 +259,7 @@ impl Work {
             && self.meds.is_empty()
             && self.recs.is_empty()
             && self.cobrs.is_empty()
+            && self.claims.is_empty()
     }
 
     fn give_back(&mut self) {
@@ -258,6 +269,7 @@ impl Work {
         give_back(&mut self.meds);
         self.recs.give_back();
         self.cobrs.give_back();
+        self.claims.give_back();
         if self.unapplied_order.is_empty() {
             self.unapplied_order.shrink_to_fit();
         }
@@ -328,7 +340,7 @@ impl AccountActor {
 
     // ---- bookkeeping --------------------------------------------------------------------
 
-    fn work(&mut self) -> &mut Work {
+    pub(super) fn work(&mut self) -> &mut Work {
         self.work.get_or_insert_with(Box::default)
     }
 
@@ -676,6 +688,20 @@ impl AccountActor {
             }
             // A location changes only with its recurrence, which the actor holds.
             Record::LocRec(_) => return,
+            // Storage holds claims and keys; the claims poller reads the open ones.
+            Record::Claim(c) => {
+                let w = self.work();
+                w.claims.hold(ticket, c.local_id, c, &mut w.deadlines);
+                return;
+            }
+            Record::KeyArrived { .. } => return,
+            Record::KeyLeft { receiving, .. } => {
+                if let Some(key) = receiving {
+                    self.account.receiving_key = key.into_boxed_str();
+                    self.deps.repo.forget_cached_accounts();
+                }
+                return;
+            }
         };
         match (tx.kind, tx.status) {
             (TxKind::CashIn, TxStatus::Pending) => self.track_charge(tx.clone()),
@@ -812,6 +838,7 @@ impl AccountActor {
             // for, unless a deadline is still to come.
             w.recs.prune(durable);
             w.cobrs.prune(durable);
+            w.claims.prune(durable);
         }
         // The keys of durable writes are storage's to answer for (a command asks it anyway),
         // so the ledger keeps only those in flight.

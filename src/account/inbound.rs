@@ -147,6 +147,30 @@ impl Accounts {
 }
 
 impl Inbound for Accounts {
+    fn claim_seen(
+        &self,
+        seen: crate::domain::claim::Seen,
+        ours: String,
+    ) -> BoxFuture<'static, Result<Vec<crate::domain::claim::Claim>, Unavailable>> {
+        super::claims::claim_seen(Arc::clone(&self.registry), seen, ours)
+    }
+
+    fn open_claims(
+        &self,
+    ) -> Result<(Vec<crate::domain::claim::Claim>, chrono::DateTime<chrono::Utc>), Unavailable> {
+        let deps = self.registry.deps();
+        let open = deps.repo.open_claims().map_err(unavailable)?;
+        Ok((open, deps.clock.now()))
+    }
+
+    fn claims_after(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, Unavailable> {
+        self.registry.deps().repo.claims_after().map_err(unavailable)
+    }
+
+    fn set_claims_after(&self, at: chrono::DateTime<chrono::Utc>) -> Result<(), Unavailable> {
+        self.registry.deps().repo.set_claims_after(at).map_err(unavailable)
+    }
+
     fn refund_asked(&self, asked: RefundAsked) -> BoxFuture<'static, Result<RefundAnswer, Unavailable>> {
         let repo = &self.registry.deps().repo;
         let found = (|| {

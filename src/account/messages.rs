@@ -263,4 +263,5 @@ traced!(
     super::recs::ChangeCobr,
     super::recs::CreateLocRec,
     super::recs::UnlinkLocRec,
+    super::claims::ObserveClaim,
 );

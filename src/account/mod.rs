@@ -9,6 +9,7 @@
 //! next command, so one fdatasync acknowledges many.
 
 mod actor;
+mod claims;
 mod commands;
 mod inbound;
 mod messages;
@@ -19,6 +20,7 @@ mod registry;
 mod tests;
 
 pub use actor::{AccountActor, Deps, ACCOUNT_IDLE_STOP_SECONDS};
+pub use claims::ObserveClaim;
 pub use inbound::{apply_resolution, apply_resolutions_again, AcceptIncoming, Accounts, EndIncoming};
 pub use messages::{acknowledged, Early};
 pub use messages::{

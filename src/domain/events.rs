@@ -31,6 +31,8 @@ pub enum EventType {
     Rec,
     /// A recurring charge changed status, or an attempt to settle it failed.
     Cobr,
+    /// A DICT key claim of the account changed status.
+    Claim,
 }
 
 #[derive(Debug, Clone, PartialEq)]

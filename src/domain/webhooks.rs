@@ -44,6 +44,7 @@ impl EventType {
             "med_rejected" => EventType::MedRejected,
             "rec" => EventType::Rec,
             "cobr" => EventType::Cobr,
+            "claim" => EventType::Claim,
             _ => return None,
         })
     }
@@ -59,6 +60,7 @@ impl EventType {
             EventType::MedRejected => "med_rejected",
             EventType::Rec => "rec",
             EventType::Cobr => "cobr",
+            EventType::Claim => "claim",
         }
     }
 }

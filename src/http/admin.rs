@@ -34,7 +34,7 @@ fn finish(violations: Vec<Violation>) -> Result<(), ApiError> {
     }
 }
 
-fn account_id(raw: &str) -> Result<AccountId, ApiError> {
+pub(super) fn account_id(raw: &str) -> Result<AccountId, ApiError> {
     raw.parse().map_err(|_| ApiError::NotFound("account not found".into()))
 }
 
@@ -636,7 +636,7 @@ fn key_response(
 /// A key registration's body: `{key}` (its type read from it), or `{keyType: "EVP"}` for a
 /// key the directory makes; `receiving` (default: true for an EVP) makes it the key the
 /// account's new charges carry.
-fn read_key_request(obj: &Map<String, Value>) -> Result<(String, String, bool), ApiError> {
+pub(super) fn read_key_request(obj: &Map<String, Value>) -> Result<(String, String, bool), ApiError> {
     use crate::domain::pix_key::parse_directory_key;
     let mut f = Fields::new(obj);
     f.only(&["key", "keyType", "receiving"]);

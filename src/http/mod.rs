@@ -15,6 +15,7 @@ pub mod automatic;
 pub mod balance;
 pub mod body;
 pub mod charges;
+pub mod claims;
 pub mod cob;
 pub mod cobr;
 pub mod cobv;
@@ -239,6 +240,10 @@ fn table() -> RouteTable {
     t.add(a, Method::GET, "/api/balance", balance::api_balance);
     t.add(a, Method::GET, "/api/transactions", transactions::list_transactions);
     t.add(a, Method::GET, "/api/med", med::list);
+    t.add(a, Method::POST, "/api/dict/claims", claims::client_open);
+    t.add(a, Method::GET, "/api/dict/claims", claims::client_list);
+    t.add(a, Method::GET, "/api/dict/claims/{id}", claims::client_get);
+    t.add(a, Method::POST, "/api/dict/claims/{id}/{step}", claims::client_step);
     t.add(a, Method::GET, "/api/automatic-pix/recurrences", automatic::list);
     t.add(a, Method::POST, "/api/automatic-pix/authorisations", automatic::authorise);
     t.add(a, Method::POST, "/api/automatic-pix/recurrences/{idRec}/answer", automatic::answer);
@@ -289,6 +294,9 @@ fn table() -> RouteTable {
     t.add(admin, Method::POST, "/admin/accounts/{id}/adjustments", admin::adjust);
     t.add(admin, Method::POST, "/admin/accounts/{id}/med/{medId}/analysis", med::admin_analyze);
     t.add(admin, Method::GET, "/admin/accounts/{id}/keys", admin::list_keys);
+    t.add(admin, Method::POST, "/admin/accounts/{id}/claims", claims::admin_open);
+    t.add(admin, Method::GET, "/admin/accounts/{id}/claims", claims::admin_list);
+    t.add(admin, Method::POST, "/admin/accounts/{id}/claims/{claimId}/{step}", claims::admin_step);
     t.add(admin, Method::DELETE, "/admin/accounts/{id}/keys/{key}", admin::remove_key);
     t.add(admin, Method::GET, "/admin/rail/reconciliation", admin::reconciliation);
     t.add(admin, Method::POST, "/admin/rail/resolutions", admin::propose_resolution);

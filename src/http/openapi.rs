@@ -8,8 +8,8 @@ use utoipa::{Modify, OpenApi};
 use super::idempotency::{key_use, KeyUse};
 
 use super::{
-    admin, automatic, balance, charges, cob, cobr, cobv, dict, error, me, med, ops, payload, pix, rec,
-    received, refunds, sandbox, schemas, token, transactions, webhooks,
+    admin, automatic, balance, charges, claims, cob, cobr, cobv, dict, error, me, med, ops, payload, pix,
+    rec, received, refunds, sandbox, schemas, token, transactions, webhooks,
 };
 
 struct Security;
@@ -466,6 +466,13 @@ fn default_description(status: &str) -> &'static str {
         balance::api_balance,
         transactions::list_transactions,
         med::list,
+        claims::client_open,
+        claims::client_list,
+        claims::client_get,
+        claims::client_step,
+        claims::admin_open,
+        claims::admin_list,
+        claims::admin_step,
         med::open,
         med::analyze,
         med::cancel,
@@ -655,7 +662,7 @@ mod tests {
         assert_eq!(key_types.len(), 4);
         let events = values("WebhookEventType");
         assert!(events.iter().all(|v| EventType::parse(v).is_some()), "{events:?}");
-        assert_eq!(events.len(), 9);
+        assert_eq!(events.len(), 10);
         assert_eq!(values("MedResult"), ["APPROVED", "REJECTED"]);
         use crate::domain::recurrence::{Periodicity, RetryPolicy};
         let every = values("PeriodicityName");

@@ -676,6 +676,7 @@ pub enum WebhookEventType {
     MedRejected,
     Rec,
     Cobr,
+    Claim,
 }
 
 /// A header sent with every delivery (not one the server sets itself).
@@ -889,6 +890,24 @@ pub struct KeyRequest {
     key_type: Option<String>,
     /// Make it the key the account's new charges carry (default: true for an EVP).
     receiving: Option<bool>,
+}
+
+/// `POST /api/dict/claims`: a key to claim from another institution.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimRequest {
+    /// A CPF or CNPJ (the holder's own), an e-mail, `+55` and a phone.
+    key: String,
+    /// PORTABILITY (default) or OWNERSHIP (a phone only).
+    r#type: Option<String>,
+}
+
+/// A step of a key claim: its reason, for a confirmation or a cancellation.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimStepRequest {
+    /// USER_REQUESTED (default), ACCOUNT_CLOSURE or FRAUD; an operator any but PARTICIPANT_EXCLUSION.
+    reason: Option<String>,
 }
 
 /// `POST /admin/accounts/{id}/adjustments`: an operator's move of money.

@@ -26,7 +26,7 @@ pub const WEBHOOK_LOGS_LIMIT_MAX: usize = 100;
 const WEBHOOK_LOGS_LIMIT_DEFAULT: usize = 50;
 
 const EVENT_TYPES_MESSAGE: &str =
-    "must be one of cash_in, cash_out, refund_in, refund_out, med_created, med_accepted, med_rejected, rec, cobr";
+    "must be one of cash_in, cash_out, refund_in, refund_out, med_created, med_accepted, med_rejected, rec, cobr, claim";
 
 /// An http(s) URL with a host; plain http only when allowed. A host that can only ever be
 /// a loopback, private or link-local address (an IP literal of one, `localhost`) is refused

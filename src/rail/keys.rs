@@ -80,6 +80,49 @@ pub enum RegistrationError {
     Unavailable(String),
 }
 
+/// Why a claim, or a step of one, was not taken at the directory.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClaimAskError {
+    /// Claims move keys between institutions: only the DICT (`--rail spi`) has them.
+    #[error("key claims need the DICT (--rail spi)")]
+    NoDict,
+    /// The DICT has no such claim, or (opening one) no entry for the key.
+    #[error("the DICT has no such claim or key")]
+    NotFound,
+    /// The DICT refused it (its problem type and title).
+    #[error("the DICT refused: {0}")]
+    Refused(String),
+    #[error("the key directory is unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl From<DictError> for ClaimAskError {
+    fn from(e: DictError) -> Self {
+        match e {
+            DictError::NotFound => ClaimAskError::NotFound,
+            DictError::Refused(why) => ClaimAskError::Refused(why),
+            other => ClaimAskError::Unavailable(other.to_string()),
+        }
+    }
+}
+
+/// Takes a step of a claim at the DICT through `client`; a completion carries the
+/// `RequestId` its claim always has ([`super::spi::claims::completion_request_id`]).
+pub async fn take_claim_step(
+    client: &actix::Addr<DictClient>,
+    id: &str,
+    step: crate::domain::claim::Step,
+) -> Result<crate::domain::claim::Seen, ClaimAskError> {
+    let ispb = super::spi::message::Ispb::parse(gateway_ispb())
+        .ok_or_else(|| ClaimAskError::Unavailable("the ISPB".into()))?;
+    let request_id = super::spi::claims::completion_request_id(&ispb, id);
+    let take = super::spi::directory::TakeStep { id: id.to_owned(), step, request_id };
+    match client.send(take).await {
+        Ok(answer) => Ok(answer?.seen()),
+        Err(e) => Err(ClaimAskError::Unavailable(e.to_string())),
+    }
+}
+
 /// The live accounts' directory.
 #[derive(Clone)]
 pub enum Live {
@@ -164,6 +207,42 @@ impl Keys {
                 }
             }
         }
+    }
+
+    /// Opens a claim at the DICT for `r`'s key, to come to `r`'s account; answers the claim
+    /// as the DICT made it.
+    pub async fn open_claim(
+        &self,
+        claim_type: crate::domain::claim::ClaimType,
+        r: Registration,
+    ) -> Result<crate::domain::claim::Seen, ClaimAskError> {
+        let Live::Dict { client, .. } = &self.live else { return Err(ClaimAskError::NoDict) };
+        let ispb = super::spi::message::Ispb::parse(gateway_ispb())
+            .ok_or_else(|| ClaimAskError::Unavailable("the ISPB".into()))?;
+        let claimer = super::spi::directory::account_entry(
+            &ispb,
+            &r.key,
+            &r.key_type,
+            r.account.get(),
+            &r.holder_document,
+            &r.holder_name,
+            r.opened,
+        );
+        let create = super::spi::directory::CreateClaim { claim_type, claimer };
+        match client.send(create).await {
+            Ok(answer) => Ok(answer?.seen()),
+            Err(e) => Err(ClaimAskError::Unavailable(e.to_string())),
+        }
+    }
+
+    /// Takes a step of a claim at the DICT; answers the claim as it now is.
+    pub async fn claim_step(
+        &self,
+        id: &str,
+        step: crate::domain::claim::Step,
+    ) -> Result<crate::domain::claim::Seen, ClaimAskError> {
+        let Live::Dict { client, .. } = &self.live else { return Err(ClaimAskError::NoDict) };
+        take_claim_step(client, id, step).await
     }
 
     /// Removes a key of a live account from its rail's directory.

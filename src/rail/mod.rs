@@ -331,6 +331,20 @@ pub trait Inbound: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<PayoutEnded, Unavailable>>;
     /// Records a message the rail could not apply, durably (answer once it is on disk).
     fn unmatched(&self, item: Unmatched) -> BoxFuture<'static, Result<(), Unavailable>>;
+    /// The DICT answered this claim: each account of ours it concerns (as claimer, donor, or
+    /// both when a key moves between two of our accounts; `ours` is our ISPB) records it
+    /// durably. Answers their copies; none when no account of ours is named.
+    fn claim_seen(
+        &self,
+        seen: crate::domain::claim::Seen,
+        ours: String,
+    ) -> BoxFuture<'static, Result<Vec<crate::domain::claim::Claim>, Unavailable>>;
+    /// The claims of our accounts not yet final, and the server clock's now.
+    fn open_claims(&self) -> Result<(Vec<crate::domain::claim::Claim>, DateTime<Utc>), Unavailable>;
+    /// Where the next list of the DICT's claims starts (`None`: from the first).
+    fn claims_after(&self) -> Result<Option<DateTime<Utc>>, Unavailable>;
+    /// Every claim the DICT changed before `at` is recorded.
+    fn set_claims_after(&self, at: DateTime<Utc>) -> Result<(), Unavailable>;
 }
 
 #[cfg(test)]

@@ -92,6 +92,14 @@
 //! cobrtx/{id:020}/{txid}    u64: a recurring charge by its txid
 //! cobropen/{id:020}/{local:020}  empty: a recurring charge still ATIVA (its actor keeps a
 //!                           timer for its next attempt or the end of its retry window)
+//! claim/{id:020}/{local:020}  Claim (JSON): the account's copy of a DICT key claim
+//!                           (domain::claim), as claimer or donor
+//! claimid/{claimId}/{role}  JSON [account, local]: a claim by the DICT's id and this
+//!                           gateway's side (both, when a key moves between two accounts)
+//! claimopen/{id:020}/{local:020}  empty: a claim not yet CANCELLED or COMPLETED, whose
+//!                           steps the gateway may owe (the claims poller reads them)
+//! meta/dict_claims_after    text (RFC 3339): the DICT's claims changed before it are all
+//!                           recorded; the next list asks from there
 //! payrec/{payer:020}/{local:020}  u64: the receiver's account of a recurrence (by its local
 //!                           id) offered to an account of this gateway as its payer (on
 //!                           us); written by the receiver's actor, read by the payer's routes
@@ -413,6 +421,27 @@ pub fn med(account: u64, med: u64) -> Vec<u8> {
 pub fn meds_range(id: AccountId) -> (Vec<u8>, Vec<u8>) {
     (Key::new("med/").id(id).text("/").done(), Key::new("med/").id(id).text("0").done())
 }
+
+pub fn claim(account: u64, local: u64) -> Vec<u8> {
+    Key::new("claim/").num(account, 20).text("/").num(local, 20).done()
+}
+
+/// The range of `id`'s claims: `[from, to)`.
+pub fn claims_range(id: AccountId) -> (Vec<u8>, Vec<u8>) {
+    (Key::new("claim/").id(id).text("/").done(), Key::new("claim/").id(id).text("0").done())
+}
+
+pub fn claim_id(id: &str, role: &str) -> Vec<u8> {
+    Key::new("claimid/").text(id).text("/").text(role).done()
+}
+
+pub fn open_claim(account: u64, local: u64) -> Vec<u8> {
+    Key::new("claimopen/").num(account, 20).text("/").num(local, 20).done()
+}
+
+pub const OPEN_CLAIMS: &[u8] = b"claimopen/";
+/// See the key layout.
+pub const DICT_CLAIMS_AFTER: &[u8] = b"meta/dict_claims_after";
 
 pub fn rec(account: u64, local: u64) -> Vec<u8> {
     Key::new("rec/").num(account, 20).text("/").num(local, 20).done()

@@ -4,6 +4,7 @@
 mod admin;
 mod authorization;
 mod backup;
+mod claims;
 mod cob;
 mod cobr;
 mod cobv;

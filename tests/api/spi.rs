@@ -82,6 +82,10 @@ impl Sim {
         send(self.client.post(format!("{}{path}", self.control)), Some(body)).await
     }
 
+    pub async fn put(&self, path: &str, body: Value) -> (u16, Value) {
+        send(self.client.put(format!("{}{path}", self.control)), Some(body)).await
+    }
+
     pub async fn get(&self, path: &str) -> (u16, Value) {
         send(self.client.get(format!("{}{path}", self.control)), None).await
     }
@@ -772,7 +776,7 @@ async fn another_banks_dynamic_qr_code_is_paid_as_its_signed_payload_says_and_a_
 }
 
 /// Polls until `f` answers something (bounded: [`SETTLE_WAIT_MAX`]).
-async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,

@@ -13,6 +13,7 @@
 
 mod adjust;
 mod charges;
+mod claims;
 mod incoming;
 mod med;
 mod on_us;
@@ -28,6 +29,7 @@ pub use charges::{
     amount_due, cancel_charge, create_charge, expire_charge, pay_charge, revise_charge, ChargeOutcome,
     ChargeRequest, ChargeState, Offer, Payer,
 };
+pub use claims::{observe_claim, ClaimAccount};
 pub use incoming::{
     accept as accept_incoming, drop_incoming, settle as settle_incoming, Incoming, IncomingKind,
     IncomingRefusal, Named,
@@ -50,6 +52,7 @@ use uuid::Uuid;
 use super::money::Money;
 
 use super::account::{AccountSettings, FeeRule};
+use super::claim::Claim;
 use super::cobr::{Cobr, CobrError};
 use super::events::OutboxEvent;
 use super::ids::AccountId;
@@ -177,6 +180,13 @@ pub enum Record {
     Cobr(Cobr),
     /// A recurrence's location as it now is.
     LocRec(LocRec),
+    /// A DICT key claim of the account as it now is.
+    Claim(Claim),
+    /// A key a claim brought: it is the account's from now on (its type, since when).
+    KeyArrived { key: String, key_type: String, at: chrono::DateTime<chrono::Utc> },
+    /// A key a claim took away; `receiving` is the account's new receiving key when the key
+    /// that left was it.
+    KeyLeft { key: String, receiving: Option<String> },
 }
 
 /// Everything one command does (see the module doc).
@@ -210,7 +220,10 @@ impl<R> Plan<R> {
             | Record::IncomingDone(_)
             | Record::Recurrence(_)
             | Record::Cobr(_)
-            | Record::LocRec(_) => None,
+            | Record::LocRec(_)
+            | Record::Claim(_)
+            | Record::KeyArrived { .. }
+            | Record::KeyLeft { .. } => None,
         };
         if let Some(event) = tx.and_then(|t| super::events::event_for(t, now)) {
             self.events.push(event);
@@ -433,7 +446,10 @@ pub(crate) mod testing {
                 | Record::IncomingDone(_)
                 | Record::Recurrence(_)
                 | Record::Cobr(_)
-                | Record::LocRec(_) => None,
+                | Record::LocRec(_)
+                | Record::Claim(_)
+                | Record::KeyArrived { .. }
+                | Record::KeyLeft { .. } => None,
             })
             .collect()
     }

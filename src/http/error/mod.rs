@@ -75,6 +75,12 @@ pub enum ApiError {
     RateLimited { retry_after_seconds: u64 },
     #[error("token issuance failed: {0:?}")]
     Token(TokenFailure),
+    /// A DICT key claim's rule said no before the DICT was asked (409).
+    #[error("claim refused: {0}")]
+    Claim(crate::domain::claim::ClaimError),
+    /// The DICT did not take a claim or a step of one.
+    #[error("{0}")]
+    ClaimAsk(crate::rail::keys::ClaimAskError),
     #[error("storage")]
     Storage(#[from] RepoError),
     #[error("internal error")]
@@ -216,6 +222,36 @@ impl ApiError {
                 )
             },
             ApiError::Token(t) => token::token_parts(t),
+            ApiError::Claim(e) => simple(
+                StatusCode::CONFLICT,
+                e.code(),
+                e.to_string(),
+                "The claim does not allow this step now.",
+            ),
+            ApiError::ClaimAsk(crate::rail::keys::ClaimAskError::NoDict) => simple(
+                StatusCode::CONFLICT,
+                "CLAIMS_NEED_DICT",
+                "key claims move keys between institutions in the DICT: this server's rail has none (--rail spi has)".to_owned(),
+                "Key claims are not available on this server.",
+            ),
+            ApiError::ClaimAsk(crate::rail::keys::ClaimAskError::NotFound) => simple(
+                StatusCode::NOT_FOUND,
+                "NOT_FOUND",
+                "the DICT has no such claim, or no entry for the key".to_owned(),
+                "The resource was not found.",
+            ),
+            ApiError::ClaimAsk(crate::rail::keys::ClaimAskError::Refused(why)) => simple(
+                StatusCode::CONFLICT,
+                "DICT_REFUSED",
+                format!("the DICT refused: {why}"),
+                "The key directory refused the request.",
+            ),
+            ApiError::ClaimAsk(crate::rail::keys::ClaimAskError::Unavailable(_)) => simple(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "SERVICE_UNAVAILABLE",
+                "the key directory (DICT) did not answer; nothing was changed; retry".to_owned(),
+                "The key directory is unavailable; try again shortly.",
+            ),
             ApiError::Storage(RepoError::Store(_)) => simple(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "SERVICE_UNAVAILABLE",

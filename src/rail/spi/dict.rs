@@ -49,7 +49,7 @@ pub struct Entry {
     pub key_ownership_date: DateTime<Utc>,
 }
 
-fn stamp(at: DateTime<Utc>) -> String {
+pub(crate) fn stamp(at: DateTime<Utc>) -> String {
     at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 

@@ -25,11 +25,13 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 
+use super::claims::DictClaim;
 use super::dict::{create_request, delete_request, Entry, Problem};
 use super::dsig::{self, Profile};
 use super::message::Ispb;
 use super::settings::SpiSettings;
 use super::xml::Document;
+use crate::domain::claim::{ClaimType, Step};
 
 /// Keys cached at most (a full cache drops what expired, then the oldest).
 pub const CACHE_ENTRIES_MAX: usize = 100_000;
@@ -564,6 +566,90 @@ impl Handler<CloseRefund> for DictClient {
         );
         let sent = self.signed_post(&path, body);
         Box::pin(async move { sent.await.map(|_| ()) })
+    }
+}
+
+/// Open a claim for a key, as claimer: `claimer` names the key, the account of pixgw it is
+/// to come to and its holder.
+#[derive(Message)]
+#[rtype(result = "Result<DictClaim, DictError>")]
+pub struct CreateClaim {
+    pub claim_type: ClaimType,
+    pub claimer: Entry,
+}
+
+/// Take a step of a claim (as donor or claimer); answers the claim as it now is. A
+/// completion's `request_id` names the entry it makes, so a completion tried again is the
+/// same request.
+#[derive(Message)]
+#[rtype(result = "Result<DictClaim, DictError>")]
+pub struct TakeStep {
+    pub id: String,
+    pub step: Step,
+    pub request_id: uuid::Uuid,
+}
+
+/// The claims this participant is donor or claimer of whose status changed at or after
+/// `modified_after` (all of them when `None`), oldest change first; and whether more follow.
+#[derive(Message)]
+#[rtype(result = "Result<(Vec<DictClaim>, bool), DictError>")]
+pub struct ListClaims {
+    pub modified_after: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl Handler<CreateClaim> for DictClient {
+    type Result = ResponseFuture<Result<DictClaim, DictError>>;
+
+    fn handle(&mut self, msg: CreateClaim, _: &mut Context<Self>) -> Self::Result {
+        let sent = self.signed_post("/claims/", super::claims::create_request(msg.claim_type, &msg.claimer));
+        Box::pin(async move { super::claims::read_claim(&sent.await?).map_err(DictError::Unavailable) })
+    }
+}
+
+impl Handler<TakeStep> for DictClient {
+    type Result = ResponseFuture<Result<DictClaim, DictError>>;
+
+    fn handle(&mut self, msg: TakeStep, _: &mut Context<Self>) -> Self::Result {
+        let body = super::claims::step_request(msg.step, &msg.id, &self.settings.ispb, &msg.request_id);
+        let path = format!(
+            "/claims/{}/{}",
+            percent_encoding::utf8_percent_encode(&msg.id, percent_encoding::NON_ALPHANUMERIC),
+            msg.step.name()
+        );
+        let sent = self.signed_post(&path, body);
+        Box::pin(async move { super::claims::read_claim(&sent.await?).map_err(DictError::Unavailable) })
+    }
+}
+
+impl Handler<ListClaims> for DictClient {
+    type Result = ResponseFuture<Result<(Vec<DictClaim>, bool), DictError>>;
+
+    fn handle(&mut self, msg: ListClaims, _: &mut Context<Self>) -> Self::Result {
+        let http = self.http.clone();
+        let settings = self.settings.clone();
+        // Donor and claimer both true: either role (the API's disjunctive filter), which the
+        // DICT charges to the list-with-role bucket (40 a minute).
+        let mut path = format!(
+            "{}/claims/?Participant={}&IsDonor=true&IsClaimer=true&Limit={}",
+            self.base_path,
+            settings.ispb,
+            super::claims::CLAIMS_LIST_MAX
+        );
+        if let Some(after) = msg.modified_after {
+            let stamp = super::dict::stamp(after);
+            path.push_str("&ModifiedAfter=");
+            path.extend(percent_encoding::utf8_percent_encode(&stamp, percent_encoding::NON_ALPHANUMERIC));
+        }
+        Box::pin(async move {
+            let http = http.ok_or_else(|| DictError::Unavailable("no client".into()))?;
+            let headers = [("User-Agent", USER_AGENT), ("Accept", "application/xml")];
+            let res = http
+                .send("GET", &path, &headers, b"", DICT_TIMEOUT)
+                .await
+                .map_err(|e| DictError::Unavailable(e.to_string()))?;
+            let doc = answer(&settings, res.status, &res.body)?;
+            super::claims::read_list(&doc).map_err(DictError::Unavailable)
+        })
     }
 }
 

@@ -11,10 +11,11 @@
 //! - `icom`: the ICOM protocol (paths, multipart, gzip) and the participant's client.
 //! - `sent`: what was sent, kept so every resend posts the same bytes and a refusal can be
 //!   placed (the original's, or a repeat's).
-//! - `dict`: the DICT's XML bodies.
+//! - `dict`: the DICT's XML bodies (entries, refund requests); `claims`: those of claims.
 //! - `simulator`: `pixgw spi-sim`, the rails on one machine.
 
 pub mod c14n;
+pub mod claims;
 pub mod dict;
 pub mod directory;
 pub mod dsig;

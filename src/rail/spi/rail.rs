@@ -481,7 +481,13 @@ impl Started {
         self.handle.spawn(async move {
             // Nothing is read while the rail is held.
             kept.hold.released().await;
-            actix_web::rt::spawn(med_refunds(dict, med_inbound, settings.med_poll));
+            actix_web::rt::spawn(med_refunds(dict.clone(), Arc::clone(&med_inbound), settings.med_poll));
+            actix_web::rt::spawn(dict_claims(
+                dict,
+                med_inbound,
+                settings.claims_poll,
+                settings.ispb.to_string(),
+            ));
             let Some(icom) = icom_client(&settings) else { return };
             close_left_streams(&icom, &kept.log).await;
             for n in 0..settings.streams {
@@ -569,6 +575,105 @@ async fn med_refunds(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: D
             }
         }
     }
+}
+
+/// Pages of the DICT's claim list one turn reads at most (200 claims each); the rest wait
+/// for the next turn.
+pub const CLAIM_PAGES_PER_TURN_MAX: usize = 10;
+
+/// Key claims on the DICT, every `every`: lists the claims this participant is donor or
+/// claimer of that changed since the last turn (oldest first) and has each account of ours
+/// record them; then takes the steps owed on the claims not yet final
+/// ([`crate::domain::claim::duty`], on the server clock): acknowledging a claim against
+/// one of our keys, the default outcome at the end of a resolution period, the completion
+/// of a confirmed claim of ours. Each step's answer is recorded as the list's are. Where the
+/// next list starts is written only once everything before it is recorded, so a crash, a
+/// refused write or an unreachable DICT loses nothing: the same changes are listed again,
+/// and recording one twice changes nothing.
+async fn dict_claims(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: Duration, ours: String) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if !claims_listed(&dict, &*inbound, &ours).await {
+            return;
+        }
+        let (open, now) = match inbound.open_claims() {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::warn!(error = %e, "the open claims could not be read; trying again next turn");
+                continue;
+            }
+        };
+        for claim in open {
+            let Some(step) = crate::domain::claim::duty(&claim, now) else { continue };
+            match crate::rail::keys::take_claim_step(&dict, &claim.id, step).await {
+                Ok(seen) => {
+                    metrics::counter!("pixgw_dict_claim_steps_total", "step" => step.name(), "by" => "gateway")
+                        .increment(1);
+                    tracing::info!(
+                        claim = claim.id,
+                        step = step.name(),
+                        reason = step.reason().map(|r| r.as_str()),
+                        "a claim step owed by the gateway was taken"
+                    );
+                    if let Err(e) = inbound.claim_seen(seen, ours.clone()).await {
+                        tracing::warn!(claim = claim.id, error = %e, "a claim's answer waits to be recorded; the list brings it again");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(claim = claim.id, step = step.name(), error = %e, "a claim step owed by the gateway failed; it is tried again next turn")
+                }
+            }
+        }
+    }
+}
+
+/// One turn's lists of changed claims; `false` once the DICT's client is gone.
+async fn claims_listed(dict: &Addr<DictClient>, inbound: &dyn Inbound, ours: &str) -> bool {
+    use super::directory::ListClaims;
+    let mut after = match inbound.claims_after() {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::warn!(error = %e, "where the claims list starts could not be read");
+            return true;
+        }
+    };
+    for _ in 0..CLAIM_PAGES_PER_TURN_MAX {
+        let (claims, more) = match dict.send(ListClaims { modified_after: after }).await {
+            Ok(Ok(page)) => page,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "the DICT's claims could not be listed; asking again next turn");
+                return true;
+            }
+            Err(_) => return false,
+        };
+        let mut newest = after;
+        for c in claims {
+            let modified = c.modified;
+            if let Err(e) = inbound.claim_seen(c.seen(), ours.to_owned()).await {
+                tracing::warn!(claim = c.id, error = %e, "a claim could not be recorded; the list asks from it again next turn");
+                break;
+            }
+            metrics::counter!("pixgw_dict_claims_seen_total").increment(1);
+            newest = Some(newest.map_or(modified, |n| n.max(modified)));
+        }
+        if newest != after {
+            if let Some(at) = newest {
+                if let Err(e) = inbound.set_claims_after(at) {
+                    tracing::warn!(error = %e, "where the claims list starts could not be written");
+                    return true;
+                }
+            }
+        }
+        // A page whose changes all share one instant cannot move the start on: the rest
+        // waits for later changes (the list is ordered by that instant, and asks from it).
+        if !more || newest == after {
+            return true;
+        }
+        after = newest;
+    }
+    true
 }
 
 /// How long a payout waits before it is handed over again when its message could not be

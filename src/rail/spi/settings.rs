@@ -26,6 +26,11 @@ pub const PAYOUT_BACKLOG_MAX_LIMIT: usize = 1_000_000;
 /// The DICT category assumed when none is set: the largest, so the mirror of the
 /// participant's bucket refuses nothing the DICT would take (set the one you were given).
 pub const DICT_CATEGORY_DEFAULT: char = 'A';
+/// How often the DICT's claims are listed, unless set (ms), and the bound of the setting:
+/// a claim opened against one of our keys is to be acknowledged within a minute (the
+/// homologation's test), so a turn may not wait longer.
+pub const CLAIMS_POLL_MS_DEFAULT: u64 = 10_000;
+pub const CLAIMS_POLL_MS_MAX: u64 = 60_000;
 pub const MED_POLL_MS_MIN: u64 = 100;
 pub const MED_POLL_MS_MAX: u64 = 3_600_000;
 
@@ -56,6 +61,8 @@ pub struct SpiFile {
     pub payload_ca_file: Option<PathBuf>,
     /// How often the DICT is asked for the MED's refund requests, in ms.
     pub med_poll_ms: Option<u64>,
+    /// How often the DICT's claims are listed, in ms (100 to 60,000).
+    pub claims_poll_ms: Option<u64>,
     /// How long after its debit a payout may still leave, in ms (1,000 to 35,000).
     pub leave_within_ms: Option<u64>,
     /// The participant's category in the DICT's anti-scan policy (`A` to `H`), as the
@@ -88,6 +95,9 @@ impl SpiFile {
         if let Some(v) = env("PIXGW_SPI_MED_POLL_MS").and_then(|v| v.parse().ok()) {
             self.med_poll_ms = Some(v);
         }
+        if let Some(v) = env("PIXGW_SPI_CLAIMS_POLL_MS").and_then(|v| v.parse().ok()) {
+            self.claims_poll_ms = Some(v);
+        }
         self.dict_category = env("PIXGW_SPI_DICT_CATEGORY").or(self.dict_category);
         if let Some(v) = env("PIXGW_SPI_PAYOUT_BACKLOG_MAX").and_then(|v| v.parse().ok()) {
             self.payout_backlog_max = Some(v);
@@ -114,6 +124,8 @@ pub struct SpiSettings {
     pub payloads: Arc<super::payload_reader::PayloadReader>,
     /// How often the DICT is asked for the MED's refund requests.
     pub med_poll: std::time::Duration,
+    /// How often the DICT's claims are listed (and the steps owed on them taken).
+    pub claims_poll: std::time::Duration,
     /// How long after its debit a payout may still leave; later, it fails unsent.
     pub leave_within: std::time::Duration,
     /// The participant's category in the DICT's anti-scan policy.
@@ -180,6 +192,10 @@ impl SpiSettings {
         if !(MED_POLL_MS_MIN..=MED_POLL_MS_MAX).contains(&med_poll_ms) {
             return Err(format!("[spi] med_poll_ms must be {MED_POLL_MS_MIN} to {MED_POLL_MS_MAX}"));
         }
+        let claims_poll_ms = f.claims_poll_ms.unwrap_or(CLAIMS_POLL_MS_DEFAULT);
+        if !(MED_POLL_MS_MIN..=CLAIMS_POLL_MS_MAX).contains(&claims_poll_ms) {
+            return Err(format!("[spi] claims_poll_ms must be {MED_POLL_MS_MIN} to {CLAIMS_POLL_MS_MAX}"));
+        }
         let Bounds { leave_within, dict_category, payout_backlog_max } = bounds(f)?;
         Ok(SpiSettings {
             payout_backlog_max,
@@ -187,6 +203,7 @@ impl SpiSettings {
             leave_within,
             payloads: Arc::new(payloads),
             med_poll: std::time::Duration::from_millis(med_poll_ms),
+            claims_poll: std::time::Duration::from_millis(claims_poll_ms),
             ispb,
             icom_url,
             dict_url,

@@ -17,6 +17,7 @@
 
 mod accounts;
 mod charges;
+mod claims;
 mod ledger;
 mod med;
 mod on_us;
@@ -182,6 +183,14 @@ impl Repo {
         let mut b = Batch::default();
         b.delete(key);
         self.commit(&b)
+    }
+
+    /// Forgets the cached accounts: an account record was written by a plan (a claim took
+    /// its receiving key), not through this repository's own writes.
+    pub fn forget_cached_accounts(&self) {
+        let mut auth = self.auth.write().unwrap_or_else(|p| p.into_inner());
+        auth.generation += 1;
+        auth.accounts.clear();
     }
 
     /// Applies and flushes a batch made by this repository.

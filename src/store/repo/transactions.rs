@@ -232,6 +232,26 @@ impl Repo {
                 Record::Recurrence(rec) => self.put_rec(&mut b, rec)?,
                 Record::Cobr(c) => self.put_cobr(&mut b, c)?,
                 Record::LocRec(l) => b.put(keys::locrec(l.account_id, l.local_id), to_json(l)?),
+                Record::Claim(c) => self.put_claim(&mut b, c)?,
+                Record::KeyArrived { key, key_type, at } => {
+                    let record = crate::store::KeyRecord {
+                        key: key.clone(),
+                        key_type: key_type.clone(),
+                        registered_at: *at,
+                    };
+                    b.put(keys::receiving_key(key), id.get().to_be_bytes().to_vec());
+                    b.put(keys::account_key(id, key), to_json(&record)?);
+                }
+                Record::KeyLeft { key, receiving } => {
+                    b.delete(keys::receiving_key(key));
+                    b.delete(keys::account_key(id, key));
+                    if let Some(new) = receiving {
+                        if let Some(mut a) = self.account(id)? {
+                            a.receiving_key = new.clone();
+                            b.put(keys::account(id), self.account_json(&a)?);
+                        }
+                    }
+                }
             }
         }
         if let Some(change) = ledger {

@@ -46,6 +46,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/sim/icom", web::put().to(outage))
         .route("/sim/faults", web::put().to(faults))
         .route("/sim/load", web::post().to(load))
+        .route("/sim/claims", web::post().to(super::claims::control_open))
+        .route("/sim/claims/settings", web::put().to(super::claims::control_settings))
+        .route("/sim/claims/{id}", web::get().to(super::claims::control_get))
+        .route("/sim/claims/{id}/{step}", web::post().to(super::claims::control_step))
+        .route("/sim/clock", web::put().to(super::claims::control_clock))
         .route("/healthz", web::get().to(|| async { HttpResponse::Ok().body("ok") }));
 }
 

@@ -167,6 +167,16 @@ impl Directory {
         Ok(e)
     }
 
+    /// Takes a key's entry out (a claim's confirmation moves it).
+    pub fn take(&mut self, key: &str) -> Option<Entry> {
+        self.entries.remove(key)
+    }
+
+    /// Puts an entry in (a claim's completion makes the claimer's).
+    pub fn put(&mut self, e: Entry) {
+        self.entries.insert(e.key.clone(), e);
+    }
+
     pub fn remove(&mut self, key: &str, by: &Ispb) -> Result<(), Problem> {
         match self.entries.get(key) {
             None => Err(problem(404, "NotFound", "Entry associated with given key does not exist")),
@@ -185,7 +195,7 @@ pub fn problem(status: u16, kind: &str, title: &str) -> Problem {
     Problem { kind: kind.into(), title: title.into(), status, detail: None }
 }
 
-fn answer_problem(p: &Problem) -> HttpResponse {
+pub(super) fn answer_problem(p: &Problem) -> HttpResponse {
     let status =
         actix_web::http::StatusCode::from_u16(p.status).unwrap_or(actix_web::http::StatusCode::BAD_REQUEST);
     let mut res = HttpResponse::build(status);
@@ -196,7 +206,12 @@ fn answer_problem(p: &Problem) -> HttpResponse {
     res.content_type("application/problem+xml").body(p.write())
 }
 
-fn signed(sim: &Sim, status: actix_web::http::StatusCode, body: &str, cacheable: bool) -> HttpResponse {
+pub(super) fn signed(
+    sim: &Sim,
+    status: actix_web::http::StatusCode,
+    body: &str,
+    cacheable: bool,
+) -> HttpResponse {
     match dsig::sign_dict(body, &sim.dict_signer) {
         Ok(s) => {
             let mut res = HttpResponse::build(status);
@@ -214,6 +229,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/api/v2/entries/{key}/delete", web::post().to(delete))
         .route("/api/v2/refunds/", web::get().to(list_refunds))
         .route("/api/v2/refunds/{id}/close", web::post().to(close_refund));
+    super::claims::routes(cfg);
 }
 
 #[derive(serde::Deserialize)]
@@ -322,7 +338,7 @@ async fn close_refund(
     signed(&sim, actix_web::http::StatusCode::OK, &answer, false)
 }
 
-fn correlation_id() -> String {
+pub(super) fn correlation_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
@@ -383,7 +399,11 @@ fn signed_request(sim: &Sim, from: &Ispb, body: &Bytes) -> Result<Document, Prob
 
 /// A write request's participant (by its certificate) and its document, once its signature
 /// checks; else the answer that refuses it.
-fn signed_write(req: &HttpRequest, sim: &Sim, body: &Bytes) -> Result<(Ispb, Document), Box<HttpResponse>> {
+pub(super) fn signed_write(
+    req: &HttpRequest,
+    sim: &Sim,
+    body: &Bytes,
+) -> Result<(Ispb, Document), Box<HttpResponse>> {
     let from = participant(req, sim, None, true).map_err(|r| Box::new(r.response()))?;
     let doc = signed_request(sim, &from, body).map_err(|p| Box::new(answer_problem(&p)))?;
     Ok((from, doc))
@@ -421,6 +441,9 @@ async fn delete(req: HttpRequest, key: web::Path<String>, body: Bytes, sim: web:
     };
     if doc.root.text_at(&["Key"]).as_deref() != Some(key.as_str()) {
         return answer_problem(&problem(400, "BadRequest", "the body's Key is not the path's"));
+    }
+    if sim.claims.lock().unwrap_or_else(|p| p.into_inner()).open_for(&key).is_some() {
+        return answer_problem(&problem(400, "EntryLockedByClaim", "a claim in progress locks the entry"));
     }
     let removed = sim.directory.lock().unwrap_or_else(|p| p.into_inner()).remove(&key, &from);
     match removed {

@@ -19,6 +19,7 @@
 //!
 //! State lives in memory: a restart of the simulator starts its books again (the PKI stays).
 
+pub mod claims;
 pub mod control;
 pub mod core;
 pub mod dict;
@@ -277,9 +278,24 @@ pub struct Sim {
     pub long_poll: Duration,
     pub stream_idle: Duration,
     spooled: std::sync::atomic::AtomicU64,
+    /// The DICT's key claims.
+    pub claims: Mutex<claims::Book>,
+    /// How far the control routes moved the simulator's clock, in ms (claims' periods).
+    pub clock_offset_ms: std::sync::atomic::AtomicI64,
 }
 
 impl Sim {
+    /// The simulator's clock: the system's, moved by the control route `PUT /sim/clock`.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        chrono::Utc::now()
+            + chrono::Duration::milliseconds(self.clock_offset_ms.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Whether `ispb` is a real participant (one with certificates), not a virtual one.
+    pub fn is_real(&self, ispb: &Ispb) -> bool {
+        self.signing_certs.contains_key(ispb)
+    }
+
     /// Signs and queues what the engine sends; virtual participants need nothing sent.
     pub fn dispatch(&self, out: Vec<Outgoing>) {
         if out.is_empty() {
@@ -495,6 +511,8 @@ pub async fn start(args: SimArgs) -> anyhow::Result<Running> {
         long_poll: Duration::from_millis(args.long_poll_ms),
         stream_idle: Duration::from_millis(args.stream_idle_ms),
         spooled: std::sync::atomic::AtomicU64::new(0),
+        claims: Mutex::new(claims::Book::default()),
+        clock_offset_ms: std::sync::atomic::AtomicI64::new(0),
     });
     let tls = icom::server_tls(&args.dir)?;
     let listener =
