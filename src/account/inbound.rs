@@ -171,6 +171,19 @@ impl Inbound for Accounts {
         self.registry.deps().repo.set_claims_after(at).map_err(unavailable)
     }
 
+    fn dict_cids(&self, key_type: &str) -> Result<Vec<String>, Unavailable> {
+        super::sync::cids(&self.registry.deps().repo, key_type)
+    }
+
+    fn sync_take_in(&self, found: crate::rail::SyncEntry) -> Result<crate::rail::Repair, Unavailable> {
+        let ours = crate::domain::transaction::gateway_ispb();
+        super::sync::take_in(&self.registry.deps().repo, ours, found)
+    }
+
+    fn sync_drop(&self, cid: &str) -> Result<crate::rail::Repair, Unavailable> {
+        super::sync::drop_cid(&self.registry.deps().repo, cid)
+    }
+
     fn refund_asked(&self, asked: RefundAsked) -> BoxFuture<'static, Result<RefundAnswer, Unavailable>> {
         let repo = &self.registry.deps().repo;
         let found = (|| {

@@ -16,6 +16,7 @@ mod messages;
 mod on_us;
 mod recs;
 mod registry;
+mod sync;
 #[cfg(test)]
 mod tests;
 

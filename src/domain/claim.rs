@@ -272,6 +272,9 @@ pub struct Seen {
     /// The claimer's tax id and name.
     pub claimer_tax_id: String,
     pub claimer_name: String,
+    /// The CID of the claimer's entry, once the claim is completed by this gateway (it
+    /// knows the completion's `RequestId`).
+    pub claimer_cid: Option<String>,
     pub donor: String,
     pub status: ClaimStatus,
     pub resolution_end: DateTime<Utc>,
@@ -616,6 +619,7 @@ mod tests {
             claimer_account: "1".into(),
             claimer_tax_id: "52998224725".into(),
             claimer_name: "Recebedor".into(),
+            claimer_cid: None,
             donor: "1234ABCD".into(),
             status,
             resolution_end: at("2026-01-17T10:00:00Z"),

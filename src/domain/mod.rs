@@ -8,6 +8,7 @@ pub mod account;
 pub mod brcode;
 pub mod calendar;
 pub mod certificate;
+pub mod cid;
 pub mod claim;
 pub mod cobr;
 pub mod cobv;

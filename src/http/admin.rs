@@ -710,12 +710,8 @@ pub async fn register_key(
         nth: state.repo.keys_of(id)?.len(),
     };
     // A sandbox account's keys live in the simulator's world only.
-    let registered = if account.profile.sandbox {
-        if key.is_empty() {
-            uuid::Uuid::new_v4().to_string()
-        } else {
-            key
-        }
+    let (registered, cid) = if account.profile.sandbox {
+        (if key.is_empty() { uuid::Uuid::new_v4().to_string() } else { key }, None)
     } else {
         state.keys.register(registration).await.map_err(|e| match e {
             crate::rail::keys::RegistrationError::Refused(why) => {
@@ -726,7 +722,7 @@ pub async fn register_key(
             }
         })?
     };
-    let record = crate::store::KeyRecord { key: registered.clone(), key_type, registered_at: now };
+    let record = crate::store::KeyRecord { key: registered.clone(), key_type, registered_at: now, cid };
     state.repo.register_key(&account, &record, receiving)?;
     if receiving {
         state.registry.receiving_key_changed(id, registered.clone());

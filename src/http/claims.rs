@@ -58,10 +58,18 @@ async fn record(
 }
 
 /// Opens a claim for the account: body `{key, type}` (`type` PORTABILITY, the default, or
-/// OWNERSHIP).
-async fn open(state: &AppState, id: AccountId, obj: &Map<String, Value>) -> Result<HttpResponse, ApiError> {
+/// OWNERSHIP). An operator's unknown members are refused, a client's ignored (each family's
+/// rule, docs/interface.md "Requests").
+async fn open(
+    state: &AppState,
+    id: AccountId,
+    obj: &Map<String, Value>,
+    asker: Asker,
+) -> Result<HttpResponse, ApiError> {
     let mut f = Fields::new(obj);
-    f.only(&["key", "type"]);
+    if asker == Asker::Operator {
+        f.only(&["key", "type"]);
+    }
     let claim_type = match f.string("type", false) {
         None => Some(ClaimType::Portability),
         Some(t) => {
@@ -75,8 +83,8 @@ async fn open(state: &AppState, id: AccountId, obj: &Map<String, Value>) -> Resu
     if !f.violations.is_empty() {
         return Err(ApiError::Validation(f.violations));
     }
-    let mut key_only = obj.clone();
-    key_only.remove("type");
+    let key_only: Map<String, Value> =
+        obj.iter().filter(|(k, _)| k.as_str() == "key").map(|(k, v)| (k.clone(), v.clone())).collect();
     let (key, key_type, _) = read_key_request(&key_only)?;
     let claim_type = claim_type.unwrap_or(ClaimType::Portability);
     if key.is_empty() {
@@ -141,7 +149,9 @@ async fn step(
     asker: Asker,
 ) -> Result<HttpResponse, ApiError> {
     let mut f = Fields::new(obj);
-    f.only(&["reason"]);
+    if asker == Asker::Operator {
+        f.only(&["reason"]);
+    }
     let reason = match f.string("reason", false) {
         None => Some(Reason::UserRequested),
         Some(r) => {
@@ -242,7 +252,7 @@ pub async fn client_open(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let obj = request_object(&req, &bytes)?;
-    open(&state, caller.account_id, &obj).await
+    open(&state, caller.account_id, &obj, Asker::Client).await
 }
 
 /// List the account's key claims
@@ -313,7 +323,7 @@ pub async fn client_step(
 #[utoipa::path(
     post, path = "/admin/accounts/{id}/claims", tag = "admin",
     params(("id" = u64, Path)),
-    request_body(content = super::schemas::ClaimRequest),
+    request_body(content = super::schemas::AdminClaimRequest),
     responses((status = 201, body = Object), (status = 400, body = ExtendedErrorBody), (status = 404, body = ExtendedErrorBody), (status = 409, description = "A claim rule or the DICT refuses it; nothing changed", body = ExtendedErrorBody), (status = 503, body = ExtendedErrorBody)),
     security(("admin" = []))
 )]
@@ -326,7 +336,7 @@ pub async fn admin_open(
 ) -> Result<HttpResponse, ApiError> {
     let id = account_id(&path)?;
     let obj = request_object(&req, &bytes)?;
-    open(&state, id, &obj).await
+    open(&state, id, &obj, Asker::Operator).await
 }
 
 /// List an account's key claims
@@ -355,7 +365,7 @@ pub async fn admin_list(
 #[utoipa::path(
     post, path = "/admin/accounts/{id}/claims/{claimId}/{step}", tag = "admin",
     params(("id" = u64, Path), ("claimId" = String, Path), ("step" = String, Path, description = "confirm, cancel or complete")),
-    request_body(content = super::schemas::ClaimStepRequest),
+    request_body(content = super::schemas::AdminClaimStepRequest),
     responses((status = 200, body = Object), (status = 400, body = ExtendedErrorBody), (status = 404, body = ExtendedErrorBody), (status = 409, description = "A claim rule or the DICT refuses it; nothing changed", body = ExtendedErrorBody), (status = 503, body = ExtendedErrorBody)),
     security(("admin" = []))
 )]

@@ -894,7 +894,6 @@ pub struct KeyRequest {
 
 /// `POST /api/dict/claims`: a key to claim from another institution.
 #[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
 pub struct ClaimRequest {
     /// A CPF or CNPJ (the holder's own), an e-mail, `+55` and a phone.
     key: String,
@@ -902,11 +901,28 @@ pub struct ClaimRequest {
     r#type: Option<String>,
 }
 
-/// A step of a key claim: its reason, for a confirmation or a cancellation.
+/// `POST /admin/accounts/{id}/claims`: a key to claim for the account.
 #[derive(ToSchema)]
 #[serde(deny_unknown_fields)]
+pub struct AdminClaimRequest {
+    /// A CPF or CNPJ (the holder's own), an e-mail, `+55` and a phone.
+    key: String,
+    /// PORTABILITY (default) or OWNERSHIP (a phone only).
+    r#type: Option<String>,
+}
+
+/// A client's step of a key claim: its reason, for a confirmation or a cancellation.
+#[derive(ToSchema)]
 pub struct ClaimStepRequest {
-    /// USER_REQUESTED (default), ACCOUNT_CLOSURE or FRAUD; an operator any but PARTICIPANT_EXCLUSION.
+    /// USER_REQUESTED (default), ACCOUNT_CLOSURE or FRAUD.
+    reason: Option<String>,
+}
+
+/// An operator's step of a key claim: its reason, for a confirmation or a cancellation.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdminClaimStepRequest {
+    /// Any claim reason but PARTICIPANT_EXCLUSION (USER_REQUESTED by default).
     reason: Option<String>,
 }
 

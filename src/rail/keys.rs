@@ -179,11 +179,11 @@ impl Keys {
 
     /// Registers a key of a live account in its rail's directory (the DICT, with a signed
     /// request); the simulator's directory needs nothing registered (an EVP gets a fresh
-    /// key). Answers the key as registered.
-    pub async fn register(&self, r: Registration) -> Result<String, RegistrationError> {
+    /// key). Answers the key as registered, and its CID at the DICT.
+    pub async fn register(&self, r: Registration) -> Result<(String, Option<String>), RegistrationError> {
         match &self.live {
             Live::Sim | Live::Closed => {
-                Ok(if r.key.is_empty() { uuid::Uuid::new_v4().to_string() } else { r.key })
+                Ok((if r.key.is_empty() { uuid::Uuid::new_v4().to_string() } else { r.key }, None))
             }
             Live::Dict { client, .. } => {
                 let ispb = super::spi::message::Ispb::parse(gateway_ispb())
@@ -200,7 +200,10 @@ impl Keys {
                     r.opened,
                 );
                 match client.send(super::spi::directory::Register(entry, request_id)).await {
-                    Ok(Ok(e)) => Ok(e.key),
+                    Ok(Ok(e)) => {
+                        let cid = super::spi::sync::cid_of(&e, &request_id);
+                        Ok((e.key, Some(cid)))
+                    }
                     Ok(Err(DictError::Refused(why))) => Err(RegistrationError::Refused(why)),
                     Ok(Err(e)) => Err(RegistrationError::Unavailable(e.to_string())),
                     Err(e) => Err(RegistrationError::Unavailable(e.to_string())),

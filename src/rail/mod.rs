@@ -345,6 +345,52 @@ pub trait Inbound: Send + Sync + 'static {
     fn claims_after(&self) -> Result<Option<DateTime<Utc>>, Unavailable>;
     /// Every claim the DICT changed before `at` is recorded.
     fn set_claims_after(&self, at: DateTime<Utc>) -> Result<(), Unavailable>;
+    /// The CIDs of our accounts' keys of a type, as recorded (what the sync verification
+    /// counts).
+    fn dict_cids(&self, key_type: &str) -> Result<Vec<String>, Unavailable>;
+    /// The DICT holds this entry for us under a CID we do not have: the DICT wins, the
+    /// account it names takes the key (or the key it has takes the CID).
+    fn sync_take_in(&self, found: SyncEntry) -> Result<Repair, Unavailable>;
+    /// We hold a key under a CID the DICT does not have: the DICT wins, the key is dropped.
+    fn sync_drop(&self, cid: &str) -> Result<Repair, Unavailable>;
+}
+
+/// An entry the DICT holds for this participant, found by its CID in a repair.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncEntry {
+    pub key: String,
+    pub key_type: String,
+    pub participant: String,
+    pub account_number: String,
+    pub created: DateTime<Utc>,
+    pub cid: String,
+}
+
+/// What a repair of a sync difference did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repair {
+    /// The key was added to the account the DICT names.
+    Added,
+    /// The account had the key: it now has the DICT's CID for it.
+    Adopted,
+    /// The key the DICT does not hold for us was dropped.
+    Removed,
+    /// Not changed: the key is an account's receiving key (an operator decides), or the
+    /// entry names no account of ours.
+    Kept,
+    Unattributed,
+}
+
+impl Repair {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Repair::Added => "added",
+            Repair::Adopted => "adopted",
+            Repair::Removed => "removed",
+            Repair::Kept => "kept",
+            Repair::Unattributed => "unattributed",
+        }
+    }
 }
 
 #[cfg(test)]

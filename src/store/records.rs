@@ -151,6 +151,11 @@ pub struct KeyRecord {
     /// CPF, CNPJ, EMAIL, PHONE or EVP.
     pub key_type: String,
     pub registered_at: DateTime<Utc>,
+    /// The key's CID at the DICT (domain::cid), when this gateway knows it: what the sync
+    /// verification counts. Absent for keys of other rails and keys registered before CIDs
+    /// were kept (a repair gives them theirs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cid: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,6 +11,7 @@ mod cobv;
 mod contract;
 mod deliveries;
 mod dict;
+mod dict_sync;
 mod errors;
 mod helpers;
 mod idempotency;

@@ -1276,7 +1276,7 @@ async fn a_resend_posts_the_same_bytes_and_only_the_answer_to_the_original_ends_
 }
 
 /// The text of `GET /metrics`.
-async fn metrics_text(app: &TestApp) -> String {
+pub async fn metrics_text(app: &TestApp) -> String {
     let mut res = app.client.get(app.url("/metrics")).send().await.unwrap();
     String::from_utf8(res.body().limit(8 << 20).await.unwrap().to_vec()).unwrap()
 }

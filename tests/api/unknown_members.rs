@@ -83,6 +83,8 @@ async fn every_operation_refuses_or_ignores_an_unknown_member_by_its_family() {
                 .replace("{idSolicRec}", &id_solic)
                 .replace("{id}", if template.starts_with("/admin/") { &account_text } else { "1" })
                 .replace("{medId}", "1")
+                .replace("{claimId}", "00000000-0000-4000-8000-000000000000")
+                .replace("{step}", "confirm")
                 .replace("{data}", &(today() + chrono::Duration::days(9)).to_string())
                 .replace("{transactionIdentifier}", "1");
             assert!(!path.contains('{'), "{path}: a path parameter this test does not fill");

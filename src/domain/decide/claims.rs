@@ -44,6 +44,7 @@ pub fn observe_claim(
                 key: seen.key.clone(),
                 key_type: seen.key_type.clone(),
                 at: now,
+                cid: seen.claimer_cid.clone(),
             });
         }
         Some(KeyMove::Leaves) => {
@@ -90,6 +91,7 @@ mod tests {
             claimer_account: "9".into(),
             claimer_tax_id: "52998224725".into(),
             claimer_name: "Ana".into(),
+            claimer_cid: None,
             donor: "1234ABCD".into(),
             status,
             resolution_end: at("2026-01-17T10:00:00Z"),

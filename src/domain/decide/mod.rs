@@ -183,7 +183,7 @@ pub enum Record {
     /// A DICT key claim of the account as it now is.
     Claim(Claim),
     /// A key a claim brought: it is the account's from now on (its type, since when).
-    KeyArrived { key: String, key_type: String, at: chrono::DateTime<chrono::Utc> },
+    KeyArrived { key: String, key_type: String, at: chrono::DateTime<chrono::Utc>, cid: Option<String> },
     /// A key a claim took away; `receiving` is the account's new receiving key when the key
     /// that left was it.
     KeyLeft { key: String, receiving: Option<String> },

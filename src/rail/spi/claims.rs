@@ -47,27 +47,28 @@ pub struct DictClaim {
 
 /// The `ClaimerAccount` and `Claimer` of an entry's account and owner.
 fn write_claimer(out: &mut String, e: &Entry) {
-    let _ = write!(out, "<ClaimerAccount><Participant>{}</Participant>", e.participant);
-    if let Some(b) = &e.branch {
-        let _ = write!(out, "<Branch>{}</Branch>", escape_text(b));
-    }
-    let _ = write!(
-        out,
-        "<AccountNumber>{}</AccountNumber><AccountType>{}</AccountType><OpeningDate>{}</OpeningDate></ClaimerAccount><Claimer><Type>{}</Type><TaxIdNumber>{}</TaxIdNumber><Name>{}</Name>",
-        escape_text(&e.account_number),
-        escape_text(&e.account_type),
-        stamp(e.opening_date),
-        escape_text(&e.owner_type),
-        escape_text(&e.tax_id),
-        escape_text(&e.name)
-    );
-    if let Some(t) = &e.trade_name {
-        let _ = write!(out, "<TradeName>{}</TradeName>", escape_text(t));
-    }
-    out.push_str("</Claimer>");
+    e.write_holder(out, "ClaimerAccount", "Claimer");
 }
 
 impl DictClaim {
+    /// A claim as a claimer asks for it, before the DICT has it: no id, status `OPEN`, no
+    /// dates; the donor is the DICT's to find (the key's holder), the claimer stands in.
+    pub fn asked(claim_type: ClaimType, claimer: Entry) -> DictClaim {
+        DictClaim {
+            donor: claimer.participant.clone(),
+            claimer,
+            claim_type,
+            id: String::new(),
+            status: ClaimStatus::Open,
+            resolution_end: DateTime::<Utc>::UNIX_EPOCH,
+            completion_end: None,
+            modified: DateTime::<Utc>::UNIX_EPOCH,
+            confirm_reason: None,
+            cancel_reason: None,
+            cancelled_by: None,
+        }
+    }
+
     /// The `Claim` element (an `ExtendedClaim`).
     pub fn write(&self) -> String {
         let mut out = String::with_capacity(900);
@@ -149,21 +150,7 @@ impl DictClaim {
             key_ownership_date: DateTime::<Utc>::UNIX_EPOCH,
         };
         if !extended {
-            // The donor is the DICT's to find (the key's holder): the claimer stands in.
-            let donor = claimer.participant.clone();
-            return Ok(DictClaim {
-                claimer,
-                claim_type,
-                donor,
-                id: String::new(),
-                status: ClaimStatus::Open,
-                resolution_end: DateTime::<Utc>::UNIX_EPOCH,
-                completion_end: None,
-                modified: DateTime::<Utc>::UNIX_EPOCH,
-                confirm_reason: None,
-                cancel_reason: None,
-                cancelled_by: None,
-            });
+            return Ok(DictClaim::asked(claim_type, claimer));
         }
         let donor = text(&["DonorParticipant"])?;
         let status = text(&["Status"])?;
@@ -198,6 +185,12 @@ impl DictClaim {
             claimer_account: self.claimer.account_number.clone(),
             claimer_tax_id: self.claimer.tax_id.clone(),
             claimer_name: self.claimer.name.clone(),
+            claimer_cid: (self.status == ClaimStatus::Completed).then(|| {
+                super::sync::cid_of(
+                    &self.claimer,
+                    &completion_request_id(&self.claimer.participant, &self.id),
+                )
+            }),
             donor: self.donor.to_string(),
             status: self.status,
             resolution_end: self.resolution_end,

@@ -71,29 +71,8 @@ impl Entry {
         if with_key {
             let _ = write!(out, "<Key>{}</Key>", escape_text(&self.key));
         }
-        let _ = write!(
-            out,
-            "<KeyType>{}</KeyType><Account><Participant>{}</Participant>",
-            escape_text(&self.key_type),
-            self.participant
-        );
-        if let Some(b) = &self.branch {
-            let _ = write!(out, "<Branch>{}</Branch>", escape_text(b));
-        }
-        let _ = write!(
-            out,
-            "<AccountNumber>{}</AccountNumber><AccountType>{}</AccountType><OpeningDate>{}</OpeningDate></Account><Owner><Type>{}</Type><TaxIdNumber>{}</TaxIdNumber><Name>{}</Name>",
-            escape_text(&self.account_number),
-            escape_text(&self.account_type),
-            stamp(self.opening_date),
-            escape_text(&self.owner_type),
-            escape_text(&self.tax_id),
-            escape_text(&self.name)
-        );
-        if let Some(t) = &self.trade_name {
-            let _ = write!(out, "<TradeName>{}</TradeName>", escape_text(t));
-        }
-        out.push_str("</Owner>");
+        let _ = write!(out, "<KeyType>{}</KeyType>", escape_text(&self.key_type));
+        self.write_holder(&mut out, "Account", "Owner");
         if extended {
             let _ = write!(
                 out,
@@ -104,6 +83,29 @@ impl Entry {
         }
         out.push_str("</Entry>");
         out
+    }
+
+    /// The account (a `BrazilianAccount` named `account`) and its holder (a `Person` named
+    /// `owner`): an entry's `Account` and `Owner`, a claim's `ClaimerAccount` and `Claimer`.
+    pub(crate) fn write_holder(&self, out: &mut String, account: &str, owner: &str) {
+        let _ = write!(out, "<{account}><Participant>{}</Participant>", self.participant);
+        if let Some(b) = &self.branch {
+            let _ = write!(out, "<Branch>{}</Branch>", escape_text(b));
+        }
+        let _ = write!(
+            out,
+            "<AccountNumber>{}</AccountNumber><AccountType>{}</AccountType><OpeningDate>{}</OpeningDate></{account}><{owner}><Type>{}</Type><TaxIdNumber>{}</TaxIdNumber><Name>{}</Name>",
+            escape_text(&self.account_number),
+            escape_text(&self.account_type),
+            stamp(self.opening_date),
+            escape_text(&self.owner_type),
+            escape_text(&self.tax_id),
+            escape_text(&self.name)
+        );
+        if let Some(t) = &self.trade_name {
+            let _ = write!(out, "<TradeName>{}</TradeName>", escape_text(t));
+        }
+        let _ = write!(out, "</{owner}>");
     }
 
     /// Reads an `Entry` element (the key may be absent in a create request: `""`).

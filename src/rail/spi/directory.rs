@@ -653,6 +653,144 @@ impl Handler<ListClaims> for DictClient {
     }
 }
 
+/// Ask the DICT whether this participant's keys of a type are its own: `true` for `OK`.
+#[derive(Message)]
+#[rtype(result = "Result<bool, DictError>")]
+pub struct VerifySync {
+    pub key_type: String,
+    pub vsync: String,
+}
+
+/// Ask for the file of this participant's CIDs of a key type.
+#[derive(Message)]
+#[rtype(result = "Result<super::sync::CidFile, DictError>")]
+pub struct RequestCidFile {
+    pub key_type: String,
+}
+
+/// A CID file as it now is.
+#[derive(Message)]
+#[rtype(result = "Result<super::sync::CidFile, DictError>")]
+pub struct GetCidFile {
+    pub id: u64,
+}
+
+/// The CIDs of an available file, once its bytes match the SHA-256 the DICT gave.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<String>, DictError>")]
+pub struct FetchCidFile {
+    pub file: super::sync::CidFile,
+}
+
+/// The active entry a CID names, and the `RequestId` that created it.
+#[derive(Message)]
+#[rtype(result = "Result<(Entry, uuid::Uuid), DictError>")]
+pub struct EntryByCid {
+    pub cid: String,
+}
+
+impl DictClient {
+    /// A signed answer to a GET of `path` (under the API's base), with this participant named.
+    fn signed_get(&self, path: String) -> ResponseFuture<Result<Document, DictError>> {
+        let http = self.http.clone();
+        let settings = self.settings.clone();
+        let path = format!("{}{path}", self.base_path);
+        Box::pin(async move {
+            let http = http.ok_or_else(|| DictError::Unavailable("no client".into()))?;
+            let ispb = settings.ispb.to_string();
+            let headers = [
+                ("User-Agent", USER_AGENT),
+                ("Accept", "application/xml"),
+                ("PI-RequestingParticipant", ispb.as_str()),
+            ];
+            let res = http
+                .send("GET", &path, &headers, b"", DICT_TIMEOUT)
+                .await
+                .map_err(|e| DictError::Unavailable(e.to_string()))?;
+            answer(&settings, res.status, &inflated(&res)?)
+        })
+    }
+}
+
+impl Handler<VerifySync> for DictClient {
+    type Result = ResponseFuture<Result<bool, DictError>>;
+
+    fn handle(&mut self, msg: VerifySync, _: &mut Context<Self>) -> Self::Result {
+        let body = super::sync::verification_request(&self.settings.ispb, &msg.key_type, &msg.vsync);
+        let sent = self.signed_post("/sync-verifications/", body);
+        Box::pin(async move {
+            super::sync::read_verification_result(&sent.await?).map_err(DictError::Unavailable)
+        })
+    }
+}
+
+impl Handler<RequestCidFile> for DictClient {
+    type Result = ResponseFuture<Result<super::sync::CidFile, DictError>>;
+
+    fn handle(&mut self, msg: RequestCidFile, _: &mut Context<Self>) -> Self::Result {
+        let body = super::sync::cid_file_request(&self.settings.ispb, &msg.key_type);
+        let sent = self.signed_post("/cids/files/", body);
+        Box::pin(async move { super::sync::read_cid_file(&sent.await?).map_err(DictError::Unavailable) })
+    }
+}
+
+impl Handler<GetCidFile> for DictClient {
+    type Result = ResponseFuture<Result<super::sync::CidFile, DictError>>;
+
+    fn handle(&mut self, msg: GetCidFile, _: &mut Context<Self>) -> Self::Result {
+        let got = self.signed_get(format!("/cids/files/{}", msg.id));
+        Box::pin(async move { super::sync::read_cid_file(&got.await?).map_err(DictError::Unavailable) })
+    }
+}
+
+impl Handler<FetchCidFile> for DictClient {
+    type Result = ResponseFuture<Result<Vec<String>, DictError>>;
+
+    fn handle(&mut self, msg: FetchCidFile, _: &mut Context<Self>) -> Self::Result {
+        let http = self.http.clone();
+        let dict = super::http1::split_url(&self.settings.dict_url).ok().map(|(host, port, _)| (host, port));
+        Box::pin(async move {
+            let http = http.ok_or_else(|| DictError::Unavailable("no client".into()))?;
+            let (Some(url), Some(sha)) = (&msg.file.url, &msg.file.sha256) else {
+                return Err(DictError::Unavailable("the file is not available".into()));
+            };
+            // The file is read over the DICT's own connection: a URL elsewhere is refused.
+            let (host, port, path) = super::http1::split_url(url)
+                .map_err(|e| DictError::Unavailable(format!("the file's URL: {e}")))?;
+            if dict.as_ref().is_none_or(|(h, p)| *h != host || *p != port) {
+                return Err(DictError::Unavailable(format!("the file's URL {url} is not the DICT's")));
+            }
+            let headers = [("User-Agent", USER_AGENT), ("Accept", "text/plain")];
+            let res = http
+                .send("GET", &path, &headers, b"", DICT_TIMEOUT)
+                .await
+                .map_err(|e| DictError::Unavailable(e.to_string()))?;
+            if res.status != 200 {
+                return Err(DictError::Unavailable(format!("the file answered {}", res.status)));
+            }
+            let body = inflated(&res)?;
+            use sha2::Digest;
+            let got: String = sha2::Sha256::digest(&body).iter().map(|b| format!("{b:02x}")).collect();
+            if !got.eq_ignore_ascii_case(sha) {
+                return Err(DictError::Unavailable("the file's SHA-256 is not the one the DICT gave".into()));
+            }
+            let text =
+                String::from_utf8(body).map_err(|_| DictError::Unavailable("the file is not text".into()))?;
+            crate::domain::cid::read_cid_file(&text)
+                .ok_or_else(|| DictError::Unavailable("the file holds a line that is not a CID".into()))
+        })
+    }
+}
+
+impl Handler<EntryByCid> for DictClient {
+    type Result = ResponseFuture<Result<(Entry, uuid::Uuid), DictError>>;
+
+    fn handle(&mut self, msg: EntryByCid, _: &mut Context<Self>) -> Self::Result {
+        let got = self.signed_get(format!("/cids/entries/{}", msg.cid));
+        Box::pin(async move { super::sync::read_entry_by_cid(&got.await?).map_err(DictError::Unavailable) })
+    }
+}
+
 /// An entry for one of pixgw's accounts, to register.
 pub fn account_entry(
     ispb: &Ispb,

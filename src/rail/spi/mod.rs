@@ -29,4 +29,5 @@ pub mod rail;
 pub mod sent;
 pub mod settings;
 pub mod simulator;
+pub mod sync;
 pub mod xml;

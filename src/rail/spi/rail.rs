@@ -483,11 +483,12 @@ impl Started {
             kept.hold.released().await;
             actix_web::rt::spawn(med_refunds(dict.clone(), Arc::clone(&med_inbound), settings.med_poll));
             actix_web::rt::spawn(dict_claims(
-                dict,
-                med_inbound,
+                dict.clone(),
+                Arc::clone(&med_inbound),
                 settings.claims_poll,
                 settings.ispb.to_string(),
             ));
+            actix_web::rt::spawn(dict_sync(dict, med_inbound, settings.sync_every));
             let Some(icom) = icom_client(&settings) else { return };
             close_left_streams(&icom, &kept.log).await;
             for n in 0..settings.streams {
@@ -627,6 +628,96 @@ async fn dict_claims(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: D
             }
         }
     }
+}
+
+/// How many times a check asks for a CID file that is not ready yet, and how long it waits
+/// between (the DICT makes the file asynchronously).
+pub const CID_FILE_ASKS_MAX: usize = 30;
+pub const CID_FILE_ASK_EVERY: Duration = Duration::from_millis(500);
+
+/// The keys' sync with the DICT, every `every` (API 2.12.1, "Reconciliação"): for each key
+/// type, the VSync of the CIDs our accounts' keys have is sent to the DICT; an `NOK` asks
+/// for the file of the DICT's CIDs of that type, and the difference is repaired, the DICT
+/// winning: an entry it holds for us that we lack (read by its CID) is taken in, a key we
+/// hold that it lacks is dropped (`account::sync`). Every check and repair is counted; a
+/// check that fails is tried again at the next turn.
+async fn dict_sync(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The first tick is at once: the first check waits a whole period.
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        for key_type in super::dict::KEY_TYPES {
+            match sync_key_type(&dict, &*inbound, key_type).await {
+                Ok(None) => return,
+                Ok(Some(ok)) => {
+                    let result = if ok { "ok" } else { "repaired" };
+                    metrics::counter!("pixgw_dict_sync_checks_total", "key_type" => key_type, "result" => result)
+                        .increment(1);
+                }
+                Err(e) => {
+                    metrics::counter!("pixgw_dict_sync_checks_total", "key_type" => key_type, "result" => "failed")
+                        .increment(1);
+                    tracing::warn!(key_type, error = %e, "the keys' sync with the DICT could not be checked; trying again next turn");
+                }
+            }
+        }
+    }
+}
+
+/// One key type's check: `Some(true)` when the DICT found the sets equal, `Some(false)`
+/// when a difference was repaired, `None` once the DICT's client is gone.
+async fn sync_key_type(
+    dict: &Addr<DictClient>,
+    inbound: &dyn Inbound,
+    key_type: &str,
+) -> Result<Option<bool>, String> {
+    use super::directory::{EntryByCid, FetchCidFile, GetCidFile, RequestCidFile, VerifySync};
+    let here = inbound.dict_cids(key_type).map_err(|e| e.to_string())?;
+    let vsync =
+        crate::domain::cid::vsync(here.iter().map(String::as_str)).ok_or("a recorded CID is not one")?;
+    let Ok(ok) = dict.send(VerifySync { key_type: key_type.to_owned(), vsync }).await else {
+        return Ok(None);
+    };
+    if ok.map_err(|e| e.to_string())? {
+        return Ok(Some(true));
+    }
+    tracing::warn!(key_type, "the DICT's sync verification found a difference; reading its CIDs");
+    let Ok(file) = dict.send(RequestCidFile { key_type: key_type.to_owned() }).await else { return Ok(None) };
+    let mut file = file.map_err(|e| e.to_string())?;
+    for _ in 0..CID_FILE_ASKS_MAX {
+        if file.status != "REQUESTED" && file.status != "PROCESSING" {
+            break;
+        }
+        tokio::time::sleep(CID_FILE_ASK_EVERY).await;
+        let Ok(now) = dict.send(GetCidFile { id: file.id }).await else { return Ok(None) };
+        file = now.map_err(|e| e.to_string())?;
+    }
+    if file.status != "AVAILABLE" {
+        return Err(format!("the CID file {} is {}", file.id, file.status));
+    }
+    let Ok(theirs) = dict.send(FetchCidFile { file }).await else { return Ok(None) };
+    let theirs = theirs.map_err(|e| e.to_string())?;
+    let diff =
+        crate::domain::cid::difference(here.iter().map(String::as_str), theirs.iter().map(String::as_str));
+    for cid in diff.only_at_dict {
+        let Ok(found) = dict.send(EntryByCid { cid: cid.clone() }).await else { return Ok(None) };
+        let (entry, _) = found.map_err(|e| e.to_string())?;
+        let found = crate::rail::SyncEntry {
+            key: entry.key,
+            key_type: entry.key_type,
+            participant: entry.participant.to_string(),
+            account_number: entry.account_number,
+            created: entry.creation_date,
+            cid,
+        };
+        inbound.sync_take_in(found).map_err(|e| e.to_string())?;
+    }
+    for cid in diff.only_here {
+        inbound.sync_drop(&cid).map_err(|e| e.to_string())?;
+    }
+    Ok(Some(false))
 }
 
 /// One turn's lists of changed claims; `false` once the DICT's client is gone.

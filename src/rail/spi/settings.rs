@@ -31,6 +31,11 @@ pub const DICT_CATEGORY_DEFAULT: char = 'A';
 /// homologation's test), so a turn may not wait longer.
 pub const CLAIMS_POLL_MS_DEFAULT: u64 = 10_000;
 pub const CLAIMS_POLL_MS_MAX: u64 = 60_000;
+/// How often the keys' sync with the DICT is verified, unless set (ms), and the bound of the
+/// setting: the DICT takes ten verifications a minute (bucket 50) and one is made per key
+/// type, so at most one check every 30 s is kept within it over time.
+pub const SYNC_EVERY_MS_DEFAULT: u64 = 3_600_000;
+pub const SYNC_EVERY_MS_MAX: u64 = 86_400_000;
 pub const MED_POLL_MS_MIN: u64 = 100;
 pub const MED_POLL_MS_MAX: u64 = 3_600_000;
 
@@ -63,6 +68,8 @@ pub struct SpiFile {
     pub med_poll_ms: Option<u64>,
     /// How often the DICT's claims are listed, in ms (100 to 60,000).
     pub claims_poll_ms: Option<u64>,
+    /// How often the keys' sync with the DICT is verified, in ms (100 to 86,400,000).
+    pub sync_every_ms: Option<u64>,
     /// How long after its debit a payout may still leave, in ms (1,000 to 35,000).
     pub leave_within_ms: Option<u64>,
     /// The participant's category in the DICT's anti-scan policy (`A` to `H`), as the
@@ -98,6 +105,9 @@ impl SpiFile {
         if let Some(v) = env("PIXGW_SPI_CLAIMS_POLL_MS").and_then(|v| v.parse().ok()) {
             self.claims_poll_ms = Some(v);
         }
+        if let Some(v) = env("PIXGW_SPI_SYNC_EVERY_MS").and_then(|v| v.parse().ok()) {
+            self.sync_every_ms = Some(v);
+        }
         self.dict_category = env("PIXGW_SPI_DICT_CATEGORY").or(self.dict_category);
         if let Some(v) = env("PIXGW_SPI_PAYOUT_BACKLOG_MAX").and_then(|v| v.parse().ok()) {
             self.payout_backlog_max = Some(v);
@@ -126,6 +136,8 @@ pub struct SpiSettings {
     pub med_poll: std::time::Duration,
     /// How often the DICT's claims are listed (and the steps owed on them taken).
     pub claims_poll: std::time::Duration,
+    /// How often the keys' sync with the DICT is verified (and a difference repaired).
+    pub sync_every: std::time::Duration,
     /// How long after its debit a payout may still leave; later, it fails unsent.
     pub leave_within: std::time::Duration,
     /// The participant's category in the DICT's anti-scan policy.
@@ -196,6 +208,10 @@ impl SpiSettings {
         if !(MED_POLL_MS_MIN..=CLAIMS_POLL_MS_MAX).contains(&claims_poll_ms) {
             return Err(format!("[spi] claims_poll_ms must be {MED_POLL_MS_MIN} to {CLAIMS_POLL_MS_MAX}"));
         }
+        let sync_every_ms = f.sync_every_ms.unwrap_or(SYNC_EVERY_MS_DEFAULT);
+        if !(MED_POLL_MS_MIN..=SYNC_EVERY_MS_MAX).contains(&sync_every_ms) {
+            return Err(format!("[spi] sync_every_ms must be {MED_POLL_MS_MIN} to {SYNC_EVERY_MS_MAX}"));
+        }
         let Bounds { leave_within, dict_category, payout_backlog_max } = bounds(f)?;
         Ok(SpiSettings {
             payout_backlog_max,
@@ -204,6 +220,7 @@ impl SpiSettings {
             payloads: Arc::new(payloads),
             med_poll: std::time::Duration::from_millis(med_poll_ms),
             claims_poll: std::time::Duration::from_millis(claims_poll_ms),
+            sync_every: std::time::Duration::from_millis(sync_every_ms),
             ispb,
             icom_url,
             dict_url,

@@ -75,6 +75,34 @@ impl Repo {
         self.commit(&b)
     }
 
+    /// Every key registered for an account of this gateway, with its account.
+    pub fn all_keys(&self) -> Result<Vec<(AccountId, KeyRecord)>, RepoError> {
+        let mut out = Vec::new();
+        for (k, v) in self.store.scan_prefix(b"akey/")? {
+            let corrupt = || RepoError::Corrupt {
+                key: String::from_utf8_lossy(&k).into_owned(),
+                reason: "bad account".into(),
+            };
+            let text = std::str::from_utf8(&k[5..]).map_err(|_| corrupt())?;
+            let id = text
+                .split('/')
+                .next()
+                .and_then(|a| a.parse().ok())
+                .and_then(AccountId::new)
+                .ok_or_else(corrupt)?;
+            out.push((id, super::parse_json(&k, &v)?));
+        }
+        Ok(out)
+    }
+
+    /// Writes a key of an account as it now is (its CID adopted in a repair).
+    pub fn put_key(&self, account: AccountId, key: &KeyRecord) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        b.put(keys::receiving_key(&key.key), account.get().to_be_bytes().to_vec());
+        b.put(keys::account_key(account, &key.key), to_json(key)?);
+        self.commit(&b)
+    }
+
     /// The keys registered for an account, in key order.
     pub fn keys_of(&self, account: AccountId) -> Result<Vec<KeyRecord>, RepoError> {
         self.store

@@ -233,11 +233,12 @@ impl Repo {
                 Record::Cobr(c) => self.put_cobr(&mut b, c)?,
                 Record::LocRec(l) => b.put(keys::locrec(l.account_id, l.local_id), to_json(l)?),
                 Record::Claim(c) => self.put_claim(&mut b, c)?,
-                Record::KeyArrived { key, key_type, at } => {
+                Record::KeyArrived { key, key_type, at, cid } => {
                     let record = crate::store::KeyRecord {
                         key: key.clone(),
                         key_type: key_type.clone(),
                         registered_at: *at,
+                        cid: cid.clone(),
                     };
                     b.put(keys::receiving_key(key), id.get().to_be_bytes().to_vec());
                     b.put(keys::account_key(id, key), to_json(&record)?);

@@ -208,11 +208,13 @@ impl Book {
                 c.cancelled_by = Some(role);
             }
             Step::Complete => {
+                let rid = request_id.as_deref().and_then(|r| uuid::Uuid::parse_str(r).ok());
+                let Some(rid) = rid else { return Err(p(400, "BadRequest", "RequestId is not a UUID")) };
                 c.status = ClaimStatus::Completed;
                 let mut entry = c.claimer.clone();
                 entry.creation_date = now;
                 entry.key_ownership_date = now;
-                dir.put(entry);
+                dir.put(entry, rid);
                 held.completed = Some((request_id.unwrap_or_default(), now, now));
                 return Ok((c.clone(), Some((now, now))));
             }
@@ -475,30 +477,19 @@ pub async fn control_open(body: web::Json<Value>, sim: web::Data<Sim>) -> HttpRe
         return HttpResponse::NotFound().json(json!({ "error": "no entry for the key" }));
     };
     let tax_id = b["taxId"].as_str().unwrap_or(&entry.tax_id).to_owned();
-    let asked = DictClaim {
-        claimer: Entry {
-            participant: claimer.clone(),
-            branch: None,
-            account_number: "1".into(),
-            account_type: "CACC".into(),
-            opening_date: sim.now(),
-            owner_type: owner_type_of(&tax_id).into(),
-            name: b["name"].as_str().unwrap_or(&entry.name).to_owned(),
-            tax_id,
-            trade_name: None,
-            ..entry
-        },
-        claim_type,
-        donor: claimer.clone(),
-        id: String::new(),
-        status: ClaimStatus::Open,
-        resolution_end: DateTime::<Utc>::UNIX_EPOCH,
-        completion_end: None,
-        modified: DateTime::<Utc>::UNIX_EPOCH,
-        confirm_reason: None,
-        cancel_reason: None,
-        cancelled_by: None,
+    let claimer_entry = Entry {
+        participant: claimer.clone(),
+        branch: None,
+        account_number: "1".into(),
+        account_type: "CACC".into(),
+        opening_date: sim.now(),
+        owner_type: owner_type_of(&tax_id).into(),
+        name: b["name"].as_str().unwrap_or(&entry.name).to_owned(),
+        tax_id,
+        trade_name: None,
+        ..entry
     };
+    let asked = DictClaim::asked(claim_type, claimer_entry);
     let id = uuid::Uuid::new_v4().to_string();
     match with_book(&sim, |book, dir, now| book.create(dir, &claimer, asked, id, now)) {
         Ok(c) => HttpResponse::Created().json(claim_json(&c)),
@@ -610,25 +601,13 @@ mod tests {
     }
 
     fn asked(claim_type: ClaimType, claimer: Entry) -> DictClaim {
-        DictClaim {
-            claimer,
-            claim_type,
-            donor: ispb("00000000"),
-            id: String::new(),
-            status: ClaimStatus::Open,
-            resolution_end: DateTime::<Utc>::UNIX_EPOCH,
-            completion_end: None,
-            modified: DateTime::<Utc>::UNIX_EPOCH,
-            confirm_reason: None,
-            cancel_reason: None,
-            cancelled_by: None,
-        }
+        DictClaim::asked(claim_type, claimer)
     }
 
     #[test]
     fn a_portability_moves_the_entry_at_confirmation_and_completion_and_a_repeat_changes_nothing() {
         let mut dir = Directory::seeded().unwrap();
-        dir.put(entry("+5511900000001", "99999A04", "52998224725"));
+        dir.put(entry("+5511900000001", "99999A04", "52998224725"), uuid::Uuid::nil());
         let mut book = Book::default();
         let now = at("2026-02-01T10:00:00Z");
         let me = ispb("1234ABCD");
@@ -648,17 +627,43 @@ mod tests {
         book.play_virtual(&mut dir, &|i| *i == me, now);
         assert_eq!(book.get("c1").unwrap().status, ClaimStatus::Confirmed);
         assert!(dir.lookup("+5511900000001").is_none());
-        let (done, dates) = book.step(&mut dir, &me, "c1", Step::Complete, Some("r1".into()), now).unwrap();
+        let (done, dates) = book
+            .step(
+                &mut dir,
+                &me,
+                "c1",
+                Step::Complete,
+                Some("00000000-0000-4000-8000-000000000001".into()),
+                now,
+            )
+            .unwrap();
         assert_eq!((done.status, dates), (ClaimStatus::Completed, Some((now, now))));
         assert_eq!(dir.lookup("+5511900000001").unwrap().participant, me);
         // The same completion again: the same answer, nothing made twice.
         let later = now + chrono::Duration::minutes(1);
-        let (again, dates) =
-            book.step(&mut dir, &me, "c1", Step::Complete, Some("r1".into()), later).unwrap();
+        let (again, dates) = book
+            .step(
+                &mut dir,
+                &me,
+                "c1",
+                Step::Complete,
+                Some("00000000-0000-4000-8000-000000000001".into()),
+                later,
+            )
+            .unwrap();
         assert_eq!((again.modified, dates), (now, Some((now, now))));
         // Another completion request id is no repeat: the claim is completed.
         assert_eq!(
-            book.step(&mut dir, &me, "c1", Step::Complete, Some("r2".into()), later).unwrap_err().kind,
+            book.step(
+                &mut dir,
+                &me,
+                "c1",
+                Step::Complete,
+                Some("00000000-0000-4000-8000-000000000002".into()),
+                later
+            )
+            .unwrap_err()
+            .kind,
             "ClaimOperationInvalid"
         );
     }
@@ -666,7 +671,7 @@ mod tests {
     #[test]
     fn a_claim_is_refused_for_a_missing_key_a_second_claim_and_an_inconsistent_type() {
         let mut dir = Directory::seeded().unwrap();
-        dir.put(entry("+5511900000002", "99999A04", "52998224725"));
+        dir.put(entry("+5511900000002", "99999A04", "52998224725"), uuid::Uuid::nil());
         let mut book = Book::default();
         let now = at("2026-02-01T10:00:00Z");
         let me = ispb("1234ABCD");
@@ -724,7 +729,7 @@ mod tests {
     fn an_ownership_claim_against_a_real_donor_waits_for_it_and_completes_after_its_period() {
         let mut dir = Directory::seeded().unwrap();
         let me = ispb("1234ABCD");
-        dir.put(entry("+5511900000003", "1234ABCD", "52998224725"));
+        dir.put(entry("+5511900000003", "1234ABCD", "52998224725"), uuid::Uuid::nil());
         let mut book = Book::default();
         let now = at("2026-02-01T10:00:00Z");
         let virtual_claimer = ispb("99999A04");

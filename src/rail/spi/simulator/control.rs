@@ -51,6 +51,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/sim/claims/{id}", web::get().to(super::claims::control_get))
         .route("/sim/claims/{id}/{step}", web::post().to(super::claims::control_step))
         .route("/sim/clock", web::put().to(super::claims::control_clock))
+        .route("/sim/dict/entries/{key}", web::put().to(super::sync::control_put_entry))
+        .route("/sim/dict/entries/{key}", web::delete().to(super::sync::control_delete_entry))
+        .route("/sim/dict/sync", web::get().to(super::sync::control_stats))
         .route("/healthz", web::get().to(|| async { HttpResponse::Ok().body("ok") }));
 }
 

@@ -42,6 +42,8 @@ pub const COST_MISS: f64 = 20.0;
 
 pub struct Directory {
     entries: HashMap<String, Entry>,
+    /// The `RequestId` that created each entry (its CID's key), by key.
+    request_ids: HashMap<String, uuid::Uuid>,
     institutions: Vec<(Ispb, String)>,
     buckets: HashMap<String, Bucket>,
 }
@@ -115,7 +117,8 @@ impl Directory {
         for r in REJECT_KEY_REASONS {
             own(format!("{r}@rejeita.spi-sim.pixgw"), REJECTING_RECEIVER);
         }
-        Ok(Directory { entries, institutions, buckets: HashMap::new() })
+        let request_ids = entries.keys().map(|k| (k.clone(), uuid::Uuid::new_v4())).collect();
+        Ok(Directory { entries, request_ids, institutions, buckets: HashMap::new() })
     }
 
     pub fn institutions(&self) -> Vec<(Ispb, String)> {
@@ -147,8 +150,8 @@ impl Directory {
         }
     }
 
-    /// Registers a key (an EVP without one gets a fresh key).
-    pub fn register(&mut self, mut e: Entry) -> Result<Entry, Problem> {
+    /// Registers a key (an EVP without one gets a fresh key) under the request that made it.
+    pub fn register(&mut self, mut e: Entry, request_id: uuid::Uuid) -> Result<Entry, Problem> {
         if e.key_type == "EVP" && e.key.is_empty() {
             e.key = uuid::Uuid::new_v4().to_string();
         }
@@ -163,18 +166,39 @@ impl Directory {
         let now = Utc::now();
         e.creation_date = now;
         e.key_ownership_date = now;
+        self.request_ids.insert(e.key.clone(), request_id);
         self.entries.insert(e.key.clone(), e.clone());
         Ok(e)
     }
 
     /// Takes a key's entry out (a claim's confirmation moves it).
     pub fn take(&mut self, key: &str) -> Option<Entry> {
+        self.request_ids.remove(key);
         self.entries.remove(key)
     }
 
-    /// Puts an entry in (a claim's completion makes the claimer's).
-    pub fn put(&mut self, e: Entry) {
+    /// Puts an entry in, made by `request_id` (a claim's completion makes the claimer's).
+    pub fn put(&mut self, e: Entry, request_id: uuid::Uuid) {
+        self.request_ids.insert(e.key.clone(), request_id);
         self.entries.insert(e.key.clone(), e);
+    }
+
+    /// The CIDs of `participant`'s entries of a key type.
+    pub fn cids_of(&self, participant: &str, key_type: &str) -> Vec<String> {
+        self.entries
+            .values()
+            .filter(|e| e.participant.as_str() == participant && e.key_type == key_type)
+            .filter_map(|e| self.request_ids.get(&e.key).map(|r| crate::rail::spi::sync::cid_of(e, r)))
+            .collect()
+    }
+
+    /// The entry a CID names, and the request that made it.
+    pub fn by_cid(&self, cid: &str) -> Option<(Entry, uuid::Uuid)> {
+        let cid = cid.to_ascii_lowercase();
+        self.entries.values().find_map(|e| {
+            let r = self.request_ids.get(&e.key)?;
+            (crate::rail::spi::sync::cid_of(e, r) == cid).then(|| (e.clone(), *r))
+        })
     }
 
     pub fn remove(&mut self, key: &str, by: &Ispb) -> Result<(), Problem> {
@@ -184,7 +208,7 @@ impl Directory {
                 Err(problem(403, "Forbidden", "the key is another participant's"))
             }
             Some(_) => {
-                self.entries.remove(key);
+                self.take(key);
                 Ok(())
             }
         }
@@ -230,6 +254,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/api/v2/refunds/", web::get().to(list_refunds))
         .route("/api/v2/refunds/{id}/close", web::post().to(close_refund));
     super::claims::routes(cfg);
+    super::sync::routes(cfg);
 }
 
 #[derive(serde::Deserialize)]
@@ -422,7 +447,12 @@ async fn create(req: HttpRequest, body: Bytes, sim: web::Data<Sim>) -> HttpRespo
     if entry.participant != from {
         return answer_problem(&problem(403, "Forbidden", "an entry is registered by its own participant"));
     }
-    let registered = sim.directory.lock().unwrap_or_else(|p| p.into_inner()).register(entry);
+    let Some(request_id) =
+        doc.root.text_at(&["RequestId"]).and_then(|r| uuid::Uuid::parse_str(r.trim()).ok())
+    else {
+        return answer_problem(&problem(400, "EntryInvalid", "RequestId is missing or not a UUID"));
+    };
+    let registered = sim.directory.lock().unwrap_or_else(|p| p.into_inner()).register(entry, request_id);
     match registered {
         Ok(e) => signed(
             &sim,

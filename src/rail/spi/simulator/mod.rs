@@ -25,6 +25,7 @@ pub mod core;
 pub mod dict;
 pub mod icom;
 pub mod pki;
+pub mod sync;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -280,6 +281,8 @@ pub struct Sim {
     spooled: std::sync::atomic::AtomicU64,
     /// The DICT's key claims.
     pub claims: Mutex<claims::Book>,
+    /// The DICT's reconciliation: CID files and verifications.
+    pub sync: Mutex<sync::Files>,
     /// How far the control routes moved the simulator's clock, in ms (claims' periods).
     pub clock_offset_ms: std::sync::atomic::AtomicI64,
 }
@@ -512,6 +515,7 @@ pub async fn start(args: SimArgs) -> anyhow::Result<Running> {
         stream_idle: Duration::from_millis(args.stream_idle_ms),
         spooled: std::sync::atomic::AtomicU64::new(0),
         claims: Mutex::new(claims::Book::default()),
+        sync: Mutex::new(sync::Files::default()),
         clock_offset_ms: std::sync::atomic::AtomicI64::new(0),
     });
     let tls = icom::server_tls(&args.dir)?;

@@ -1,0 +1,224 @@
+//! The simulator's DICT reconciliation (API 2.12.1, "Reconciliação"): sync verifications
+//! against the CIDs of the participant's entries, CID set files (made at once, read over
+//! the DICT's own connection), and entries by CID. Control routes put an entry in or take one
+//! out behind a participant's back (`PUT`/`DELETE /sim/dict/entries/{key}`), so a test makes
+//! the difference a verification must find, and read the counts (`GET /sim/dict/sync`).
+
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use serde_json::{json, Value};
+
+use super::dict::{answer_problem, correlation_id, problem, signed, signed_write};
+use super::icom::participant;
+use super::Sim;
+use crate::rail::spi::dict::{owner_type_of, Entry, KEY_TYPES};
+use crate::rail::spi::message::Ispb;
+use crate::rail::spi::sync::{
+    cid_file_response, entry_by_cid_response, read_verification_request, verification_response, CidFile,
+};
+
+/// The files made and the verifications answered.
+#[derive(Debug, Default)]
+pub struct Files {
+    files: Vec<(CidFile, String)>,
+    pub verifications: u64,
+    pub nok: u64,
+}
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/api/v2/sync-verifications/", web::post().to(verify))
+        .route("/api/v2/cids/files/", web::post().to(create_file))
+        .route("/api/v2/cids/files/{id}", web::get().to(get_file))
+        .route("/api/v2/cids/files/{id}/content", web::get().to(file_content))
+        .route("/api/v2/cids/entries/{cid}", web::get().to(entry_by_cid));
+}
+
+fn created(sim: &Sim, body: &str) -> HttpResponse {
+    signed(sim, actix_web::http::StatusCode::CREATED, body, false)
+}
+
+async fn verify(req: HttpRequest, body: Bytes, sim: web::Data<Sim>) -> HttpResponse {
+    let (from, doc) = match signed_write(&req, &sim, &body) {
+        Ok(w) => w,
+        Err(answer) => return *answer,
+    };
+    let (who, key_type, theirs) = match read_verification_request(&doc) {
+        Ok(r) => r,
+        Err(e) => return answer_problem(&problem(400, "BadRequest", &e)),
+    };
+    if who != from.as_str() || !KEY_TYPES.contains(&key_type.as_str()) {
+        return answer_problem(&problem(
+            400,
+            "BadRequest",
+            "Participant must be the caller, KeyType a key type",
+        ));
+    }
+    let cids = sim.directory.lock().unwrap_or_else(|p| p.into_inner()).cids_of(from.as_str(), &key_type);
+    let ours = crate::domain::cid::vsync(cids.iter().map(String::as_str)).unwrap_or_default();
+    let ok = ours.eq_ignore_ascii_case(&theirs);
+    let id = {
+        let mut files = sim.sync.lock().unwrap_or_else(|p| p.into_inner());
+        files.verifications += 1;
+        files.nok += u64::from(!ok);
+        files.verifications
+    };
+    created(&sim, &verification_response(&from, &key_type, &theirs, id, ok, &correlation_id(), sim.now()))
+}
+
+async fn create_file(req: HttpRequest, body: Bytes, sim: web::Data<Sim>) -> HttpResponse {
+    let (from, doc) = match signed_write(&req, &sim, &body) {
+        Ok(w) => w,
+        Err(answer) => return *answer,
+    };
+    let text = |n: &str| doc.root.text_at(&[n]).map(|t| t.trim().to_owned());
+    let (Some(who), Some(key_type)) = (text("Participant"), text("KeyType")) else {
+        return answer_problem(&problem(400, "BadRequest", "Participant and KeyType are required"));
+    };
+    if who != from.as_str() || !KEY_TYPES.contains(&key_type.as_str()) {
+        return answer_problem(&problem(
+            400,
+            "BadRequest",
+            "Participant must be the caller, KeyType a key type",
+        ));
+    }
+    let cids = sim.directory.lock().unwrap_or_else(|p| p.into_inner()).cids_of(from.as_str(), &key_type);
+    let content: String = cids.iter().map(|c| format!("{c}\n")).collect();
+    use sha2::Digest;
+    let sha: String = sha2::Sha256::digest(content.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    // Host carries no port (the ICOM manual's rule, which this listener keeps for the DICT
+    // too): the file's URL names the host asked for and the port this listener serves on.
+    let host = format!("{}:{}", req.connection_info().host(), req.app_config().local_addr().port());
+    let now = sim.now();
+    let file = {
+        let mut files = sim.sync.lock().unwrap_or_else(|p| p.into_inner());
+        let id = files.files.len() as u64 + 1;
+        let file = CidFile {
+            id,
+            status: "AVAILABLE".into(),
+            participant: from.to_string(),
+            key_type,
+            requested: now,
+            url: Some(format!("https://{host}/api/v2/cids/files/{id}/content")),
+            bytes: Some(content.len() as u64),
+            sha256: Some(sha),
+        };
+        files.files.push((file.clone(), content));
+        file
+    };
+    created(&sim, &cid_file_response("CreateCidSetFileResponse", &file, &correlation_id(), now))
+}
+
+/// A file of the caller's, by id.
+fn file_of(req: &HttpRequest, sim: &Sim, id: u64) -> Result<(CidFile, String), Box<HttpResponse>> {
+    let from = participant(req, sim, None, true).map_err(|r| Box::new(r.response()))?;
+    let files = sim.sync.lock().unwrap_or_else(|p| p.into_inner());
+    match files.files.iter().find(|(f, _)| f.id == id) {
+        Some((f, c)) if f.participant == from.as_str() => Ok((f.clone(), c.clone())),
+        Some(_) => {
+            Err(Box::new(answer_problem(&problem(403, "Forbidden", "the file is another participant's"))))
+        }
+        None => Err(Box::new(answer_problem(&problem(404, "NotFound", "no such file")))),
+    }
+}
+
+async fn get_file(req: HttpRequest, id: web::Path<u64>, sim: web::Data<Sim>) -> HttpResponse {
+    match file_of(&req, &sim, *id) {
+        Ok((f, _)) => signed(
+            &sim,
+            actix_web::http::StatusCode::OK,
+            &cid_file_response("GetCidSetFileResponse", &f, &correlation_id(), sim.now()),
+            false,
+        ),
+        Err(r) => *r,
+    }
+}
+
+async fn file_content(req: HttpRequest, id: web::Path<u64>, sim: web::Data<Sim>) -> HttpResponse {
+    match file_of(&req, &sim, *id) {
+        Ok((_, content)) => HttpResponse::Ok().content_type("text/plain").body(content),
+        Err(r) => *r,
+    }
+}
+
+async fn entry_by_cid(req: HttpRequest, cid: web::Path<String>, sim: web::Data<Sim>) -> HttpResponse {
+    let from = match participant(&req, &sim, None, true) {
+        Ok(p) => p,
+        Err(r) => return r.response(),
+    };
+    let found = sim.directory.lock().unwrap_or_else(|p| p.into_inner()).by_cid(&cid);
+    match found {
+        Some((e, rid)) if e.participant == from => signed(
+            &sim,
+            actix_web::http::StatusCode::OK,
+            &entry_by_cid_response(&cid.to_ascii_lowercase(), &e, &rid, &correlation_id(), sim.now()),
+            false,
+        ),
+        Some(_) => answer_problem(&problem(403, "Forbidden", "the entry is another participant's")),
+        None => answer_problem(&problem(404, "NotFound", "no active entry has this CID")),
+    }
+}
+
+// ---- control routes ---------------------------------------------------------------------
+
+fn bad(why: &str) -> HttpResponse {
+    HttpResponse::BadRequest().json(json!({ "error": why }))
+}
+
+/// `PUT /sim/dict/entries/{key}` `{keyType, participant, account, taxId?, name?}`: the DICT
+/// holds this entry from now on, whatever the participant knows (a fresh `RequestId`).
+pub async fn control_put_entry(
+    key: web::Path<String>,
+    body: web::Json<Value>,
+    sim: web::Data<Sim>,
+) -> HttpResponse {
+    let b = body.into_inner();
+    let Some(key_type) = b["keyType"].as_str().filter(|t| KEY_TYPES.contains(t)) else {
+        return bad("keyType is a key type");
+    };
+    let Some(participant) = b["participant"].as_str().and_then(Ispb::parse) else {
+        return bad("participant is an ISPB");
+    };
+    let Some(account) = b["account"].as_str().filter(|a| !a.is_empty()) else {
+        return bad("account is required");
+    };
+    let tax_id = b["taxId"].as_str().unwrap_or("52998224725").to_owned();
+    let now = sim.now();
+    let entry = Entry {
+        key: key.into_inner(),
+        key_type: key_type.to_owned(),
+        participant,
+        branch: None,
+        account_number: account.to_owned(),
+        account_type: "TRAN".into(),
+        opening_date: now,
+        owner_type: owner_type_of(&tax_id).into(),
+        name: b["name"].as_str().unwrap_or("Titular Simulado").to_owned(),
+        tax_id,
+        trade_name: None,
+        creation_date: now,
+        key_ownership_date: now,
+    };
+    let rid = uuid::Uuid::new_v4();
+    let cid = crate::rail::spi::sync::cid_of(&entry, &rid);
+    sim.directory.lock().unwrap_or_else(|p| p.into_inner()).put(entry, rid);
+    HttpResponse::Ok().json(json!({ "cid": cid }))
+}
+
+/// `DELETE /sim/dict/entries/{key}`: the DICT forgets the entry, whatever the participant
+/// knows.
+pub async fn control_delete_entry(key: web::Path<String>, sim: web::Data<Sim>) -> HttpResponse {
+    match sim.directory.lock().unwrap_or_else(|p| p.into_inner()).take(&key) {
+        Some(_) => HttpResponse::NoContent().finish(),
+        None => HttpResponse::NotFound().json(json!({ "error": "no such entry" })),
+    }
+}
+
+/// `GET /sim/dict/sync`: verifications answered, how many found a difference, files made.
+pub async fn control_stats(sim: web::Data<Sim>) -> HttpResponse {
+    let files = sim.sync.lock().unwrap_or_else(|p| p.into_inner());
+    HttpResponse::Ok().json(json!({
+        "verifications": files.verifications,
+        "nok": files.nok,
+        "files": files.files.len(),
+    }))
+}
