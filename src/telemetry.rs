@@ -236,6 +236,34 @@ fn describe_rails() {
         "Payouts handed to the rail again (a start) whose message ICOM had taken: not posted again, the SPI's answer awaited"
     );
     describe_counter!(
+        "pixgw_dict_claims_seen_total",
+        "DICT key claims listed and recorded by the accounts they concern"
+    );
+    describe_counter!(
+        "pixgw_dict_claim_steps_total",
+        "Steps of DICT key claims taken, by step and by whom: the gateway's own, a client's, an operator's"
+    );
+    describe_counter!(
+        "pixgw_dict_claims_opened_total",
+        "DICT key claims opened for accounts of this gateway"
+    );
+    describe_counter!(
+        "pixgw_dict_claims_unattributed_total",
+        "DICT key claims naming this participant but no account of it (a sync difference), not recorded"
+    );
+    describe_counter!(
+        "pixgw_dict_sync_checks_total",
+        "Sync verifications with the DICT, by key type and result: ok, repaired, failed"
+    );
+    describe_counter!(
+        "pixgw_dict_sync_repairs_total",
+        "Differences with the DICT repaired (added, adopted, removed) or left to an operator (kept, unattributed)"
+    );
+    describe_counter!(
+        "pixgw_dict_risk_verdicts_total",
+        "Payments to keys of other institutions by the risk rule's verdict on the DICT's anti-fraud counters"
+    );
+    describe_counter!(
         "pixgw_icom_streams_closed_total",
         "ICOM streams closed with DELETE, by when: stop, start (left by a killed run), error"
     );

@@ -33,6 +33,7 @@ pub mod reconcile;
 pub mod recurrence;
 pub mod refunds;
 pub mod resolution;
+pub mod risk;
 pub mod scenario;
 pub mod scope;
 pub mod splits;

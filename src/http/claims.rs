@@ -96,7 +96,7 @@ async fn open(
     claimable(&key_type, claim_type).map_err(ApiError::Claim)?;
     let account = state.repo.account(id)?.ok_or_else(|| ApiError::NotFound("no such account".into()))?;
     if account.profile.sandbox {
-        return Err(ApiError::ClaimAsk(crate::rail::keys::ClaimAskError::NoDict));
+        return Err(ApiError::ClaimAsk(crate::rail::keys::DictAskError::NoDict));
     }
     let document = account.profile.document.to_string();
     if matches!(key_type.as_str(), "CPF" | "CNPJ") && key != document {

@@ -197,6 +197,7 @@ pub async fn dict_pix(
         Answer::Found(p) => Some(p),
         Answer::Unknown | Answer::NotFound => None,
         Answer::Closed => return Err(Rejection::ExternalPayoutsDisabled.into()),
+        Answer::Refused(why) => return Err(Rejection::PayeeFraudMarked(why).into()),
     };
     let directory_decides = matches!(scenario, None | Some(PayoutScenario::Confirm));
     if payee.is_none() && directory_decides {

@@ -21,6 +21,7 @@ pub mod cobr;
 pub mod cobv;
 pub mod dict;
 pub mod error;
+pub mod fraud;
 pub mod gate;
 pub mod idempotency;
 pub mod me;
@@ -295,6 +296,9 @@ fn table() -> RouteTable {
     t.add(admin, Method::POST, "/admin/accounts/{id}/med/{medId}/analysis", med::admin_analyze);
     t.add(admin, Method::GET, "/admin/accounts/{id}/keys", admin::list_keys);
     t.add(admin, Method::POST, "/admin/accounts/{id}/claims", claims::admin_open);
+    t.add(admin, Method::POST, "/admin/fraud-markers", fraud::mark);
+    t.add(admin, Method::GET, "/admin/fraud-markers", fraud::list);
+    t.add(admin, Method::POST, "/admin/fraud-markers/{id}/cancel", fraud::cancel);
     t.add(admin, Method::GET, "/admin/accounts/{id}/claims", claims::admin_list);
     t.add(admin, Method::POST, "/admin/accounts/{id}/claims/{claimId}/{step}", claims::admin_step);
     t.add(admin, Method::DELETE, "/admin/accounts/{id}/keys/{key}", admin::remove_key);

@@ -8,8 +8,8 @@ use utoipa::{Modify, OpenApi};
 use super::idempotency::{key_use, KeyUse};
 
 use super::{
-    admin, automatic, balance, charges, claims, cob, cobr, cobv, dict, error, me, med, ops, payload, pix,
-    rec, received, refunds, sandbox, schemas, token, transactions, webhooks,
+    admin, automatic, balance, charges, claims, cob, cobr, cobv, dict, error, fraud, me, med, ops, payload,
+    pix, rec, received, refunds, sandbox, schemas, token, transactions, webhooks,
 };
 
 struct Security;
@@ -473,6 +473,9 @@ fn default_description(status: &str) -> &'static str {
         claims::admin_open,
         claims::admin_list,
         claims::admin_step,
+        fraud::mark,
+        fraud::list,
+        fraud::cancel,
         med::open,
         med::analyze,
         med::cancel,

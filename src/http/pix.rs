@@ -108,6 +108,7 @@ pub async fn cash_out(
         Answer::Unknown => None,
         Answer::NotFound => return Err(Rejection::KeyNotInDirectory.into()),
         Answer::Closed => return Err(Rejection::ExternalPayoutsDisabled.into()),
+        Answer::Refused(why) => return Err(Rejection::PayeeFraudMarked(why).into()),
     };
     let document_mismatch =
         input.check_document && payee.as_ref().is_some_and(|p| p.document != input.document);
@@ -269,6 +270,7 @@ pub async fn cash_out_qrcode(
             Answer::Unknown => None,
             Answer::NotFound => return Err(Rejection::KeyNotInDirectory.into()),
             Answer::Closed => return Err(Rejection::ExternalPayoutsDisabled.into()),
+            Answer::Refused(why) => return Err(Rejection::PayeeFraudMarked(why).into()),
         },
         None => None,
     };

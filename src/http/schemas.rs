@@ -926,6 +926,22 @@ pub struct AdminClaimStepRequest {
     reason: Option<String>,
 }
 
+/// `POST /admin/fraud-markers`: a person (and one of its keys) to mark for fraud.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
+pub struct FraudMarkRequest {
+    /// The person's CPF (11 digits) or CNPJ (14 digits).
+    tax_id: String,
+    /// One of the person's keys, to mark with it.
+    key: Option<String>,
+    /// APPLICATION_FRAUD, MULE_ACCOUNT, SCAMMER_ACCOUNT or OTHER.
+    fraud_type: String,
+    /// The mark's idempotency key (at most 64 characters): the same reference again answers
+    /// the same mark.
+    reference: String,
+}
+
 /// `POST /admin/accounts/{id}/adjustments`: an operator's move of money.
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]

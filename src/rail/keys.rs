@@ -43,6 +43,8 @@ pub enum Answer {
     NotFound,
     /// This rail pays nobody outside this gateway (a closed wallet).
     Closed,
+    /// The risk rule refuses a payment to this payee (domain::risk), with its reason.
+    Refused(&'static str),
 }
 
 /// Why a lookup gave no answer (the payment is refused, nothing debited).
@@ -80,11 +82,11 @@ pub enum RegistrationError {
     Unavailable(String),
 }
 
-/// Why a claim, or a step of one, was not taken at the directory.
+/// Why the DICT did not take a request of ours (a claim or a step of one, a fraud mark).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ClaimAskError {
-    /// Claims move keys between institutions: only the DICT (`--rail spi`) has them.
-    #[error("key claims need the DICT (--rail spi)")]
+pub enum DictAskError {
+    /// Claims, fraud marks: only the DICT (`--rail spi`) has them.
+    #[error("this needs the DICT (--rail spi)")]
     NoDict,
     /// The DICT has no such claim, or (opening one) no entry for the key.
     #[error("the DICT has no such claim or key")]
@@ -96,12 +98,12 @@ pub enum ClaimAskError {
     Unavailable(String),
 }
 
-impl From<DictError> for ClaimAskError {
+impl From<DictError> for DictAskError {
     fn from(e: DictError) -> Self {
         match e {
-            DictError::NotFound => ClaimAskError::NotFound,
-            DictError::Refused(why) => ClaimAskError::Refused(why),
-            other => ClaimAskError::Unavailable(other.to_string()),
+            DictError::NotFound => DictAskError::NotFound,
+            DictError::Refused(why) => DictAskError::Refused(why),
+            other => DictAskError::Unavailable(other.to_string()),
         }
     }
 }
@@ -112,14 +114,14 @@ pub async fn take_claim_step(
     client: &actix::Addr<DictClient>,
     id: &str,
     step: crate::domain::claim::Step,
-) -> Result<crate::domain::claim::Seen, ClaimAskError> {
+) -> Result<crate::domain::claim::Seen, DictAskError> {
     let ispb = super::spi::message::Ispb::parse(gateway_ispb())
-        .ok_or_else(|| ClaimAskError::Unavailable("the ISPB".into()))?;
+        .ok_or_else(|| DictAskError::Unavailable("the ISPB".into()))?;
     let request_id = super::spi::claims::completion_request_id(&ispb, id);
     let take = super::spi::directory::TakeStep { id: id.to_owned(), step, request_id };
     match client.send(take).await {
         Ok(answer) => Ok(answer?.seen()),
-        Err(e) => Err(ClaimAskError::Unavailable(e.to_string())),
+        Err(e) => Err(DictAskError::Unavailable(e.to_string())),
     }
 }
 
@@ -218,10 +220,10 @@ impl Keys {
         &self,
         claim_type: crate::domain::claim::ClaimType,
         r: Registration,
-    ) -> Result<crate::domain::claim::Seen, ClaimAskError> {
-        let Live::Dict { client, .. } = &self.live else { return Err(ClaimAskError::NoDict) };
+    ) -> Result<crate::domain::claim::Seen, DictAskError> {
+        let Live::Dict { client, .. } = &self.live else { return Err(DictAskError::NoDict) };
         let ispb = super::spi::message::Ispb::parse(gateway_ispb())
-            .ok_or_else(|| ClaimAskError::Unavailable("the ISPB".into()))?;
+            .ok_or_else(|| DictAskError::Unavailable("the ISPB".into()))?;
         let claimer = super::spi::directory::account_entry(
             &ispb,
             &r.key,
@@ -234,7 +236,7 @@ impl Keys {
         let create = super::spi::directory::CreateClaim { claim_type, claimer };
         match client.send(create).await {
             Ok(answer) => Ok(answer?.seen()),
-            Err(e) => Err(ClaimAskError::Unavailable(e.to_string())),
+            Err(e) => Err(DictAskError::Unavailable(e.to_string())),
         }
     }
 
@@ -243,9 +245,50 @@ impl Keys {
         &self,
         id: &str,
         step: crate::domain::claim::Step,
-    ) -> Result<crate::domain::claim::Seen, ClaimAskError> {
-        let Live::Dict { client, .. } = &self.live else { return Err(ClaimAskError::NoDict) };
+    ) -> Result<crate::domain::claim::Seen, DictAskError> {
+        let Live::Dict { client, .. } = &self.live else { return Err(DictAskError::NoDict) };
         take_claim_step(client, id, step).await
+    }
+
+    /// Marks a person (and one of its keys) for fraud at the DICT; `reference` names the
+    /// mark, so the same mark asked again is the same request.
+    pub async fn mark_fraud(
+        &self,
+        marker: super::spi::fraud::FraudMarker,
+        reference: &str,
+    ) -> Result<super::spi::fraud::FraudMarker, DictAskError> {
+        let Live::Dict { client, .. } = &self.live else { return Err(DictAskError::NoDict) };
+        let ispb = super::spi::message::Ispb::parse(gateway_ispb())
+            .ok_or_else(|| DictAskError::Unavailable("the ISPB".into()))?;
+        let request_id = super::spi::dict::request_id_of(&ispb, 0, "FRAUD_MARKER", reference, 0);
+        match client.send(super::spi::directory::MarkFraud { marker, request_id }).await {
+            Ok(answer) => Ok(answer?),
+            Err(e) => Err(DictAskError::Unavailable(e.to_string())),
+        }
+    }
+
+    /// Cancels a fraud mark of ours at the DICT.
+    pub async fn cancel_fraud_mark(&self, id: &str) -> Result<super::spi::fraud::FraudMarker, DictAskError> {
+        let Live::Dict { client, .. } = &self.live else { return Err(DictAskError::NoDict) };
+        match client.send(super::spi::directory::CancelFraudMark { id: id.to_owned() }).await {
+            Ok(answer) => Ok(answer?),
+            Err(e) => Err(DictAskError::Unavailable(e.to_string())),
+        }
+    }
+
+    /// A person's fraud marks at the DICT (and of one of its keys, when named).
+    pub async fn fraud_marks(
+        &self,
+        tax_id: &str,
+        key: Option<&str>,
+    ) -> Result<Vec<super::spi::fraud::FraudMarker>, DictAskError> {
+        let Live::Dict { client, .. } = &self.live else { return Err(DictAskError::NoDict) };
+        let list =
+            super::spi::directory::FraudMarks { tax_id: tax_id.to_owned(), key: key.map(str::to_owned) };
+        match client.send(list).await {
+            Ok(answer) => Ok(answer?),
+            Err(e) => Err(DictAskError::Unavailable(e.to_string())),
+        }
     }
 
     /// Removes a key of a live account from its rail's directory.
@@ -295,31 +338,46 @@ impl Keys {
                     }
                 };
                 match found {
-                    Ok(Ok(e)) => Ok(Answer::Found(Box::new(Payee {
-                        name: e.name.clone(),
-                        document: e.tax_id.clone(),
-                        ispb: e.participant.to_string(),
-                        bank: Some(BankInfo {
+                    Ok(Ok(super::spi::directory::Found { entry: e, signals })) => {
+                        let verdict = crate::domain::risk::assess(&signals);
+                        metrics::counter!("pixgw_dict_risk_verdicts_total", "verdict" => verdict.name())
+                            .increment(1);
+                        match verdict {
+                            crate::domain::risk::Verdict::Refuse(why) => {
+                                tracing::warn!(target: "pixgw::risk", account = payer.get(), key = key.key, why, "a payment to a key marked for fraud was refused");
+                                return Ok(Answer::Refused(why));
+                            }
+                            crate::domain::risk::Verdict::Flag(why) => {
+                                tracing::warn!(target: "pixgw::risk", account = payer.get(), key = key.key, why, "a payment goes to a key with fraud signals");
+                            }
+                            crate::domain::risk::Verdict::Pass => {}
+                        }
+                        Ok(Answer::Found(Box::new(Payee {
+                            name: e.name.clone(),
+                            document: e.tax_id.clone(),
                             ispb: e.participant.to_string(),
-                            name: self
-                                .sim
-                                .institution(e.participant.as_str())
-                                .map_or_else(|| format!("ISPB {}", e.participant), |i| i.name.clone()),
-                            code: self
-                                .sim
-                                .institution(e.participant.as_str())
-                                .map(|i| i.code.clone())
-                                .unwrap_or_default(),
-                            branch: e.branch.clone(),
-                            account_number: Some(e.account_number.clone()),
-                        }),
-                        rail: Some(RailDetails {
-                            instrument: None,
-                            creditor_document: Some(e.tax_id.clone()),
-                            creditor_account_type: Some(e.account_type.clone()),
-                            reason: None,
-                        }),
-                    }))),
+                            bank: Some(BankInfo {
+                                ispb: e.participant.to_string(),
+                                name: self
+                                    .sim
+                                    .institution(e.participant.as_str())
+                                    .map_or_else(|| format!("ISPB {}", e.participant), |i| i.name.clone()),
+                                code: self
+                                    .sim
+                                    .institution(e.participant.as_str())
+                                    .map(|i| i.code.clone())
+                                    .unwrap_or_default(),
+                                branch: e.branch.clone(),
+                                account_number: Some(e.account_number.clone()),
+                            }),
+                            rail: Some(RailDetails {
+                                instrument: None,
+                                creditor_document: Some(e.tax_id.clone()),
+                                creditor_account_type: Some(e.account_type.clone()),
+                                reason: None,
+                            }),
+                        })))
+                    }
                     Ok(Err(DictError::NotFound)) => Ok(Answer::NotFound),
                     Ok(Err(DictError::RateLimited(d))) => Err(LookupError::RateLimited(d)),
                     Ok(Err(e)) => Err(LookupError::Unavailable(e.to_string())),

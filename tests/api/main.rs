@@ -13,6 +13,7 @@ mod deliveries;
 mod dict;
 mod dict_sync;
 mod errors;
+mod fraud;
 mod helpers;
 mod idempotency;
 mod journal;

@@ -171,7 +171,7 @@ pub async fn wait_balance(app: &TestApp, token: &str, net: &str) {
     }
 }
 
-fn cash_out(key: &str, key_type: &str, document: &str, external_id: &str, value: &str) -> String {
+pub fn cash_out(key: &str, key_type: &str, document: &str, external_id: &str, value: &str) -> String {
     format!(
         r#"{{"value": {value}, "externalId": "{external_id}", "details": {{"key": "{key}", "keyType": "{key_type}", "name": "Payee", "document": "{document}"}}}}"#
     )

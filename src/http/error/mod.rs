@@ -80,7 +80,7 @@ pub enum ApiError {
     Claim(crate::domain::claim::ClaimError),
     /// The DICT did not take a claim or a step of one.
     #[error("{0}")]
-    ClaimAsk(crate::rail::keys::ClaimAskError),
+    ClaimAsk(crate::rail::keys::DictAskError),
     #[error("storage")]
     Storage(#[from] RepoError),
     #[error("internal error")]
@@ -228,25 +228,25 @@ impl ApiError {
                 e.to_string(),
                 "The claim does not allow this step now.",
             ),
-            ApiError::ClaimAsk(crate::rail::keys::ClaimAskError::NoDict) => simple(
+            ApiError::ClaimAsk(crate::rail::keys::DictAskError::NoDict) => simple(
                 StatusCode::CONFLICT,
-                "CLAIMS_NEED_DICT",
-                "key claims move keys between institutions in the DICT: this server's rail has none (--rail spi has)".to_owned(),
-                "Key claims are not available on this server.",
+                "DICT_REQUIRED",
+                "key claims and fraud marks live in the DICT: this server's rail has none (--rail spi has)".to_owned(),
+                "This is not available on this server.",
             ),
-            ApiError::ClaimAsk(crate::rail::keys::ClaimAskError::NotFound) => simple(
+            ApiError::ClaimAsk(crate::rail::keys::DictAskError::NotFound) => simple(
                 StatusCode::NOT_FOUND,
                 "NOT_FOUND",
                 "the DICT has no such claim, or no entry for the key".to_owned(),
                 "The resource was not found.",
             ),
-            ApiError::ClaimAsk(crate::rail::keys::ClaimAskError::Refused(why)) => simple(
+            ApiError::ClaimAsk(crate::rail::keys::DictAskError::Refused(why)) => simple(
                 StatusCode::CONFLICT,
                 "DICT_REFUSED",
                 format!("the DICT refused: {why}"),
                 "The key directory refused the request.",
             ),
-            ApiError::ClaimAsk(crate::rail::keys::ClaimAskError::Unavailable(_)) => simple(
+            ApiError::ClaimAsk(crate::rail::keys::DictAskError::Unavailable(_)) => simple(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "SERVICE_UNAVAILABLE",
                 "the key directory (DICT) did not answer; nothing was changed; retry".to_owned(),

@@ -83,6 +83,8 @@ pub enum Rejection {
     KeyNotInDirectory,
     /// The server runs as a closed wallet (`--rail none`): it pays only its own accounts.
     ExternalPayoutsDisabled,
+    /// The risk rule refuses a payment to the payee (domain::risk), with its reason.
+    PayeeFraudMarked(&'static str),
     /// `/dict/pix`: the key's institution is in `ispbDeny`.
     InstitutionDenied,
     /// `/dict/pix`: `creditorDocument` is not the key holder's.
@@ -331,6 +333,14 @@ impl Rejection {
                 "pixKey not found in the directory".into(),
                 None,
             ),
+            Rejection::PayeeFraudMarked(why) => (
+                S::BAD_REQUEST,
+                S::UNPROCESSABLE_ENTITY,
+                if b { "UNPROCESSABLE" } else { "PIX_PAYEE_FRAUD_MARKED" },
+                !b,
+                format!("the payment is refused: {why}; nothing was debited"),
+                None,
+            ),
             Rejection::ExternalPayoutsDisabled => (
                 S::BAD_REQUEST,
                 S::UNPROCESSABLE_ENTITY,
@@ -489,6 +499,7 @@ mod tests {
             Rejection::PastValidity,
             Rejection::KeyNotInDirectory,
             Rejection::ExternalPayoutsDisabled,
+            Rejection::PayeeFraudMarked("marked"),
             Rejection::InstitutionDenied,
             Rejection::CreditorDocumentMismatch,
             Rejection::Med(MedRejection::NotFound),
@@ -578,6 +589,7 @@ mod tests {
             (Rejection::NotReceived, 404, 404, "NOT_FOUND"),
             (Rejection::KeyNotInDirectory, 400, 422, "PIX_KEY_NOT_FOUND"),
             (Rejection::ExternalPayoutsDisabled, 400, 422, "PIX_EXTERNAL_PAYOUTS_DISABLED"),
+            (Rejection::PayeeFraudMarked("marked"), 400, 422, "PIX_PAYEE_FRAUD_MARKED"),
         ];
         for (r, a, b, code) in table {
             let pa = r.parts(Family::Extended);

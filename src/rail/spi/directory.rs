@@ -63,19 +63,27 @@ pub enum DictError {
     Unavailable(String),
 }
 
+/// A lookup's answer: the key's entry, and the anti-fraud counters the DICT gave with it
+/// (zeros when it gave none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub entry: Entry,
+    pub signals: crate::domain::risk::Signals,
+}
+
 /// The DICT's answers still fresh, by key; shared between the client actor (which fills it)
 /// and the request handlers (which read it first).
 #[derive(Clone, Default)]
-pub struct EntryCache(std::sync::Arc<std::sync::Mutex<HashMap<String, (Entry, Instant)>>>);
+pub struct EntryCache(std::sync::Arc<std::sync::Mutex<HashMap<String, (Found, Instant)>>>);
 
 impl EntryCache {
-    fn locked(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Entry, Instant)>> {
+    fn locked(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Found, Instant)>> {
         // A panic while holding it leaves a map that is still a valid cache.
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The entry of `key`, if its answer is still fresh at `now`.
-    pub fn get(&self, key: &str, now: Instant) -> Option<Entry> {
+    pub fn get(&self, key: &str, now: Instant) -> Option<Found> {
         let hit = self.locked().get(key).filter(|(_, until)| *until > now).map(|(e, _)| e.clone());
         if hit.is_some() {
             metrics::counter!("pixgw_dict_lookups_total", "result" => "cached").increment(1);
@@ -84,7 +92,7 @@ impl EntryCache {
     }
 
     /// Keeps `entry` until `until`; a full cache drops what expired, then everything.
-    fn put(&self, key: String, entry: Entry, until: Instant, now: Instant) {
+    fn put(&self, key: String, entry: Found, until: Instant, now: Instant) {
         let mut cache = self.locked();
         if cache.len() >= CACHE_ENTRIES_MAX && !cache.contains_key(&key) {
             cache.retain(|_, (_, u)| *u > now);
@@ -268,7 +276,7 @@ pub fn max_age(cache_control: &str) -> Option<Duration> {
 
 /// Look a key up for a payment.
 #[derive(Message)]
-#[rtype(result = "Result<Entry, DictError>")]
+#[rtype(result = "Result<Found, DictError>")]
 pub struct Lookup {
     pub key: String,
     /// The paying user's CPF or CNPJ (`PI-PayerId`).
@@ -375,7 +383,7 @@ fn entry_of(doc: &Document) -> Result<Entry, DictError> {
 }
 
 impl Handler<Lookup> for DictClient {
-    type Result = ResponseActFuture<Self, Result<Entry, DictError>>;
+    type Result = ResponseActFuture<Self, Result<Found, DictError>>;
 
     fn handle(&mut self, msg: Lookup, _: &mut Context<Self>) -> Self::Result {
         let now = Instant::now();
@@ -390,8 +398,9 @@ impl Handler<Lookup> for DictClient {
         let Some(http) = self.http.clone() else {
             return Box::pin(fut::ready(Err(DictError::Unavailable("no client".into()))));
         };
+        // The anti-fraud counters come with the entry: the risk rule reads them.
         let path = format!(
-            "{}/entries/{}",
+            "{}/entries/{}?IncludeStatistics=true",
             self.base_path,
             percent_encoding::utf8_percent_encode(&msg.key, percent_encoding::NON_ALPHANUMERIC)
         );
@@ -420,10 +429,11 @@ impl Handler<Lookup> for DictClient {
                     (DictError::RateLimited(_), Some(w)) => DictError::RateLimited(w),
                     (e, _) => e,
                 })?;
-                Ok((entry_of(&doc)?, cache))
+                let found = Found { entry: entry_of(&doc)?, signals: super::fraud::read_signals(&doc) };
+                Ok((found, cache))
             }
             .into_actor(self)
-            .map(move |got: Result<(Entry, Option<Duration>), DictError>, act, _| {
+            .map(move |got: Result<(Found, Option<Duration>), DictError>, act, _| {
                 metrics::histogram!("pixgw_dict_lookup_seconds").record(started.elapsed().as_secs_f64());
                 let result = match &got {
                     Ok(_) => "found",
@@ -791,6 +801,71 @@ impl Handler<EntryByCid> for DictClient {
     }
 }
 
+/// Mark a person (and one of its keys) for fraud, under a `RequestId` the same mark always
+/// has, so a mark tried again is the same request.
+#[derive(Message)]
+#[rtype(result = "Result<super::fraud::FraudMarker, DictError>")]
+pub struct MarkFraud {
+    pub marker: super::fraud::FraudMarker,
+    pub request_id: uuid::Uuid,
+}
+
+/// Cancel a fraud mark of ours.
+#[derive(Message)]
+#[rtype(result = "Result<super::fraud::FraudMarker, DictError>")]
+pub struct CancelFraudMark {
+    pub id: String,
+}
+
+/// A person's fraud marks (and of one of its keys, when named).
+#[derive(Message)]
+#[rtype(result = "Result<Vec<super::fraud::FraudMarker>, DictError>")]
+pub struct FraudMarks {
+    pub tax_id: String,
+    pub key: Option<String>,
+}
+
+impl Handler<MarkFraud> for DictClient {
+    type Result = ResponseFuture<Result<super::fraud::FraudMarker, DictError>>;
+
+    fn handle(&mut self, msg: MarkFraud, _: &mut Context<Self>) -> Self::Result {
+        let body = super::fraud::create_request(&self.settings.ispb, &msg.marker, &msg.request_id);
+        let sent = self.signed_post("/fraud-markers/", body);
+        Box::pin(async move { super::fraud::read_marker(&sent.await?).map_err(DictError::Unavailable) })
+    }
+}
+
+impl Handler<CancelFraudMark> for DictClient {
+    type Result = ResponseFuture<Result<super::fraud::FraudMarker, DictError>>;
+
+    fn handle(&mut self, msg: CancelFraudMark, _: &mut Context<Self>) -> Self::Result {
+        let body = super::fraud::cancel_request(&self.settings.ispb, &msg.id);
+        let path = format!(
+            "/fraud-markers/{}/cancel",
+            percent_encoding::utf8_percent_encode(&msg.id, percent_encoding::NON_ALPHANUMERIC)
+        );
+        let sent = self.signed_post(&path, body);
+        Box::pin(async move { super::fraud::read_marker(&sent.await?).map_err(DictError::Unavailable) })
+    }
+}
+
+impl Handler<FraudMarks> for DictClient {
+    type Result = ResponseFuture<Result<Vec<super::fraud::FraudMarker>, DictError>>;
+
+    fn handle(&mut self, msg: FraudMarks, _: &mut Context<Self>) -> Self::Result {
+        let enc = |t: &str| {
+            percent_encoding::utf8_percent_encode(t, percent_encoding::NON_ALPHANUMERIC).to_string()
+        };
+        let mut path =
+            format!("/fraud-markers/?Participant={}&TaxIdNumber={}", self.settings.ispb, enc(&msg.tax_id));
+        if let Some(k) = &msg.key {
+            path.push_str(&format!("&Key={}", enc(k)));
+        }
+        let got = self.signed_get(path);
+        Box::pin(async move { super::fraud::read_list(&got.await?).map_err(DictError::Unavailable) })
+    }
+}
+
 /// An entry for one of pixgw's accounts, to register.
 pub fn account_entry(
     ispb: &Ispb,
@@ -830,6 +905,7 @@ mod tests {
         let cache = EntryCache::default();
         let t0 = Instant::now();
         assert!(cache.get("a@b.com", t0).is_none());
+        let entry = Found { entry, signals: Default::default() };
         cache.put("a@b.com".into(), entry.clone(), t0 + Duration::from_secs(60), t0);
         assert_eq!(cache.get("a@b.com", t0 + Duration::from_secs(59)), Some(entry.clone()));
         assert!(cache.get("a@b.com", t0 + Duration::from_secs(60)).is_none(), "expired at max-age");
@@ -843,7 +919,10 @@ mod tests {
     fn a_full_cache_drops_what_expired_before_anything_fresh() {
         let opened = chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap();
         let ispb = Ispb::parse("1234ABCD").unwrap();
-        let entry = account_entry(&ispb, "k", "EVP", 7, "52998224725", "Ana", opened);
+        let entry = Found {
+            entry: account_entry(&ispb, "k", "EVP", 7, "52998224725", "Ana", opened),
+            signals: Default::default(),
+        };
         let cache = EntryCache::default();
         let t0 = Instant::now();
         for i in 0..CACHE_ENTRIES_MAX {

@@ -19,6 +19,7 @@ pub mod claims;
 pub mod dict;
 pub mod directory;
 pub mod dsig;
+pub mod fraud;
 pub mod http1;
 pub mod icom;
 pub mod message;

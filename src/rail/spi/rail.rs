@@ -970,9 +970,21 @@ impl SpiRail {
             end_to_end_id: payout.tx.end_to_end_id.clone(),
         };
         ctx.spawn(self.dict.send(lookup).into_actor(self).map(move |found, act, ctx| match found {
-            Ok(Ok(entry)) => {
+            Ok(Ok(found)) => {
+                // The risk rule holds for a split as for a payment a client asks for: a payee
+                // marked as a mule or scammer's account gets nothing (the amount comes back).
+                if let crate::domain::risk::Verdict::Refuse(why) = crate::domain::risk::assess(&found.signals) {
+                    metrics::counter!("pixgw_dict_risk_verdicts_total", "verdict" => "refuse").increment(1);
+                    tracing::warn!(target: "pixgw::risk", local_id = payout.tx.local_id, why, "a payout to a key marked for fraud was refused");
+                    let outcome = RailOutcome {
+                        result: Err(ErrorCode::OrderRejected),
+                        reason: Some("PAYEE_FRAUD_MARKED".into()),
+                    };
+                    payout.reply_to.do_send(Settled { local_id: payout.tx.local_id, outcome, on_us: None });
+                    return;
+                }
                 let mut payout = payout;
-                apply_entry(&mut payout.tx, &entry);
+                apply_entry(&mut payout.tx, &found.entry);
                 act.send(payout, ctx);
             }
             Ok(Err(DictError::NotFound)) => {

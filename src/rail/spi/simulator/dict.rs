@@ -255,6 +255,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/api/v2/refunds/{id}/close", web::post().to(close_refund));
     super::claims::routes(cfg);
     super::sync::routes(cfg);
+    super::fraud::routes(cfg);
 }
 
 #[derive(serde::Deserialize)]
@@ -399,12 +400,22 @@ async fn get(req: HttpRequest, key: web::Path<String>, sim: web::Data<Sim>) -> H
         found
     };
     match found {
-        Some(e) => signed(
-            &sim,
-            actix_web::http::StatusCode::OK,
-            &entry_response("GetEntryResponse", &e, &correlation_id(), Utc::now()),
-            true,
-        ),
+        Some(e) => {
+            let mut body = entry_response("GetEntryResponse", &e, &correlation_id(), Utc::now());
+            let asked =
+                req.query_string().split('&').any(|p| p.eq_ignore_ascii_case("IncludeStatistics=true"));
+            if asked {
+                let now = sim.now();
+                let s = sim.fraud.lock().unwrap_or_else(|p| p.into_inner()).signals(&e.key, &e.tax_id, now);
+                let stats = format!(
+                    "{}{}</GetEntryResponse>",
+                    crate::rail::spi::fraud::write_statistics("KeyStatistics", &s.key, now),
+                    crate::rail::spi::fraud::write_statistics("OwnerStatistics", &s.owner, now)
+                );
+                body = body.replace("</GetEntryResponse>", &stats);
+            }
+            signed(&sim, actix_web::http::StatusCode::OK, &body, true)
+        }
         None => answer_problem(&problem(404, "NotFound", "Entry associated with given key does not exist")),
     }
 }

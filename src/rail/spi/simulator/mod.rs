@@ -23,6 +23,7 @@ pub mod claims;
 pub mod control;
 pub mod core;
 pub mod dict;
+pub mod fraud;
 pub mod icom;
 pub mod pki;
 pub mod sync;
@@ -283,6 +284,8 @@ pub struct Sim {
     pub claims: Mutex<claims::Book>,
     /// The DICT's reconciliation: CID files and verifications.
     pub sync: Mutex<sync::Files>,
+    /// The DICT's fraud marks.
+    pub fraud: Mutex<fraud::Marks>,
     /// How far the control routes moved the simulator's clock, in ms (claims' periods).
     pub clock_offset_ms: std::sync::atomic::AtomicI64,
 }
@@ -516,6 +519,7 @@ pub async fn start(args: SimArgs) -> anyhow::Result<Running> {
         spooled: std::sync::atomic::AtomicU64::new(0),
         claims: Mutex::new(claims::Book::default()),
         sync: Mutex::new(sync::Files::default()),
+        fraud: Mutex::new(fraud::Marks::default()),
         clock_offset_ms: std::sync::atomic::AtomicI64::new(0),
     });
     let tls = icom::server_tls(&args.dir)?;
