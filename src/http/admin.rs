@@ -757,7 +757,11 @@ pub async fn list_keys(
 
 #[utoipa::path(
     delete, path = "/admin/accounts/{id}/keys/{key}", tag = "admin",
-    params(("id" = u64, Path), ("key" = String, Path)),
+    params(
+        ("id" = u64, Path),
+        ("key" = String, Path),
+        ("reason" = Option<String>, Query, description = "USER_REQUESTED (default), ACCOUNT_CLOSURE, RECONCILIATION, FRAUD or RFB_VALIDATION: what the DICT is told"),
+    ),
     responses(
         (status = 204, description = "Removed from the directory and from the account"),
         (status = 404, body = ExtendedErrorBody),
@@ -769,10 +773,21 @@ pub async fn list_keys(
 pub async fn remove_key(
     _: Admin,
     path: web::Path<(String, String)>,
+    query: web::Query<std::collections::HashMap<String, String>>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (raw_id, key) = path.into_inner();
     let id = account_id(&raw_id)?;
+    let mut v = Vec::new();
+    super::body::known_params(&query, &["reason"], &mut v);
+    let reason = query.get("reason").map_or("USER_REQUESTED", String::as_str);
+    if !crate::rail::keys::DELETE_REASONS.contains(&reason) {
+        v.push(Violation::new(
+            "reason",
+            format!("must be one of {}", crate::rail::keys::DELETE_REASONS.join(", ")),
+        ));
+    }
+    finish(v)?;
     let account = admin::account(&state.repo, id)?;
     if !state.repo.keys_of(id)?.iter().any(|k| k.key == key) {
         return Err(ApiError::NotFound("no such key registered for this account".into()));
@@ -783,7 +798,7 @@ pub async fn remove_key(
         ));
     }
     if !account.profile.sandbox {
-        state.keys.remove(&key).await.map_err(|e| match e {
+        state.keys.remove(&key, reason).await.map_err(|e| match e {
             crate::rail::keys::RegistrationError::Refused(why) => {
                 ApiError::Conflict(format!("the directory refused: {why}"))
             }
@@ -793,7 +808,7 @@ pub async fn remove_key(
         })?;
     }
     state.repo.remove_key(id, &key)?;
-    tracing::info!(account = id.get(), key, "key removed");
+    tracing::info!(account = id.get(), key, reason, "key removed");
     Ok(HttpResponse::NoContent().finish())
 }
 

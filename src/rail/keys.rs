@@ -82,6 +82,11 @@ pub enum RegistrationError {
     Unavailable(String),
 }
 
+/// The reasons a participant may give the DICT for deleting an entry (API 2.12.1,
+/// `deleteEntry`); `USER_REQUESTED` unless the operator says otherwise.
+pub const DELETE_REASONS: [&str; 5] =
+    ["USER_REQUESTED", "ACCOUNT_CLOSURE", "RECONCILIATION", "FRAUD", "RFB_VALIDATION"];
+
 /// Why the DICT did not take a request of ours (a claim or a step of one, a fraud mark).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DictAskError {
@@ -291,13 +296,13 @@ impl Keys {
         }
     }
 
-    /// Removes a key of a live account from its rail's directory.
-    pub async fn remove(&self, key: &str) -> Result<(), RegistrationError> {
+    /// Removes a key of a live account from its rail's directory, for one of
+    /// [`DELETE_REASONS`].
+    pub async fn remove(&self, key: &str, reason: &str) -> Result<(), RegistrationError> {
         match &self.live {
             Live::Sim | Live::Closed => Ok(()),
             Live::Dict { client, .. } => {
-                let remove =
-                    super::spi::directory::Remove { key: key.to_owned(), reason: "USER_REQUESTED".into() };
+                let remove = super::spi::directory::Remove { key: key.to_owned(), reason: reason.to_owned() };
                 match client.send(remove).await {
                     Ok(Ok(())) | Ok(Err(DictError::NotFound)) => Ok(()),
                     Ok(Err(DictError::Refused(why))) => Err(RegistrationError::Refused(why)),

@@ -126,4 +126,14 @@ async fn a_difference_the_dict_finds_is_repaired_the_dicts_way_and_the_next_veri
     })
     .await;
     assert_eq!(again["nok"], settled["nok"], "nothing differs any more: {again}");
+
+    // A key removed by the operator, with the reason the DICT is told, leaves both sides.
+    let path = format!("/admin/accounts/{account}/keys/{email}");
+    let (s, b) = app.admin("DELETE", &format!("{path}?reason=WHIM"), None).await;
+    assert_eq!(s, 400, "{b}");
+    let (s, b) = app.admin("DELETE", &format!("{path}?reason=ACCOUNT_CLOSURE"), None).await;
+    assert_eq!(s, 204, "{b}");
+    let gone = sim.client.delete(format!("{}/sim/dict/entries/{email}", sim.control)).send().await.unwrap();
+    assert_eq!(gone.status().as_u16(), 404, "the DICT no longer holds it");
+    assert_eq!(keys_of(&app, account).await, [extra.to_owned()]);
 }

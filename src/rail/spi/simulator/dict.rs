@@ -483,6 +483,10 @@ async fn delete(req: HttpRequest, key: web::Path<String>, body: Bytes, sim: web:
     if doc.root.text_at(&["Key"]).as_deref() != Some(key.as_str()) {
         return answer_problem(&problem(400, "BadRequest", "the body's Key is not the path's"));
     }
+    let reason = doc.root.text_at(&["Reason"]).unwrap_or_default();
+    if !crate::rail::keys::DELETE_REASONS.contains(&reason.trim()) {
+        return answer_problem(&problem(400, "InvalidReason", "the reason is not one a deletion takes"));
+    }
     if sim.claims.lock().unwrap_or_else(|p| p.into_inner()).open_for(&key).is_some() {
         return answer_problem(&problem(400, "EntryLockedByClaim", "a claim in progress locks the entry"));
     }
