@@ -58,9 +58,39 @@ pub enum Command {
     /// The SPI rail of a stopped server's store.
     #[command(subcommand)]
     Rail(RailCommand),
+    /// The central bank's homologation tests this participant runs itself.
+    #[command(subcommand)]
+    Homologation(HomologationCommand),
     /// The central bank's rails on this machine, for tests and for trying `--rail spi`:
     /// ICOM, the SPI and the DICT over mutual TLS with a local PKI, and virtual participants.
     SpiSim(crate::rail::spi::simulator::SimArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HomologationCommand {
+    /// The DICT capacity test: distinct keys looked up at a steady pace by this
+    /// participant's DICT client (1,000 in 60 s; 10,000 in 600 s), with a report.
+    DictCapacity(DictCapacityArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DictCapacityArgs {
+    /// The settings file of a node on the SPI rail (its `[spi]` table: the DICT's address,
+    /// the participant's certificates and ISPB).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Distinct keys to look up.
+    #[arg(long, default_value_t = 1_000)]
+    pub lookups: usize,
+    /// Seconds the lookups are spread over.
+    #[arg(long, default_value_t = 60)]
+    pub within_seconds: u64,
+    /// The keys: `{}` is replaced by 0, 1, 2, ... (they must be in the DICT).
+    #[arg(long, default_value = "cap{}@capacity.spi-sim.pixgw")]
+    pub key_pattern: String,
+    /// Where to write the report (JSON) as well as on standard output.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

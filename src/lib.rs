@@ -63,6 +63,7 @@ pub mod cause;
 pub mod clock;
 pub mod config;
 pub mod domain;
+pub mod homologation;
 pub mod http;
 pub mod load;
 pub mod maintenance;

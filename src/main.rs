@@ -5,8 +5,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use pixgw::config::{
-    AccountCommand, AccountCreateArgs, BackupArgs, Cli, Command, KeygenCommand, ListenArgs, LoadArgs,
-    MigrateArgs, RailCommand, RestoreArgs, ServeArgs, Settings, WebhooksCommand,
+    AccountCommand, AccountCreateArgs, BackupArgs, Cli, Command, DictCapacityArgs, HomologationCommand,
+    KeygenCommand, ListenArgs, LoadArgs, MigrateArgs, RailCommand, RestoreArgs, ServeArgs, Settings,
+    WebhooksCommand,
 };
 use pixgw::startup::Application;
 use pixgw::telemetry;
@@ -29,6 +30,56 @@ fn main() -> ExitCode {
         Command::Account(AccountCommand::Create(args)) => create_account(args),
         Command::Rail(RailCommand::Release(args)) => release_rail(&args),
         Command::SpiSim(args) => spi_sim(args),
+        Command::Homologation(HomologationCommand::DictCapacity(args)) => dict_capacity(args),
+    }
+}
+
+fn dict_capacity(args: DictCapacityArgs) -> ExitCode {
+    let _logs = telemetry::init_logs(pixgw::config::LogFormat::Human);
+    #[derive(serde::Deserialize)]
+    struct OnlySpi {
+        spi: Option<pixgw::rail::spi::settings::SpiFile>,
+    }
+    let settings = std::fs::read_to_string(&args.config)
+        .map_err(|e| format!("reading {}: {e}", args.config.display()))
+        .and_then(|text| {
+            toml::from_str::<OnlySpi>(&text).map_err(|e| format!("{}: {e}", args.config.display()))
+        })
+        .and_then(|f| {
+            let table = f.spi.unwrap_or_default().with_env(|k| std::env::var(k).ok());
+            pixgw::rail::spi::settings::SpiSettings::load(&table)
+        });
+    let settings = match settings {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pixgw homologation dict-capacity: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.lookups == 0 || args.lookups > pixgw::homologation::LOOKUPS_MAX || args.within_seconds == 0 {
+        eprintln!(
+            "pixgw homologation dict-capacity: --lookups must be 1 to {} and --within-seconds above 0",
+            pixgw::homologation::LOOKUPS_MAX
+        );
+        return ExitCode::FAILURE;
+    }
+    let keys: Vec<String> =
+        (0..args.lookups).map(|i| args.key_pattern.replace("{}", &i.to_string())).collect();
+    let window = std::time::Duration::from_secs(args.within_seconds);
+    let report =
+        actix_web::rt::System::new().block_on(pixgw::homologation::dict_capacity(settings, keys, window));
+    let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+    println!("{text}");
+    if let Some(path) = &args.report {
+        if let Err(e) = std::fs::write(path, &text) {
+            eprintln!("pixgw homologation dict-capacity: writing {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    if report.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

@@ -54,6 +54,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/sim/dict/entries/{key}", web::put().to(super::sync::control_put_entry))
         .route("/sim/dict/entries/{key}", web::delete().to(super::sync::control_delete_entry))
         .route("/sim/dict/sync", web::get().to(super::sync::control_stats))
+        .route("/sim/dict/seed", web::post().to(super::sync::control_seed))
         .route("/sim/fraud-markers", web::post().to(super::fraud::control_mark))
         .route("/healthz", web::get().to(|| async { HttpResponse::Ok().body("ok") }));
 }

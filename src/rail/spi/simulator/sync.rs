@@ -204,6 +204,45 @@ pub async fn control_put_entry(
     HttpResponse::Ok().json(json!({ "cid": cid }))
 }
 
+/// Keys one seeding makes at most.
+pub const SEED_KEYS_MAX: u64 = 1_000_000;
+
+/// `POST /sim/dict/seed` `{count, pattern?}`: the DICT holds `count` e-mail keys of the
+/// virtual receiver, `pattern` with `{}` replaced by 0, 1, 2, ... (`cap{}@capacity.spi-sim.pixgw`
+/// unless set): the distinct keys a capacity test looks up.
+pub async fn control_seed(body: web::Json<Value>, sim: web::Data<Sim>) -> HttpResponse {
+    let Some(count) = body["count"].as_u64().filter(|c| (1..=SEED_KEYS_MAX).contains(c)) else {
+        return bad("count is 1 to 1,000,000");
+    };
+    let pattern = body["pattern"].as_str().unwrap_or("cap{}@capacity.spi-sim.pixgw");
+    if !pattern.contains("{}") {
+        return bad("pattern must hold {}");
+    }
+    let Some(participant) = Ispb::parse(super::VIRTUAL_RECEIVER) else { return bad("no virtual receiver") };
+    let now = sim.now();
+    let mut dir = sim.directory.lock().unwrap_or_else(|p| p.into_inner());
+    for i in 0..count {
+        let key = pattern.replace("{}", &i.to_string());
+        let entry = Entry {
+            key,
+            key_type: "EMAIL".into(),
+            participant: participant.clone(),
+            branch: None,
+            account_number: (i + 1).to_string(),
+            account_type: "CACC".into(),
+            opening_date: now,
+            owner_type: "NATURAL_PERSON".into(),
+            tax_id: "52998224725".into(),
+            name: "Recebedor Simulado".into(),
+            trade_name: None,
+            creation_date: now,
+            key_ownership_date: now,
+        };
+        dir.put(entry, uuid::Uuid::new_v4());
+    }
+    HttpResponse::Ok().json(json!({ "seeded": count, "pattern": pattern }))
+}
+
 /// `DELETE /sim/dict/entries/{key}`: the DICT forgets the entry, whatever the participant
 /// knows.
 pub async fn control_delete_entry(key: web::Path<String>, sim: web::Data<Sim>) -> HttpResponse {
