@@ -96,7 +96,7 @@ async fn open(
     claimable(&key_type, claim_type).map_err(ApiError::Claim)?;
     let account = state.repo.account(id)?.ok_or_else(|| ApiError::NotFound("no such account".into()))?;
     if account.profile.sandbox {
-        return Err(ApiError::ClaimAsk(crate::rail::keys::DictAskError::NoDict));
+        return Err(ApiError::Dict(crate::rail::keys::DictAskError::NoDict));
     }
     let document = account.profile.document.to_string();
     if matches!(key_type.as_str(), "CPF" | "CNPJ") && key != document {
@@ -121,7 +121,7 @@ async fn open(
         opened: account.created_at,
         nth: 0,
     };
-    let seen = state.keys.open_claim(claim_type, registration).await.map_err(ApiError::ClaimAsk)?;
+    let seen = state.keys.open_claim(claim_type, registration).await.map_err(ApiError::Dict)?;
     metrics::counter!("pixgw_dict_claims_opened_total").increment(1);
     let claim = record(state, id, seen, Role::Claimer).await?;
     tracing::info!(account = id.get(), claim = claim.id, key = claim.key, "a key claim was opened");
@@ -181,7 +181,7 @@ async fn step(
     }
     let claim = copy_of(state, id, claim_id)?;
     check(&claim, step, state.clock.now()).map_err(ApiError::Claim)?;
-    let seen = state.keys.claim_step(&claim.id, step).await.map_err(ApiError::ClaimAsk)?;
+    let seen = state.keys.claim_step(&claim.id, step).await.map_err(ApiError::Dict)?;
     let by = match asker {
         Asker::Client => "client",
         Asker::Operator => "operator",

@@ -82,7 +82,7 @@ pub async fn mark(
         created: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
         modified: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
     };
-    let m = state.keys.mark_fraud(asked, &reference).await.map_err(ApiError::ClaimAsk)?;
+    let m = state.keys.mark_fraud(asked, &reference).await.map_err(ApiError::Dict)?;
     tracing::warn!(target: "pixgw::audit", mark = m.id, tax_id = m.tax_id, key = ?m.key, fraud_type = m.fraud_type, reference, "a fraud mark was made in the DICT");
     Ok(HttpResponse::Created().json(marker_json(&m)))
 }
@@ -106,7 +106,7 @@ pub async fn cancel(
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let m = state.keys.cancel_fraud_mark(&path).await.map_err(ApiError::ClaimAsk)?;
+    let m = state.keys.cancel_fraud_mark(&path).await.map_err(ApiError::Dict)?;
     tracing::warn!(target: "pixgw::audit", mark = m.id, "a fraud mark was cancelled in the DICT");
     Ok(HttpResponse::Ok().json(marker_json(&m)))
 }
@@ -141,10 +141,7 @@ pub async fn list(
     if !v.is_empty() {
         return Err(ApiError::Validation(v));
     }
-    let marks = state
-        .keys
-        .fraud_marks(&tax_id, q.get("key").map(String::as_str))
-        .await
-        .map_err(ApiError::ClaimAsk)?;
+    let marks =
+        state.keys.fraud_marks(&tax_id, q.get("key").map(String::as_str)).await.map_err(ApiError::Dict)?;
     Ok(HttpResponse::Ok().json(json!({ "data": marks.iter().map(marker_json).collect::<Vec<_>>() })))
 }

@@ -78,9 +78,9 @@ pub enum ApiError {
     /// A DICT key claim's rule said no before the DICT was asked (409).
     #[error("claim refused: {0}")]
     Claim(crate::domain::claim::ClaimError),
-    /// The DICT did not take a claim or a step of one.
+    /// The DICT did not take a request of ours (a claim, a step of one, a fraud mark).
     #[error("{0}")]
-    ClaimAsk(crate::rail::keys::DictAskError),
+    Dict(crate::rail::keys::DictAskError),
     #[error("storage")]
     Storage(#[from] RepoError),
     #[error("internal error")]
@@ -228,25 +228,25 @@ impl ApiError {
                 e.to_string(),
                 "The claim does not allow this step now.",
             ),
-            ApiError::ClaimAsk(crate::rail::keys::DictAskError::NoDict) => simple(
+            ApiError::Dict(crate::rail::keys::DictAskError::NoDict) => simple(
                 StatusCode::CONFLICT,
                 "DICT_REQUIRED",
                 "key claims and fraud marks live in the DICT: this server's rail has none (--rail spi has)".to_owned(),
                 "This is not available on this server.",
             ),
-            ApiError::ClaimAsk(crate::rail::keys::DictAskError::NotFound) => simple(
+            ApiError::Dict(crate::rail::keys::DictAskError::NotFound) => simple(
                 StatusCode::NOT_FOUND,
                 "NOT_FOUND",
                 "the DICT has no such claim, or no entry for the key".to_owned(),
                 "The resource was not found.",
             ),
-            ApiError::ClaimAsk(crate::rail::keys::DictAskError::Refused(why)) => simple(
+            ApiError::Dict(crate::rail::keys::DictAskError::Refused(why)) => simple(
                 StatusCode::CONFLICT,
                 "DICT_REFUSED",
                 format!("the DICT refused: {why}"),
                 "The key directory refused the request.",
             ),
-            ApiError::ClaimAsk(crate::rail::keys::DictAskError::Unavailable(_)) => simple(
+            ApiError::Dict(crate::rail::keys::DictAskError::Unavailable(_)) => simple(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "SERVICE_UNAVAILABLE",
                 "the key directory (DICT) did not answer; nothing was changed; retry".to_owned(),
