@@ -7,6 +7,7 @@
 use serde_json::{json, Value};
 
 use crate::helpers::*;
+use crate::receiver::Receiver;
 use crate::spi::{eventually, live_account, Sim};
 
 /// The poller's period in these tests (ms).
@@ -17,6 +18,8 @@ fn options(sim: &Sim) -> Options {
         env: vec![
             ("PIXGW_CONFIG".into(), sim.config.display().to_string()),
             ("PIXGW_SPI_CLAIMS_POLL_MS".into(), POLL_MS.into()),
+            ("PIXGW_WEBHOOK_ALLOW_HTTP".into(), "1".into()),
+            ("PIXGW_WEBHOOK_ALLOW_PRIVATE".into(), "1".into()),
         ],
         ..Options::default()
     }
@@ -165,6 +168,10 @@ async fn a_claim_against_a_key_of_the_account_is_acknowledged_at_once_and_the_ke
     let (account, token) = live_account(&app, "Doadora").await;
     let phone = "+5511987650001";
     register_phone(&app, account, phone).await;
+    // The account hears of every step of its claims.
+    let mut rx = Receiver::ok();
+    let hook = json!({"url": rx.url, "eventType": "claim"});
+    assert_eq!(app.post_raw("/api/webhooks", &token, &hook.to_string(), &[]).await.0, 201);
 
     // Another person claims the phone number at another bank.
     let (s, c) = sim
@@ -215,6 +222,23 @@ async fn a_claim_against_a_key_of_the_account_is_acknowledged_at_once_and_the_ke
     assert_eq!(statuses(&done), ["OPEN", "WAITING_RESOLUTION", "CONFIRMED", "COMPLETED"], "{done}");
     let (s, list) = app.admin("GET", &format!("/admin/accounts/{account}/claims?role=DONOR"), None).await;
     assert_eq!((s, list["metadata"]["total"].as_u64()), (200, Some(1)), "{list}");
+    // One webhook a step, in order, each with the claim as the step left it.
+    let mut events = Vec::new();
+    for _ in 0..4 {
+        let v = rx.next().await.json();
+        assert_eq!(v["claim"]["id"], id.as_str(), "{v}");
+        events.push((
+            v["event"].as_str().unwrap().to_owned(),
+            v["claim"]["status"].as_str().unwrap().to_owned(),
+        ));
+    }
+    let want = [
+        ("ClaimReceived", "OPEN"),
+        ("ClaimWaitingResolution", "WAITING_RESOLUTION"),
+        ("ClaimConfirmed", "CONFIRMED"),
+        ("ClaimCompleted", "COMPLETED"),
+    ];
+    assert_eq!(events, want.map(|(e, s)| (e.to_owned(), s.to_owned())), "{events:?}");
 }
 
 #[actix_rt::test]
