@@ -566,17 +566,6 @@ pub fn duty(claim: &Claim, now: DateTime<Utc>) -> Option<Step> {
     check(claim, step, now).ok().map(|_| step)
 }
 
-/// When [`duty`] next has something to do for the claim, if ever (the end of its resolution
-/// or completion period; `None` once it is due now or never).
-pub fn next_duty_at(claim: &Claim, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    let at = match (claim.role, claim.status, claim.claim_type) {
-        (Role::Donor, ClaimStatus::WaitingResolution, _) => claim.resolution_end,
-        (Role::Claimer, ClaimStatus::Confirmed, ClaimType::Ownership) => claim.completion_end?,
-        _ => return None,
-    };
-    (at > now).then_some(at)
-}
-
 impl Claim {
     /// The claim as clients read it.
     pub fn to_json(&self) -> Value {
@@ -841,9 +830,7 @@ mod tests {
         assert_eq!(duty(&open, before), Some(Step::Acknowledge));
         let p = copy(Role::Donor, ClaimStatus::WaitingResolution, ClaimType::Portability);
         assert_eq!(duty(&p, before), None);
-        assert_eq!(next_duty_at(&p, before), Some(p.resolution_end));
         assert_eq!(duty(&p, p.resolution_end), Some(Step::Cancel(Reason::DefaultOperation)));
-        assert_eq!(next_duty_at(&p, p.resolution_end), None);
         let o = copy(Role::Donor, ClaimStatus::WaitingResolution, ClaimType::Ownership);
         assert_eq!(duty(&o, o.resolution_end), Some(Step::Confirm(Reason::DefaultOperation)));
         let c = copy(Role::Claimer, ClaimStatus::Confirmed, ClaimType::Ownership);

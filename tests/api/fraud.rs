@@ -71,4 +71,10 @@ async fn a_payment_to_a_key_marked_as_a_mule_account_is_refused_and_one_with_a_l
         .await;
     assert_extended(&b, 409, "DICT_REQUIRED");
     assert_eq!(s, 409);
+    // Nor a key to claim (decisions.md "DICT key claims").
+    let demo = plain.demo_token().await;
+    let body = json!({"key": "lucas@example.com"}).to_string();
+    let (s, b) = plain.post_raw("/api/dict/claims", &demo, &body, &[]).await;
+    assert_extended(&b, 409, "DICT_REQUIRED");
+    assert_eq!(s, 409);
 }

@@ -200,27 +200,16 @@ impl SpiSettings {
             crate::trust::add_pem_file(&mut roots, path, "[spi] payload_ca_file")?;
         }
         let payloads = super::payload_reader::PayloadReader::new(roots)?;
-        let med_poll_ms = f.med_poll_ms.unwrap_or(MED_POLL_MS_DEFAULT);
-        if !(MED_POLL_MS_MIN..=MED_POLL_MS_MAX).contains(&med_poll_ms) {
-            return Err(format!("[spi] med_poll_ms must be {MED_POLL_MS_MIN} to {MED_POLL_MS_MAX}"));
-        }
-        let claims_poll_ms = f.claims_poll_ms.unwrap_or(CLAIMS_POLL_MS_DEFAULT);
-        if !(MED_POLL_MS_MIN..=CLAIMS_POLL_MS_MAX).contains(&claims_poll_ms) {
-            return Err(format!("[spi] claims_poll_ms must be {MED_POLL_MS_MIN} to {CLAIMS_POLL_MS_MAX}"));
-        }
-        let sync_every_ms = f.sync_every_ms.unwrap_or(SYNC_EVERY_MS_DEFAULT);
-        if !(MED_POLL_MS_MIN..=SYNC_EVERY_MS_MAX).contains(&sync_every_ms) {
-            return Err(format!("[spi] sync_every_ms must be {MED_POLL_MS_MIN} to {SYNC_EVERY_MS_MAX}"));
-        }
-        let Bounds { leave_within, dict_category, payout_backlog_max } = bounds(f)?;
+        let med_poll = period_ms(f.med_poll_ms, MED_POLL_MS_DEFAULT, MED_POLL_MS_MAX, "med_poll_ms")?;
+        let Bounds { leave_within, dict_category, payout_backlog_max, claims_poll, sync_every } = bounds(f)?;
         Ok(SpiSettings {
             payout_backlog_max,
             dict_category,
             leave_within,
             payloads: Arc::new(payloads),
-            med_poll: std::time::Duration::from_millis(med_poll_ms),
-            claims_poll: std::time::Duration::from_millis(claims_poll_ms),
-            sync_every: std::time::Duration::from_millis(sync_every_ms),
+            med_poll,
+            claims_poll,
+            sync_every,
             ispb,
             icom_url,
             dict_url,
@@ -239,6 +228,17 @@ struct Bounds {
     leave_within: std::time::Duration,
     dict_category: char,
     payout_backlog_max: usize,
+    claims_poll: std::time::Duration,
+    sync_every: std::time::Duration,
+}
+
+/// A period setting in ms: its default when absent, refused outside `[MED_POLL_MS_MIN, max]`.
+fn period_ms(value: Option<u64>, default: u64, max: u64, name: &str) -> Result<std::time::Duration, String> {
+    let ms = value.unwrap_or(default);
+    if !(MED_POLL_MS_MIN..=max).contains(&ms) {
+        return Err(format!("[spi] {name} must be {MED_POLL_MS_MIN} to {max}"));
+    }
+    Ok(std::time::Duration::from_millis(ms))
 }
 
 fn bounds(f: &SpiFile) -> Result<Bounds, String> {
@@ -260,7 +260,10 @@ fn bounds(f: &SpiFile) -> Result<Bounds, String> {
     if !(1..=PAYOUT_BACKLOG_MAX_LIMIT).contains(&payout_backlog_max) {
         return Err(format!("[spi] payout_backlog_max must be 1 to {PAYOUT_BACKLOG_MAX_LIMIT}"));
     }
-    Ok(Bounds { leave_within, dict_category, payout_backlog_max })
+    let claims_poll =
+        period_ms(f.claims_poll_ms, CLAIMS_POLL_MS_DEFAULT, CLAIMS_POLL_MS_MAX, "claims_poll_ms")?;
+    let sync_every = period_ms(f.sync_every_ms, SYNC_EVERY_MS_DEFAULT, SYNC_EVERY_MS_MAX, "sync_every_ms")?;
+    Ok(Bounds { leave_within, dict_category, payout_backlog_max, claims_poll, sync_every })
 }
 
 /// A private key's file, refused when its group or others may read it, as every secret
@@ -341,8 +344,26 @@ mod tests {
                 leave_within: super::super::sent::LEAVE_WITHIN_DEFAULT,
                 dict_category: DICT_CATEGORY_DEFAULT,
                 payout_backlog_max: PAYOUT_BACKLOG_MAX_DEFAULT,
+                claims_poll: std::time::Duration::from_millis(CLAIMS_POLL_MS_DEFAULT),
+                sync_every: std::time::Duration::from_millis(SYNC_EVERY_MS_DEFAULT),
             }
         );
+        // The claims poller and the sync verification, at their limits and past them.
+        let periods = |claims: Option<u64>, sync: Option<u64>| {
+            bounds(&SpiFile { claims_poll_ms: claims, sync_every_ms: sync, ..Default::default() })
+        };
+        for ok in [MED_POLL_MS_MIN, CLAIMS_POLL_MS_MAX] {
+            assert_eq!(periods(Some(ok), None).unwrap().claims_poll.as_millis(), u128::from(ok));
+        }
+        for ok in [MED_POLL_MS_MIN, SYNC_EVERY_MS_MAX] {
+            assert_eq!(periods(None, Some(ok)).unwrap().sync_every.as_millis(), u128::from(ok));
+        }
+        for bad in [MED_POLL_MS_MIN - 1, CLAIMS_POLL_MS_MAX + 1] {
+            assert!(periods(Some(bad), None).unwrap_err().contains("claims_poll_ms"), "{bad}");
+        }
+        for bad in [MED_POLL_MS_MIN - 1, SYNC_EVERY_MS_MAX + 1] {
+            assert!(periods(None, Some(bad)).unwrap_err().contains("sync_every_ms"), "{bad}");
+        }
         assert!(with(Some(1_000), None, None).is_ok() && with(Some(35_000), None, None).is_ok());
         for bad in [999, 35_001] {
             assert!(with(Some(bad), None, None).unwrap_err().contains("leave_within_ms"), "{bad}");
