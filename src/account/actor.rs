@@ -31,7 +31,7 @@ use crate::domain::cobr::Cobr;
 use crate::domain::decide::{self, Account, Fresh, Ids, Plan, Record, Refusal, FRESH_RANDOM_BYTES};
 use crate::domain::ids::AccountId;
 use crate::domain::ledger::{Ledger, StoredKeys};
-use crate::domain::med::{Med, MedStatus};
+use crate::domain::med::Med;
 use crate::domain::rec::Recurrence;
 use crate::domain::transaction::{
     gateway_ispb, BankInfo, ErrorCode, RailOutcome, Transaction, TxKind, TxStatus,
@@ -146,8 +146,12 @@ pub(super) struct Work {
     /// writes in flight.
     unapplied: HashMap<u64, (u64, Box<Transaction>)>,
     unapplied_order: VecDeque<(u64, u64)>,
-    /// MEDs of this account that are not closed: their latest state, ahead of storage.
+    /// MEDs of this account that are not closed (or, for MED 2.0, await their return):
+    /// their latest state, ahead of storage.
     meds: HashMap<u64, Med>,
+    /// MEDs closed lately, until storage has the write that closed them: so a command on
+    /// one never reads the state before it closed.
+    closed_meds: Held<Med>,
     /// Recurrences this actor wrote that may not be applied yet, and those whose
     /// solicitation awaits an answer (their expiry is among `deadlines`).
     recs: Held<Recurrence>,
@@ -156,6 +160,8 @@ pub(super) struct Work {
     cobrs: Held<Cobr>,
     /// DICT key claims this actor wrote that storage may not have yet.
     pub(super) claims: Held<Claim>,
+    /// MED 2.0 contests this actor wrote that storage may not have yet.
+    pub(super) recoveries: Held<crate::domain::recovery::Recovery>,
 }
 
 /// A record with a time at which its actor must act on it.
@@ -171,6 +177,20 @@ impl Timed for Recurrence {
 
 impl Timed for Claim {
     /// The claims poller keeps a claim's deadlines, not its actor.
+    fn deadline(&self) -> Option<DateTime<Utc>> {
+        None
+    }
+}
+
+impl Timed for Med {
+    /// A MED's deadlines are its poller's (the DICT's), not its actor's.
+    fn deadline(&self) -> Option<DateTime<Utc>> {
+        None
+    }
+}
+
+impl Timed for crate::domain::recovery::Recovery {
+    /// The recovery poller follows a contest, not its actor.
     fn deadline(&self) -> Option<DateTime<Utc>> {
         None
     }
@@ -257,9 +277,11 @@ impl Work {
             && self.ready.is_empty()
             && self.unapplied.is_empty()
             && self.meds.is_empty()
+            && self.closed_meds.is_empty()
             && self.recs.is_empty()
             && self.cobrs.is_empty()
             && self.claims.is_empty()
+            && self.recoveries.is_empty()
     }
 
     fn give_back(&mut self) {
@@ -267,9 +289,11 @@ impl Work {
         give_back(&mut self.open_charges);
         give_back(&mut self.unapplied);
         give_back(&mut self.meds);
+        self.closed_meds.give_back();
         self.recs.give_back();
         self.cobrs.give_back();
         self.claims.give_back();
+        self.recoveries.give_back();
         if self.unapplied_order.is_empty() {
             self.unapplied_order.shrink_to_fit();
         }
@@ -373,8 +397,15 @@ impl AccountActor {
         self.work.as_ref().is_some_and(|w| w.open_charges.values().any(|t| f(t)))
     }
 
+    /// A MED's latest state when this actor wrote it lately or it is still live.
     pub(super) fn unclosed_med(&self, id: u64) -> Option<&Med> {
-        self.work.as_ref()?.meds.get(&id)
+        let w = self.work.as_ref()?;
+        w.meds.get(&id).or_else(|| w.closed_meds.get(id))
+    }
+
+    /// The live MEDs this actor holds (their latest state).
+    pub(super) fn live_meds(&self) -> Vec<Med> {
+        self.work.as_ref().map(|w| w.meds.values().cloned().collect()).unwrap_or_default()
     }
 
     /// A recurrence this actor holds (written lately, or awaiting an answer).
@@ -666,10 +697,14 @@ impl AccountActor {
             Record::NewTransaction(tx) => (tx, true),
             Record::Transaction(tx) => (tx, false),
             Record::Med(med) => {
-                match med.status {
-                    MedStatus::Open | MedStatus::Received => self.work().meds.insert(med.id, med),
-                    MedStatus::Cancelled | MedStatus::Analyzed => self.work().meds.remove(&med.id),
-                };
+                let w = self.work();
+                if med.is_live() {
+                    w.meds.insert(med.id, med);
+                } else {
+                    w.meds.remove(&med.id);
+                    let id = med.id;
+                    w.closed_meds.hold(ticket, id, med, &mut w.deadlines);
+                }
                 return;
             }
             // Storage holds a credit until its payee carries it out; the payer keeps nothing.
@@ -695,6 +730,11 @@ impl AccountActor {
                 return;
             }
             Record::KeyArrived { .. } => return,
+            Record::Recovery(r) => {
+                let w = self.work();
+                w.recoveries.hold(ticket, r.id, r, &mut w.deadlines);
+                return;
+            }
             Record::KeyLeft { receiving, .. } => {
                 if let Some(key) = receiving {
                     self.account.receiving_key = key.into_boxed_str();
@@ -839,6 +879,8 @@ impl AccountActor {
             w.recs.prune(durable);
             w.cobrs.prune(durable);
             w.claims.prune(durable);
+            w.closed_meds.prune(durable);
+            w.recoveries.prune(durable);
         }
         // The keys of durable writes are storage's to answer for (a command asks it anyway),
         // so the ledger keeps only those in flight.

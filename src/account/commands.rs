@@ -338,6 +338,11 @@ impl AccountActor {
 
     fn open_med(&mut self, msg: OpenMed, ctx: &mut Context<Self>) -> Result<Med, CommandError> {
         self.view()?;
+        if let Some(report) = msg.infraction.as_ref().map(|i| i.report_id.clone()) {
+            if let Some(med) = self.med_of_report(&report, ctx)? {
+                return Ok(med);
+            }
+        }
         // The receipt first: an account that paid itself has its payment under the same id.
         let r = self.deps.repo.transactions_by_e2e(self.account.id, &msg.end_to_end);
         let mut found = self.read(r, ctx)?;
@@ -360,6 +365,7 @@ impl AccountActor {
             amount: msg.amount,
             description: msg.description,
             dict_refund_id: msg.dict_refund_id,
+            infraction: msg.infraction,
         };
         let mut ids = self.draw_ids(1, ctx)?;
         let now = self.now();
@@ -370,22 +376,91 @@ impl AccountActor {
         }
     }
 
+    /// A MED as it is now: the actor's copy ahead of storage, or storage's.
+    fn latest_med(&mut self, id: u64, ctx: &mut Context<Self>) -> Result<Option<Med>, CommandError> {
+        match self.unclosed_med(id) {
+            Some(m) => Ok(Some(m.clone())),
+            None => {
+                let r = self.deps.repo.med(self.account.id, id);
+                self.read(r, ctx)
+            }
+        }
+    }
+
+    /// The MED 2.0 case that answers infraction report `report`, if one does.
+    fn med_of_report(&mut self, report: &str, ctx: &mut Context<Self>) -> Result<Option<Med>, CommandError> {
+        let of = |m: &Med| m.infraction.as_ref().is_some_and(|i| i.report_id == report);
+        if let Some(m) = self.live_meds().into_iter().find(|m| of(m)) {
+            return Ok(Some(m));
+        }
+        let r = self.deps.repo.meds_page(self.account.id, of, 0, 1).map(|(m, _)| m);
+        let Some(m) = self.read(r, ctx)?.into_iter().next() else { return Ok(None) };
+        self.latest_med(m.id, ctx)
+    }
+
+    fn return_med(&mut self, msg: ReturnMed, ctx: &mut Context<Self>) -> Result<Med, CommandError> {
+        self.view()?;
+        let med = self.latest_med(msg.id, ctx)?;
+        if let Some(m) = med.as_ref().filter(|m| {
+            !m.awaiting_return() && m.infraction.as_ref().is_some_and(|i| i.returned_at.is_some())
+        }) {
+            // Asked again (a lost answer, a restart): the return it made already.
+            return Ok(m.clone());
+        }
+        let original = match med.as_ref().and_then(|m| m.original_transaction_id) {
+            Some(local) => self.transaction(local, ctx)?,
+            None => None,
+        };
+        let mut ids = self.draw_ids(1, ctx)?;
+        let now = self.now();
+        let decided = decide::return_med(&self.view()?, med, msg.requested, original, now, &mut ids);
+        match decided {
+            Ok(plan) => self.execute(plan, ctx),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
+    fn add_evidence(&mut self, msg: AddEvidence, ctx: &mut Context<Self>) -> Result<Med, CommandError> {
+        self.view()?;
+        let med = self.latest_med(msg.id, ctx)?;
+        match decide::add_evidence(med, msg.text, self.now()) {
+            Ok(plan) => self.execute(plan, ctx),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
+    /// Blocks what arrived for the MED 2.0 cases that lack part of their amount (right after
+    /// a credit, in the same turn of the actor: nothing can spend it in between).
+    pub(super) fn top_up_meds(&mut self, ctx: &mut Context<Self>) -> Result<(), CommandError> {
+        let r = self.deps.repo.meds_page(self.account.id, |m| !m.shortfall().is_zero(), 0, usize::MAX);
+        let stored = self.read(r.map(|(m, _)| m), ctx)?;
+        let mut short: Vec<Med> = self.live_meds();
+        for m in stored {
+            if !short.iter().any(|s| s.id == m.id) {
+                short.push(m);
+            }
+        }
+        short.retain(|m| !m.shortfall().is_zero());
+        if short.is_empty() {
+            return Ok(());
+        }
+        match decide::top_up(&self.view()?, short, self.now()) {
+            Ok(Some(plan)) => self.execute(plan, ctx),
+            Ok(None) => Ok(()),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
     fn close_med(&mut self, msg: CloseMed, ctx: &mut Context<Self>) -> Result<Med, CommandError> {
         self.view()?;
-        let med = match self.unclosed_med(msg.id) {
-            Some(m) => Some(m.clone()),
-            None => {
-                let r = self.deps.repo.med(self.account.id, msg.id);
-                self.read(r, ctx)?
-            }
-        };
+        let med = self.latest_med(msg.id, ctx)?;
         let approved = msg.result == Some(AnalysisResult::Approved);
         let original = match med.as_ref().and_then(|m| m.original_transaction_id.filter(|_| approved)) {
             Some(local) => self.transaction(local, ctx)?,
             None => None,
         };
         let mut ids = self.draw_ids(usize::from(approved), ctx)?;
-        let req = CloseMedRequest { result: msg.result, details: msg.details };
+        let req = CloseMedRequest { result: msg.result, details: msg.details, fraud_type: msg.fraud_type };
         let now = self.now();
         let decided = decide::close_med(&self.view()?, med, req, original, now, &mut ids);
         match decided {
@@ -545,6 +620,24 @@ impl Handler<OpenMed> for AccountActor {
 
     fn handle(&mut self, msg: OpenMed, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.open_med(msg, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<ReturnMed> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Med, CommandError>>;
+
+    fn handle(&mut self, msg: ReturnMed, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.return_med(msg, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<AddEvidence> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Med, CommandError>>;
+
+    fn handle(&mut self, msg: AddEvidence, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.add_evidence(msg, ctx);
         self.reply_when_durable(reply)
     }
 }

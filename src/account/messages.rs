@@ -172,6 +172,9 @@ pub struct OpenMed {
     pub description: Option<String>,
     /// The DICT's refund request, for a MED of the SPI rail.
     pub dict_refund_id: Option<String>,
+    /// The DICT's infraction report, for a MED 2.0 case (the same report again answers
+    /// the case it opened).
+    pub infraction: Option<crate::domain::med::Infraction>,
 }
 
 /// Ends a MED: its analysis, or its withdrawal by the requesting bank (`result: None`).
@@ -181,6 +184,24 @@ pub struct CloseMed {
     pub id: u64,
     pub result: Option<crate::domain::med::AnalysisResult>,
     pub details: Option<String>,
+    /// The fraud type an approval of a MED 2.0 case names to the DICT.
+    pub fraud_type: Option<String>,
+}
+
+/// The DICT asks for the money of an approved MED 2.0 case, up to `requested`.
+#[derive(Message, Clone)]
+#[rtype(result = "Result<crate::domain::med::Med, CommandError>")]
+pub struct ReturnMed {
+    pub id: u64,
+    pub requested: Money,
+}
+
+/// The client's statement for a MED 2.0 case against it.
+#[derive(Message, Clone)]
+#[rtype(result = "Result<crate::domain::med::Med, CommandError>")]
+pub struct AddEvidence {
+    pub id: u64,
+    pub text: String,
 }
 
 /// A message sent on behalf of a request. While the actor handles it, the request's id is
@@ -264,4 +285,6 @@ traced!(
     super::recs::CreateLocRec,
     super::recs::UnlinkLocRec,
     super::claims::ObserveClaim,
+    AddEvidence,
+    super::recovery::Contest,
 );

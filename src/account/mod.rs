@@ -14,6 +14,7 @@ mod commands;
 mod inbound;
 mod messages;
 mod on_us;
+mod recovery;
 mod recs;
 mod registry;
 mod sync;
@@ -25,10 +26,11 @@ pub use claims::ObserveClaim;
 pub use inbound::{apply_resolution, apply_resolutions_again, AcceptIncoming, Accounts, EndIncoming};
 pub use messages::{acknowledged, Early};
 pub use messages::{
-    Adjust, CancelCharge, ChargeRequest, CloseMed, CommandError, CreateCharge, DictRequest, GetBalance,
-    OpenMed, Pay, PayCharge, PayOutcome, PayRequest, PixIn, ReceiveOnUs, Refund, RefundRequest, Refusal,
-    ReturnPayment, ReviseCharge, SettingsChanged, Tick, Traced,
+    AddEvidence, Adjust, CancelCharge, ChargeRequest, CloseMed, CommandError, CreateCharge, DictRequest,
+    GetBalance, OpenMed, Pay, PayCharge, PayOutcome, PayRequest, PixIn, ReceiveOnUs, Refund, RefundRequest,
+    Refusal, ReturnMed, ReturnPayment, ReviseCharge, SettingsChanged, Tick, Traced,
 };
 pub use on_us::{DeliverOnUs, OnUsCourier, ON_US_RETRY_AFTER};
+pub use recovery::{Contest, ObserveRecovery, RETURN_WAIT_MINUTES_MAX};
 pub use recs::{ChangeCobr, ChangeRec, CreateCobr, CreateLocRec, CreateRec, RecRef, UnlinkLocRec};
 pub use registry::{Registry, RegistryError, IDLE_SWEEP_EVERY};

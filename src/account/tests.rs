@@ -479,6 +479,7 @@ async fn a_med_blocks_the_disputed_amount_and_its_rejection_releases_it_once() {
         amount: amount.map(m),
         description: None,
         dict_refund_id: None,
+        infraction: None,
     };
     let above = refused(addr.send(open(Some("10.01"))).await.unwrap());
     assert!(matches!(above, Refusal::Med(crate::domain::med::MedRejection::AboveOriginal(_))), "{above:?}");
@@ -486,11 +487,16 @@ async fn a_med_blocks_the_disputed_amount_and_its_rejection_releases_it_once() {
     assert_eq!(med.blocked, m("7"));
     assert_eq!(f.balance(&addr).await, Balance { available: m("3"), blocked: m("7") });
     let rejected = crate::domain::med::AnalysisResult::Rejected;
-    let closed =
-        addr.send(CloseMed { id: med.id, result: Some(rejected), details: None }).await.unwrap().unwrap();
+    let closed = addr
+        .send(CloseMed { id: med.id, result: Some(rejected), details: None, fraud_type: None })
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(closed.analysis_result, Some(rejected));
     assert_eq!(f.balance(&addr).await, Balance { available: m("10"), blocked: m("0") });
-    let again = refused(addr.send(CloseMed { id: med.id, result: None, details: None }).await.unwrap());
+    let again = refused(
+        addr.send(CloseMed { id: med.id, result: None, details: None, fraud_type: None }).await.unwrap(),
+    );
     assert!(matches!(again, Refusal::Med(crate::domain::med::MedRejection::Final(_))), "{again:?}");
     assert_eq!(f.balance(&addr).await, Balance { available: m("10"), blocked: m("0") });
     assert_eq!(

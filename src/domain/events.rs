@@ -33,6 +33,8 @@ pub enum EventType {
     Cobr,
     /// A DICT key claim of the account changed status.
     Claim,
+    /// A MED 2.0 contest of the account moved (its funds recovery's status, money back).
+    Recovery,
 }
 
 #[derive(Debug, Clone, PartialEq)]

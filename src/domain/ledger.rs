@@ -372,6 +372,31 @@ impl LedgerDraft<'_> {
         Some(hold)
     }
 
+    /// Blocks `extra` more under the hold `local_id` (made here when it has none): what a
+    /// MED 2.0 case blocks of money that arrives after it opened.
+    pub fn grow_hold(&mut self, local_id: u64, extra: Money) -> Result<(), Rejection> {
+        if self.holds_released.contains(&local_id) {
+            return Err(Rejection::Overflow);
+        }
+        let had = self
+            .holds_taken
+            .iter()
+            .find(|(l, _)| *l == local_id)
+            .map(|(_, h)| *h)
+            .or_else(|| self.base.pending.get(&local_id).copied())
+            .unwrap_or(Money::ZERO);
+        let mut state = self.state;
+        state.balance.available =
+            state.balance.available.checked_sub(extra).ok_or(Rejection::InsufficientBalance)?;
+        state.balance.blocked = state.balance.blocked.checked_add(extra).ok_or(Rejection::Overflow)?;
+        let total = had.checked_add(extra).ok_or(Rejection::Overflow)?;
+        self.held = self.held.checked_add(extra).ok_or(Rejection::Overflow)?;
+        self.state = state;
+        self.holds_taken.retain(|(l, _)| *l != local_id);
+        self.holds_taken.push((local_id, total));
+        Ok(())
+    }
+
     /// A received payment of `value` with `fee` charged: `value - fee` becomes available
     /// (never below zero). Answers the net amount.
     pub fn credit(&mut self, value: Money, fee: Money) -> Result<Money, Rejection> {

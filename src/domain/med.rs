@@ -125,9 +125,55 @@ pub struct Med {
     /// returns the money through the rail, and its analysis goes back to the DICT.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dict_refund_id: Option<String>,
+    /// The DICT's infraction report this MED answers (MED 2.0: a funds recovery traced a
+    /// payment to this account). Its approval keeps the money blocked until the DICT asks
+    /// for it back; docs/decisions.md "MED 2.0".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infraction: Option<Infraction>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
+
+/// Days the receiving institution has to analyse an infraction report, from its creation.
+pub const REPORT_ANALYSIS_DAYS_MAX: i64 = 7;
+/// The fraud type an approval names to the DICT unless the operator names another.
+pub const FRAUD_TYPE_DEFAULT: &str = "MULE_ACCOUNT";
+/// The fraud type the gateway names when the analysis deadline decided (no one analysed).
+pub const FRAUD_TYPE_BY_DEADLINE: &str = "OTHER";
+
+/// What a MED 2.0 case keeps of its infraction report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Infraction {
+    pub report_id: String,
+    pub recovery_id: Option<String>,
+    /// The report's situation (`SCAM`, `ACCOUNT_TAKEOVER`, ...).
+    pub situation: String,
+    /// When the analysis is due: [`REPORT_ANALYSIS_DAYS_MAX`] after the report's creation.
+    pub due_at: DateTime<Utc>,
+    /// The fraud type an approval names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fraud_type: Option<String>,
+    /// When the blocked money left as a return the DICT asked for (what left is
+    /// `blocked`, the rest having been released).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returned_at: Option<DateTime<Utc>>,
+    /// What the client sent in its defence, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<Evidence>,
+}
+
+/// A client's statement for the analysis of a case against it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Evidence {
+    pub text: String,
+    pub at: DateTime<Utc>,
+}
+
+/// Statements a case keeps at most, and the characters of one.
+pub const EVIDENCE_COUNT_MAX: usize = 10;
+pub const EVIDENCE_TEXT_LEN_MAX: usize = 2000;
 
 /// Why a MED cannot change as asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -151,6 +197,9 @@ pub enum MedRejection {
     AmountRequired,
     #[error("amount must not exceed the disputed PIX ({0})")]
     AboveOriginal(Money),
+    /// A case keeps at most [`EVIDENCE_COUNT_MAX`] statements.
+    #[error("the case holds as many statements as it may ({EVIDENCE_COUNT_MAX})")]
+    EvidenceFull,
 }
 
 impl Med {
@@ -171,6 +220,27 @@ impl Med {
             self.status = MedStatus::Received;
             self.updated_at = now;
         }
+    }
+
+    /// An approved MED 2.0 case whose blocked money the DICT has not asked back yet.
+    pub fn awaiting_return(&self) -> bool {
+        self.status == MedStatus::Analyzed
+            && self.analysis_result == Some(AnalysisResult::Approved)
+            && self.infraction.as_ref().is_some_and(|i| i.returned_at.is_none())
+    }
+
+    /// A MED whose hold may still change: open, or approved and awaiting its return.
+    pub fn is_live(&self) -> bool {
+        matches!(self.status, MedStatus::Open | MedStatus::Received) || self.awaiting_return()
+    }
+
+    /// What a MED 2.0 case still lacks of its amount while money may come in to block:
+    /// arrivals to the account are blocked for it until it holds its amount.
+    pub fn shortfall(&self) -> Money {
+        if self.infraction.is_none() || !self.is_live() {
+            return Money::ZERO;
+        }
+        self.amount.checked_sub(self.blocked).unwrap_or(Money::ZERO)
     }
 
     pub fn analyze(
@@ -239,7 +309,30 @@ impl Med {
         if let Some(id) = &self.dict_refund_id {
             v["dictRefundId"] = json!(id);
         }
+        if let Some(i) = &self.infraction {
+            v["infractionReportId"] = json!(i.report_id);
+            v["fundsRecoveryId"] = json!(i.recovery_id);
+            v["situationType"] = json!(i.situation);
+            v["analysisDueAt"] = json!(iso(i.due_at));
+            v["fraudType"] = json!(i.fraud_type);
+            v["returnedAt"] = json!(i.returned_at.map(iso));
+            v["evidence"] = json!(i
+                .evidence
+                .iter()
+                .map(|e| json!({"text": e.text, "at": iso(e.at)}))
+                .collect::<Vec<_>>());
+        }
         v
+    }
+}
+
+/// The cause a MED 2.0 case records for its report's situation: the fraud causes name two
+/// of them; the others are an unauthorised transaction.
+pub fn cause_of_situation(situation: &str) -> &'static str {
+    match situation {
+        "SCAM" => "SCAM",
+        "ACCOUNT_TAKEOVER" => "ACCOUNT_TAKEOVER",
+        _ => DEFAULT_CAUSE,
     }
 }
 
@@ -271,6 +364,7 @@ mod tests {
             blocked: Money::parse("4").unwrap(),
             refund_transaction_id: None,
             dict_refund_id: None,
+            infraction: None,
             created_at: now,
             updated_at: now,
         }

@@ -30,6 +30,7 @@ pub mod qr_image;
 pub mod rate;
 pub mod rec;
 pub mod reconcile;
+pub mod recovery;
 pub mod recurrence;
 pub mod refunds;
 pub mod resolution;

@@ -105,6 +105,11 @@ impl Money {
         Money::try_from(Decimal::from_i128_with_scale(i128::from(cents), 2)).ok()
     }
 
+    /// An amount of `cents` centavos, for constants (a `u32` is far below [`MONEY_MAX`]).
+    pub const fn from_cents_const(cents: u32) -> Money {
+        Money(Decimal::from_parts(cents, 0, 0, false, 2))
+    }
+
     /// The amount with exactly two decimals, as responses write it (`10.5` -> `10.50`).
     pub fn to_cents_string(self) -> String {
         format!("{:.2}", self.0)

@@ -45,6 +45,7 @@ impl EventType {
             "rec" => EventType::Rec,
             "cobr" => EventType::Cobr,
             "claim" => EventType::Claim,
+            "recovery" => EventType::Recovery,
             _ => return None,
         })
     }
@@ -61,6 +62,7 @@ impl EventType {
             EventType::Rec => "rec",
             EventType::Cobr => "cobr",
             EventType::Claim => "claim",
+            EventType::Recovery => "recovery",
         }
     }
 }

@@ -60,8 +60,12 @@ pub async fn open(
     let (Some(end_to_end), true) = (e2e, f.violations.is_empty()) else {
         return Err(ApiError::Validation(f.violations));
     };
-    let med = ask(&state, &caller, OpenMed { end_to_end, cause, amount, description, dict_refund_id: None })
-        .await??;
+    let med = ask(
+        &state,
+        &caller,
+        OpenMed { end_to_end, cause, amount, description, dict_refund_id: None, infraction: None },
+    )
+    .await??;
     Ok(HttpResponse::Created().json(med.to_json()))
 }
 
@@ -101,21 +105,30 @@ pub async fn analyze(
     bytes: Bytes,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (result, details) = read_analysis(&req, &bytes, false)?;
+    let (result, details, _) = read_analysis(&req, &bytes, false)?;
     close(&caller, &state, med_id(&path)?, Some(result), details).await
 }
 
-/// An analysis's body: `result`, `details`. `strict`: a member it does not know is refused
-/// (the operators' routes), else ignored (family A).
+/// An analysis's body: `result`, `details`, and on the operators' route the `fraudType` an
+/// approval of a MED 2.0 case names to the DICT. `strict`: a member it does not know is
+/// refused (the operators' routes), else ignored (family A).
 fn read_analysis(
     req: &HttpRequest,
     bytes: &Bytes,
     strict: bool,
-) -> Result<(AnalysisResult, Option<String>), ApiError> {
+) -> Result<(AnalysisResult, Option<String>, Option<String>), ApiError> {
     let obj = request_object(req, bytes)?;
     let mut f = Fields::new(&obj);
+    let mut fraud_type = None;
     if strict {
-        f.only(&["result", "details"]);
+        f.only(&["result", "details", "fraudType"]);
+        fraud_type = f.string("fraudType", false).map(str::to_owned);
+        if fraud_type.as_deref().is_some_and(|t| !crate::rail::spi::fraud::FRAUD_TYPES.contains(&t)) {
+            f.fail(
+                "fraudType",
+                format!("must be one of {}", crate::rail::spi::fraud::FRAUD_TYPES.join(", ")),
+            );
+        }
     }
     let result = f.string("result", true).and_then(|r| {
         let parsed = AnalysisResult::parse(r);
@@ -126,7 +139,7 @@ fn read_analysis(
     });
     let details = f.text("details", false, MED_TEXT_LEN_MAX).map(str::to_owned);
     match (result, f.violations.is_empty()) {
-        (Some(result), true) => Ok((result, details)),
+        (Some(result), true) => Ok((result, details, fraud_type)),
         _ => Err(ApiError::Validation(f.violations)),
     }
 }
@@ -156,12 +169,12 @@ pub async fn admin_analyze(
     let account: crate::domain::ids::AccountId =
         account.parse().map_err(|_| ApiError::NotFound("account not found".into()))?;
     let med = med_id(&med)?;
-    let (result, details) = read_analysis(&req, &bytes, true)?;
+    let (result, details, fraud_type) = read_analysis(&req, &bytes, true)?;
     crate::admin::account(&state.repo, account)?;
     let closed = state
         .registry
         .get(account)?
-        .send(CloseMed { id: med, result: Some(result), details })
+        .send(CloseMed { id: med, result: Some(result), details, fraud_type })
         .await
         .map_err(|e| ApiError::Unavailable(crate::cause::Cause::msg(e.to_string())))??;
     tracing::info!(account = account.get(), med, result = ?result, "operator MED analysis");
@@ -193,7 +206,7 @@ async fn close(
     result: Option<AnalysisResult>,
     details: Option<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let med = ask(state, caller, CloseMed { id, result, details }).await??;
+    let med = ask(state, caller, CloseMed { id, result, details, fraud_type: None }).await??;
     Ok(HttpResponse::Ok().json(med.to_json()))
 }
 

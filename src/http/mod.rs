@@ -34,6 +34,7 @@ pub mod pix;
 pub mod rec;
 pub mod rec_schemas;
 pub mod received;
+pub mod recoveries;
 pub mod refunds;
 pub mod sandbox;
 pub mod schemas;
@@ -241,6 +242,10 @@ fn table() -> RouteTable {
     t.add(a, Method::GET, "/api/balance", balance::api_balance);
     t.add(a, Method::GET, "/api/transactions", transactions::list_transactions);
     t.add(a, Method::GET, "/api/med", med::list);
+    t.add(a, Method::POST, "/api/med/recoveries", recoveries::contest);
+    t.add(a, Method::GET, "/api/med/recoveries", recoveries::list);
+    t.add(a, Method::GET, "/api/med/recoveries/{id}", recoveries::get);
+    t.add(a, Method::POST, "/api/med/{id}/evidence", recoveries::evidence);
     t.add(a, Method::POST, "/api/dict/claims", claims::client_open);
     t.add(a, Method::GET, "/api/dict/claims", claims::client_list);
     t.add(a, Method::GET, "/api/dict/claims/{id}", claims::client_get);

@@ -9,7 +9,7 @@ use super::idempotency::{key_use, KeyUse};
 
 use super::{
     admin, automatic, balance, charges, claims, cob, cobr, cobv, dict, error, fraud, me, med, ops, payload,
-    pix, rec, received, refunds, sandbox, schemas, token, transactions, webhooks,
+    pix, rec, received, recoveries, refunds, sandbox, schemas, token, transactions, webhooks,
 };
 
 struct Security;
@@ -466,6 +466,10 @@ fn default_description(status: &str) -> &'static str {
         balance::api_balance,
         transactions::list_transactions,
         med::list,
+        recoveries::contest,
+        recoveries::list,
+        recoveries::get,
+        recoveries::evidence,
         claims::client_open,
         claims::client_list,
         claims::client_get,

@@ -777,6 +777,10 @@ pub struct MedAnalysisRequest {
     result: MedResult,
     #[schema(schema_with = med_text)]
     details: Option<String>,
+    /// For a MED 2.0 case (an infraction report of the DICT): the fraud type an approval
+    /// names, APPLICATION_FRAUD, MULE_ACCOUNT (unless given), SCAMMER_ACCOUNT or OTHER.
+    #[serde(rename = "fraudType")]
+    fraud_type: Option<String>,
 }
 
 #[derive(ToSchema)]
@@ -899,6 +903,29 @@ pub struct ClaimRequest {
     key: String,
     /// PORTABILITY (default) or OWNERSHIP (a phone only).
     r#type: Option<String>,
+}
+
+/// `POST /api/med/recoveries`: a Pix the account sent, contested (MED 2.0).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContestRequestBody {
+    /// The contested Pix's end-to-end id (a settled Pix the account sent, at most 80 days old).
+    end_to_end_id: String,
+    /// SCAM, ACCOUNT_TAKEOVER, COERCION, FRAUDULENT_ACCESS or OTHER.
+    situation_type: String,
+    /// What may help the institutions that analyse it (up to 2,000 characters; required for OTHER).
+    details: Option<String>,
+    /// The payer's contact e-mail, for the institutions that analyse it.
+    email: String,
+    /// The payer's contact phone, `+` and digits.
+    phone: String,
+}
+
+/// `POST /api/med/{id}/evidence`: the account's statement for a case against it.
+#[derive(ToSchema)]
+pub struct EvidenceRequest {
+    /// Up to 2,000 characters.
+    text: String,
 }
 
 /// `POST /admin/accounts/{id}/claims`: a key to claim for the account.

@@ -206,6 +206,38 @@ pub struct RefundAsked {
     /// For fraud (else an operational flaw).
     pub fraud: bool,
     pub details: Option<String>,
+    /// The funds recovery (MED 2.0) that asked, if one did: its case here is the one its
+    /// infraction report opened, approved already.
+    pub funds_recovery_id: Option<String>,
+    /// When the DICT made the request.
+    pub created: DateTime<Utc>,
+}
+
+/// An infraction report of MED 2.0 against a payment this gateway received, as the DICT
+/// reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportSeen {
+    pub id: String,
+    pub end_to_end_id: String,
+    pub situation: String,
+    pub details: Option<String>,
+    pub recovery_id: Option<String>,
+    /// `OPEN` or `ACKNOWLEDGED`.
+    pub acknowledged: bool,
+    /// What to block: the DICT's amount, or the whole payment when it names none.
+    pub amount: Option<Money>,
+    pub created: DateTime<Utc>,
+}
+
+/// What the accounts say of an infraction report, for the rail to tell the DICT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReportAction {
+    /// The case is open (the money blocked): acknowledge the report.
+    Acknowledge,
+    /// The analysis ended: close the report (`agreed` with its fraud type).
+    Close { agreed: bool, fraud_type: String, details: Option<String> },
+    /// The analysis is not done and not due.
+    Wait,
 }
 
 /// What the accounts say of a refund request, for the rail to tell the DICT.
@@ -318,6 +350,28 @@ pub trait Inbound: Send + Sync + 'static {
     /// A refund request of the MED: opens the account's MED once, and says, when it has
     /// ended, how to close the request.
     fn refund_asked(&self, asked: RefundAsked) -> BoxFuture<'static, Result<RefundAnswer, Unavailable>>;
+    /// An infraction report (MED 2.0) against a payment of ours: opens the case that blocks
+    /// the money once, and says what to tell the DICT (with the analysis deadline kept on
+    /// the server clock).
+    fn report_seen(&self, report: ReportSeen) -> BoxFuture<'static, Result<ReportAction, Unavailable>>;
+    /// The contests (MED 2.0, the payer's side) not yet final.
+    fn open_recoveries(&self) -> Result<Vec<crate::domain::recovery::Recovery>, Unavailable>;
+    /// The contest of the DICT's recovery `dict_id`, or of the payment `end_to_end_id`.
+    fn recovery_of(
+        &self,
+        dict_id: &str,
+        end_to_end_id: Option<&str>,
+    ) -> Result<Option<crate::domain::recovery::Recovery>, Unavailable>;
+    /// The DICT said this of a contest: its account records it durably; answers the record.
+    fn recovery_seen(
+        &self,
+        contest: crate::domain::recovery::Recovery,
+        seen: crate::domain::recovery::Seen,
+    ) -> BoxFuture<'static, Result<crate::domain::recovery::Recovery, Unavailable>>;
+    /// Where the DICT's next list of event notifications starts (`None`: its first).
+    fn events_cursor(&self) -> Result<Option<String>, Unavailable>;
+    /// Every event before `cursor` is recorded.
+    fn set_events_cursor(&self, cursor: &str) -> Result<(), Unavailable>;
     /// Accept an arrival durably (answer once it is on disk), or refuse it.
     fn accept(&self, arrival: Arrival) -> BoxFuture<'static, Result<Result<(), Refuse>, Unavailable>>;
     /// What was accepted under `id` settled (`true`) or was rejected; `false` when nothing

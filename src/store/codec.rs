@@ -264,6 +264,7 @@ codes!(EventType, event_type_code, event_type_of, {
     EventType::CashIn => 1, EventType::CashOut => 2, EventType::RefundIn => 3, EventType::RefundOut => 4,
     EventType::MedCreated => 5, EventType::MedAccepted => 6, EventType::MedRejected => 7,
     EventType::Rec => 8, EventType::Cobr => 9, EventType::Claim => 10,
+    EventType::Recovery => 11,
 });
 
 fn json_err(e: serde_json::Error) -> CodecError {

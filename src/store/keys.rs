@@ -100,6 +100,13 @@
 //!                           steps the gateway may owe (the claims poller reads them)
 //! meta/dict_claims_after    text (RFC 3339): the DICT's claims changed before it are all
 //!                           recorded; the next list asks from there
+//! frec/{id:020}/{local:020} Recovery (JSON): a MED 2.0 contest of a Pix the account sent,
+//!                           and the DICT's funds recovery of it (domain::recovery)
+//! frece2e/{endToEndId}      JSON [account, local]: the contest of a payment (one each)
+//! frecdict/{recoveryId}     JSON [account, local]: a contest by the DICT's recovery id
+//! frecopen/{id:020}/{local:020}  empty: a contest not yet COMPLETED or CANCELLED (the
+//!                           recovery poller follows them)
+//! meta/dict_events_cursor   text: where the DICT's next list of event notifications starts
 //! payrec/{payer:020}/{local:020}  u64: the receiver's account of a recurrence (by its local
 //!                           id) offered to an account of this gateway as its payer (on
 //!                           us); written by the receiver's actor, read by the payer's routes
@@ -442,6 +449,31 @@ pub fn open_claim(account: u64, local: u64) -> Vec<u8> {
 pub const OPEN_CLAIMS: &[u8] = b"claimopen/";
 /// See the key layout.
 pub const DICT_CLAIMS_AFTER: &[u8] = b"meta/dict_claims_after";
+
+pub fn recovery(account: u64, local: u64) -> Vec<u8> {
+    Key::new("frec/").num(account, 20).text("/").num(local, 20).done()
+}
+
+/// The range of `id`'s contests: `[from, to)`.
+pub fn recoveries_range(id: AccountId) -> (Vec<u8>, Vec<u8>) {
+    (Key::new("frec/").id(id).text("/").done(), Key::new("frec/").id(id).text("0").done())
+}
+
+pub fn recovery_e2e(end_to_end_id: &str) -> Vec<u8> {
+    Key::new("frece2e/").text(end_to_end_id).done()
+}
+
+pub fn recovery_dict(id: &str) -> Vec<u8> {
+    Key::new("frecdict/").text(id).done()
+}
+
+pub fn open_recovery(account: u64, local: u64) -> Vec<u8> {
+    Key::new("frecopen/").num(account, 20).text("/").num(local, 20).done()
+}
+
+pub const OPEN_RECOVERIES: &[u8] = b"frecopen/";
+/// See the key layout.
+pub const DICT_EVENTS_CURSOR: &[u8] = b"meta/dict_events_cursor";
 
 pub fn rec(account: u64, local: u64) -> Vec<u8> {
     Key::new("rec/").num(account, 20).text("/").num(local, 20).done()

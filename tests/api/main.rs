@@ -14,6 +14,7 @@ mod dict;
 mod dict_sync;
 mod errors;
 mod fraud;
+mod funds_recovery;
 mod helpers;
 mod idempotency;
 mod journal;

@@ -16,7 +16,7 @@ use crate::helpers::*;
 /// runs under `SCHED_IDLE` (docs/decisions.md "The SPI rail"): on a machine whose cores the
 /// whole test suite keeps busy, it gets only the CPU time left over, so this is a bound for
 /// a loaded machine, not a measure of speed.
-const SETTLE_WAIT_MAX: Duration = Duration::from_secs(180);
+pub const SETTLE_WAIT_MAX: Duration = Duration::from_secs(180);
 
 /// The simulator, running.
 pub struct Sim {

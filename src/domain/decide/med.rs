@@ -8,7 +8,8 @@ use super::{Account, Ids, Plan, Record, Refusal};
 use crate::domain::events::{EventBody, EventType, OutboxEvent};
 use crate::domain::ledger::{DebitDecision, DebitRequest, Limited, StoredKeys};
 use crate::domain::med::{
-    AnalysisResult, Med, MedReason, MedRejection, MedStatus, OriginalTransaction, Participant,
+    AnalysisResult, Evidence, Infraction, Med, MedReason, MedRejection, MedStatus, OriginalTransaction,
+    Participant, EVIDENCE_COUNT_MAX,
 };
 use crate::domain::money::Money;
 use crate::domain::transaction::{
@@ -27,6 +28,8 @@ pub struct OpenMedRequest {
     pub description: Option<String>,
     /// The DICT's refund request it answers (a MED on the SPI rail).
     pub dict_refund_id: Option<String>,
+    /// The DICT's infraction report it answers (MED 2.0).
+    pub infraction: Option<Infraction>,
 }
 
 /// The event of a MED step, carrying the MED record as it is at that step.
@@ -128,6 +131,7 @@ pub fn open_med(
         blocked,
         refund_transaction_id: None,
         dict_refund_id: req.dict_refund_id,
+        infraction: req.infraction,
         created_at: now,
         updated_at: now,
     };
@@ -146,6 +150,8 @@ pub fn open_med(
 pub struct CloseMedRequest {
     pub result: Option<AnalysisResult>,
     pub details: Option<String>,
+    /// The fraud type an approval of a MED 2.0 case names to the DICT.
+    pub fraud_type: Option<String>,
 }
 
 /// Ends a MED. `med` is its latest state; `original`, the disputed PIX as it is now (read
@@ -165,6 +171,18 @@ pub fn close_med(
         None => med.cancel(now),
     }
     .map_err(|e| Refusal::Med(MedRejection::Final(e)))?;
+    // A MED 2.0 case approved keeps its money blocked: the DICT asks for it back once every
+    // institution of the recovery has answered ([`return_med`]).
+    if approved {
+        if let Some(i) = med.infraction.as_mut() {
+            i.fraud_type =
+                Some(req.fraud_type.unwrap_or_else(|| crate::domain::med::FRAUD_TYPE_DEFAULT.to_owned()));
+            let mut plan = Plan::new(med.clone());
+            plan.events.push(med_event(&med, EventType::MedAccepted, "MedAccepted"));
+            plan.records.push(Record::Med(med));
+            return Ok(plan);
+        }
+    }
     // An approval debits what was blocked; anything else gives it back. A MED of the DICT
     // returns the money through the rail instead: its hold becomes the hold of a pending
     // Refund in, which the rail sends as a return and settles like any other.
@@ -239,6 +257,130 @@ pub fn close_med(
     Ok(plan)
 }
 
+/// The DICT asks for the money of an approved MED 2.0 case: what is blocked, up to
+/// `requested`, leaves as a pending Refund in that the rail sends as a return (pacs.004) and
+/// settles like any other; the rest is released. Nothing blocked: nothing leaves, and the
+/// request is answered as rejected. Ids: one, for the Refund in.
+pub fn return_med(
+    account: &Account,
+    med: Option<Med>,
+    requested: Money,
+    original: Option<Transaction>,
+    now: DateTime<Utc>,
+    ids: &mut Ids,
+) -> Result<Plan<Med>, Refusal> {
+    let mut med = med.ok_or(Refusal::Med(MedRejection::NotFound))?;
+    if !med.awaiting_return() {
+        return Err(Refusal::Med(MedRejection::Final(crate::domain::med::MedError::Final(
+            med.status.as_str(),
+        ))));
+    }
+    let value = med.blocked.min(requested);
+    let mut ledger = account.ledger.draft();
+    if !med.blocked.is_zero() && ledger.settle(med.id, false).is_none() {
+        return Err(Refusal::Bug(format!("MED {} has no hold", med.id)));
+    }
+    med.blocked = value;
+    med.updated_at = now;
+    if let Some(i) = med.infraction.as_mut() {
+        i.returned_at = Some(now);
+    }
+    let mut plan_records = Vec::new();
+    if !value.is_zero() {
+        let fresh = ids.take()?;
+        hold(&mut ledger, account, fresh.local_id, value, now, "a MED's return replayed")?;
+        let counterpart = original.as_ref().map(|o| o.counterpart.clone()).unwrap_or_default();
+        let refund = Transaction {
+            status: TxStatus::Pending,
+            end_to_end_id: fresh.end_to_end_id('D', now),
+            counterpart,
+            description: Some(format!("MED {}", med.id)),
+            refund: Some(RefundDetails {
+                original_local_id: med.original_transaction_id.unwrap_or(0),
+                original_end_to_end_id: med.end_to_end.clone(),
+                refund_id: None,
+                rtr_id: fresh.end_to_end_id('D', now),
+                natureza: med.natureza(),
+                reason: med.cause.clone(),
+                family: Family::A,
+            }),
+            ..Transaction::new(
+                fresh.local_id,
+                fresh.transaction_id(),
+                account.id,
+                TxKind::RefundIn,
+                value,
+                now,
+            )
+        };
+        med.refund_transaction_id = Some(fresh.local_id);
+        plan_records.push(Record::NewTransaction(refund));
+        if let (Some(_), Some(mut o)) = (med.original_transaction_id, original) {
+            o.refunded = o.refunded.checked_add(value).unwrap_or(o.refunded);
+            plan_records.push(Record::Transaction(o));
+        }
+    }
+    let mut plan = Plan::new(med.clone());
+    plan.ledger = Some(ledger.finish()?);
+    plan.records.push(Record::Med(med));
+    for r in plan_records {
+        match r {
+            Record::NewTransaction(_) => plan.write(r, now),
+            other => plan.update(other),
+        }
+    }
+    Ok(plan)
+}
+
+/// Blocks, for each MED 2.0 case that lacks part of its amount (oldest first), what the
+/// account has available now: money that arrived after the case opened (the payment's
+/// return from the next institution, a later credit) is held for the victim as it lands.
+/// `None` when nothing is short or nothing is available.
+pub fn top_up(account: &Account, meds: Vec<Med>, now: DateTime<Utc>) -> Result<Option<Plan<()>>, Refusal> {
+    let mut ledger = account.ledger.draft();
+    let mut records = Vec::new();
+    let mut meds = meds;
+    meds.sort_by_key(|m| m.id);
+    for mut med in meds {
+        let available = ledger.balance().available;
+        let extra = med.shortfall().min(available);
+        if extra.is_zero() {
+            continue;
+        }
+        ledger.grow_hold(med.id, extra).map_err(Refusal::Ledger)?;
+        med.blocked = med.blocked.checked_add(extra).ok_or(Refusal::Bug("a MED's block overflows".into()))?;
+        med.updated_at = now;
+        records.push(Record::Med(med));
+    }
+    if records.is_empty() {
+        return Ok(None);
+    }
+    let mut plan = Plan::new(());
+    plan.ledger = Some(ledger.finish()?);
+    plan.records = records;
+    Ok(Some(plan))
+}
+
+/// The client's statement for a case against it, kept for the operator's analysis while
+/// the case is open (at most [`EVIDENCE_COUNT_MAX`]).
+pub fn add_evidence(med: Option<Med>, text: String, now: DateTime<Utc>) -> Result<Plan<Med>, Refusal> {
+    let mut med = med.ok_or(Refusal::Med(MedRejection::NotFound))?;
+    if !matches!(med.status, MedStatus::Open | MedStatus::Received) {
+        return Err(Refusal::Med(MedRejection::Final(crate::domain::med::MedError::Final(
+            med.status.as_str(),
+        ))));
+    }
+    let Some(i) = med.infraction.as_mut() else { return Err(Refusal::Med(MedRejection::NotFound)) };
+    if i.evidence.len() >= EVIDENCE_COUNT_MAX {
+        return Err(Refusal::Med(MedRejection::EvidenceFull));
+    }
+    i.evidence.push(Evidence { text, at: now });
+    med.updated_at = now;
+    let mut plan = Plan::new(med.clone());
+    plan.records.push(Record::Med(med));
+    Ok(plan)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testing::*;
@@ -252,6 +394,7 @@ mod tests {
             amount: amount.map(m),
             description: None,
             dict_refund_id: None,
+            infraction: None,
         }
     }
 
@@ -314,7 +457,7 @@ mod tests {
     fn an_approval_debits_the_hold_as_a_refund_of_the_original() {
         let mut f = Fixture::with_balance("20");
         let med = opened(&mut f, Some("4"), Some(received("10"))).reply;
-        let req = CloseMedRequest { result: Some(AnalysisResult::Approved), details: None };
+        let req = CloseMedRequest { result: Some(AnalysisResult::Approved), details: None, fraud_type: None };
         let plan =
             close_med(&f.account(), Some(med), req, Some(received("10")), noon(), &mut ids(&[31])).unwrap();
         assert_eq!(plan.reply.status, MedStatus::Analyzed);
@@ -338,7 +481,8 @@ mod tests {
         f.apply(&plan);
         let med = plan.reply;
         assert_eq!(med.to_json()["dictRefundId"], "91d65e98-97c0-4b0f-b577-73625da1f9fc");
-        let approve = CloseMedRequest { result: Some(AnalysisResult::Approved), details: None };
+        let approve =
+            CloseMedRequest { result: Some(AnalysisResult::Approved), details: None, fraud_type: None };
         let plan = close_med(&f.account(), Some(med), approve, Some(received("10")), noon(), &mut ids(&[31]))
             .unwrap();
         let written = transactions(&plan);
@@ -359,7 +503,7 @@ mod tests {
     fn a_rejection_or_cancellation_releases_the_hold_and_a_closed_med_stays_closed() {
         let mut f = Fixture::with_balance("20");
         let med = opened(&mut f, Some("4"), Some(received("10"))).reply;
-        let cancel = CloseMedRequest { result: None, details: None };
+        let cancel = CloseMedRequest { result: None, details: None, fraud_type: None };
         let plan = close_med(&f.account(), Some(med), cancel.clone(), None, noon(), &mut ids(&[])).unwrap();
         assert_eq!(plan.reply.status, MedStatus::Cancelled);
         assert!(plan.events.is_empty(), "a cancellation sends no event");

@@ -18,6 +18,7 @@ mod incoming;
 mod med;
 mod on_us;
 mod pay;
+mod recoveries;
 mod recurrences;
 mod refunds;
 
@@ -34,12 +35,13 @@ pub use incoming::{
     accept as accept_incoming, drop_incoming, settle as settle_incoming, Incoming, IncomingKind,
     IncomingRefusal, Named,
 };
-pub use med::{close_med, open_med, CloseMedRequest, OpenMedRequest};
+pub use med::{add_evidence, close_med, open_med, return_med, top_up, CloseMedRequest, OpenMedRequest};
 pub use on_us::{
     credit_of, names_charge, receive as receive_on_us, receive_return as receive_on_us_return, return_of,
     OnUsCredit, OnUsPayer,
 };
 pub use pay::{pay, pix_in, settle, DictRequest, PayDecision, PayRequest, PixInRequest};
+pub use recoveries::{contest, observe_recovery, ContestRequest};
 pub use recurrences::{
     attempt_cobr, auto_send, auto_txid, change_cobr, change_rec, create_cobr, create_locrec, create_rec,
     expire_rec, fail_on_us as fail_cobr_on_us, settle_on_us as settle_cobr_on_us, unlink_locrec, CobrChange,
@@ -182,6 +184,8 @@ pub enum Record {
     LocRec(LocRec),
     /// A DICT key claim of the account as it now is.
     Claim(Claim),
+    /// A MED 2.0 contest of the account as it now is.
+    Recovery(super::recovery::Recovery),
     /// A key a claim brought: it is the account's from now on (its type, since when).
     KeyArrived { key: String, key_type: String, at: chrono::DateTime<chrono::Utc>, cid: Option<String> },
     /// A key a claim took away; `receiving` is the account's new receiving key when the key
@@ -222,6 +226,7 @@ impl<R> Plan<R> {
             | Record::Cobr(_)
             | Record::LocRec(_)
             | Record::Claim(_)
+            | Record::Recovery(_)
             | Record::KeyArrived { .. }
             | Record::KeyLeft { .. } => None,
         };
@@ -272,6 +277,8 @@ pub enum Refusal {
     Rec(RecError),
     #[error("recurring charge refused: {0}")]
     Cobr(CobrError),
+    #[error("contest refused: {0}")]
+    Recovery(super::recovery::RecoveryRejection),
     /// The plan would break a rule no client input can break: a bug. Nothing is written and
     /// the actor stops.
     #[error("{0}")]
@@ -448,6 +455,7 @@ pub(crate) mod testing {
                 | Record::Cobr(_)
                 | Record::LocRec(_)
                 | Record::Claim(_)
+                | Record::Recovery(_)
                 | Record::KeyArrived { .. }
                 | Record::KeyLeft { .. } => None,
             })

@@ -94,6 +94,8 @@ pub enum Rejection {
     Rec(RecError),
     /// A recurring charge's command refused.
     Cobr(CobrError),
+    /// A MED 2.0 contest refused.
+    Recovery(crate::domain::recovery::RecoveryRejection),
 }
 
 impl Rejection {
@@ -130,6 +132,7 @@ impl Rejection {
             Refusal::Med(r) => Rejection::Med(r),
             Refusal::Rec(r) => Rejection::Rec(r),
             Refusal::Cobr(r) => Rejection::Cobr(r),
+            Refusal::Recovery(r) => Rejection::Recovery(r),
             Refusal::Bug(_) => return None,
         })
     }
@@ -368,6 +371,18 @@ impl Rejection {
             Rejection::Med(r) => return med_parts(r),
             Rejection::Rec(r) => return rec_parts(r, family),
             Rejection::Cobr(r) => return cobr_parts(r, family),
+            Rejection::Recovery(r) => {
+                use crate::domain::recovery::RecoveryRejection as R;
+                let (status, code) = match r {
+                    R::NotFound => (S::NOT_FOUND, "NOT_FOUND"),
+                    R::NotSent => (S::CONFLICT, "PIX_NOT_CONTESTABLE"),
+                    R::NotSettled => (S::CONFLICT, "PIX_NOT_SETTLED"),
+                    R::TooLate => (S::CONFLICT, "CONTEST_TOO_LATE"),
+                    R::AlreadyContested => (S::CONFLICT, "ALREADY_CONTESTED"),
+                    R::RailRequired => (S::CONFLICT, "DICT_REQUIRED"),
+                };
+                (status, status, code, true, r.to_string(), None)
+            }
         };
         ErrorParts {
             status: if b { b_status } else { a_status },
@@ -409,6 +424,7 @@ fn med_parts(r: &MedRejection) -> ErrorParts {
         MedRejection::Final(_) => status(StatusCode::CONFLICT, "CONFLICT"),
         MedRejection::NotReceived => field("endToEnd"),
         MedRejection::AmountRequired | MedRejection::AboveOriginal(_) => field("amount"),
+        MedRejection::EvidenceFull => status(StatusCode::CONFLICT, "CONFLICT"),
     }
 }
 

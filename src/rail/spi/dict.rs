@@ -223,6 +223,8 @@ pub struct Refund {
     pub analysis_details: Option<String>,
     /// The return that gave the money back (its `RtrId`), once accepted.
     pub refund_transaction_id: Option<String>,
+    /// The funds recovery (MED 2.0) that asked for it, if one did.
+    pub funds_recovery_id: Option<String>,
 }
 
 /// Refund requests one list answer holds at most (the API's `Limit` maximum).
@@ -242,6 +244,9 @@ impl Refund {
         );
         if let Some(d) = &self.details {
             let _ = write!(out, "<RefundDetails>{}</RefundDetails>", escape_text(d));
+        }
+        if let Some(f) = &self.funds_recovery_id {
+            let _ = write!(out, "<FundsRecoveryId>{}</FundsRecoveryId>", escape_text(f));
         }
         let _ = write!(
             out,
@@ -295,6 +300,7 @@ impl Refund {
             analysis_result: optional("AnalysisResult"),
             analysis_details: optional("AnalysisDetails"),
             refund_transaction_id: optional("RefundTransactionId"),
+            funds_recovery_id: optional("FundsRecoveryId"),
         })
     }
 }

@@ -866,6 +866,162 @@ impl Handler<FraudMarks> for DictClient {
     }
 }
 
+/// Open a funds recovery (MED 2.0) for a payment of ours, as the DICT's defaults and maxima
+/// trace it; answers the recovery and the graph the DICT drew.
+#[derive(Message)]
+#[rtype(
+    result = "Result<(super::recovery::FundsRecovery, Option<super::recovery::TrackingGraph>), DictError>"
+)]
+pub struct CreateRecovery {
+    pub recovery: super::recovery::FundsRecovery,
+}
+
+/// A funds recovery as the DICT has it now.
+#[derive(Message)]
+#[rtype(result = "Result<super::recovery::FundsRecovery, DictError>")]
+pub struct GetRecovery {
+    pub id: String,
+}
+
+/// The creator's steps of a funds recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecoveryStep {
+    /// Ask the institutions that agreed to give the money back.
+    Refund,
+    Cancel,
+}
+
+/// Take a step of one of our funds recoveries; answers it as it now is.
+#[derive(Message)]
+#[rtype(result = "Result<super::recovery::FundsRecovery, DictError>")]
+pub struct StepRecovery {
+    pub id: String,
+    pub step: RecoveryStep,
+}
+
+/// The DICT's event notifications after `cursor` (from the first it keeps when `None`):
+/// the events, where the next list starts, and whether more wait.
+#[derive(Message)]
+#[rtype(result = "Result<(Vec<super::recovery::EventNotification>, Option<String>, bool), DictError>")]
+pub struct RecoveryEvents {
+    pub cursor: Option<String>,
+}
+
+/// The infraction reports against this participant still to be answered (`OPEN` or
+/// `ACKNOWLEDGED`), oldest change first.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<super::recovery::InfractionReport>, DictError>")]
+pub struct OpenReports;
+
+/// The counterparty's answers to an infraction report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReportAnswer {
+    Acknowledge,
+    /// The analysis: `agreed` with the fraud type found, or not.
+    Close {
+        agreed: bool,
+        fraud_type: String,
+        details: Option<String>,
+    },
+}
+
+/// Answer an infraction report against us; answers it as it now is.
+#[derive(Message)]
+#[rtype(result = "Result<super::recovery::InfractionReport, DictError>")]
+pub struct AnswerReport {
+    pub id: String,
+    pub answer: ReportAnswer,
+}
+
+fn path_id(id: &str) -> percent_encoding::PercentEncode<'_> {
+    percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC)
+}
+
+impl Handler<CreateRecovery> for DictClient {
+    type Result = ResponseFuture<
+        Result<(super::recovery::FundsRecovery, Option<super::recovery::TrackingGraph>), DictError>,
+    >;
+
+    fn handle(&mut self, msg: CreateRecovery, _: &mut Context<Self>) -> Self::Result {
+        let body =
+            super::recovery::create_request(&self.settings.ispb, &msg.recovery, &super::recovery::GRAPH_MAX);
+        let sent = self.signed_post("/funds-recoveries/", body);
+        Box::pin(async move { super::recovery::read_recovery(&sent.await?).map_err(DictError::Unavailable) })
+    }
+}
+
+impl Handler<GetRecovery> for DictClient {
+    type Result = ResponseFuture<Result<super::recovery::FundsRecovery, DictError>>;
+
+    fn handle(&mut self, msg: GetRecovery, _: &mut Context<Self>) -> Self::Result {
+        let got = self.signed_get(format!("/funds-recoveries/{}", path_id(&msg.id)));
+        Box::pin(async move {
+            super::recovery::read_recovery(&got.await?).map(|(r, _)| r).map_err(DictError::Unavailable)
+        })
+    }
+}
+
+impl Handler<StepRecovery> for DictClient {
+    type Result = ResponseFuture<Result<super::recovery::FundsRecovery, DictError>>;
+
+    fn handle(&mut self, msg: StepRecovery, _: &mut Context<Self>) -> Self::Result {
+        let (root, step) = match msg.step {
+            RecoveryStep::Refund => ("RefundFundsRecoveryRequest", "refund"),
+            RecoveryStep::Cancel => ("CancelFundsRecoveryRequest", "cancel"),
+        };
+        let body = super::recovery::step_request(root, &self.settings.ispb, &msg.id);
+        let sent = self.signed_post(&format!("/funds-recoveries/{}/{step}", path_id(&msg.id)), body);
+        Box::pin(async move {
+            super::recovery::read_recovery(&sent.await?).map(|(r, _)| r).map_err(DictError::Unavailable)
+        })
+    }
+}
+
+impl Handler<RecoveryEvents> for DictClient {
+    type Result =
+        ResponseFuture<Result<(Vec<super::recovery::EventNotification>, Option<String>, bool), DictError>>;
+
+    fn handle(&mut self, msg: RecoveryEvents, _: &mut Context<Self>) -> Self::Result {
+        let mut path = format!("/event-notifications?Participant={}", self.settings.ispb);
+        if let Some(c) = &msg.cursor {
+            path.push_str(&format!("&Cursor={}", path_id(c)));
+        }
+        let got = self.signed_get(path);
+        Box::pin(async move { super::recovery::read_events(&got.await?).map_err(DictError::Unavailable) })
+    }
+}
+
+impl Handler<OpenReports> for DictClient {
+    type Result = ResponseFuture<Result<Vec<super::recovery::InfractionReport>, DictError>>;
+
+    fn handle(&mut self, _: OpenReports, _: &mut Context<Self>) -> Self::Result {
+        let path = format!(
+            "/infraction-reports/?Participant={}&IsCounterparty=true&Status=OPEN,ACKNOWLEDGED&IncludeDetails=true&Limit={}",
+            self.settings.ispb,
+            super::recovery::LIST_MAX
+        );
+        let got = self.signed_get(path);
+        Box::pin(async move { super::recovery::read_reports(&got.await?).map_err(DictError::Unavailable) })
+    }
+}
+
+impl Handler<AnswerReport> for DictClient {
+    type Result = ResponseFuture<Result<super::recovery::InfractionReport, DictError>>;
+
+    fn handle(&mut self, msg: AnswerReport, _: &mut Context<Self>) -> Self::Result {
+        let ispb = &self.settings.ispb;
+        let (body, step) = match &msg.answer {
+            ReportAnswer::Acknowledge => (super::recovery::acknowledge_request(ispb, &msg.id), "acknowledge"),
+            ReportAnswer::Close { agreed, fraud_type, details } => (
+                super::recovery::close_request(ispb, &msg.id, *agreed, fraud_type, details.as_deref()),
+                "close",
+            ),
+        };
+        let sent = self.signed_post(&format!("/infraction-reports/{}/{step}", path_id(&msg.id)), body);
+        Box::pin(async move { super::recovery::read_report(&sent.await?).map_err(DictError::Unavailable) })
+    }
+}
+
 /// An entry for one of pixgw's accounts, to register.
 pub fn account_entry(
     ispb: &Ispb,

@@ -11,7 +11,8 @@
 //! - `icom`: the ICOM protocol (paths, multipart, gzip) and the participant's client.
 //! - `sent`: what was sent, kept so every resend posts the same bytes and a refusal can be
 //!   placed (the original's, or a repeat's).
-//! - `dict`: the DICT's XML bodies (entries, refund requests); `claims`: those of claims.
+//! - `dict`: the DICT's XML bodies (entries, refund requests); `claims`: those of claims;
+//!   `recovery`: those of MED 2.0 (funds recoveries, infraction reports, events).
 //! - `simulator`: `pixgw spi-sim`, the rails on one machine.
 
 pub mod c14n;
@@ -27,6 +28,7 @@ pub mod outgoing;
 pub mod payload_reader;
 pub mod pki;
 pub mod rail;
+pub mod recovery;
 pub mod sent;
 pub mod settings;
 pub mod simulator;

@@ -482,6 +482,12 @@ impl Started {
             // Nothing is read while the rail is held.
             kept.hold.released().await;
             actix_web::rt::spawn(med_refunds(dict.clone(), Arc::clone(&med_inbound), settings.med_poll));
+            actix_web::rt::spawn(med_recoveries(
+                dict.clone(),
+                Arc::clone(&med_inbound),
+                settings.med_poll,
+                settings.ispb.to_string(),
+            ));
             actix_web::rt::spawn(dict_claims(
                 dict.clone(),
                 Arc::clone(&med_inbound),
@@ -553,6 +559,8 @@ async fn med_refunds(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: D
                 amount: r.amount,
                 fraud: r.reason == "FRAUD",
                 details: r.details,
+                funds_recovery_id: r.funds_recovery_id,
+                created: r.created,
             };
             let close = match inbound.refund_asked(asked).await {
                 Ok(crate::rail::RefundAnswer::Close { result, details, refund_transaction_id }) => {
@@ -576,6 +584,241 @@ async fn med_refunds(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: D
             }
         }
     }
+}
+
+/// MED 2.0 on the SPI rail, every `every` (docs/decisions.md "MED 2.0"):
+/// - as a receiving institution, it lists the infraction reports still to answer; each opens
+///   its case once (the money blocked) and is acknowledged, and once the case is analysed
+///   (or its deadline decided it) the report is closed with the analysis;
+/// - as the payer's institution, it opens in the DICT the contests it has not yet, asks for
+///   the refund of those the DICT analysed, and reads the DICT's event notifications from a
+///   durable cursor, recording each recovery they name as the DICT now has it.
+///
+/// The DICT holds the reports' and recoveries' state, and each step is idempotent there and
+/// here, so a crash or a lost answer repeats a step and changes nothing twice. The cursor is
+/// moved only once every event before it is recorded.
+async fn med_recoveries(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: Duration, ours: String) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if !answer_reports(&dict, &*inbound).await || !follow_recoveries(&dict, &*inbound, &ours).await {
+            return;
+        }
+    }
+}
+
+/// One turn of the receiving side; `false` once the DICT client is gone.
+async fn answer_reports(dict: &Addr<DictClient>, inbound: &dyn Inbound) -> bool {
+    use super::directory::{AnswerReport, OpenReports, ReportAnswer};
+    let reports = match dict.send(OpenReports).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "the DICT's infraction reports could not be read; asking again later");
+            return true;
+        }
+        Err(_) => return false,
+    };
+    for r in reports {
+        let seen = crate::rail::ReportSeen {
+            id: r.id.clone(),
+            end_to_end_id: r.transaction_id,
+            situation: r.situation_type,
+            details: r.details,
+            recovery_id: r.recovery_id,
+            acknowledged: r.status == "ACKNOWLEDGED",
+            amount: r.amount,
+            created: r.created,
+        };
+        let answer = match inbound.report_seen(seen).await {
+            Ok(crate::rail::ReportAction::Acknowledge) => ReportAnswer::Acknowledge,
+            Ok(crate::rail::ReportAction::Close { agreed, fraud_type, details }) => {
+                ReportAnswer::Close { agreed, fraud_type, details }
+            }
+            Ok(crate::rail::ReportAction::Wait) => continue,
+            Err(e) => {
+                tracing::warn!(report = r.id, error = %e, "an infraction report waits: the accounts did not answer");
+                continue;
+            }
+        };
+        let step = match &answer {
+            ReportAnswer::Acknowledge => "acknowledge",
+            ReportAnswer::Close { agreed: true, .. } => "agree",
+            ReportAnswer::Close { agreed: false, .. } => "disagree",
+        };
+        match dict.send(AnswerReport { id: r.id.clone(), answer }).await {
+            Ok(Ok(_)) => {
+                metrics::counter!("pixgw_dict_report_answers_total", "step" => step).increment(1);
+                tracing::info!(report = r.id, step, "an infraction report was answered in the DICT");
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(report = r.id, step, error = %e, "answering an infraction report failed; it is tried again")
+            }
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// What the DICT's recovery says, for its contest here.
+fn recovery_seen_of(
+    r: &super::recovery::FundsRecovery,
+    graph: Option<&super::recovery::TrackingGraph>,
+) -> Option<crate::domain::recovery::Seen> {
+    Some(crate::domain::recovery::Seen {
+        dict_id: Some(r.id.clone()),
+        status: crate::domain::recovery::RecoveryStatus::parse(&r.status)?,
+        traced: graph.map(|g| u32::try_from(g.transactions.len()).unwrap_or(u32::MAX)),
+    })
+}
+
+/// Pages of the DICT's event notifications one turn reads at most (200 events each).
+pub const EVENT_PAGES_PER_TURN_MAX: usize = 10;
+
+/// One turn of the payer's side; `false` once the DICT client is gone.
+async fn follow_recoveries(dict: &Addr<DictClient>, inbound: &dyn Inbound, ours: &str) -> bool {
+    use super::directory::{CreateRecovery, GetRecovery, RecoveryEvents, RecoveryStep, StepRecovery};
+    use crate::domain::recovery::{RecoveryStatus, Seen};
+    let open = match inbound.open_recoveries() {
+        Ok(o) => o,
+        Err(e) => {
+            tracing::warn!(error = %e, "the open contests could not be read; trying again next turn");
+            return true;
+        }
+    };
+    for c in open {
+        let seen = match (&c.dict_id, c.owes_refund()) {
+            // Not in the DICT yet: open it there.
+            (None, _) => {
+                let asked = super::recovery::FundsRecovery {
+                    id: String::new(),
+                    root_transaction_id: c.end_to_end_id.clone(),
+                    situation_type: c.situation.clone(),
+                    details: c.details.clone(),
+                    email: c.email.clone(),
+                    phone: c.phone.clone(),
+                    status: String::new(),
+                    reporter: String::new(),
+                    created: chrono::DateTime::UNIX_EPOCH,
+                    modified: chrono::DateTime::UNIX_EPOCH,
+                };
+                match dict.send(CreateRecovery { recovery: asked }).await {
+                    Ok(Ok((r, graph))) => recovery_seen_of(&r, graph.as_ref()),
+                    // Opened before, its answer lost: the DICT's events name it, and the
+                    // contest is matched by its payment then.
+                    Ok(Err(DictError::Refused(why)))
+                        if why.starts_with("FundsRecoveryForTransactionAlreadyExists") =>
+                    {
+                        tracing::warn!(
+                            contest = c.id,
+                            "the DICT has a recovery of this payment already; its events will name it"
+                        );
+                        None
+                    }
+                    Ok(Err(DictError::Refused(why))) => {
+                        tracing::error!(
+                            contest = c.id,
+                            why,
+                            "the DICT refused to open a funds recovery: the contest is cancelled"
+                        );
+                        metrics::counter!("pixgw_dict_recoveries_refused_total").increment(1);
+                        Some(Seen { dict_id: None, status: RecoveryStatus::Cancelled, traced: None })
+                    }
+                    Ok(Err(e)) => {
+                        tracing::warn!(contest = c.id, error = %e, "opening a funds recovery failed; it is tried again");
+                        None
+                    }
+                    Err(_) => return false,
+                }
+            }
+            (Some(id), true) => {
+                match dict.send(StepRecovery { id: id.clone(), step: RecoveryStep::Refund }).await {
+                    Ok(Ok(r)) => recovery_seen_of(&r, None),
+                    Ok(Err(e)) => {
+                        tracing::warn!(contest = c.id, error = %e, "asking for a recovery's refund failed; it is tried again");
+                        None
+                    }
+                    Err(_) => return false,
+                }
+            }
+            (Some(_), false) => None,
+        };
+        if let Some(seen) = seen {
+            let id = c.id;
+            match inbound.recovery_seen(c, seen).await {
+                Ok(r) => tracing::info!(contest = id, status = r.status.as_str(), "a contest moved"),
+                Err(e) => {
+                    tracing::warn!(contest = id, error = %e, "a contest's step waits: its account did not answer")
+                }
+            }
+        }
+    }
+    let mut cursor = match inbound.events_cursor() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, "the DICT events' cursor could not be read; trying again next turn");
+            return true;
+        }
+    };
+    for _ in 0..EVENT_PAGES_PER_TURN_MAX {
+        let (events, next, more) = match dict.send(RecoveryEvents { cursor: cursor.clone() }).await {
+            Ok(Ok(page)) => page,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "the DICT's event notifications could not be read; asking again later");
+                return true;
+            }
+            Err(_) => return false,
+        };
+        for e in &events {
+            if !crate::rail::spi::recovery::EVENT_TYPES.contains(&e.event.as_str()) {
+                tracing::warn!(
+                    event = e.event,
+                    id = e.id,
+                    "an event notification of a type this version does not know"
+                );
+            }
+            let got = match dict.send(GetRecovery { id: e.entity_id.clone() }).await {
+                Ok(Ok(r)) => r,
+                Ok(Err(err)) => {
+                    tracing::warn!(recovery = e.entity_id, error = %err, "a recovery named by an event could not be read; the events are read again later");
+                    return true;
+                }
+                Err(_) => return false,
+            };
+            let contest = if got.reporter == ours {
+                inbound.recovery_of(&got.id, Some(&got.root_transaction_id))
+            } else {
+                Ok(None)
+            };
+            let contest = match contest {
+                Ok(Some(c)) => c,
+                Ok(None) => {
+                    tracing::warn!(recovery = got.id, "an event names a recovery that is no contest of ours");
+                    continue;
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "the contests could not be read; the events are read again later");
+                    return true;
+                }
+            };
+            let Some(seen) = recovery_seen_of(&got, None) else { continue };
+            if let Err(err) = inbound.recovery_seen(contest, seen).await {
+                tracing::warn!(recovery = got.id, error = %err, "an event's contest did not record it; the events are read again later");
+                return true;
+            }
+        }
+        if let Some(n) = next.filter(|n| Some(n) != cursor.as_ref()) {
+            if let Err(e) = inbound.set_events_cursor(&n) {
+                tracing::warn!(error = %e, "the DICT events' cursor could not be written; the events are read again later");
+                return true;
+            }
+            cursor = Some(n);
+        }
+        if !more {
+            break;
+        }
+    }
+    true
 }
 
 /// Pages of the DICT's claim list one turn reads at most (200 claims each); the rest wait

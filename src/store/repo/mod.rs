@@ -21,6 +21,7 @@ mod claims;
 mod ledger;
 mod med;
 mod on_us;
+mod recoveries;
 mod recs;
 mod requests;
 mod secrets;
@@ -338,6 +339,7 @@ mod tests {
                 blocked: Money::ZERO,
                 refund_transaction_id: None,
                 dict_refund_id: None,
+                infraction: None,
                 created_at: now,
                 updated_at: now,
             };

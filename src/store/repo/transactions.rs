@@ -233,6 +233,7 @@ impl Repo {
                 Record::Cobr(c) => self.put_cobr(&mut b, c)?,
                 Record::LocRec(l) => b.put(keys::locrec(l.account_id, l.local_id), to_json(l)?),
                 Record::Claim(c) => self.put_claim(&mut b, c)?,
+                Record::Recovery(r) => self.put_recovery(&mut b, r)?,
                 Record::KeyArrived { key, key_type, at, cid } => {
                     let record = crate::store::KeyRecord {
                         key: key.clone(),

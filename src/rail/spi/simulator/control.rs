@@ -56,6 +56,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/sim/dict/sync", web::get().to(super::sync::control_stats))
         .route("/sim/dict/seed", web::post().to(super::sync::control_seed))
         .route("/sim/fraud-markers", web::post().to(super::fraud::control_mark))
+        .route("/sim/funds-recoveries/{id}", web::get().to(super::recovery::control_view))
         .route("/healthz", web::get().to(|| async { HttpResponse::Ok().body("ok") }));
 }
 
@@ -263,6 +264,7 @@ async fn request_refund(body: web::Json<RefundAsked>, sim: web::Data<Sim>) -> Ht
         analysis_result: None,
         analysis_details: None,
         refund_transaction_id: None,
+        funds_recovery_id: None,
     };
     let id = refund.id.clone();
     sim.refunds.lock().unwrap_or_else(|p| p.into_inner()).push(refund);

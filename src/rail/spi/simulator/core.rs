@@ -75,6 +75,15 @@ pub struct Payment {
     /// A payment's `LclInstrm` and `TxId`, as the payer sent them (none for a return).
     pub instrument: Option<String>,
     pub tx_id: Option<String>,
+    /// A payment's payer's and receiver's account numbers at their institutions, which the
+    /// DICT's tracking graph follows (empty for a return).
+    #[serde(skip)]
+    pub debtor_account: String,
+    #[serde(skip)]
+    pub creditor_account: String,
+    /// When the SPI settled it.
+    #[serde(skip)]
+    pub settled_at: Option<DateTime<Utc>>,
     #[serde(skip)]
     pub deadline: Instant,
     /// When it was forwarded to its receiver (its answer's time counts from here).
@@ -169,6 +178,11 @@ impl Engine {
 
     pub fn payment(&self, id: &str) -> Option<&Payment> {
         self.payments.get(id)
+    }
+
+    /// Every payment and return the SPI handled.
+    pub fn payments(&self) -> impl Iterator<Item = &Payment> {
+        self.payments.values()
     }
 
     /// Real receivers' answer times and the timeouts so far.
@@ -302,6 +316,9 @@ impl Engine {
             reason: None,
             instrument: Some(tx.instrument.code().to_owned()),
             tx_id: tx.tx_id.clone(),
+            debtor_account: tx.debtor_account.number.clone(),
+            creditor_account: tx.creditor_account.number.clone(),
+            settled_at: None,
             deadline: at + self.timeout,
             forwarded: at,
         };
@@ -347,6 +364,9 @@ impl Engine {
             reason: None,
             instrument: None,
             tx_id: None,
+            debtor_account: String::new(),
+            creditor_account: String::new(),
+            settled_at: None,
             deadline: at + self.timeout,
             forwarded: at,
         };
@@ -438,6 +458,7 @@ impl Engine {
         self.deadlines.remove(&(p.deadline, p.id.clone()));
         if let Some(stored) = self.payments.get_mut(id) {
             stored.stage = Stage::Settled;
+            stored.settled_at = Some(now);
         }
         let mut out = Vec::new();
         if self.is_real(&payer) {

@@ -256,6 +256,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     super::claims::routes(cfg);
     super::sync::routes(cfg);
     super::fraud::routes(cfg);
+    super::recovery::routes(cfg);
 }
 
 #[derive(serde::Deserialize)]
@@ -361,6 +362,11 @@ async fn close_refund(
     r.refund_transaction_id = refund_tx;
     r.modified = Utc::now();
     let answer = crate::rail::spi::dict::close_refund_response(r, &correlation_id(), Utc::now());
+    let recovery = r.funds_recovery_id.clone();
+    drop(refunds);
+    if let Some(recovery) = recovery {
+        super::recovery::refund_closed(&sim, &recovery);
+    }
     signed(&sim, actix_web::http::StatusCode::OK, &answer, false)
 }
 

@@ -26,6 +26,7 @@ pub mod dict;
 pub mod fraud;
 pub mod icom;
 pub mod pki;
+pub mod recovery;
 pub mod sync;
 
 use std::collections::{HashMap, VecDeque};
@@ -286,6 +287,8 @@ pub struct Sim {
     pub sync: Mutex<sync::Files>,
     /// The DICT's fraud marks.
     pub fraud: Mutex<fraud::Marks>,
+    /// The DICT's funds recoveries (MED 2.0), their reports and events.
+    pub recovery: Mutex<recovery::Book>,
     /// How far the control routes moved the simulator's clock, in ms (claims' periods).
     pub clock_offset_ms: std::sync::atomic::AtomicI64,
 }
@@ -520,6 +523,7 @@ pub async fn start(args: SimArgs) -> anyhow::Result<Running> {
         claims: Mutex::new(claims::Book::default()),
         sync: Mutex::new(sync::Files::default()),
         fraud: Mutex::new(fraud::Marks::default()),
+        recovery: Mutex::new(recovery::Book::default()),
         clock_offset_ms: std::sync::atomic::AtomicI64::new(0),
     });
     let tls = icom::server_tls(&args.dir)?;

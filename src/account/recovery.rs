@@ -1,0 +1,320 @@
+//! The account side of MED 2.0 (docs/decisions.md "MED 2.0"), for both ends of a funds
+//! recovery:
+//! - the payer's: a client's contest of a Pix it sent ([`Contest`]), and the DICT's answers
+//!   about its recovery ([`ObserveRecovery`]); money that comes back is a return of the
+//!   payment, credited as any return, and the contest counts it in the same step;
+//! - the receiving institution's: an infraction report opens the account's case (the money
+//!   blocked, and what arrives later blocked too, up to the report's amount), the operator's
+//!   analysis (or its deadline) answers it, and the DICT's refund request takes the blocked
+//!   money back as a return.
+//!
+//! Every step is idempotent: the rail repeats what it is not sure was done, and the same
+//! report, answer or request again changes nothing.
+
+use actix::prelude::*;
+use chrono::{DateTime, Duration, Utc};
+use futures_util::future::BoxFuture;
+
+use super::actor::AccountActor;
+use super::messages::{CloseMed, CommandError, OpenMed, ReturnMed};
+use super::registry::Registry;
+use crate::domain::decide::{self, ContestRequest};
+use crate::domain::med::{
+    AnalysisResult, Infraction, Med, MedStatus, FRAUD_TYPE_BY_DEADLINE, FRAUD_TYPE_DEFAULT,
+    REPORT_ANALYSIS_DAYS_MAX,
+};
+use crate::domain::money::Money;
+use crate::domain::recovery::{Recovery, Seen};
+use crate::rail::{RefundAnswer, RefundAsked, ReportAction, ReportSeen, Unavailable};
+
+/// How long the receiving side waits, from the DICT's refund request, for money still due
+/// to the case (a return from the next institution on its way) before it returns what it
+/// holds: well within the 24 hours the DICT gives for the return.
+pub const RETURN_WAIT_MINUTES_MAX: i64 = 60;
+
+/// A client contests a Pix it sent.
+#[derive(Message, Clone)]
+#[rtype(result = "Result<Recovery, CommandError>")]
+pub struct Contest(pub ContestRequest);
+
+/// The DICT said this of a contest of the account.
+#[derive(Message, Clone)]
+#[rtype(result = "Result<Recovery, CommandError>")]
+pub struct ObserveRecovery {
+    pub id: u64,
+    pub seen: Seen,
+}
+
+impl AccountActor {
+    /// A contest as it is now: the actor's write in flight first, else storage's.
+    fn contest_copy(&mut self, id: u64, ctx: &mut Context<Self>) -> Result<Option<Recovery>, CommandError> {
+        let held = self.work().recoveries.in_flight().filter(|r| r.id == id).last().cloned();
+        if held.is_some() {
+            return Ok(held);
+        }
+        let r = self.deps.repo.recovery(self.account.id, id);
+        self.read(r, ctx)
+    }
+
+    /// The contest of a payment of the account, if any (in flight first).
+    pub(super) fn contest_of(
+        &mut self,
+        end_to_end_id: &str,
+        ctx: &mut Context<Self>,
+    ) -> Result<Option<Recovery>, CommandError> {
+        let held =
+            self.work().recoveries.in_flight().filter(|r| r.end_to_end_id == end_to_end_id).last().cloned();
+        if held.is_some() {
+            return Ok(held);
+        }
+        let r = self.deps.repo.recovery_by_e2e(end_to_end_id);
+        Ok(self.read(r, ctx)?.filter(|r| r.account_id == self.account.id.get()))
+    }
+
+    /// What has come back of the contested payment so far.
+    fn returned_of(&mut self, r: &Recovery, ctx: &mut Context<Self>) -> Result<Money, CommandError> {
+        Ok(self.transaction(r.transaction_id, ctx)?.map_or(r.returned, |t| t.refunded))
+    }
+
+    fn contest(&mut self, msg: Contest, ctx: &mut Context<Self>) -> Result<Recovery, CommandError> {
+        self.view()?;
+        let r = self.deps.repo.transactions_by_e2e(self.account.id, &msg.0.end_to_end_id);
+        let mut found = self.read(r, ctx)?;
+        found.retain(|t| t.account_id == self.account.id);
+        // A payment the account made to itself has both sides under one id: the sent one.
+        found.sort_by_key(|t| t.is_received());
+        let original = match found.into_iter().next() {
+            Some(t) => self.transaction(t.local_id, ctx)?,
+            None => None,
+        };
+        let contested = self.contest_of(&msg.0.end_to_end_id, ctx)?.is_some();
+        let mut ids = self.draw_ids(1, ctx)?;
+        let now = self.now();
+        match decide::contest(&self.view()?, msg.0, original, contested, now, &mut ids) {
+            Ok(plan) => self.execute(plan, ctx),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
+    fn observe_recovery(
+        &mut self,
+        msg: ObserveRecovery,
+        ctx: &mut Context<Self>,
+    ) -> Result<Recovery, CommandError> {
+        self.view()?;
+        let Some(existing) = self.contest_copy(msg.id, ctx)? else {
+            return Err(CommandError::Unavailable(crate::cause::Cause::msg(format!(
+                "no contest {}",
+                msg.id
+            ))));
+        };
+        let returned = self.returned_of(&existing, ctx)?;
+        match decide::observe_recovery(&existing, &msg.seen, returned, self.now()) {
+            Some(plan) => self.execute(plan, ctx),
+            None => Ok(existing),
+        }
+    }
+
+    /// A return of a payment the account contested landed: the contest counts it (in the
+    /// same turn of the actor as the credit).
+    pub(super) fn count_return(
+        &mut self,
+        end_to_end_id: &str,
+        ctx: &mut Context<Self>,
+    ) -> Result<(), CommandError> {
+        let Some(existing) = self.contest_of(end_to_end_id, ctx)? else { return Ok(()) };
+        let returned = self.returned_of(&existing, ctx)?;
+        let seen = Seen { dict_id: existing.dict_id.clone(), status: existing.status, traced: None };
+        if let Some(plan) = decide::observe_recovery(&existing, &seen, returned, self.now()) {
+            self.execute(plan, ctx)?;
+        }
+        Ok(())
+    }
+}
+
+impl Handler<Contest> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Recovery, CommandError>>;
+
+    fn handle(&mut self, msg: Contest, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.contest(msg, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<ObserveRecovery> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Recovery, CommandError>>;
+
+    fn handle(&mut self, msg: ObserveRecovery, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.observe_recovery(msg, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+fn unavailable(e: impl std::fmt::Display) -> Unavailable {
+    Unavailable(e.to_string())
+}
+
+/// What to tell the DICT of a case that answers a report, as it is now (`now`: the server
+/// clock). An open case past its deadline is decided by the rule (approved: the money stays
+/// blocked for the return) before it is told.
+fn report_action(med: &Med, now: DateTime<Utc>) -> Result<ReportAction, Option<CloseMed>> {
+    let fraud_type = med.infraction.as_ref().and_then(|i| i.fraud_type.clone());
+    Ok(match (med.status, med.analysis_result) {
+        (MedStatus::Analyzed, Some(AnalysisResult::Approved)) => ReportAction::Close {
+            agreed: true,
+            fraud_type: fraud_type.unwrap_or_else(|| FRAUD_TYPE_DEFAULT.to_owned()),
+            details: med.analysis_details.clone(),
+        },
+        (MedStatus::Analyzed, _) | (MedStatus::Cancelled, _) => ReportAction::Close {
+            agreed: false,
+            fraud_type: String::new(),
+            details: med.analysis_details.clone(),
+        },
+        (MedStatus::Open | MedStatus::Received, _) => {
+            let due = med.infraction.as_ref().is_some_and(|i| now >= i.due_at);
+            if !due {
+                return Ok(ReportAction::Wait);
+            }
+            return Err(Some(CloseMed {
+                id: med.id,
+                result: Some(AnalysisResult::Approved),
+                details: Some(format!(
+                    "the {REPORT_ANALYSIS_DAYS_MAX}-day analysis period ended without an analysis: the blocked money is kept for the return"
+                )),
+                fraud_type: Some(FRAUD_TYPE_BY_DEADLINE.to_owned()),
+            }));
+        }
+    })
+}
+
+/// An infraction report against a payment of ours (see [`crate::rail::Inbound::report_seen`]).
+pub(super) fn report_seen(
+    registry: std::sync::Arc<Registry>,
+    report: ReportSeen,
+) -> BoxFuture<'static, Result<ReportAction, Unavailable>> {
+    Box::pin(async move {
+        let deps = registry.deps();
+        let now = deps.clock.now();
+        let Some(received) = deps.repo.received_by_id(&report.end_to_end_id).map_err(unavailable)? else {
+            // Not a payment this gateway received: acknowledged, then disagreed.
+            tracing::warn!(
+                report = report.id,
+                e2e = report.end_to_end_id,
+                "an infraction report names no payment this gateway received"
+            );
+            return Ok(if report.acknowledged {
+                ReportAction::Close {
+                    agreed: false,
+                    fraud_type: String::new(),
+                    details: Some("no payment of this participant has this end-to-end id".into()),
+                }
+            } else {
+                ReportAction::Acknowledge
+            });
+        };
+        let actor = registry.get(received.account_id).map_err(unavailable)?;
+        let open = OpenMed {
+            end_to_end: report.end_to_end_id.clone(),
+            cause: crate::domain::med::cause_of_situation(&report.situation).to_owned(),
+            amount: report.amount.map(|a| a.min(received.value)),
+            description: report.details.clone(),
+            dict_refund_id: None,
+            infraction: Some(Infraction {
+                report_id: report.id.clone(),
+                recovery_id: report.recovery_id.clone(),
+                situation: report.situation.clone(),
+                due_at: report.created + Duration::days(REPORT_ANALYSIS_DAYS_MAX),
+                fraud_type: None,
+                returned_at: None,
+                evidence: Vec::new(),
+            }),
+        };
+        let med = match actor.send(open).await.map_err(unavailable)? {
+            Ok(m) => m,
+            Err(CommandError::Refused(r)) => {
+                tracing::warn!(report = report.id, refusal = ?r, "an infraction report's case could not be opened");
+                return Ok(if report.acknowledged {
+                    ReportAction::Close {
+                        agreed: false,
+                        fraud_type: String::new(),
+                        details: Some(format!("{r:?}")),
+                    }
+                } else {
+                    ReportAction::Acknowledge
+                });
+            }
+            Err(e) => return Err(unavailable(e)),
+        };
+        if !report.acknowledged {
+            if med.created_at == med.updated_at {
+                tracing::info!(med = med.id, report = report.id, blocked = %med.blocked, "an infraction report opened a case");
+            }
+            return Ok(ReportAction::Acknowledge);
+        }
+        match report_action(&med, now) {
+            Ok(a) => Ok(a),
+            Err(None) => Ok(ReportAction::Wait),
+            Err(Some(close)) => {
+                let closed = actor.send(close).await.map_err(unavailable)?.map_err(unavailable)?;
+                tracing::warn!(
+                    med = closed.id,
+                    report = report.id,
+                    "an infraction report's analysis period ended: approved by the rule"
+                );
+                metrics::counter!("pixgw_dict_reports_decided_by_deadline_total").increment(1);
+                report_action(&closed, now).or(Ok(ReportAction::Wait))
+            }
+        }
+    })
+}
+
+/// A refund request of a funds recovery: the case its report opened gives back what it
+/// blocked (see [`crate::rail::Inbound::refund_asked`]); `answer_of` says how to close it.
+pub(super) fn recovery_refund(
+    registry: std::sync::Arc<Registry>,
+    asked: RefundAsked,
+    recovery_id: String,
+    answer_of: impl Fn(&Med) -> Result<RefundAnswer, Unavailable> + Send + 'static,
+) -> BoxFuture<'static, Result<RefundAnswer, Unavailable>> {
+    Box::pin(async move {
+        let deps = registry.deps();
+        let now = deps.clock.now();
+        let rejected = |why: &str| RefundAnswer::Close {
+            result: "REJECTED",
+            details: Some(why.to_owned()),
+            refund_transaction_id: None,
+        };
+        let Some(received) = deps.repo.received_by_id(&asked.end_to_end_id).map_err(unavailable)? else {
+            return Ok(rejected("no payment of this participant has this end-to-end id"));
+        };
+        let of = |m: &Med| {
+            m.end_to_end == asked.end_to_end_id
+                && m.infraction
+                    .as_ref()
+                    .is_some_and(|i| i.recovery_id.as_deref() == Some(recovery_id.as_str()))
+        };
+        let (found, _) = deps.repo.meds_page(received.account_id, of, 0, 1).map_err(unavailable)?;
+        let Some(stored) = found.into_iter().next() else {
+            return Ok(rejected("no case of this participant answers the recovery"));
+        };
+        let actor = registry.get(received.account_id).map_err(unavailable)?;
+        // The actor's state, not storage's: ReturnMed answers the case as it is.
+        let awaiting = stored.awaiting_return();
+        if !awaiting {
+            let latest =
+                deps.repo.med(received.account_id, stored.id).map_err(unavailable)?.unwrap_or(stored);
+            return answer_of(&latest);
+        }
+        let short = stored.blocked < asked.amount;
+        if short && now - asked.created < Duration::minutes(RETURN_WAIT_MINUTES_MAX) {
+            return Ok(RefundAnswer::Waiting);
+        }
+        let med = actor
+            .send(ReturnMed { id: stored.id, requested: asked.amount })
+            .await
+            .map_err(unavailable)?
+            .map_err(unavailable)?;
+        tracing::info!(med = med.id, refund = asked.id, returned = %med.blocked, "a funds recovery's refund request takes the blocked money back");
+        answer_of(&med)
+    })
+}

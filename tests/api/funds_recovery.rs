@@ -1,0 +1,202 @@
+//! MED 2.0 funds recovery across three hops, end to end: three pixgw, each a participant of
+//! one `pixgw spi-sim` (which plays the SPI and the DICT). A victim at the first pays a mule
+//! at the second, which passes most of it on to a mule at the third; the victim contests
+//! the payment; the DICT traces the money, the two receiving institutions block what they
+//! hold and their operators agree; the money comes back hop by hop as returns (pacs.004,
+//! FR01) to the victim, and every ledger equals its settlement account's movement. A kill -9
+//! of the intermediate institution mid-recovery loses and repeats nothing.
+
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+use crate::spi::{cash_out, eventually, live_account, wait_balance, Sim, ISPB, SETTLE_WAIT_MAX};
+
+const SECOND: &str = "5555BBBB";
+const THIRD: &str = "6666CCCC";
+
+fn options(config: &std::path::Path) -> Options {
+    Options {
+        env: vec![
+            ("PIXGW_CONFIG".into(), config.display().to_string()),
+            ("PIXGW_SPI_MED_POLL_MS".into(), "100".into()),
+        ],
+        ..Options::default()
+    }
+}
+
+/// A live account with an EVP key in the DICT: (account, token, key).
+async fn with_key(app: &TestApp, name: &str) -> (u64, String, String) {
+    let (account, token) = live_account(app, name).await;
+    let (s, k) =
+        app.admin("POST", &format!("/admin/accounts/{account}/keys"), Some(json!({"keyType": "EVP"}))).await;
+    assert_eq!(s, 201, "{k}");
+    (account, token, k["key"].as_str().unwrap().to_owned())
+}
+
+/// Pays `value` from the token's account to `key`, settled: the payment's end-to-end id.
+async fn pay(app: &TestApp, token: &str, key: &str, external: &str, value: &str) -> String {
+    let (s, out) = app
+        .post_raw("/api/pix/cash-out", token, &cash_out(key, "RANDOM", "52998224725", external, value), &[])
+        .await;
+    assert_eq!(s, 201, "{out}");
+    let done = app.wait_final_within(token, out["transactionId"].as_str().unwrap(), SETTLE_WAIT_MAX).await;
+    assert_eq!(done["status"], "CONFIRMED", "{done}");
+    done["endToEndId"].as_str().unwrap().to_owned()
+}
+
+/// The account's MED 2.0 case (the one an infraction report opened) once `ready` holds.
+async fn case_when(app: &TestApp, token: &str, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
+    eventually(what, || {
+        let ready = &ready;
+        let token = token.to_owned();
+        async move {
+            let (s, list) = app.get_with("/api/med", &token).await;
+            let cases: Vec<&Value> =
+                list["data"].as_array()?.iter().filter(|m| m["infractionReportId"].is_string()).collect();
+            (s == 200 && cases.len() == 1 && ready(cases[0])).then(|| cases[0].clone())
+        }
+    })
+    .await
+}
+
+async fn contest_when(
+    app: &TestApp,
+    token: &str,
+    id: u64,
+    what: &str,
+    ready: impl Fn(&Value) -> bool,
+) -> Value {
+    eventually(what, || {
+        let ready = &ready;
+        let token = token.to_owned();
+        async move {
+            let (s, c) = app.get_with(&format!("/api/med/recoveries/{id}"), &token).await;
+            (s == 200 && ready(&c)).then_some(c)
+        }
+    })
+    .await
+}
+
+/// An amount as the MED record writes it (a JSON number with two decimals).
+fn amount(v: &Value) -> String {
+    v.to_string()
+}
+
+/// POSTs a JSON body with a bearer token.
+async fn post(app: &TestApp, path: &str, token: &str, body: Value) -> (u16, Value) {
+    app.post_raw(path, token, &body.to_string(), &[]).await
+}
+
+/// SIGKILL, then the same server started again on its data dir and settings.
+fn kill_9_and_start_again(app: &mut TestApp, config: &std::path::Path) {
+    let mut child = app.take_child().expect("a subprocess server");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    app.start_again(&options(config));
+}
+
+#[actix_rt::test]
+async fn a_contested_pix_is_traced_across_three_institutions_and_the_money_comes_back_to_the_payer() {
+    let sim = Sim::start(&["--participant", SECOND, "--participant", THIRD]);
+    let a = spawn_with(options(&sim.config)).await;
+    let mut b = spawn_with(options(&sim.config_of(SECOND))).await;
+    let c = spawn_with(options(&sim.config_of(THIRD))).await;
+    let settled = |ispb: &'static str| {
+        let sim = &sim;
+        async move { sim.balance_cents(ispb).await }
+    };
+    let before = [settled(ISPB).await, settled(SECOND).await, settled(THIRD).await];
+
+    // The victim at the first institution, funded with 600.00.
+    let (victim, victim_token) = live_account(&a, "Vitima").await;
+    sim.pay_account(victim, "52998224725", "600.00").await;
+    wait_balance(&a, &victim_token, "600.00").await;
+    let (mule1, mule1_token, mule1_key) = with_key(&b, "Mula Um").await;
+    let (mule2, mule2_token, mule2_key) = with_key(&c, "Mula Dois").await;
+
+    // The scam: 500.00 to the first mule, who passes 400.00 on at once.
+    let root = pay(&a, &victim_token, &mule1_key, "golpe", "500.00").await;
+    wait_balance(&b, &mule1_token, "500.00").await;
+    pay(&b, &mule1_token, &mule2_key, "repasse", "400.00").await;
+    wait_balance(&c, &mule2_token, "400.00").await;
+
+    // A contest the rules refuse changes nothing: a payment the account received, bad input.
+    let contest = |e2e: &str| json!({"endToEndId": e2e, "situationType": "SCAM", "details": "falso vendedor", "email": "vitima@example.com", "phone": "+5561988887777"});
+    let (s, e) = post(&b, "/api/med/recoveries", &mule1_token, contest(&root)).await;
+    assert_extended(&e, 409, "PIX_NOT_CONTESTABLE");
+    assert_eq!(s, 409);
+    let bad = json!({"endToEndId": root, "situationType": "BAD", "email": "x", "phone": "1"});
+    let (s, e) = post(&a, "/api/med/recoveries", &victim_token, bad).await;
+    assert_eq!(s, 400, "{e}");
+
+    // The victim contests it, self-service.
+    let (s, opened) = post(&a, "/api/med/recoveries", &victim_token, contest(&root)).await;
+    assert_eq!((s, opened["status"].as_str()), (201, Some("REQUESTED")), "{opened}");
+    let id = opened["id"].as_u64().unwrap();
+    let (s, again) = post(&a, "/api/med/recoveries", &victim_token, contest(&root)).await;
+    assert_eq!(s, 409);
+    assert_extended(&again, 409, "ALREADY_CONTESTED");
+    let traced = contest_when(&a, &victim_token, id, "the DICT's recovery", |c| {
+        c["status"] == "AWAITING_ANALYSIS" && c["fundsRecoveryId"].is_string()
+    })
+    .await;
+    assert_eq!(traced["tracedTransactions"], 2, "the root and the second hop: {traced}");
+
+    // Each receiving institution opens a case and blocks what the account holds: 100.00 at
+    // the first mule's, 400.00 at the second's.
+    let case1 =
+        case_when(&b, &mule1_token, "the first mule's case", |m| amount(&m["blockedAmount"]) == "100.00")
+            .await;
+    let case2 =
+        case_when(&c, &mule2_token, "the second mule's case", |m| amount(&m["blockedAmount"]) == "400.00")
+            .await;
+    assert_eq!(
+        (case1["amount"].to_string(), case2["amount"].to_string()),
+        ("500.00".into(), "400.00".into())
+    );
+    assert_eq!((case1["situationType"].as_str(), case1["cause"].as_str()), (Some("SCAM"), Some("SCAM")));
+    let (_, blocked, net) = b.balance(&mule1_token).await;
+    assert_eq!((blocked.as_str(), net.as_str()), ("100.00", "0.00"), "nothing left to spend");
+
+    // The second mule answers with its statement, which its case keeps.
+    let path = format!("/api/med/{}/evidence", case2["id"]);
+    let (s, with) = post(&c, &path, &mule2_token, json!({"text": "recebi por uma venda"})).await;
+    assert_eq!((s, with["evidence"][0]["text"].as_str()), (200, Some("recebi por uma venda")), "{with}");
+
+    // kill -9 of the intermediate institution while its case is open: restarted, it holds
+    // one case, the same block.
+    kill_9_and_start_again(&mut b, &sim.config_of(SECOND));
+    let (s, list) = b.get_with("/api/med", &mule1_token).await;
+    assert_eq!((s, list["data"].as_array().unwrap().len()), (200, 1), "{list}");
+
+    // The operators agree; the DICT asks the deepest institution first: its 400.00 goes
+    // back to the first mule's account, is blocked there at once, and the 500.00 goes on to
+    // the victim.
+    for (app, account, case) in [(&b, mule1, &case1), (&c, mule2, &case2)] {
+        let path = format!("/admin/accounts/{account}/med/{}/analysis", case["id"]);
+        let (s, done) =
+            app.admin("POST", &path, Some(json!({"result": "APPROVED", "fraudType": "MULE_ACCOUNT"}))).await;
+        assert_eq!((s, done["status"].as_str()), (200, Some("ANALYZED")), "{done}");
+    }
+    contest_when(&a, &victim_token, id, "the recovery's end", |c| c["status"] == "COMPLETED").await;
+    wait_balance(&a, &victim_token, "600.00").await;
+    let done =
+        contest_when(&a, &victim_token, id, "the money counted", |c| c["returnedAmount"] == "500.00").await;
+    assert_eq!(done["status"], "COMPLETED", "{done}");
+    wait_balance(&b, &mule1_token, "0.00").await;
+    wait_balance(&c, &mule2_token, "0.00").await;
+    for (app, token) in [(&b, &mule1_token), (&c, &mule2_token)] {
+        let (gross, blocked, _) = app.balance(token).await;
+        assert_eq!((gross.as_str(), blocked.as_str()), ("0.00", "0.00"));
+    }
+    let (_, list) = b.get_with("/api/med", &mule1_token).await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "one case, never opened twice: {list}");
+
+    // Every ledger equals its settlement account's movement: the victim's 600.00 at the
+    // first, nothing at the other two.
+    let after = [settled(ISPB).await, settled(SECOND).await, settled(THIRD).await];
+    assert_eq!([after[0] - before[0], after[1] - before[1], after[2] - before[2]], [60_000, 0, 0]);
+    let (_, view) =
+        sim.get(&format!("/sim/funds-recoveries/{}", done["fundsRecoveryId"].as_str().unwrap())).await;
+    assert_eq!(view["status"], "COMPLETED", "{view}");
+}
