@@ -20,8 +20,7 @@ use super::messages::{CloseMed, CommandError, OpenMed, ReturnMed};
 use super::registry::Registry;
 use crate::domain::decide::{self, ContestRequest};
 use crate::domain::med::{
-    AnalysisResult, Infraction, Med, MedStatus, FRAUD_TYPE_BY_DEADLINE, FRAUD_TYPE_DEFAULT,
-    REPORT_ANALYSIS_DAYS_MAX,
+    deadline_analysis, report_answer, Infraction, Med, ReportAnswer, REPORT_ANALYSIS_DAYS_MAX,
 };
 use crate::domain::money::Money;
 use crate::domain::recovery::{Recovery, Seen};
@@ -154,36 +153,18 @@ fn unavailable(e: impl std::fmt::Display) -> Unavailable {
     Unavailable(e.to_string())
 }
 
-/// What to tell the DICT of a case that answers a report, as it is now (`now`: the server
-/// clock). An open case past its deadline is decided by the rule (approved: the money stays
-/// blocked for the return) before it is told.
-fn report_action(med: &Med, now: DateTime<Utc>) -> Result<ReportAction, Option<CloseMed>> {
-    let fraud_type = med.infraction.as_ref().and_then(|i| i.fraud_type.clone());
-    Ok(match (med.status, med.analysis_result) {
-        (MedStatus::Analyzed, Some(AnalysisResult::Approved)) => ReportAction::Close {
-            agreed: true,
-            fraud_type: fraud_type.unwrap_or_else(|| FRAUD_TYPE_DEFAULT.to_owned()),
-            details: med.analysis_details.clone(),
-        },
-        (MedStatus::Analyzed, _) | (MedStatus::Cancelled, _) => ReportAction::Close {
-            agreed: false,
-            fraud_type: String::new(),
-            details: med.analysis_details.clone(),
-        },
-        (MedStatus::Open | MedStatus::Received, _) => {
-            let due = med.infraction.as_ref().is_some_and(|i| now >= i.due_at);
-            if !due {
-                return Ok(ReportAction::Wait);
-            }
-            return Err(Some(CloseMed {
-                id: med.id,
-                result: Some(AnalysisResult::Approved),
-                details: Some(format!(
-                    "the {REPORT_ANALYSIS_DAYS_MAX}-day analysis period ended without an analysis: the blocked money is kept for the return"
-                )),
-                fraud_type: Some(FRAUD_TYPE_BY_DEADLINE.to_owned()),
-            }));
+/// What to tell the DICT of a case, as the pure rule says ([`report_answer`]); `None` when
+/// the case is due and the rule must decide it first.
+fn report_action(med: &Med, now: DateTime<Utc>) -> Option<ReportAction> {
+    Some(match report_answer(med, now) {
+        ReportAnswer::Agree { fraud_type, details } => {
+            ReportAction::Close { agreed: true, fraud_type, details }
         }
+        ReportAnswer::Disagree { details } => {
+            ReportAction::Close { agreed: false, fraud_type: String::new(), details }
+        }
+        ReportAnswer::Wait => ReportAction::Wait,
+        ReportAnswer::Due => return None,
     })
 }
 
@@ -251,20 +232,24 @@ pub(super) fn report_seen(
             }
             return Ok(ReportAction::Acknowledge);
         }
-        match report_action(&med, now) {
-            Ok(a) => Ok(a),
-            Err(None) => Ok(ReportAction::Wait),
-            Err(Some(close)) => {
-                let closed = actor.send(close).await.map_err(unavailable)?.map_err(unavailable)?;
-                tracing::warn!(
-                    med = closed.id,
-                    report = report.id,
-                    "an infraction report's analysis period ended: approved by the rule"
-                );
-                metrics::counter!("pixgw_dict_reports_decided_by_deadline_total").increment(1);
-                report_action(&closed, now).or(Ok(ReportAction::Wait))
-            }
+        if let Some(a) = report_action(&med, now) {
+            return Ok(a);
         }
+        let (result, details, fraud_type) = deadline_analysis();
+        let close = CloseMed {
+            id: med.id,
+            result: Some(result),
+            details: Some(details),
+            fraud_type: Some(fraud_type.to_owned()),
+        };
+        let closed = actor.send(close).await.map_err(unavailable)?.map_err(unavailable)?;
+        tracing::warn!(
+            med = closed.id,
+            report = report.id,
+            "an infraction report's analysis period ended: approved by the rule"
+        );
+        metrics::counter!("pixgw_dict_reports_decided_by_deadline_total").increment(1);
+        Ok(report_action(&closed, now).unwrap_or(ReportAction::Wait))
     })
 }
 

@@ -748,4 +748,22 @@ mod tests {
             }
         }
     }
+    #[test]
+    fn a_hold_grows_in_place_and_settles_whole() {
+        let mut ledger = Ledger::opening(Money::parse("20").unwrap());
+        let mut d = ledger.draft();
+        d.grow_hold(5, Money::parse("3").unwrap()).unwrap();
+        d.grow_hold(5, Money::parse("4").unwrap()).unwrap();
+        assert!(d.grow_hold(6, Money::parse("14").unwrap()).is_err(), "not more than is available");
+        ledger.apply(d.finish().unwrap());
+        assert_eq!(ledger.balance().blocked, Money::parse("7").unwrap());
+        let mut d = ledger.draft();
+        d.grow_hold(5, Money::parse("1").unwrap()).unwrap();
+        ledger.apply(d.finish().unwrap());
+        assert_eq!(ledger.pending().collect::<Vec<_>>(), vec![(5, Money::parse("8").unwrap())]);
+        let mut d = ledger.draft();
+        assert_eq!(d.settle(5, false), Some(Money::parse("8").unwrap()));
+        ledger.apply(d.finish().unwrap());
+        assert_eq!(ledger.balance().available, Money::parse("20").unwrap());
+    }
 }

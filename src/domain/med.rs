@@ -326,6 +326,56 @@ impl Med {
     }
 }
 
+/// What a MED 2.0 case says to its infraction report now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReportAnswer {
+    /// Analysed and approved: the report is closed `AGREED` with this fraud type.
+    Agree { fraud_type: String, details: Option<String> },
+    /// Analysed and rejected (or withdrawn): closed `DISAGREED`.
+    Disagree { details: Option<String> },
+    /// Not analysed, and not due yet.
+    Wait,
+    /// Not analysed and due: the rule decides it ([`deadline_analysis`]) before it is told.
+    Due,
+}
+
+/// The answer a case gives its report at `now` (the server clock).
+pub fn report_answer(med: &Med, now: DateTime<Utc>) -> ReportAnswer {
+    match (med.status, med.analysis_result) {
+        (MedStatus::Analyzed, Some(AnalysisResult::Approved)) => ReportAnswer::Agree {
+            fraud_type: med
+                .infraction
+                .as_ref()
+                .and_then(|i| i.fraud_type.clone())
+                .unwrap_or_else(|| FRAUD_TYPE_DEFAULT.to_owned()),
+            details: med.analysis_details.clone(),
+        },
+        (MedStatus::Analyzed | MedStatus::Cancelled, _) => {
+            ReportAnswer::Disagree { details: med.analysis_details.clone() }
+        }
+        (MedStatus::Open | MedStatus::Received, _) => {
+            if med.infraction.as_ref().is_some_and(|i| now >= i.due_at) {
+                ReportAnswer::Due
+            } else {
+                ReportAnswer::Wait
+            }
+        }
+    }
+}
+
+/// The analysis the rule gives a case whose deadline passed without one: approved (the
+/// money stays blocked for the return), fraud type `OTHER`, with the reason in its details
+/// (the DICT requires details with `OTHER`). docs/decisions.md "MED 2.0" says why.
+pub fn deadline_analysis() -> (AnalysisResult, String, &'static str) {
+    (
+        AnalysisResult::Approved,
+        format!(
+            "the {REPORT_ANALYSIS_DAYS_MAX}-day analysis period ended without an analysis: the blocked money is kept for the return"
+        ),
+        FRAUD_TYPE_BY_DEADLINE,
+    )
+}
+
 /// The cause a MED 2.0 case records for its report's situation: the fraud causes name two
 /// of them; the others are an unauthorised transaction.
 pub fn cause_of_situation(situation: &str) -> &'static str {
@@ -422,5 +472,38 @@ mod tests {
         assert_eq!(v["reason"], "REFUND_REQUEST");
         assert_eq!(v["isReconciled"], false);
         assert_eq!(serde_json::to_string(&v["blockedAmount"]).unwrap(), "4.00");
+    }
+    #[test]
+    fn a_reports_answer_follows_the_analysis_and_its_deadline_on_the_server_clock() {
+        use chrono::Duration;
+        let now = Utc::now();
+        let mut m = med();
+        m.infraction = Some(Infraction {
+            report_id: "r".into(),
+            recovery_id: None,
+            situation: "SCAM".into(),
+            due_at: now + Duration::days(REPORT_ANALYSIS_DAYS_MAX),
+            fraud_type: None,
+            returned_at: None,
+            evidence: Vec::new(),
+        });
+        let due = now + Duration::days(REPORT_ANALYSIS_DAYS_MAX);
+        assert_eq!(report_answer(&m, due - Duration::milliseconds(1)), ReportAnswer::Wait);
+        assert_eq!(report_answer(&m, due), ReportAnswer::Due);
+        let (result, details, fraud_type) = deadline_analysis();
+        m.analyze(result, Some(details), now).unwrap();
+        assert_eq!(
+            report_answer(&m, due),
+            ReportAnswer::Agree {
+                fraud_type: FRAUD_TYPE_DEFAULT.into(),
+                details: m.analysis_details.clone()
+            }
+        );
+        m.infraction.as_mut().unwrap().fraud_type = Some(fraud_type.into());
+        assert!(matches!(report_answer(&m, due), ReportAnswer::Agree { fraud_type: f, .. } if f == "OTHER"));
+        let mut rejected = med();
+        rejected.analyze(AnalysisResult::Rejected, None, now).unwrap();
+        assert_eq!(report_answer(&rejected, now), ReportAnswer::Disagree { details: None });
+        assert_eq!(report_answer(&med(), now), ReportAnswer::Wait, "a case of no report is never due");
     }
 }

@@ -669,7 +669,7 @@ mod tests {
         assert_eq!(key_types.len(), 4);
         let events = values("WebhookEventType");
         assert!(events.iter().all(|v| EventType::parse(v).is_some()), "{events:?}");
-        assert_eq!(events.len(), 10);
+        assert_eq!(events.len(), 11);
         assert_eq!(values("MedResult"), ["APPROVED", "REJECTED"]);
         use crate::domain::recurrence::{Periodicity, RetryPolicy};
         let every = values("PeriodicityName");

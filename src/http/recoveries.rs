@@ -86,7 +86,7 @@ pub async fn contest(
     }
     let req = ContestRequest { end_to_end_id, situation, details, email, phone };
     let r = ask(&state, &caller, Contest(req)).await??;
-    metrics::counter!("pixgw_med_contests_total").increment(1);
+    metrics::counter!("pixgw_dict_contests_total").increment(1);
     tracing::info!(account = caller.account_id.get(), contest = r.id, "a Pix was contested (MED 2.0)");
     Ok(HttpResponse::Created().json(r.to_json()))
 }

@@ -677,6 +677,7 @@ pub enum WebhookEventType {
     Rec,
     Cobr,
     Claim,
+    Recovery,
 }
 
 /// A header sent with every delivery (not one the server sets itself).

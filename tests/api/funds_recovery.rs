@@ -200,3 +200,51 @@ async fn a_contested_pix_is_traced_across_three_institutions_and_the_money_comes
         sim.get(&format!("/sim/funds-recoveries/{}", done["fundsRecoveryId"].as_str().unwrap())).await;
     assert_eq!(view["status"], "COMPLETED", "{view}");
 }
+
+/// A case nobody analyses is decided by the rule when its seven days end on the receiving
+/// institution's clock: agreed, the money kept for the return, which then goes back.
+#[actix_rt::test]
+async fn a_report_left_unanalysed_is_agreed_at_its_deadline_and_the_money_goes_back() {
+    let sim = Sim::start(&["--participant", SECOND]);
+    let a = spawn_with(options(&sim.config)).await;
+    let b = spawn_with(options(&sim.config_of(SECOND))).await;
+    let (victim, victim_token) = live_account(&a, "Vitima").await;
+    sim.pay_account(victim, "52998224725", "300.00").await;
+    wait_balance(&a, &victim_token, "300.00").await;
+    let (_, mule_token, mule_key) = with_key(&b, "Mula").await;
+    let root = pay(&a, &victim_token, &mule_key, "golpe", "300.00").await;
+    wait_balance(&b, &mule_token, "300.00").await;
+    let body = json!({"endToEndId": root, "situationType": "ACCOUNT_TAKEOVER", "email": "v@example.com", "phone": "+5511999990000"});
+    let (s, opened) = post(&a, "/api/med/recoveries", &victim_token, body).await;
+    assert_eq!(s, 201, "{opened}");
+    let id = opened["id"].as_u64().unwrap();
+    let case = case_when(&b, &mule_token, "the case", |m| amount(&m["blockedAmount"]) == "300.00").await;
+    let due = case["analysisDueAt"].as_str().unwrap().to_owned();
+    let traced =
+        contest_when(&a, &victim_token, id, "the recovery", |c| c["fundsRecoveryId"].is_string()).await;
+    let recovery = traced["fundsRecoveryId"].as_str().unwrap().to_owned();
+    let report_of = |v: &Value| v["reports"][0].clone();
+
+    // A day before the deadline nothing is decided.
+    b.advance(6 * 86_400).await;
+    let (_, view) = sim.get(&format!("/sim/funds-recoveries/{recovery}")).await;
+    assert_eq!(report_of(&view)["status"], "ACKNOWLEDGED", "{view}");
+    // Past it, the rule agrees and the recovery runs to its end.
+    b.advance(86_400 + 1).await;
+    eventually("the report agreed by the rule", || {
+        let (sim, recovery) = (&sim, recovery.clone());
+        async move {
+            let (_, view) = sim.get(&format!("/sim/funds-recoveries/{recovery}")).await;
+            (view["reports"][0]["analysisResult"] == "AGREED").then_some(())
+        }
+    })
+    .await;
+    contest_when(&a, &victim_token, id, "the money back and the end", |c| {
+        c["returnedAmount"] == "300.00" && c["status"] == "COMPLETED"
+    })
+    .await;
+    wait_balance(&a, &victim_token, "300.00").await;
+    let (_, view) = sim.get(&format!("/sim/funds-recoveries/{recovery}")).await;
+    assert_eq!(view["status"], "COMPLETED", "{view}");
+    assert!(due.as_str() > case["createdAt"].as_str().unwrap(), "a deadline after the case opened");
+}

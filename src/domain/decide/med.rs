@@ -516,4 +516,132 @@ mod tests {
             Refusal::Med(MedRejection::NotFound)
         );
     }
+    fn infraction(due_at: chrono::DateTime<chrono::Utc>) -> Infraction {
+        Infraction {
+            report_id: "r-1".into(),
+            recovery_id: Some("fr-1".into()),
+            situation: "SCAM".into(),
+            due_at,
+            fraud_type: None,
+            returned_at: None,
+            evidence: Vec::new(),
+        }
+    }
+
+    /// A MED 2.0 case of 10.00 on an account holding `balance`, opened and applied.
+    fn case(f: &mut Fixture) -> Med {
+        let mut req = open(Some("10"));
+        req.infraction = Some(infraction(noon() + chrono::Duration::days(7)));
+        let plan = open_med(&f.account(), req, Some(received("10")), None, noon(), &mut ids(&[30])).unwrap();
+        f.apply(&plan);
+        plan.reply
+    }
+
+    fn approve() -> CloseMedRequest {
+        CloseMedRequest {
+            result: Some(AnalysisResult::Approved),
+            details: None,
+            fraud_type: Some("SCAMMER_ACCOUNT".into()),
+        }
+    }
+
+    #[test]
+    fn an_approved_case_of_a_report_keeps_its_block_until_the_dict_asks_for_it() {
+        let mut f = Fixture::with_balance("3");
+        let med = case(&mut f);
+        assert_eq!((med.blocked, med.shortfall()), (m("3"), m("7")));
+        let plan =
+            close_med(&f.account(), Some(med), approve(), Some(received("10")), noon(), &mut ids(&[31]))
+                .unwrap();
+        assert!(plan.ledger.is_none(), "nothing moves: the block stays");
+        assert!(transactions(&plan).is_empty());
+        assert_eq!(plan.events[0].event_type, EventType::MedAccepted);
+        f.apply(&plan);
+        let med = plan.reply;
+        assert!(med.awaiting_return() && med.is_live());
+        assert_eq!(med.infraction.as_ref().unwrap().fraud_type.as_deref(), Some("SCAMMER_ACCOUNT"));
+        assert_eq!(f.ledger.balance(), Balance { available: m("0"), blocked: m("3") });
+    }
+
+    #[test]
+    fn money_that_arrives_is_blocked_for_a_short_case_up_to_its_amount_oldest_first() {
+        let mut f = Fixture::with_balance("3");
+        let first = case(&mut f);
+        // Credits land: 12.00 more available.
+        let mut credit = f.ledger.draft();
+        credit.credit(m("12"), m("0")).unwrap();
+        f.ledger.apply(credit.finish().unwrap());
+        let mut second = first.clone();
+        second.id = 40;
+        second.blocked = m("0");
+        let plan = top_up(&f.account(), vec![second.clone(), first.clone()], noon()).unwrap().unwrap();
+        let meds: Vec<&Med> = plan
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Med(m) => Some(m),
+                _ => None,
+            })
+            .collect();
+        assert_eq!((meds[0].id, meds[0].blocked), (30, m("10")), "the older case fills first");
+        assert_eq!((meds[1].id, meds[1].blocked), (40, m("5")), "the rest to the next");
+        f.apply(&plan);
+        assert_eq!(f.ledger.balance(), Balance { available: m("0"), blocked: m("15") });
+        assert!(
+            top_up(&f.account(), vec![meds[0].clone()], noon()).unwrap().is_none(),
+            "full: nothing to do"
+        );
+    }
+
+    #[test]
+    fn the_dicts_refund_request_sends_back_what_is_blocked_up_to_what_it_asks_and_releases_the_rest() {
+        let mut f = Fixture::with_balance("10");
+        let med = case(&mut f);
+        let plan =
+            close_med(&f.account(), Some(med), approve(), Some(received("10")), noon(), &mut ids(&[31]))
+                .unwrap();
+        f.apply(&plan);
+        let approved = plan.reply;
+        let plan = return_med(
+            &f.account(),
+            Some(approved.clone()),
+            m("6"),
+            Some(received("10")),
+            noon(),
+            &mut ids(&[32]),
+        )
+        .unwrap();
+        let written = transactions(&plan);
+        assert_eq!(
+            (written[0].kind, written[0].status, written[0].value),
+            (TxKind::RefundIn, TxStatus::Pending, m("6"))
+        );
+        assert_eq!(written[1].refunded, m("6"), "counted against the original");
+        let returned = plan.reply.clone();
+        assert_eq!((returned.blocked, returned.refund_transaction_id), (m("6"), Some(32)));
+        assert!(!returned.awaiting_return() && !returned.is_live());
+        f.apply(&plan);
+        assert_eq!(f.ledger.balance(), Balance { available: m("4"), blocked: m("6") });
+        let again = return_med(&f.account(), Some(returned), m("6"), None, noon(), &mut ids(&[33]));
+        assert!(matches!(again, Err(Refusal::Med(MedRejection::Final(_)))), "{again:?}");
+    }
+
+    #[test]
+    fn a_statement_is_kept_while_the_case_is_open_up_to_the_limit() {
+        let mut f = Fixture::with_balance("10");
+        let mut med = case(&mut f);
+        for n in 0..crate::domain::med::EVIDENCE_COUNT_MAX {
+            med = add_evidence(Some(med), format!("statement {n}"), noon()).unwrap().reply;
+        }
+        let full = add_evidence(Some(med.clone()), "one more".into(), noon());
+        assert_eq!(full.unwrap_err(), Refusal::Med(MedRejection::EvidenceFull));
+        let plan = close_med(&f.account(), Some(med), approve(), None, noon(), &mut ids(&[31])).unwrap();
+        let closed = add_evidence(Some(plan.reply), "late".into(), noon());
+        assert!(matches!(closed, Err(Refusal::Med(MedRejection::Final(_)))));
+        let plain = opened(&mut f, Some("1"), Some(received("10"))).reply;
+        assert_eq!(
+            add_evidence(Some(plain), "x".into(), noon()).unwrap_err(),
+            Refusal::Med(MedRejection::NotFound)
+        );
+    }
 }

@@ -8,6 +8,7 @@
 //! | `GET /sim/payments/{id}` | a payment or return: payer, receiver, amount, stage, reason |
 //! | `POST /sim/refund-requests` | the payer's participant of a settled payment asks for it back through the DICT (MED): `{endToEndId, amount, reason?: FRAUD \| OPERATION_FLAW, details?}`, answers `{id}` |
 //! | `GET /sim/refund-requests/{id}` | a refund request: its status, and once closed its analysis and `refundTransactionId` |
+//! | `GET /sim/funds-recoveries/{id}` | a funds recovery (MED 2.0): its status, reporter, root payment, how many payments it traced, and its infraction reports with their hop, amount, status and analysis |
 //! | `GET /sim/messages/{msgId}` | every posting of a message id a participant made: `{postings, distinctBodies, resourceIds}` (a resend of the same bytes is one more posting, no more bodies) |
 //! | `GET /sim/participants` | every participant's settlement account |
 //! | `PUT /sim/participants/{ispb}/behaviour` | a virtual receiver's behaviour: `{"accept": true}`, `{"reject": "AC06"}` or `{"silent": true}` |

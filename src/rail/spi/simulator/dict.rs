@@ -268,20 +268,26 @@ struct RefundsQuery {
     limit: Option<usize>,
 }
 
-/// `GET /refunds/`: the refund requests in which the caller takes the role asked, oldest
-/// change first.
-async fn list_refunds(req: HttpRequest, q: web::Query<RefundsQuery>, sim: web::Data<Sim>) -> HttpResponse {
-    let from = match participant(&req, &sim, None, true) {
-        Ok(p) => p,
-        Err(r) => return r.response(),
-    };
-    if q.participant != from.as_str() {
-        return answer_problem(&problem(
+/// The caller of a list, which must name itself in its `Participant` parameter.
+pub(super) fn lister(req: &HttpRequest, sim: &Sim, named: &str) -> Result<Ispb, Box<HttpResponse>> {
+    let from = participant(req, sim, None, true).map_err(|r| Box::new(r.response()))?;
+    if named != from.as_str() {
+        return Err(Box::new(answer_problem(&problem(
             403,
             "Forbidden",
             "Participant is not the certificate's participant",
-        ));
+        ))));
     }
+    Ok(from)
+}
+
+/// `GET /refunds/`: the refund requests in which the caller takes the role asked, oldest
+/// change first.
+async fn list_refunds(req: HttpRequest, q: web::Query<RefundsQuery>, sim: web::Data<Sim>) -> HttpResponse {
+    let from = match lister(&req, &sim, &q.participant) {
+        Ok(p) => p,
+        Err(r) => return *r,
+    };
     let limit = q.limit.unwrap_or(20).min(crate::rail::spi::dict::REFUNDS_LIST_MAX);
     let mut found: Vec<crate::rail::spi::dict::Refund> = sim
         .refunds

@@ -738,17 +738,10 @@ struct ReportsQuery {
 }
 
 async fn list_reports(req: HttpRequest, q: web::Query<ReportsQuery>, sim: web::Data<Sim>) -> HttpResponse {
-    let from = match participant(&req, &sim, None, true) {
+    let from = match super::dict::lister(&req, &sim, &q.participant) {
         Ok(p) => p,
-        Err(r) => return r.response(),
+        Err(r) => return *r,
     };
-    if q.participant != from.as_str() {
-        return answer_problem(&problem(
-            403,
-            "Forbidden",
-            "Participant is not the certificate's participant",
-        ));
-    }
     let statuses: Vec<String> =
         q.status.as_deref().map(|s| s.split(',').map(str::to_owned).collect()).unwrap_or_default();
     let mut found = sim.recovery.lock().unwrap_or_else(|p| p.into_inner()).reports_of(
@@ -828,17 +821,10 @@ struct EventsQuery {
 }
 
 async fn events(req: HttpRequest, q: web::Query<EventsQuery>, sim: web::Data<Sim>) -> HttpResponse {
-    let from = match participant(&req, &sim, None, true) {
+    let from = match super::dict::lister(&req, &sim, &q.participant) {
         Ok(p) => p,
-        Err(r) => return r.response(),
+        Err(r) => return *r,
     };
-    if q.participant != from.as_str() {
-        return answer_problem(&problem(
-            403,
-            "Forbidden",
-            "Participant is not the certificate's participant",
-        ));
-    }
     let Ok(cursor) = q.cursor.as_deref().map_or(Ok(0), str::parse::<u64>) else {
         return answer_problem(&problem(400, "BadRequest", "Cursor is not one this DICT gave"));
     };
