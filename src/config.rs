@@ -71,6 +71,34 @@ pub enum HomologationCommand {
     /// The DICT capacity test: distinct keys looked up at a steady pace by this
     /// participant's DICT client (1,000 in 60 s; 10,000 in 600 s), with a report.
     DictCapacity(DictCapacityArgs),
+    /// The DICT functional test, replayed in minutes against a node on the SPI rail and a
+    /// DICT that plays the central bank (`pixgw spi-sim`): keys preloaded, every key type,
+    /// a sync check, claims both ways, an infraction flow and refunds for both reasons,
+    /// each step with its evidence in a report.
+    DictFunctional(DictFunctionalArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DictFunctionalArgs {
+    /// The node's settings file (its `[spi]` table: the DICT's address and the
+    /// participant's certificates, for the lookups).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// The node's base URL.
+    #[arg(long)]
+    pub server: String,
+    /// The node's admin token.
+    #[arg(long, env = "PIXGW_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: String,
+    /// The base URL of `pixgw spi-sim`'s control routes.
+    #[arg(long)]
+    pub sim_control: String,
+    /// Keys registered beforehand.
+    #[arg(long, default_value_t = 1_000)]
+    pub preload_keys: usize,
+    /// Where to write the report (JSON) as well as on standard output.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,8 @@
 //! the answer times, and whether the test passes: every lookup answered, none refused for
 //! rate, within the window.
 
+pub mod functional;
+
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;

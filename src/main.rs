@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use pixgw::config::{
-    AccountCommand, AccountCreateArgs, BackupArgs, Cli, Command, DictCapacityArgs, HomologationCommand,
-    KeygenCommand, ListenArgs, LoadArgs, MigrateArgs, RailCommand, RestoreArgs, ServeArgs, Settings,
-    WebhooksCommand,
+    AccountCommand, AccountCreateArgs, BackupArgs, Cli, Command, DictCapacityArgs, DictFunctionalArgs,
+    HomologationCommand, KeygenCommand, ListenArgs, LoadArgs, MigrateArgs, RailCommand, RestoreArgs,
+    ServeArgs, Settings, WebhooksCommand,
 };
 use pixgw::startup::Application;
 use pixgw::telemetry;
@@ -31,24 +31,67 @@ fn main() -> ExitCode {
         Command::Rail(RailCommand::Release(args)) => release_rail(&args),
         Command::SpiSim(args) => spi_sim(args),
         Command::Homologation(HomologationCommand::DictCapacity(args)) => dict_capacity(args),
+        Command::Homologation(HomologationCommand::DictFunctional(args)) => dict_functional(args),
+    }
+}
+
+/// The `[spi]` settings of a node's settings file.
+fn spi_settings(config: &std::path::Path) -> Result<pixgw::rail::spi::settings::SpiSettings, String> {
+    #[derive(serde::Deserialize)]
+    struct OnlySpi {
+        spi: Option<pixgw::rail::spi::settings::SpiFile>,
+    }
+    std::fs::read_to_string(config)
+        .map_err(|e| format!("reading {}: {e}", config.display()))
+        .and_then(|text| toml::from_str::<OnlySpi>(&text).map_err(|e| format!("{}: {e}", config.display())))
+        .and_then(|f| {
+            let table = f.spi.unwrap_or_default().with_env(|k| std::env::var(k).ok());
+            pixgw::rail::spi::settings::SpiSettings::load(&table)
+        })
+}
+
+fn dict_functional(args: DictFunctionalArgs) -> ExitCode {
+    let _logs = telemetry::init_logs(pixgw::config::LogFormat::Human);
+    let settings = match spi_settings(&args.config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pixgw homologation dict-functional: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.preload_keys > pixgw::homologation::functional::PRELOAD_KEYS_MAX {
+        eprintln!(
+            "pixgw homologation dict-functional: --preload-keys must be at most {}",
+            pixgw::homologation::functional::PRELOAD_KEYS_MAX
+        );
+        return ExitCode::FAILURE;
+    }
+    let f = pixgw::homologation::functional::Functional {
+        server: args.server.trim_end_matches('/').to_owned(),
+        admin_token: args.admin_token,
+        sim_control: args.sim_control.trim_end_matches('/').to_owned(),
+        settings,
+        preload_keys: args.preload_keys,
+    };
+    let report = actix_web::rt::System::new().block_on(pixgw::homologation::functional::dict_functional(f));
+    let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+    println!("{text}");
+    if let Some(path) = &args.report {
+        if let Err(e) = std::fs::write(path, &text) {
+            eprintln!("pixgw homologation dict-functional: writing {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    if report.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 
 fn dict_capacity(args: DictCapacityArgs) -> ExitCode {
     let _logs = telemetry::init_logs(pixgw::config::LogFormat::Human);
-    #[derive(serde::Deserialize)]
-    struct OnlySpi {
-        spi: Option<pixgw::rail::spi::settings::SpiFile>,
-    }
-    let settings = std::fs::read_to_string(&args.config)
-        .map_err(|e| format!("reading {}: {e}", args.config.display()))
-        .and_then(|text| {
-            toml::from_str::<OnlySpi>(&text).map_err(|e| format!("{}: {e}", args.config.display()))
-        })
-        .and_then(|f| {
-            let table = f.spi.unwrap_or_default().with_env(|k| std::env::var(k).ok());
-            pixgw::rail::spi::settings::SpiSettings::load(&table)
-        });
+    let settings = spi_settings(&args.config);
     let settings = match settings {
         Ok(s) => s,
         Err(e) => {

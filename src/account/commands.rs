@@ -430,16 +430,10 @@ impl AccountActor {
     }
 
     /// Blocks what arrived for the MED 2.0 cases that lack part of their amount (right after
-    /// a credit, in the same turn of the actor: nothing can spend it in between).
+    /// a credit, in the same turn of the actor: nothing can spend it in between). The live
+    /// cases are the actor's: loaded when it starts, kept as they are written.
     pub(super) fn top_up_meds(&mut self, ctx: &mut Context<Self>) -> Result<(), CommandError> {
-        let r = self.deps.repo.meds_page(self.account.id, |m| !m.shortfall().is_zero(), 0, usize::MAX);
-        let stored = self.read(r.map(|(m, _)| m), ctx)?;
         let mut short: Vec<Med> = self.live_meds();
-        for m in stored {
-            if !short.iter().any(|s| s.id == m.id) {
-                short.push(m);
-            }
-        }
         short.retain(|m| !m.shortfall().is_zero());
         if short.is_empty() {
             return Ok(());

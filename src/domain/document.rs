@@ -134,6 +134,33 @@ fn check_digit(digits: &[u32], weights: &[u32]) -> u32 {
     }
 }
 
+/// The valid CPF whose first nine digits are `base` (below 10^9), check digits appended:
+/// documents for test and homologation accounts. A base whose CPF would be eleven equal
+/// digits (never issued) takes the next base's.
+pub fn cpf_of(base: u64) -> String {
+    let mut d: Vec<u32> =
+        format!("{:09}", base % 1_000_000_000).bytes().map(|b| u32::from(b - b'0')).collect();
+    d.push(check_digit(&d, &[10, 9, 8, 7, 6, 5, 4, 3, 2]));
+    d.push(check_digit(&d, &[11, 10, 9, 8, 7, 6, 5, 4, 3, 2]));
+    if d.iter().all(|&x| x == d[0]) {
+        return cpf_of(base % 1_000_000_000 + 1);
+    }
+    d.iter().map(|x| char::from(b'0' + *x as u8)).collect()
+}
+
+/// The valid numeric CNPJ whose first twelve digits are `base` (below 10^12); as
+/// [`cpf_of`], one of fourteen equal digits takes the next base's.
+pub fn cnpj_of(base: u64) -> String {
+    let mut d: Vec<u32> =
+        format!("{:012}", base % 1_000_000_000_000).bytes().map(|b| u32::from(b - b'0')).collect();
+    d.push(check_digit(&d, &[5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2]));
+    d.push(check_digit(&d, &[6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2]));
+    if d.iter().all(|&x| x == d[0]) {
+        return cnpj_of(base % 1_000_000_000_000 + 1);
+    }
+    d.iter().map(|x| char::from(b'0' + *x as u8)).collect()
+}
+
 fn cpf_is_valid(d: &[u32]) -> bool {
     // Eleven equal digits pass the arithmetic but are not issued; the Receita rejects them.
     if d.iter().all(|&x| x == d[0]) {
@@ -163,6 +190,18 @@ mod tests {
     fn valid_documents_parse() {
         for ok in ["52998224725", "11144477735", "11222333000181", "45723174000110"] {
             assert!(TaxId::parse(ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn made_documents_carry_their_check_digits() {
+        assert_eq!(cpf_of(529_982_247), "52998224725");
+        assert_eq!(cnpj_of(112_223_330_001), "11222333000181");
+        assert_eq!(cpf_of(111_111_111), cpf_of(111_111_112), "eleven equal digits are never issued");
+        assert_eq!(cnpj_of(0), cnpj_of(1));
+        for n in [1, 12_345, 111_111_111, 999_999_999] {
+            assert!(TaxId::parse(&cpf_of(n)).is_ok(), "{}", cpf_of(n));
+            assert!(TaxId::parse(&cnpj_of(n * 1000 + 1)).is_ok(), "{}", cnpj_of(n * 1000 + 1));
         }
     }
 

@@ -252,7 +252,48 @@ pub async fn list(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     super::rate_limit(&state.med_list_rate, &caller, state.clock.now())?;
-    let q = query.into_inner();
+    list_of(&state, caller.account_id, query.into_inner())
+}
+
+/// List an account's MED cases
+///
+/// The operator's view of `GET /api/med` for any account (no rate limit): the cases to
+/// analyse, the MED 2.0 ones with their statements and deadlines.
+#[utoipa::path(
+    get, operation_id = "list_account_med_cases", path = "/admin/accounts/{id}/med", tag = "admin",
+    params(
+        ("id" = u64, Path, description = "the account's id"),
+        ("status" = Option<String>, Query, description = "OPEN, RECEIVED, CANCELLED or ANALYZED"),
+        ("isReconciled" = Option<bool>, Query, description = "true or false"),
+        ("startDate" = Option<String>, Query, description = "RFC 3339 date-time: created at or after"),
+        ("endDate" = Option<String>, Query, description = "RFC 3339 date-time: created at or before"),
+        ("page" = Option<u32>, Query, minimum = 1, description = "from 1, default 1"),
+        ("pageSize" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
+    ),
+    responses(
+        (status = 200, description = "Newest first", body = MedPage),
+        (status = 400, body = ExtendedErrorBody),
+        (status = 404, body = ExtendedErrorBody),
+    ),
+    security(("admin" = []))
+)]
+pub async fn admin_list(
+    _: super::auth::Admin,
+    path: web::Path<String>,
+    query: web::Query<HashMap<String, String>>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let account: crate::domain::ids::AccountId =
+        path.parse().map_err(|_| ApiError::NotFound("account not found".into()))?;
+    crate::admin::account(&state.repo, account)?;
+    list_of(&state, account, query.into_inner())
+}
+
+fn list_of(
+    state: &AppState,
+    account: crate::domain::ids::AccountId,
+    q: HashMap<String, String>,
+) -> Result<HttpResponse, ApiError> {
     let mut v = Vec::new();
     known_params(&q, &MED_PARAMS, &mut v);
     let page = int_param(&q, "page", 1..=u32::MAX, 1, &mut v);
@@ -290,7 +331,7 @@ pub async fn list(
             && to.is_none_or(|t| m.created_at <= t)
     };
     let skip = (page as usize - 1).saturating_mul(size as usize);
-    let (meds, total) = state.repo.meds_page(caller.account_id, keep, skip, size as usize)?;
+    let (meds, total) = state.repo.meds_page(account, keep, skip, size as usize)?;
     let data = meds.iter().map(Med::to_json).collect();
     Ok(HttpResponse::Ok().json(MedPage {
         data,

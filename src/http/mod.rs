@@ -299,6 +299,7 @@ fn table() -> RouteTable {
     t.add(admin, Method::POST, "/admin/accounts/{id}/keys", admin::register_key);
     t.add(admin, Method::POST, "/admin/accounts/{id}/adjustments", admin::adjust);
     t.add(admin, Method::POST, "/admin/accounts/{id}/med/{medId}/analysis", med::admin_analyze);
+    t.add(admin, Method::GET, "/admin/accounts/{id}/med", med::admin_list);
     t.add(admin, Method::GET, "/admin/accounts/{id}/keys", admin::list_keys);
     t.add(admin, Method::POST, "/admin/accounts/{id}/claims", claims::admin_open);
     t.add(admin, Method::POST, "/admin/fraud-markers", fraud::mark);

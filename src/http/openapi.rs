@@ -510,6 +510,7 @@ fn default_description(status: &str) -> &'static str {
         admin::approve_resolution,
         admin::release_rail,
         med::admin_analyze,
+        med::admin_list,
         admin::rotate_token_key,
         admin::remove_key,
         admin::move_clock,

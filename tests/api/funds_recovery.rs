@@ -248,3 +248,21 @@ async fn a_report_left_unanalysed_is_agreed_at_its_deadline_and_the_money_goes_b
     assert_eq!(view["status"], "COMPLETED", "{view}");
     assert!(due.as_str() > case["createdAt"].as_str().unwrap(), "a deadline after the case opened");
 }
+
+/// Off the SPI rail there is no DICT to contest a Pix in: 409 `DICT_REQUIRED`, nothing
+/// recorded; a statement for a case the account does not have is 404.
+#[actix_rt::test]
+async fn a_contest_needs_the_dict_and_a_statement_needs_a_case() {
+    let app = spawn_app().await;
+    let token = app.demo_token().await;
+    let body = json!({"endToEndId": "E1234ABCD202611281200abcdefghijk", "situationType": "SCAM", "email": "a@b.br", "phone": "+5561988887777"});
+    let (s, e) = post(&app, "/api/med/recoveries", &token, body).await;
+    assert_eq!(s, 409);
+    assert_extended(&e, 409, "DICT_REQUIRED");
+    let (s, list) = app.get_with("/api/med/recoveries", &token).await;
+    assert_eq!((s, list["metadata"]["total"].as_u64()), (200, Some(0)), "{list}");
+    let (s, e) = post(&app, "/api/med/99/evidence", &token, json!({"text": "x"})).await;
+    assert_eq!(s, 404, "{e}");
+    let (s, e) = post(&app, "/api/med/99/evidence", &token, json!({"text": ""})).await;
+    assert_eq!(s, 400, "{e}");
+}

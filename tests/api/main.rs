@@ -16,6 +16,7 @@ mod errors;
 mod fraud;
 mod funds_recovery;
 mod helpers;
+mod homologation;
 mod idempotency;
 mod journal;
 mod lifecycle;

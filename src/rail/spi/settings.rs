@@ -64,7 +64,8 @@ pub struct SpiFile {
     /// CA certificates (PEM) that other institutions' payload locations may chain to,
     /// besides the public web roots (a homologation or test CA).
     pub payload_ca_file: Option<PathBuf>,
-    /// How often the DICT is asked for the MED's refund requests, in ms.
+    /// How often the DICT is asked for the MED's refund requests, its infraction reports and
+    /// the events of our funds recoveries, in ms.
     pub med_poll_ms: Option<u64>,
     /// How often the DICT's claims are listed, in ms (100 to 60,000).
     pub claims_poll_ms: Option<u64>,

@@ -8,6 +8,7 @@
 //! | `GET /sim/payments/{id}` | a payment or return: payer, receiver, amount, stage, reason |
 //! | `POST /sim/refund-requests` | the payer's participant of a settled payment asks for it back through the DICT (MED): `{endToEndId, amount, reason?: FRAUD \| OPERATION_FLAW, details?}`, answers `{id}` |
 //! | `GET /sim/refund-requests/{id}` | a refund request: its status, and once closed its analysis and `refundTransactionId` |
+//! | `POST /sim/funds-recoveries` | the payer's institution (virtual) of a settled payment opens a funds recovery of it: `{endToEndId, situationType?}`, answers `{id, status}`; it asks for the refund once the recovery is analysed |
 //! | `GET /sim/funds-recoveries/{id}` | a funds recovery (MED 2.0): its status, reporter, root payment, how many payments it traced, and its infraction reports with their hop, amount, status and analysis |
 //! | `GET /sim/messages/{msgId}` | every posting of a message id a participant made: `{postings, distinctBodies, resourceIds}` (a resend of the same bytes is one more posting, no more bodies) |
 //! | `GET /sim/participants` | every participant's settlement account |
@@ -58,6 +59,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/sim/dict/seed", web::post().to(super::sync::control_seed))
         .route("/sim/fraud-markers", web::post().to(super::fraud::control_mark))
         .route("/sim/funds-recoveries/{id}", web::get().to(super::recovery::control_view))
+        .route("/sim/funds-recoveries", web::post().to(super::recovery::control_create))
         .route("/healthz", web::get().to(|| async { HttpResponse::Ok().body("ok") }));
 }
 

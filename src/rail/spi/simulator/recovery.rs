@@ -804,12 +804,80 @@ async fn close(req: HttpRequest, id: web::Path<String>, body: Bytes, sim: web::D
         now,
     );
     match done {
-        Ok(r) => ok(
-            &sim,
-            actix_web::http::StatusCode::OK,
-            &report_response("CloseInfractionReportResponse", &r, &correlation_id(), now),
-        ),
+        Ok(r) => {
+            if let Some(rid) = &r.recovery_id {
+                virtual_reporter_refunds(&sim, rid);
+            }
+            ok(
+                &sim,
+                actix_web::http::StatusCode::OK,
+                &report_response("CloseInfractionReportResponse", &r, &correlation_id(), now),
+            )
+        }
         Err(p) => answer_problem(&p),
+    }
+}
+
+/// A virtual participant that created a recovery asks for its refund as soon as it is
+/// analysed (the simulator plays the payer's institution).
+fn virtual_reporter_refunds(sim: &Sim, recovery_id: &str) {
+    let now = sim.now();
+    let mut book = sim.recovery.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(reporter) = book.find(recovery_id).map(|h| h.recovery.reporter.clone()) else { return };
+    if Ispb::parse(&reporter).is_some_and(|i| sim.is_real(&i)) {
+        return;
+    }
+    if let Ok((_, refunds)) = book.refund(&reporter, recovery_id, now) {
+        drop(book);
+        sim.refunds.lock().unwrap_or_else(|p| p.into_inner()).extend(refunds);
+    }
+}
+
+/// `POST /sim/funds-recoveries` `{endToEndId, situationType?}`: the payer's institution of a
+/// settled payment from a virtual participant opens a funds recovery of it (as a real one
+/// would through the DICT), and asks for its refund once it is analysed. Answers the
+/// recovery's `{id, status}`.
+pub async fn control_create(body: web::Json<serde_json::Value>, sim: web::Data<Sim>) -> HttpResponse {
+    let b = body.into_inner();
+    let Some(e2e) = b["endToEndId"].as_str() else {
+        return HttpResponse::BadRequest().json(json!({"error": "endToEndId is required"}));
+    };
+    let situation = b["situationType"].as_str().unwrap_or("SCAM");
+    let payer = sim.engine.lock().unwrap_or_else(|p| p.into_inner()).payment(e2e).map(|p| p.payer.clone());
+    let Some(payer) = payer.filter(|p| Ispb::parse(p).is_some_and(|i| !sim.is_real(&i))) else {
+        return HttpResponse::BadRequest().json(json!({"error": "not a payment of a virtual participant"}));
+    };
+    let now = sim.now();
+    let asked = FundsRecovery {
+        id: String::new(),
+        root_transaction_id: e2e.to_owned(),
+        situation_type: situation.to_owned(),
+        details: Some("opened by the simulator's control routes".into()),
+        email: "fraude@spi-sim.pixgw".into(),
+        phone: "+5561988887777".into(),
+        status: String::new(),
+        reporter: String::new(),
+        created: now,
+        modified: now,
+    };
+    let made = {
+        let engine = sim.engine.lock().unwrap_or_else(|p| p.into_inner());
+        let is_virtual = |ispb: &str| Ispb::parse(ispb).is_none_or(|i| !sim.is_real(&i));
+        sim.recovery.lock().unwrap_or_else(|p| p.into_inner()).create(
+            &payer,
+            asked,
+            &crate::rail::spi::recovery::GRAPH_MAX,
+            &*engine,
+            &is_virtual,
+            now,
+        )
+    };
+    match made {
+        Ok((r, _)) => {
+            virtual_reporter_refunds(&sim, &r.id);
+            HttpResponse::Created().json(json!({"id": r.id, "status": r.status}))
+        }
+        Err(p) => HttpResponse::BadRequest().json(json!({"error": p.kind, "title": p.title})),
     }
 }
 
