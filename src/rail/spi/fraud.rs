@@ -137,8 +137,9 @@ fn write_windowed(out: &mut String, name: &str, w: Windowed) {
     let _ = write!(out, "<{name} d90=\"{}\" m12=\"{}\" m60=\"{}\"/>", w.d90, w.m12, w.m60);
 }
 
-/// The `KeyStatistics` or `OwnerStatistics` (`root`) of counters.
-pub fn write_statistics(root: &str, c: &Counters, watermark: DateTime<Utc>) -> String {
+/// The `KeyStatistics` or `OwnerStatistics` (`root`) of counters; `accounts` is the key's
+/// distinct accounts or the owner's registered ones (the `Entries` each requires).
+pub fn write_statistics(root: &str, c: &Counters, accounts: u32, watermark: DateTime<Utc>) -> String {
     let mut out = format!("<{root}><FraudMarkers><Watermark>{}</Watermark>", stamp(watermark));
     write_windowed(&mut out, "ApplicationFrauds", c.application_frauds);
     write_windowed(&mut out, "MuleAccounts", c.mule_accounts);
@@ -146,9 +147,11 @@ pub fn write_statistics(root: &str, c: &Counters, watermark: DateTime<Utc>) -> S
     write_windowed(&mut out, "OtherFrauds", c.other_frauds);
     let _ = write!(
         out,
-        "</FraudMarkers><InfractionReports><Watermark>{}</Watermark><OpenReports>{}</OpenReports></InfractionReports></{root}>",
+        "</FraudMarkers><InfractionReports><Watermark>{}</Watermark><OpenReports>{}</OpenReports></InfractionReports><Entries><Watermark>{}</Watermark><{entries}>{accounts}</{entries}></Entries></{root}>",
         stamp(watermark),
-        c.open_reports
+        c.open_reports,
+        stamp(watermark),
+        entries = if root == "KeyStatistics" { "DistinctAccounts" } else { "RegisteredAccounts" },
     );
     out
 }
@@ -219,8 +222,8 @@ mod tests {
         };
         let body = format!(
             "<GetEntryResponse>{}{}</GetEntryResponse>",
-            write_statistics("KeyStatistics", &c, m.created),
-            write_statistics("OwnerStatistics", &Counters::default(), m.created)
+            write_statistics("KeyStatistics", &c, 1, m.created),
+            write_statistics("OwnerStatistics", &Counters::default(), 1, m.created)
         );
         let s = read_signals(&Document::parse(body.as_bytes()).unwrap());
         assert_eq!(s, Signals { key: c, owner: Counters::default() });

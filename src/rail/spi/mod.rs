@@ -18,6 +18,8 @@
 pub mod c14n;
 pub mod claims;
 pub mod dict;
+#[cfg(test)]
+pub mod dict_schema;
 pub mod directory;
 pub mod dsig;
 pub mod fraud;

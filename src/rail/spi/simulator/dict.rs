@@ -125,6 +125,19 @@ impl Directory {
         self.institutions.clone()
     }
 
+    /// The distinct accounts (participant and number) a person's keys name.
+    pub fn accounts_of(&self, tax_id: &str) -> u32 {
+        let mut seen: Vec<(&str, &str)> = self
+            .entries
+            .values()
+            .filter(|e| e.tax_id == tax_id)
+            .map(|e| (e.participant.as_str(), e.account_number.as_str()))
+            .collect();
+        seen.sort_unstable();
+        seen.dedup();
+        u32::try_from(seen.len()).unwrap_or(u32::MAX)
+    }
+
     pub fn lookup(&self, key: &str) -> Option<&Entry> {
         self.entries.get(key)
     }
@@ -419,10 +432,11 @@ async fn get(req: HttpRequest, key: web::Path<String>, sim: web::Data<Sim>) -> H
             if asked {
                 let now = sim.now();
                 let s = sim.fraud.lock().unwrap_or_else(|p| p.into_inner()).signals(&e.key, &e.tax_id, now);
+                let accounts = sim.directory.lock().unwrap_or_else(|p| p.into_inner()).accounts_of(&e.tax_id);
                 let stats = format!(
                     "{}{}</GetEntryResponse>",
-                    crate::rail::spi::fraud::write_statistics("KeyStatistics", &s.key, now),
-                    crate::rail::spi::fraud::write_statistics("OwnerStatistics", &s.owner, now)
+                    crate::rail::spi::fraud::write_statistics("KeyStatistics", &s.key, 1, now),
+                    crate::rail::spi::fraud::write_statistics("OwnerStatistics", &s.owner, accounts, now)
                 );
                 body = body.replace("</GetEntryResponse>", &stats);
             }
