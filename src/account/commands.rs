@@ -420,6 +420,18 @@ impl AccountActor {
         }
     }
 
+    fn release_case(&mut self, msg: ReleaseCase, ctx: &mut Context<Self>) -> Result<Med, CommandError> {
+        self.view()?;
+        let med = self.latest_med(msg.id, ctx)?;
+        if let Some(m) = med.as_ref().filter(|m| m.status == crate::domain::med::MedStatus::Cancelled) {
+            return Ok(m.clone());
+        }
+        match decide::release_case(&self.view()?, med, self.now()) {
+            Ok(plan) => self.execute(plan, ctx),
+            Err(r) => Err(self.refused(r, ctx)),
+        }
+    }
+
     fn add_evidence(&mut self, msg: AddEvidence, ctx: &mut Context<Self>) -> Result<Med, CommandError> {
         self.view()?;
         let med = self.latest_med(msg.id, ctx)?;
@@ -623,6 +635,15 @@ impl Handler<ReturnMed> for AccountActor {
 
     fn handle(&mut self, msg: ReturnMed, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.return_med(msg, ctx);
+        self.reply_when_durable(reply)
+    }
+}
+
+impl Handler<ReleaseCase> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Med, CommandError>>;
+
+    fn handle(&mut self, msg: ReleaseCase, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.release_case(msg, ctx);
         self.reply_when_durable(reply)
     }
 }

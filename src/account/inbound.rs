@@ -198,6 +198,24 @@ impl Inbound for Accounts {
         super::recovery::report_seen(Arc::clone(&self.registry), report)
     }
 
+    fn live_cases(&self) -> Result<Vec<crate::domain::med::Med>, Unavailable> {
+        self.registry.deps().repo.live_cases().map_err(unavailable)
+    }
+
+    fn release_case(&self, case: crate::domain::med::Med) -> BoxFuture<'static, Result<(), Unavailable>> {
+        let actor = crate::domain::ids::AccountId::new(case.account_id)
+            .ok_or_else(|| unavailable("a case of no account"))
+            .and_then(|id| self.registry.get(id).map_err(unavailable));
+        Box::pin(async move {
+            actor?
+                .send(super::messages::ReleaseCase { id: case.id })
+                .await
+                .map_err(unavailable)?
+                .map(|_| ())
+                .map_err(unavailable)
+        })
+    }
+
     fn open_recoveries(&self) -> Result<Vec<crate::domain::recovery::Recovery>, Unavailable> {
         self.registry.deps().repo.open_recoveries().map_err(unavailable)
     }

@@ -196,6 +196,13 @@ pub struct ReturnMed {
     pub requested: Money,
 }
 
+/// The DICT withdrew a MED 2.0 case: its block is released.
+#[derive(Message, Clone)]
+#[rtype(result = "Result<crate::domain::med::Med, CommandError>")]
+pub struct ReleaseCase {
+    pub id: u64,
+}
+
 /// The client's statement for a MED 2.0 case against it.
 #[derive(Message, Clone)]
 #[rtype(result = "Result<crate::domain::med::Med, CommandError>")]
@@ -287,4 +294,5 @@ traced!(
     super::claims::ObserveClaim,
     AddEvidence,
     super::recovery::Contest,
+    super::recovery::ObserveRecovery,
 );

@@ -28,7 +28,7 @@ pub use messages::{acknowledged, Early};
 pub use messages::{
     AddEvidence, Adjust, CancelCharge, ChargeRequest, CloseMed, CommandError, CreateCharge, DictRequest,
     GetBalance, OpenMed, Pay, PayCharge, PayOutcome, PayRequest, PixIn, ReceiveOnUs, Refund, RefundRequest,
-    Refusal, ReturnMed, ReturnPayment, ReviseCharge, SettingsChanged, Tick, Traced,
+    Refusal, ReleaseCase, ReturnMed, ReturnPayment, ReviseCharge, SettingsChanged, Tick, Traced,
 };
 pub use on_us::{DeliverOnUs, OnUsCourier, ON_US_RETRY_AFTER};
 pub use recovery::{Contest, ObserveRecovery, RETURN_WAIT_MINUTES_MAX};

@@ -257,6 +257,18 @@ impl Med {
         Ok(())
     }
 
+    /// A MED 2.0 case the DICT withdrew (its report or its recovery cancelled): it ends
+    /// `CANCELLED`, open or approved and awaiting its return alike.
+    pub fn withdraw(&mut self, now: DateTime<Utc>) -> Result<(), MedError> {
+        if !self.is_live() || self.infraction.is_none() {
+            return Err(MedError::Final(self.status.as_str()));
+        }
+        self.status = MedStatus::Cancelled;
+        self.reason = MedReason::RefundCancellation;
+        self.updated_at = now;
+        Ok(())
+    }
+
     pub fn cancel(&mut self, now: DateTime<Utc>) -> Result<(), MedError> {
         self.open_or_received()?;
         self.status = MedStatus::Cancelled;

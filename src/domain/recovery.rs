@@ -128,6 +128,9 @@ pub enum RecoveryRejection {
     AlreadyContested,
     #[error("the SPI rail with the DICT is needed to contest a Pix")]
     RailRequired,
+    /// Withdrawn before the DICT has it: the recovery poller opens it within its period.
+    #[error("the contest is not in the DICT yet; try again in a moment")]
+    NotOpened,
 }
 
 /// Whether `original` (the account's transaction of the end-to-end id) may be contested now.

@@ -469,6 +469,7 @@ fn default_description(status: &str) -> &'static str {
         recoveries::contest,
         recoveries::list,
         recoveries::get,
+        recoveries::cancel,
         recoveries::evidence,
         claims::client_open,
         claims::client_list,

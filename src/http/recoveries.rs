@@ -156,6 +156,46 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(r.to_json()))
 }
 
+/// Withdraw a contest
+///
+/// The payer withdraws its contest: the funds recovery is cancelled at the DICT, with its
+/// reports and open refund requests, and the institutions that blocked money release it.
+/// Money already returned stays returned.
+#[utoipa::path(
+    post, operation_id = "cancel_contest", path = "/api/med/recoveries/{id}/cancel", tag = "account",
+    params(("id" = u64, Path, description = "The contest's id")),
+    responses(
+        (status = 200, description = "The contest, CANCELLED", body = Object),
+        (status = 404, body = ExtendedErrorBody),
+        (status = 409, description = "Ended already, not in the DICT yet (CONTEST_NOT_OPENED), or the DICT refuses (DICT_REFUSED: completed)", body = ExtendedErrorBody),
+        (status = 503, body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn cancel(
+    caller: Caller,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id: u64 = path.parse().map_err(|_| ApiError::NotFound("no such contest".into()))?;
+    let r = state
+        .repo
+        .recovery(caller.account_id, id)?
+        .ok_or_else(|| ApiError::NotFound("no such contest".into()))?;
+    if r.status.is_final() {
+        return Err(ApiError::Conflict(format!("the contest is {} already", r.status.as_str())));
+    }
+    let Some(dict_id) = r.dict_id.clone() else {
+        return Err(ApiError::Rejected(crate::http::error::Rejection::Recovery(
+            RecoveryRejection::NotOpened,
+        )));
+    };
+    let seen = state.keys.cancel_recovery(&dict_id).await.map_err(ApiError::Dict)?;
+    let moved = ask(&state, &caller, crate::account::ObserveRecovery { id, seen }).await??;
+    tracing::info!(account = caller.account_id.get(), contest = id, "a contest was withdrawn");
+    Ok(HttpResponse::Ok().json(moved.to_json()))
+}
+
 /// Answer a case against the account
 ///
 /// The account's statement for a MED 2.0 case (an infraction report of the DICT against a

@@ -245,6 +245,19 @@ impl Keys {
         }
     }
 
+    /// Cancels one of our funds recoveries at the DICT; answers what the DICT now says of it.
+    pub async fn cancel_recovery(&self, id: &str) -> Result<crate::domain::recovery::Seen, DictAskError> {
+        let Live::Dict { client, .. } = &self.live else { return Err(DictAskError::NoDict) };
+        let step = super::spi::directory::StepRecovery {
+            id: id.to_owned(),
+            step: super::spi::directory::RecoveryStep::Cancel,
+        };
+        let r = client.send(step).await.map_err(|e| DictAskError::Unavailable(e.to_string()))??;
+        let status = crate::domain::recovery::RecoveryStatus::parse(&r.status)
+            .ok_or_else(|| DictAskError::Unavailable(format!("the DICT answered status {}", r.status)))?;
+        Ok(crate::domain::recovery::Seen { dict_id: Some(r.id), status, traced: None })
+    }
+
     /// Takes a step of a claim at the DICT; answers the claim as it now is.
     pub async fn claim_step(
         &self,

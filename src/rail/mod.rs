@@ -354,6 +354,12 @@ pub trait Inbound: Send + Sync + 'static {
     /// the money once, and says what to tell the DICT (with the analysis deadline kept on
     /// the server clock).
     fn report_seen(&self, report: ReportSeen) -> BoxFuture<'static, Result<ReportAction, Unavailable>>;
+    /// The MED 2.0 cases still live (open, or approved and awaiting the DICT's refund
+    /// request), of every account.
+    fn live_cases(&self) -> Result<Vec<crate::domain::med::Med>, Unavailable>;
+    /// The DICT withdrew a case (its report or its recovery cancelled): its block is
+    /// released, durably.
+    fn release_case(&self, case: crate::domain::med::Med) -> BoxFuture<'static, Result<(), Unavailable>>;
     /// The contests (MED 2.0, the payer's side) not yet final.
     fn open_recoveries(&self) -> Result<Vec<crate::domain::recovery::Recovery>, Unavailable>;
     /// The contest of the DICT's recovery `dict_id`, or of the payment `end_to_end_id`.

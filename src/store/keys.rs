@@ -100,6 +100,9 @@
 //!                           steps the gateway may owe (the claims poller reads them)
 //! meta/dict_claims_after    text (RFC 3339): the DICT's claims changed before it are all
 //!                           recorded; the next list asks from there
+//! medlive/{reportId}        JSON [account, med]: a MED 2.0 case still live (open, or
+//!                           approved and awaiting its return), by its infraction report
+//!                           (the recovery poller looks for those the DICT cancelled)
 //! frec/{id:020}/{local:020} Recovery (JSON): a MED 2.0 contest of a Pix the account sent,
 //!                           and the DICT's funds recovery of it (domain::recovery)
 //! frece2e/{endToEndId}      JSON [account, local]: the contest of a payment (one each)
@@ -449,6 +452,12 @@ pub fn open_claim(account: u64, local: u64) -> Vec<u8> {
 pub const OPEN_CLAIMS: &[u8] = b"claimopen/";
 /// See the key layout.
 pub const DICT_CLAIMS_AFTER: &[u8] = b"meta/dict_claims_after";
+
+pub fn live_case(report_id: &str) -> Vec<u8> {
+    Key::new("medlive/").text(report_id).done()
+}
+
+pub const LIVE_CASES: &[u8] = b"medlive/";
 
 pub fn recovery(account: u64, local: u64) -> Vec<u8> {
     Key::new("frec/").num(account, 20).text("/").num(local, 20).done()

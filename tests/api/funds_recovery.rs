@@ -266,3 +266,42 @@ async fn a_contest_needs_the_dict_and_a_statement_needs_a_case() {
     let (s, e) = post(&app, "/api/med/99/evidence", &token, json!({"text": ""})).await;
     assert_eq!(s, 400, "{e}");
 }
+
+/// The payer withdraws its contest while the receiving institution holds the money: the
+/// DICT cancels the recovery and its report, and the receiving institution releases the
+/// block; a second withdrawal is refused.
+#[actix_rt::test]
+async fn a_withdrawn_contest_releases_what_the_receiving_institution_blocked() {
+    let sim = Sim::start(&["--participant", SECOND]);
+    let a = spawn_with(options(&sim.config)).await;
+    let b = spawn_with(options(&sim.config_of(SECOND))).await;
+    let (victim, victim_token) = live_account(&a, "Vitima").await;
+    sim.pay_account(victim, "52998224725", "300.00").await;
+    wait_balance(&a, &victim_token, "300.00").await;
+    let (mule, mule_token, mule_key) = with_key(&b, "Mula").await;
+    let root = pay(&a, &victim_token, &mule_key, "engano", "300.00").await;
+    wait_balance(&b, &mule_token, "300.00").await;
+    let body = json!({"endToEndId": root, "situationType": "OTHER", "details": "engano meu", "email": "v@example.com", "phone": "+5511999990000"});
+    let (s, opened) = post(&a, "/api/med/recoveries", &victim_token, body).await;
+    assert_eq!(s, 201, "{opened}");
+    let id = opened["id"].as_u64().unwrap();
+    let case = case_when(&b, &mule_token, "the case", |m| amount(&m["blockedAmount"]) == "300.00").await;
+    contest_when(&a, &victim_token, id, "in the DICT", |c| c["fundsRecoveryId"].is_string()).await;
+    let (s, done) = post(&a, &format!("/api/med/recoveries/{id}/cancel"), &victim_token, json!({})).await;
+    assert_eq!((s, done["status"].as_str()), (200, Some("CANCELLED")), "{done}");
+    let (s, again) = post(&a, &format!("/api/med/recoveries/{id}/cancel"), &victim_token, json!({})).await;
+    assert_eq!(s, 409, "{again}");
+    eventually("the case released", || {
+        let (b, path) = (&b, format!("/admin/accounts/{mule}/med"));
+        let case_id = case["id"].clone();
+        async move {
+            let (_, list) = b.admin("GET", &path, None).await;
+            let c = list["data"].as_array()?.iter().find(|m| m["id"] == case_id)?.clone();
+            (c["status"] == "CANCELLED").then_some(())
+        }
+    })
+    .await;
+    let (_, blocked, net) = b.balance(&mule_token).await;
+    assert_eq!((blocked.as_str(), net.as_str()), ("0.00", "300.00"));
+    wait_balance(&a, &victim_token, "0.00").await;
+}

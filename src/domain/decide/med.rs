@@ -332,6 +332,21 @@ pub fn return_med(
     Ok(plan)
 }
 
+/// The DICT withdrew a MED 2.0 case (its report or its recovery cancelled): what it blocks
+/// is released and it ends `CANCELLED`.
+pub fn release_case(account: &Account, med: Option<Med>, now: DateTime<Utc>) -> Result<Plan<Med>, Refusal> {
+    let mut med = med.ok_or(Refusal::Med(MedRejection::NotFound))?;
+    med.withdraw(now).map_err(|e| Refusal::Med(MedRejection::Final(e)))?;
+    let mut ledger = account.ledger.draft();
+    if !med.blocked.is_zero() && ledger.settle(med.id, false).is_none() {
+        return Err(Refusal::Bug(format!("MED {} has no hold", med.id)));
+    }
+    let mut plan = Plan::new(med.clone());
+    plan.ledger = Some(ledger.finish()?);
+    plan.records.push(Record::Med(med));
+    Ok(plan)
+}
+
 /// Blocks, for each MED 2.0 case that lacks part of its amount (oldest first), what the
 /// account has available now: money that arrived after the case opened (the payment's
 /// return from the next institution, a later credit) is held for the victim as it lands.
@@ -642,6 +657,30 @@ mod tests {
         assert_eq!(
             add_evidence(Some(plain), "x".into(), noon()).unwrap_err(),
             Refusal::Med(MedRejection::NotFound)
+        );
+    }
+    #[test]
+    fn a_case_the_dict_withdraws_releases_its_block_open_or_awaiting_its_return() {
+        let mut f = Fixture::with_balance("10");
+        let open = case(&mut f);
+        let plan = release_case(&f.account(), Some(open.clone()), noon()).unwrap();
+        assert_eq!(
+            (plan.reply.status, plan.reply.reason),
+            (MedStatus::Cancelled, MedReason::RefundCancellation)
+        );
+        let mut g = Fixture::with_balance("10");
+        let med = case(&mut g);
+        let approved = close_med(&g.account(), Some(med), approve(), None, noon(), &mut ids(&[31])).unwrap();
+        g.apply(&approved);
+        let plan = release_case(&g.account(), Some(approved.reply), noon()).unwrap();
+        g.apply(&plan);
+        assert_eq!(g.ledger.balance(), Balance { available: m("10"), blocked: m("0") });
+        let again = release_case(&g.account(), Some(plan.reply), noon());
+        assert!(matches!(again, Err(Refusal::Med(MedRejection::Final(_)))));
+        let plain = opened(&mut f, Some("1"), Some(received("10"))).reply;
+        assert!(
+            release_case(&f.account(), Some(plain), noon()).is_err(),
+            "a MED 1 case is not the DICT's to withdraw"
         );
     }
 }

@@ -35,7 +35,9 @@ pub use incoming::{
     accept as accept_incoming, drop_incoming, settle as settle_incoming, Incoming, IncomingKind,
     IncomingRefusal, Named,
 };
-pub use med::{add_evidence, close_med, open_med, return_med, top_up, CloseMedRequest, OpenMedRequest};
+pub use med::{
+    add_evidence, close_med, open_med, release_case, return_med, top_up, CloseMedRequest, OpenMedRequest,
+};
 pub use on_us::{
     credit_of, names_charge, receive as receive_on_us, receive_return as receive_on_us_return, return_of,
     OnUsCredit, OnUsPayer,

@@ -380,6 +380,7 @@ impl Rejection {
                     R::TooLate => (S::CONFLICT, "CONTEST_TOO_LATE"),
                     R::AlreadyContested => (S::CONFLICT, "ALREADY_CONTESTED"),
                     R::RailRequired => (S::CONFLICT, "DICT_REQUIRED"),
+                    R::NotOpened => (S::CONFLICT, "CONTEST_NOT_OPENED"),
                 };
                 (status, status, code, true, r.to_string(), None)
             }

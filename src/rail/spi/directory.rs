@@ -933,6 +933,22 @@ pub struct AnswerReport {
     pub answer: ReportAnswer,
 }
 
+/// An infraction report as the DICT has it now.
+#[derive(Message)]
+#[rtype(result = "Result<super::recovery::InfractionReport, DictError>")]
+pub struct GetReport {
+    pub id: String,
+}
+
+impl Handler<GetReport> for DictClient {
+    type Result = ResponseFuture<Result<super::recovery::InfractionReport, DictError>>;
+
+    fn handle(&mut self, msg: GetReport, _: &mut Context<Self>) -> Self::Result {
+        let got = self.signed_get(format!("/infraction-reports/{}", path_id(&msg.id)));
+        Box::pin(async move { super::recovery::read_report(&got.await?).map_err(DictError::Unavailable) })
+    }
+}
+
 fn path_id(id: &str) -> percent_encoding::PercentEncode<'_> {
     percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC)
 }

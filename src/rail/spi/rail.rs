@@ -619,6 +619,7 @@ async fn answer_reports(dict: &Addr<DictClient>, inbound: &dyn Inbound) -> bool 
         }
         Err(_) => return false,
     };
+    let listed: std::collections::HashSet<String> = reports.iter().map(|r| r.id.clone()).collect();
     for r in reports {
         let seen = crate::rail::ReportSeen {
             id: r.id.clone(),
@@ -655,6 +656,70 @@ async fn answer_reports(dict: &Addr<DictClient>, inbound: &dyn Inbound) -> bool 
                 tracing::warn!(report = r.id, step, error = %e, "answering an infraction report failed; it is tried again")
             }
             Err(_) => return false,
+        }
+    }
+    withdrawn_cases(dict, inbound, &listed).await
+}
+
+/// The live cases whose report the list no longer holds: those the DICT withdrew (the
+/// report cancelled with its recovery, or an approved case's recovery cancelled before its
+/// refund) are released; the others wait for their refund request. `false` once the DICT
+/// client is gone.
+async fn withdrawn_cases(
+    dict: &Addr<DictClient>,
+    inbound: &dyn Inbound,
+    listed: &std::collections::HashSet<String>,
+) -> bool {
+    use super::directory::{GetRecovery, GetReport};
+    let cases = match inbound.live_cases() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, "the live MED 2.0 cases could not be read; trying again next turn");
+            return true;
+        }
+    };
+    for case in cases {
+        let Some(i) = case.infraction.clone() else { continue };
+        if listed.contains(&i.report_id) {
+            continue;
+        }
+        let report = match dict.send(GetReport { id: i.report_id.clone() }).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => {
+                tracing::warn!(report = i.report_id, error = %e, "an infraction report could not be read; asked again next turn");
+                continue;
+            }
+            Err(_) => return false,
+        };
+        let mut withdrawn = report.status == "CANCELLED";
+        if !withdrawn && case.awaiting_return() {
+            if let Some(rid) = &i.recovery_id {
+                match dict.send(GetRecovery { id: rid.clone() }).await {
+                    Ok(Ok(r)) => withdrawn = r.status == "CANCELLED",
+                    Ok(Err(e)) => {
+                        tracing::warn!(recovery = rid, error = %e, "a funds recovery could not be read; asked again next turn")
+                    }
+                    Err(_) => return false,
+                }
+            }
+        }
+        if !withdrawn {
+            continue;
+        }
+        let (id, account) = (case.id, case.account_id);
+        match inbound.release_case(case).await {
+            Ok(()) => {
+                metrics::counter!("pixgw_dict_cases_withdrawn_total").increment(1);
+                tracing::info!(
+                    med = id,
+                    account,
+                    report = i.report_id,
+                    "the DICT withdrew a MED 2.0 case: its block is released"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(med = id, error = %e, "a withdrawn case waits: its account did not answer")
+            }
         }
     }
     true

@@ -10,7 +10,30 @@ use crate::store::{keys, Batch};
 impl Repo {
     pub fn put_med(&self, b: &mut Batch, med: &Med) -> Result<(), RepoError> {
         b.put(keys::med(med.account_id, med.id), to_json(med)?);
+        if let Some(i) = &med.infraction {
+            let index = keys::live_case(&i.report_id);
+            if med.is_live() {
+                b.put(index, to_json(&(med.account_id, med.id))?);
+            } else {
+                b.delete(index);
+            }
+        }
         Ok(())
+    }
+
+    /// Every MED 2.0 case still live, of every account.
+    pub fn live_cases(&self) -> Result<Vec<Med>, RepoError> {
+        let mut out = Vec::new();
+        for (k, v) in self.store.scan_prefix(keys::LIVE_CASES)? {
+            let (account, med): (u64, u64) = serde_json::from_slice(&v).map_err(|e| RepoError::Corrupt {
+                key: String::from_utf8_lossy(&k).into_owned(),
+                reason: e.to_string(),
+            })?;
+            if let Some(m) = self.get_json::<Med>(&keys::med(account, med))? {
+                out.push(m);
+            }
+        }
+        Ok(out)
     }
 
     pub fn med(&self, id: AccountId, med: u64) -> Result<Option<Med>, RepoError> {

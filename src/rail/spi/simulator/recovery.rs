@@ -304,6 +304,11 @@ impl Book {
         Ok(r)
     }
 
+    /// A report, as `by` may see it (its reporter or its counterparty).
+    pub fn report(&self, by: &str, id: &str) -> Option<InfractionReport> {
+        self.reports.iter().find(|r| r.id == id && (r.counterparty == by || r.reporter == by)).cloned()
+    }
+
     /// The counterparty acknowledges a report (again: the same answer).
     pub fn acknowledge(
         &mut self,
@@ -511,6 +516,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/api/v2/funds-recoveries/{id}/refunds", web::get().to(refunds))
         .route("/api/v2/funds-recoveries/{id}/cancel", web::post().to(cancel))
         .route("/api/v2/infraction-reports/", web::get().to(list_reports))
+        .route("/api/v2/infraction-reports/{id}", web::get().to(get_report))
         .route("/api/v2/infraction-reports/{id}/acknowledge", web::post().to(acknowledge))
         .route("/api/v2/infraction-reports/{id}/close", web::post().to(close))
         .route("/api/v2/event-notifications", web::get().to(events));
@@ -758,6 +764,23 @@ async fn list_reports(req: HttpRequest, q: web::Query<ReportsQuery>, sim: web::D
         actix_web::http::StatusCode::OK,
         &list_reports_response(&found, more, &correlation_id(), sim.now()),
     )
+}
+
+/// `GET /infraction-reports/{id}`: a report, to its reporter or its counterparty.
+async fn get_report(req: HttpRequest, id: web::Path<String>, sim: web::Data<Sim>) -> HttpResponse {
+    let from = match reader(&req, &sim) {
+        Ok(f) => f,
+        Err(a) => return *a,
+    };
+    let found = sim.recovery.lock().unwrap_or_else(|p| p.into_inner()).report(from.as_str(), &id);
+    match found {
+        Some(r) => ok(
+            &sim,
+            actix_web::http::StatusCode::OK,
+            &report_response("GetInfractionReportResponse", &r, &correlation_id(), sim.now()),
+        ),
+        None => answer_problem(&problem(404, "NotFound", "no such infraction report")),
+    }
 }
 
 async fn acknowledge(
