@@ -187,6 +187,18 @@ impl Inbound for Accounts {
         super::sync::take_in(&self.registry.deps().repo, ours, found)
     }
 
+    fn cid_events_after(&self, key_type: &str) -> Result<Option<chrono::DateTime<chrono::Utc>>, Unavailable> {
+        self.registry.deps().repo.cid_events_after(key_type).map_err(unavailable)
+    }
+
+    fn set_cid_events_after(
+        &self,
+        key_type: &str,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), Unavailable> {
+        self.registry.deps().repo.set_cid_events_after(key_type, at).map_err(unavailable)
+    }
+
     fn sync_drop(&self, cid: &str) -> Result<crate::rail::Repair, Unavailable> {
         super::sync::drop_cid(&self.registry.deps().repo, cid)
     }

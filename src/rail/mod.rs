@@ -411,6 +411,10 @@ pub trait Inbound: Send + Sync + 'static {
     /// The DICT holds this entry for us under a CID we do not have: the DICT wins, the
     /// account it names takes the key (or the key it has takes the CID).
     fn sync_take_in(&self, found: SyncEntry) -> Result<Repair, Unavailable>;
+    /// Where the DICT's CID events of a key type are read from (`None`: never yet).
+    fn cid_events_after(&self, key_type: &str) -> Result<Option<DateTime<Utc>>, Unavailable>;
+    /// The CID events of a key type before `at` are reflected in our keys.
+    fn set_cid_events_after(&self, key_type: &str, at: DateTime<Utc>) -> Result<(), Unavailable>;
     /// We hold a key under a CID the DICT does not have: the DICT wins, the key is dropped.
     fn sync_drop(&self, cid: &str) -> Result<Repair, Unavailable>;
 }

@@ -110,6 +110,8 @@
 //! frecopen/{id:020}/{local:020}  empty: a contest not yet COMPLETED or CANCELLED (the
 //!                           recovery poller follows them)
 //! meta/dict_events_cursor   text: where the DICT's next list of event notifications starts
+//! meta/dict_cid_events/{keyType}  text (RFC 3339): the DICT's CID events of the key type
+//!                           before it are reflected in our keys; a difference reads from it
 //! payrec/{payer:020}/{local:020}  u64: the receiver's account of a recurrence (by its local
 //!                           id) offered to an account of this gateway as its payer (on
 //!                           us); written by the receiver's actor, read by the payer's routes
@@ -483,6 +485,10 @@ pub fn open_recovery(account: u64, local: u64) -> Vec<u8> {
 pub const OPEN_RECOVERIES: &[u8] = b"frecopen/";
 /// See the key layout.
 pub const DICT_EVENTS_CURSOR: &[u8] = b"meta/dict_events_cursor";
+
+pub fn cid_events_after(key_type: &str) -> Vec<u8> {
+    Key::new("meta/dict_cid_events/").text(key_type).done()
+}
 
 pub fn rec(account: u64, local: u64) -> Vec<u8> {
     Key::new("rec/").num(account, 20).text("/").num(local, 20).done()

@@ -136,4 +136,32 @@ async fn a_difference_the_dict_finds_is_repaired_the_dicts_way_and_the_next_veri
     let gone = sim.client.delete(format!("{}/sim/dict/entries/{email}", sim.control)).send().await.unwrap();
     assert_eq!(gone.status().as_u16(), 404, "the DICT no longer holds it");
     assert_eq!(keys_of(&app, account).await, [extra.to_owned()]);
+
+    // Once a file has repaired the set, a later difference is read from the DICT's CID
+    // events since then, not from a new file.
+    let before = metrics_text(&app).await;
+    let files_before = counter(&before, "pixgw_dict_sync_repaired_total{via=\"file\"}");
+    let later = "later@example.com";
+    let (s, e) = sim
+        .put(
+            &format!("/sim/dict/entries/{later}"),
+            json!({"keyType": "EMAIL", "participant": ISPB, "account": account.to_string()}),
+        )
+        .await;
+    assert_eq!(s, 200, "{e}");
+    eventually("the key taken in from the events", || async {
+        let keys = keys_of(&app, account).await;
+        (keys == [extra.to_owned(), later.to_owned()]).then_some(())
+    })
+    .await;
+    let after = eventually("the repair by events counted", || async {
+        let m = metrics_text(&app).await;
+        (counter(&m, "pixgw_dict_sync_repaired_total{via=\"events\"}") >= 1).then_some(m)
+    })
+    .await;
+    assert_eq!(
+        counter(&after, "pixgw_dict_sync_repaired_total{via=\"file\"}"),
+        files_before,
+        "no new file: {after}"
+    );
 }

@@ -252,6 +252,14 @@ mod tests {
         out.push(
             dict::entry_response("GetEntryResponse", &e, "c", at()).replace("</GetEntryResponse>", &stats),
         );
+        let event = sync::CidEvent { kind: "ADDED".into(), cid: "0".repeat(64), at: at() };
+        let window = sync::CidWindow {
+            start: at(),
+            end: at(),
+            vsync_start: "0".repeat(64),
+            vsync_end: "0".repeat(64),
+        };
+        out.push(sync::cid_events_response("1234ABCD", "EMAIL", &[event], &window, false, "c", at()));
         out.push(sync::verification_response(&ispb, "EMAIL", &"0".repeat(64), 7, true, "c", at()));
         let file = sync::CidFile {
             id: 3,

@@ -933,6 +933,32 @@ pub struct AnswerReport {
     pub answer: ReportAnswer,
 }
 
+/// The CID events of a key type of ours from `start` on (inclusive), oldest first, and
+/// whether more follow.
+#[derive(Message)]
+#[rtype(result = "Result<(Vec<super::sync::CidEvent>, bool), DictError>")]
+pub struct ListCidEvents {
+    pub key_type: String,
+    pub start: chrono::DateTime<chrono::Utc>,
+}
+
+impl Handler<ListCidEvents> for DictClient {
+    type Result = ResponseFuture<Result<(Vec<super::sync::CidEvent>, bool), DictError>>;
+
+    fn handle(&mut self, msg: ListCidEvents, _: &mut Context<Self>) -> Self::Result {
+        let start = super::dict::stamp(msg.start);
+        let path = format!(
+            "/cids/events?Participant={}&KeyType={}&StartTime={}&Limit={}",
+            self.settings.ispb,
+            path_id(&msg.key_type),
+            path_id(&start),
+            super::sync::CID_EVENTS_LIST_MAX
+        );
+        let got = self.signed_get(path);
+        Box::pin(async move { super::sync::read_cid_events(&got.await?).map_err(DictError::Unavailable) })
+    }
+}
+
 /// An infraction report as the DICT has it now.
 #[derive(Message)]
 #[rtype(result = "Result<super::recovery::InfractionReport, DictError>")]

@@ -991,6 +991,17 @@ async fn sync_key_type(
     if ok.map_err(|e| e.to_string())? {
         return Ok(Some(true));
     }
+    // The DICT's events since the last repair first: a few changes, not the whole set.
+    if let Some(after) = inbound.cid_events_after(key_type).map_err(|e| e.to_string())? {
+        match cid_events_repair(dict, inbound, key_type, after).await? {
+            None => return Ok(None),
+            Some(true) => {
+                metrics::counter!("pixgw_dict_sync_repaired_total", "via" => "events").increment(1);
+                return Ok(Some(false));
+            }
+            Some(false) => {}
+        }
+    }
     tracing::warn!(key_type, "the DICT's sync verification found a difference; reading its CIDs");
     let Ok(file) = dict.send(RequestCidFile { key_type: key_type.to_owned() }).await else { return Ok(None) };
     let mut file = file.map_err(|e| e.to_string())?;
@@ -1005,6 +1016,7 @@ async fn sync_key_type(
     if file.status != "AVAILABLE" {
         return Err(format!("the CID file {} is {}", file.id, file.status));
     }
+    let file_asked = file.requested;
     let Ok(theirs) = dict.send(FetchCidFile { file }).await else { return Ok(None) };
     let theirs = theirs.map_err(|e| e.to_string())?;
     let diff =
@@ -1025,7 +1037,84 @@ async fn sync_key_type(
     for cid in diff.only_here {
         inbound.sync_drop(&cid).map_err(|e| e.to_string())?;
     }
+    // The file holds the set as the DICT had it when it was asked for: later changes are its
+    // events from then on.
+    inbound.set_cid_events_after(key_type, file_asked).map_err(|e| e.to_string())?;
+    metrics::counter!("pixgw_dict_sync_repaired_total", "via" => "file").increment(1);
     Ok(Some(false))
+}
+
+/// Pages of CID events one repair reads at most before it falls back to the CID file.
+pub const CID_EVENT_PAGES_MAX: usize = 10;
+
+/// Applies the DICT's CID events of `key_type` from `after` on to our keys (an added CID we
+/// lack is taken in, a removed one we hold is dropped, in the DICT's order), moves the
+/// cursor, and verifies again: `Some(true)` when the sets now agree, `Some(false)` when the
+/// events did not explain the difference (the caller reads the whole file), `None` once the
+/// DICT's client is gone.
+async fn cid_events_repair(
+    dict: &Addr<DictClient>,
+    inbound: &dyn Inbound,
+    key_type: &str,
+    mut after: chrono::DateTime<chrono::Utc>,
+) -> Result<Option<bool>, String> {
+    use super::directory::{EntryByCid, ListCidEvents, VerifySync};
+    let mut ours: std::collections::HashSet<String> =
+        inbound.dict_cids(key_type).map_err(|e| e.to_string())?.into_iter().collect();
+    for _ in 0..CID_EVENT_PAGES_MAX {
+        let Ok(page) = dict.send(ListCidEvents { key_type: key_type.to_owned(), start: after }).await else {
+            return Ok(None);
+        };
+        let (events, more) = page.map_err(|e| e.to_string())?;
+        let newest = events.last().map(|e| e.at);
+        for e in events {
+            match e.kind.as_str() {
+                "ADDED" if !ours.contains(&e.cid) => {
+                    let Ok(found) = dict.send(EntryByCid { cid: e.cid.clone() }).await else {
+                        return Ok(None);
+                    };
+                    let (entry, _) = match found {
+                        Ok(f) => f,
+                        // Removed again since: a later event says so.
+                        Err(DictError::NotFound) => continue,
+                        Err(err) => return Err(err.to_string()),
+                    };
+                    let found = crate::rail::SyncEntry {
+                        key: entry.key,
+                        key_type: entry.key_type,
+                        participant: entry.participant.to_string(),
+                        account_number: entry.account_number,
+                        created: entry.creation_date,
+                        cid: e.cid.clone(),
+                    };
+                    inbound.sync_take_in(found).map_err(|err| err.to_string())?;
+                    ours.insert(e.cid);
+                }
+                "REMOVED" if ours.contains(&e.cid) => {
+                    inbound.sync_drop(&e.cid).map_err(|err| err.to_string())?;
+                    ours.remove(&e.cid);
+                }
+                _ => {}
+            }
+        }
+        match newest {
+            // A page of one instant cannot move the start on: the file settles it.
+            Some(at) if at > after => after = at,
+            _ if more => return Ok(Some(false)),
+            _ => {}
+        }
+        inbound.set_cid_events_after(key_type, after).map_err(|e| e.to_string())?;
+        if !more {
+            break;
+        }
+    }
+    let here = inbound.dict_cids(key_type).map_err(|e| e.to_string())?;
+    let vsync =
+        crate::domain::cid::vsync(here.iter().map(String::as_str)).ok_or("a recorded CID is not one")?;
+    let Ok(ok) = dict.send(VerifySync { key_type: key_type.to_owned(), vsync }).await else {
+        return Ok(None);
+    };
+    Ok(Some(ok.map_err(|e| e.to_string())?))
 }
 
 /// One turn's lists of changed claims; `false` once the DICT's client is gone.

@@ -136,6 +136,87 @@ pub fn read_cid_file(doc: &Document) -> Result<CidFile, String> {
     })
 }
 
+/// A CID event (`CidSetEvent`): a CID of the participant's set added or removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CidEvent {
+    /// `ADDED` or `REMOVED`.
+    pub kind: String,
+    pub cid: String,
+    pub at: DateTime<Utc>,
+}
+
+/// Events one list answer holds at most (the API's `Limit` maximum).
+pub const CID_EVENTS_LIST_MAX: usize = 200;
+
+/// The window a list of CID events covers: its start and end, and the VSync of the
+/// participant's set of that key type at each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CidWindow {
+    pub start: DateTime<Utc>,
+    pub end: DateTime<Utc>,
+    pub vsync_start: String,
+    pub vsync_end: String,
+}
+
+/// A `ListCidSetEventsResponse`, unsigned.
+pub fn cid_events_response(
+    participant: &str,
+    key_type: &str,
+    events: &[CidEvent],
+    window: &CidWindow,
+    more: bool,
+    correlation_id: &str,
+    now: DateTime<Utc>,
+) -> String {
+    let mut out = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListCidSetEventsResponse><ResponseTime>{}</ResponseTime><CorrelationId>{correlation_id}</CorrelationId><HasMoreElements>{more}</HasMoreElements><Participant>{}</Participant><KeyType>{}</KeyType><StartTime>{}</StartTime><EndTime>{}</EndTime><SyncVerifierStart>{}</SyncVerifierStart><SyncVerifierEnd>{}</SyncVerifierEnd>",
+        stamp(now),
+        escape_text(participant),
+        escape_text(key_type),
+        stamp(window.start),
+        stamp(window.end),
+        escape_text(&window.vsync_start),
+        escape_text(&window.vsync_end)
+    );
+    out.push_str("<CidSetEvents>");
+    for e in events {
+        let _ = write!(
+            out,
+            "<CidSetEvent><Type>{}</Type><Cid>{}</Cid><Timestamp>{}</Timestamp></CidSetEvent>",
+            escape_text(&e.kind),
+            escape_text(&e.cid),
+            stamp(e.at)
+        );
+    }
+    out.push_str("</CidSetEvents></ListCidSetEventsResponse>");
+    out
+}
+
+/// The events of a `ListCidSetEventsResponse`, oldest first, and whether more follow.
+pub fn read_cid_events(doc: &Document) -> Result<(Vec<CidEvent>, bool), String> {
+    let mut events = Vec::new();
+    for e in doc
+        .root
+        .child("CidSetEvents")
+        .into_iter()
+        .flat_map(|l| l.elements())
+        .filter(|e| &*e.local == "CidSetEvent")
+    {
+        let text = |n: &str| e.text_at(&[n]).map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+        let kind = text("Type")
+            .filter(|k| k == "ADDED" || k == "REMOVED")
+            .ok_or("CidSetEvent/Type is not ADDED or REMOVED")?;
+        let cid = text("Cid").ok_or("CidSetEvent/Cid is missing")?.to_ascii_lowercase();
+        let at = text("Timestamp")
+            .and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
+            .ok_or("CidSetEvent/Timestamp is not a date-time")?
+            .with_timezone(&Utc);
+        events.push(CidEvent { kind, cid, at });
+    }
+    let more = doc.root.text_at(&["HasMoreElements"]).is_some_and(|t| t.trim() == "true");
+    Ok((events, more))
+}
+
 /// A `GetEntryByCidResponse`, unsigned.
 pub fn entry_by_cid_response(
     cid: &str,

@@ -83,6 +83,30 @@ impl Repo {
         Ok(self.meta(keys::DICT_EVENTS_CURSOR)?.and_then(|v| String::from_utf8(v).ok()))
     }
 
+    /// Where the DICT's CID events of a key type are read from (`None`: never yet).
+    pub fn cid_events_after(
+        &self,
+        key_type: &str,
+    ) -> Result<Option<chrono::DateTime<chrono::Utc>>, RepoError> {
+        Ok(self
+            .meta(&keys::cid_events_after(key_type))?
+            .and_then(|v| String::from_utf8(v).ok())
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
+            .map(|d| d.with_timezone(&chrono::Utc)))
+    }
+
+    /// The CID events of a key type before `at` are reflected in our keys.
+    pub fn set_cid_events_after(
+        &self,
+        key_type: &str,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), RepoError> {
+        self.put_meta(
+            &keys::cid_events_after(key_type),
+            at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true).as_bytes(),
+        )
+    }
+
     /// Every event before `cursor` is recorded.
     pub fn set_dict_events_cursor(&self, cursor: &str) -> Result<(), RepoError> {
         self.put_meta(keys::DICT_EVENTS_CURSOR, cursor.as_bytes())

@@ -46,6 +46,11 @@ pub struct Directory {
     request_ids: HashMap<String, uuid::Uuid>,
     institutions: Vec<(Ispb, String)>,
     buckets: HashMap<String, Bucket>,
+    /// The CID events since the simulator started, oldest first: (participant, key type,
+    /// event).
+    cid_events: Vec<(String, String, crate::rail::spi::sync::CidEvent)>,
+    /// The simulator's clock offset (ms), which the events' times follow.
+    clock: std::sync::Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl Directory {
@@ -118,7 +123,14 @@ impl Directory {
             own(format!("{r}@rejeita.spi-sim.pixgw"), REJECTING_RECEIVER);
         }
         let request_ids = entries.keys().map(|k| (k.clone(), uuid::Uuid::new_v4())).collect();
-        Ok(Directory { entries, request_ids, institutions, buckets: HashMap::new() })
+        Ok(Directory {
+            entries,
+            request_ids,
+            institutions,
+            buckets: HashMap::new(),
+            cid_events: Vec::new(),
+            clock: std::sync::Arc::default(),
+        })
     }
 
     pub fn institutions(&self) -> Vec<(Ispb, String)> {
@@ -179,21 +191,80 @@ impl Directory {
         let now = Utc::now();
         e.creation_date = now;
         e.key_ownership_date = now;
+        self.cid_event("ADDED", &e, &request_id);
         self.request_ids.insert(e.key.clone(), request_id);
         self.entries.insert(e.key.clone(), e.clone());
         Ok(e)
     }
 
+    /// The directory on the simulator's clock (`Sim::now`), which its CID events follow.
+    pub fn with_clock(mut self, clock: std::sync::Arc<std::sync::atomic::AtomicI64>) -> Directory {
+        self.clock = clock;
+        self
+    }
+
+    fn cid_event(&mut self, kind: &str, e: &Entry, request_id: &uuid::Uuid) {
+        let offset = self.clock.load(std::sync::atomic::Ordering::Relaxed);
+        let event = crate::rail::spi::sync::CidEvent {
+            kind: kind.to_owned(),
+            cid: crate::rail::spi::sync::cid_of(e, request_id),
+            at: Utc::now() + chrono::Duration::milliseconds(offset),
+        };
+        self.cid_events.push((e.participant.to_string(), e.key_type.clone(), event));
+    }
+
     /// Takes a key's entry out (a claim's confirmation moves it).
     pub fn take(&mut self, key: &str) -> Option<Entry> {
-        self.request_ids.remove(key);
-        self.entries.remove(key)
+        let request_id = self.request_ids.remove(key);
+        let e = self.entries.remove(key)?;
+        if let Some(r) = request_id {
+            self.cid_event("REMOVED", &e, &r);
+        }
+        Some(e)
     }
 
     /// Puts an entry in, made by `request_id` (a claim's completion makes the claimer's).
     pub fn put(&mut self, e: Entry, request_id: uuid::Uuid) {
+        self.take(&e.key);
+        self.cid_event("ADDED", &e, &request_id);
         self.request_ids.insert(e.key.clone(), request_id);
         self.entries.insert(e.key.clone(), e);
+    }
+
+    /// A participant's CID events of a key type at or after `start`, a page at most, the
+    /// window they cover (with the VSync of the set at its start and end: every change
+    /// toggles its CID in the XOR), and whether more follow.
+    pub fn cid_events_of(
+        &self,
+        participant: &str,
+        key_type: &str,
+        start: Option<chrono::DateTime<Utc>>,
+        limit: usize,
+        now: chrono::DateTime<Utc>,
+    ) -> (Vec<crate::rail::spi::sync::CidEvent>, crate::rail::spi::sync::CidWindow, bool) {
+        let xor = |a: &str, b: &str| crate::domain::cid::vsync([a, b]).unwrap_or_else(|| a.to_owned());
+        let mut running = "0".repeat(64);
+        let mut vsync_start = None;
+        let mut found = Vec::new();
+        let mut more = false;
+        for (_, _, e) in self.cid_events.iter().filter(|(p, k, _)| p == participant && k == key_type) {
+            if start.is_none_or(|s| e.at >= s) {
+                if found.len() == limit {
+                    more = true;
+                    break;
+                }
+                vsync_start.get_or_insert_with(|| running.clone());
+                found.push(e.clone());
+            }
+            running = xor(&running, &e.cid);
+        }
+        let window = crate::rail::spi::sync::CidWindow {
+            start: found.first().map(|e| e.at).or(start).unwrap_or(now),
+            end: found.last().map_or(now, |e| e.at),
+            vsync_start: vsync_start.unwrap_or_else(|| running.clone()),
+            vsync_end: running,
+        };
+        (found, window, more)
     }
 
     /// The CIDs of `participant`'s entries of a key type.
@@ -557,5 +628,49 @@ mod tests {
         assert!(banks.len() >= 5);
         let any = d.entries.values().find(|e| e.participant == banks[0].0).unwrap();
         assert!(any.account_number.bytes().all(|b| b.is_ascii_alphanumeric()));
+    }
+
+    #[test]
+    fn cid_events_follow_every_change_and_their_window_carries_the_sets_vsync() {
+        let mut d = Directory::seeded().unwrap();
+        let ours = Ispb::parse("1234ABCD").unwrap();
+        let entry = |key: &str| Entry {
+            key: key.into(),
+            key_type: "EMAIL".into(),
+            participant: ours.clone(),
+            branch: None,
+            account_number: "7".into(),
+            account_type: "TRAN".into(),
+            opening_date: Utc::now(),
+            owner_type: "NATURAL_PERSON".into(),
+            tax_id: "52998224725".into(),
+            name: "Ana".into(),
+            trade_name: None,
+            creation_date: Utc::now(),
+            key_ownership_date: Utc::now(),
+        };
+        d.register(entry("a@x.com"), uuid::Uuid::new_v4()).unwrap();
+        d.register(entry("b@x.com"), uuid::Uuid::new_v4()).unwrap();
+        let first_cids = d.cids_of("1234ABCD", "EMAIL");
+        d.remove("a@x.com", &ours).unwrap();
+        let now = Utc::now();
+        let (all, window, more) = d.cid_events_of("1234ABCD", "EMAIL", None, 10, now);
+        let kinds: Vec<&str> = all.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!((kinds, more), (vec!["ADDED", "ADDED", "REMOVED"], false));
+        assert_eq!(window.vsync_start, "0".repeat(64), "the set was empty before");
+        let left = d.cids_of("1234ABCD", "EMAIL");
+        assert_eq!(window.vsync_end, crate::domain::cid::vsync(left.iter().map(String::as_str)).unwrap());
+        let (page, w, more) = d.cid_events_of("1234ABCD", "EMAIL", None, 2, now);
+        assert_eq!((page.len(), more), (2, true));
+        assert_eq!(w.vsync_end, crate::domain::cid::vsync(first_cids.iter().map(String::as_str)).unwrap());
+        let (none, w, _) =
+            d.cid_events_of("1234ABCD", "EMAIL", Some(now + chrono::Duration::seconds(1)), 10, now);
+        assert!(none.is_empty());
+        assert_eq!(
+            (w.vsync_start.clone(), w.end),
+            (window.vsync_end.clone(), now),
+            "no change since: the set as it is"
+        );
+        assert!(d.cid_events_of("1234ABCD", "PHONE", None, 10, now).0.is_empty());
     }
 }

@@ -290,7 +290,7 @@ pub struct Sim {
     /// The DICT's funds recoveries (MED 2.0), their reports and events.
     pub recovery: Mutex<recovery::Book>,
     /// How far the control routes moved the simulator's clock, in ms (claims' periods).
-    pub clock_offset_ms: std::sync::atomic::AtomicI64,
+    pub clock_offset_ms: Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl Sim {
@@ -468,6 +468,7 @@ pub async fn start(args: SimArgs) -> anyhow::Result<Running> {
         );
     }
     let directory = dict::Directory::seeded()?;
+    let clock = Arc::new(std::sync::atomic::AtomicI64::new(0));
     let virtuals = [
         (VIRTUAL_PAYER, "Virtual payer", Behaviour::AcceptAll),
         (VIRTUAL_RECEIVER, "Virtual receiver", Behaviour::AcceptAll),
@@ -506,7 +507,7 @@ pub async fn start(args: SimArgs) -> anyhow::Result<Running> {
         dict_signer: load_signer(&args.dir, "dict")?,
         signing_certs,
         tls_certs,
-        directory: Mutex::new(directory),
+        directory: Mutex::new(directory.with_clock(Arc::clone(&clock))),
         refunds: Mutex::new(Vec::new()),
         refund_lists: std::sync::atomic::AtomicU64::new(0),
         postings: Mutex::new(HashMap::new()),
@@ -524,7 +525,7 @@ pub async fn start(args: SimArgs) -> anyhow::Result<Running> {
         sync: Mutex::new(sync::Files::default()),
         fraud: Mutex::new(fraud::Marks::default()),
         recovery: Mutex::new(recovery::Book::default()),
-        clock_offset_ms: std::sync::atomic::AtomicI64::new(0),
+        clock_offset_ms: clock,
     });
     let tls = icom::server_tls(&args.dir)?;
     let listener =

@@ -30,7 +30,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/api/v2/cids/files/", web::post().to(create_file))
         .route("/api/v2/cids/files/{id}", web::get().to(get_file))
         .route("/api/v2/cids/files/{id}/content", web::get().to(file_content))
-        .route("/api/v2/cids/entries/{cid}", web::get().to(entry_by_cid));
+        .route("/api/v2/cids/entries/{cid}", web::get().to(entry_by_cid))
+        .route("/api/v2/cids/events", web::get().to(cid_events));
 }
 
 fn created(sim: &Sim, body: &str) -> HttpResponse {
@@ -260,4 +261,43 @@ pub async fn control_stats(sim: web::Data<Sim>) -> HttpResponse {
         "nok": files.nok,
         "files": files.files.len(),
     }))
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct CidEventsQuery {
+    participant: String,
+    key_type: String,
+    start_time: Option<String>,
+    limit: Option<usize>,
+}
+
+/// `GET /cids/events`: the caller's CID events of a key type from `StartTime` on (inclusive),
+/// oldest first.
+async fn cid_events(req: HttpRequest, q: web::Query<CidEventsQuery>, sim: web::Data<Sim>) -> HttpResponse {
+    use crate::rail::spi::sync::{cid_events_response, CID_EVENTS_LIST_MAX};
+    let from = match super::dict::lister(&req, &sim, &q.participant) {
+        Ok(p) => p,
+        Err(r) => return *r,
+    };
+    if !KEY_TYPES.contains(&q.key_type.as_str()) {
+        return answer_problem(&problem(400, "BadRequest", "KeyType is not a key type"));
+    }
+    let start = match q.start_time.as_deref().map(chrono::DateTime::parse_from_rfc3339) {
+        None => None,
+        Some(Ok(t)) => Some(t.with_timezone(&chrono::Utc)),
+        Some(Err(_)) => return answer_problem(&problem(400, "BadRequest", "StartTime is not a date-time")),
+    };
+    let limit = q.limit.unwrap_or(100).min(CID_EVENTS_LIST_MAX);
+    let now = sim.now();
+    let (events, window, more) = sim.directory.lock().unwrap_or_else(|p| p.into_inner()).cid_events_of(
+        from.as_str(),
+        &q.key_type,
+        start,
+        limit,
+        now,
+    );
+    let body =
+        cid_events_response(from.as_str(), &q.key_type, &events, &window, more, &correlation_id(), now);
+    signed(&sim, actix_web::http::StatusCode::OK, &body, false)
 }
