@@ -349,13 +349,7 @@ impl AccountActor {
             }
         }
         // MED 2.0 cases still live: money that arrives is blocked for them (top_up_meds).
-        let live = self.deps.repo.meds_page(
-            self.account.id,
-            |m| m.infraction.is_some() && m.is_live(),
-            0,
-            usize::MAX,
-        );
-        let (live, _) = live.map_err(|e| e.to_string())?;
+        let live = self.deps.repo.live_cases_of(self.account.id).map_err(|e| e.to_string())?;
         if !live.is_empty() {
             let w = self.work();
             for m in live {

@@ -23,12 +23,26 @@ impl Repo {
 
     /// Every MED 2.0 case still live, of every account.
     pub fn live_cases(&self) -> Result<Vec<Med>, RepoError> {
+        self.live_cases_where(|_| true)
+    }
+
+    /// The account's MED 2.0 cases still live. Read through the index of live cases, which
+    /// is small (empty on most days): an actor that starts asks it, and a scan of its own
+    /// MEDs would cost every start a range read.
+    pub fn live_cases_of(&self, id: AccountId) -> Result<Vec<Med>, RepoError> {
+        self.live_cases_where(|account| account == id.get())
+    }
+
+    fn live_cases_where(&self, keep: impl Fn(u64) -> bool) -> Result<Vec<Med>, RepoError> {
         let mut out = Vec::new();
         for (k, v) in self.store.scan_prefix(keys::LIVE_CASES)? {
             let (account, med): (u64, u64) = serde_json::from_slice(&v).map_err(|e| RepoError::Corrupt {
                 key: String::from_utf8_lossy(&k).into_owned(),
                 reason: e.to_string(),
             })?;
+            if !keep(account) {
+                continue;
+            }
             if let Some(m) = self.get_json::<Med>(&keys::med(account, med))? {
                 out.push(m);
             }
