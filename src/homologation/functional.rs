@@ -313,6 +313,14 @@ impl Run {
     }
 
     async fn claim_as_donor(&mut self, account: u64, key: &str, id: &str) -> Outcome {
+        // The node's copy moves with its own poller's answer: confirm once it has the
+        // acknowledgement the DICT shows (its rules are checked against that copy first).
+        self.until("the node's copy acknowledged", || async {
+            let (_, list) = self.admin("GET", &format!("/admin/accounts/{account}/claims"), None).await?;
+            let copy = list["data"].as_array().and_then(|l| l.iter().find(|c| c["id"] == id).cloned());
+            Ok(copy.filter(|c| c["status"] == "WAITING_RESOLUTION"))
+        })
+        .await?;
         let (s, b) = self
             .admin(
                 "POST",
