@@ -26,11 +26,6 @@ use crate::domain::money::Money;
 use crate::domain::recovery::{Recovery, Seen};
 use crate::rail::{RefundAnswer, RefundAsked, ReportAction, ReportSeen, Unavailable};
 
-/// How long the receiving side waits, from the DICT's refund request, for money still due
-/// to the case (a return from the next institution on its way) before it returns what it
-/// holds: well within the 24 hours the DICT gives for the return.
-pub const RETURN_WAIT_MINUTES_MAX: i64 = 60;
-
 /// A client contests a Pix it sent.
 #[derive(Message, Clone)]
 #[rtype(result = "Result<Recovery, CommandError>")]
@@ -290,8 +285,7 @@ pub(super) fn recovery_refund(
                 deps.repo.med(received.account_id, stored.id).map_err(unavailable)?.unwrap_or(stored);
             return answer_of(&latest);
         }
-        let short = stored.blocked < asked.amount;
-        if short && now - asked.created < Duration::minutes(RETURN_WAIT_MINUTES_MAX) {
+        if crate::domain::med::return_waits(&stored, asked.amount, asked.created, now) {
             return Ok(RefundAnswer::Waiting);
         }
         let med = actor

@@ -388,6 +388,17 @@ pub fn deadline_analysis() -> (AnalysisResult, String, &'static str) {
     )
 }
 
+/// How long a case asked for more than it blocks waits, from the DICT's refund request, for
+/// money still due to it (a return from the next institution on its way) before it returns
+/// what it holds: well within the 24 hours the DICT gives for the return.
+pub const RETURN_WAIT_MINUTES_MAX: i64 = 60;
+
+/// Whether a case asked to return `requested` by a request made at `asked_at` waits (it
+/// holds less, and the wait has not run out at `now`).
+pub fn return_waits(med: &Med, requested: Money, asked_at: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+    med.blocked < requested && now - asked_at < chrono::Duration::minutes(RETURN_WAIT_MINUTES_MAX)
+}
+
 /// The cause a MED 2.0 case records for its report's situation: the fraud causes name two
 /// of them; the others are an unauthorised transaction.
 pub fn cause_of_situation(situation: &str) -> &'static str {
@@ -517,5 +528,18 @@ mod tests {
         rejected.analyze(AnalysisResult::Rejected, None, now).unwrap();
         assert_eq!(report_answer(&rejected, now), ReportAnswer::Disagree { details: None });
         assert_eq!(report_answer(&med(), now), ReportAnswer::Wait, "a case of no report is never due");
+    }
+
+    #[test]
+    fn a_short_case_waits_an_hour_for_money_on_its_way_and_a_full_one_never() {
+        use chrono::Duration;
+        let asked = Utc::now();
+        let mut m = med();
+        m.blocked = Money::parse_two_places("100.00").unwrap();
+        let (more, same) = (Money::parse_two_places("500.00").unwrap(), m.blocked);
+        let limit = asked + Duration::minutes(RETURN_WAIT_MINUTES_MAX);
+        assert!(return_waits(&m, more, asked, limit - Duration::milliseconds(1)));
+        assert!(!return_waits(&m, more, asked, limit), "then it returns what it holds");
+        assert!(!return_waits(&m, same, asked, asked), "holding what is asked, it returns at once");
     }
 }

@@ -566,6 +566,10 @@ async fn create(req: HttpRequest, body: Bytes, sim: web::Data<Sim>) -> HttpRespo
     if asked.situation_type == "OTHER" && asked.details.is_none() {
         return answer_problem(&problem(400, "FundsRecoveryInvalid", "ReportDetails is required for OTHER"));
     }
+    if asked.details.as_ref().is_some_and(|d| d.chars().count() > crate::rail::spi::recovery::DETAILS_LEN_MAX)
+    {
+        return answer_problem(&problem(400, "FundsRecoveryInvalid", "ReportDetails is longer than 2000"));
+    }
     let parameters = match GraphParameters::read(doc.root.child("TrackingGraphParameters")) {
         Ok(p) => p,
         Err(e) => return answer_problem(&problem(400, "FundsRecoveryTrackingGraphParameterInvalid", &e)),
