@@ -352,6 +352,10 @@ pub struct RailDetails {
     pub creditor_account_type: Option<String>,
     /// The rail's reason for a refusal (a catalogue code).
     pub reason: Option<String>,
+    /// Why the risk rule flagged the payment (domain::risk): the payee's key or owner carries
+    /// fraud signals in the DICT. The payment went; the client reads the reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<String>,
 }
 
 /// A bank as the directory names it.

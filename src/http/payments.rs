@@ -134,6 +134,29 @@ pub struct PaymentCreated {
     /// `PENDING`, or `ERROR` for a document mismatch found before the debit.
     pub status: &'static str,
     pub generate_time: String,
+    /// Present only when the risk rule flagged the payment: it went, and this says why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub risk: Option<RiskView>,
+}
+
+/// What the risk rule said of a payment that went (docs/decisions.md "Fraud marks and the
+/// risk rule"): only a flag is shown, since a refused payment is a 400 and a passed one has
+/// nothing to say.
+#[derive(Serialize, ToSchema, Debug, Clone, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+#[schema(example = json!({"verdict": "FLAG", "reason": "infraction reports are open against the payee's key or its owner"}))]
+pub struct RiskView {
+    /// Always `FLAG`.
+    pub verdict: &'static str,
+    pub reason: String,
+}
+
+impl RiskView {
+    /// The flag a payment carries, if the risk rule flagged it.
+    pub fn of(tx: &crate::domain::transaction::Transaction) -> Option<RiskView> {
+        let reason = tx.rail.as_ref()?.risk.clone()?;
+        Some(RiskView { verdict: "FLAG", reason })
+    }
 }
 
 impl From<&PayOutcome> for PaymentCreated {
@@ -150,6 +173,7 @@ impl PaymentCreated {
             external_id: tx.external_id.clone(),
             status: tx.status.as_str(),
             generate_time: super::iso(tx.created_at),
+            risk: RiskView::of(tx),
         }
     }
 }

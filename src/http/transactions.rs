@@ -67,6 +67,9 @@ pub struct TransactionView {
     /// A scheduled split: when it goes to the bank.
     #[serde(skip_serializing_if = "Option::is_none")]
     scheduled_for: Option<String>,
+    /// A payment the risk rule flagged: it went, and this says why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    risk: Option<super::payments::RiskView>,
 }
 
 impl TransactionView {
@@ -94,6 +97,7 @@ impl TransactionView {
             split_of: t.split_of,
             split_transactions: t.charge.as_ref().map(|c| c.split_transactions.clone()).unwrap_or_default(),
             scheduled_for: t.scheduled_for.map(iso),
+            risk: super::payments::RiskView::of(t),
         }
     }
 }

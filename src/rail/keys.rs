@@ -360,16 +360,17 @@ impl Keys {
                         let verdict = crate::domain::risk::assess(&signals);
                         metrics::counter!("pixgw_dict_risk_verdicts_total", "verdict" => verdict.name())
                             .increment(1);
-                        match verdict {
+                        let flag = match verdict {
                             crate::domain::risk::Verdict::Refuse(why) => {
                                 tracing::warn!(target: "pixgw::risk", account = payer.get(), key = key.key, why, "a payment to a key marked for fraud was refused");
                                 return Ok(Answer::Refused(why));
                             }
                             crate::domain::risk::Verdict::Flag(why) => {
                                 tracing::warn!(target: "pixgw::risk", account = payer.get(), key = key.key, why, "a payment goes to a key with fraud signals");
+                                Some(why)
                             }
-                            crate::domain::risk::Verdict::Pass => {}
-                        }
+                            crate::domain::risk::Verdict::Pass => None,
+                        };
                         Ok(Answer::Found(Box::new(Payee {
                             name: e.name.clone(),
                             document: e.tax_id.clone(),
@@ -393,6 +394,7 @@ impl Keys {
                                 creditor_document: Some(e.tax_id.clone()),
                                 creditor_account_type: Some(e.account_type.clone()),
                                 reason: None,
+                                risk: flag.map(str::to_owned),
                             }),
                         })))
                     }

@@ -33,6 +33,7 @@
 //! | [`SECTION_COBV`] (1) | a cobv's revision and price terms (the charge's `cob.vencimento`) |
 //! | [`SECTION_RAIL`] (2) | what a payment on the SPI rail keeps (`rail`): four optional texts |
 //! | [`SECTION_OPERATOR`] (3) | who made an operator's move (`operator`): a text |
+//! | [`SECTION_RISK`] (4) | why the risk rule flagged a payment on the SPI rail (`rail.risk`): a text, after the rail section |
 //!
 //! A release reads the sections it knows and refuses a record with one it does not: 0.2.0
 //! cannot read an operator's move that 0.3.0 made (docs/deploy.md, rolling upgrades).
@@ -66,6 +67,8 @@ pub const SECTION_COBV: u8 = 1;
 pub const SECTION_RAIL: u8 = 2;
 /// The tag of a transaction's operator section.
 pub const SECTION_OPERATOR: u8 = 3;
+/// The tag of a flagged payment's risk section; it follows the rail section.
+pub const SECTION_RISK: u8 = 4;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CodecError {
@@ -352,6 +355,12 @@ pub fn encode_transaction(tx: &Transaction, out: &mut Vec<u8>) {
         w.opt_text(d.creditor_document.as_deref());
         w.opt_text(d.creditor_account_type.as_deref());
         w.opt_text(d.reason.as_deref());
+        // Its own section, not a fifth text of the rail's: a record of a payment that was
+        // not flagged stays what the releases before the flag wrote and read.
+        if let Some(why) = &d.risk {
+            w.u8(SECTION_RISK);
+            w.text(why);
+        }
     }
     if let Some(name) = &tx.operator {
         w.u8(SECTION_OPERATOR);
@@ -641,7 +650,12 @@ fn decode_transaction_v1(bytes: &[u8]) -> Result<Transaction, CodecError> {
                     creditor_document: r.opt_text()?,
                     creditor_account_type: r.opt_text()?,
                     reason: r.opt_text()?,
+                    risk: None,
                 })
+            }
+            SECTION_RISK => {
+                let why = r.text()?;
+                rail.as_mut().ok_or(CodecError::Bad("risk section"))?.risk = Some(why);
             }
             SECTION_OPERATOR => operator = Some(r.text()?),
             _ => return Err(CodecError::Bad("section")),
@@ -1138,6 +1152,7 @@ mod tests {
                 creditor_document: Some("11222333000181".into()),
                 creditor_account_type: Some("CACC".into()),
                 reason: Some("AC03".into()),
+                risk: None,
             },
         ] {
             let t = Transaction { rail: Some(rail), ..full() };
@@ -1150,6 +1165,26 @@ mod tests {
             );
             assert_eq!(bytes[plain.len()], SECTION_RAIL);
         }
+    }
+
+    #[test]
+    fn a_flagged_payment_keeps_its_risk_section_after_the_rail_section_and_reads_back() {
+        let rail = RailDetails { instrument: Some("DICT".into()), ..RailDetails::default() };
+        let unflagged = encoded(&Transaction { rail: Some(rail.clone()), ..full() });
+        let why = "infraction reports are open against the payee's key or its owner";
+        let t = Transaction { rail: Some(RailDetails { risk: Some(why.into()), ..rail }), ..full() };
+        let bytes = encoded(&t);
+        assert_eq!(decode_transaction(&bytes).unwrap(), t);
+        assert_eq!(&bytes[..unflagged.len()], unflagged.as_slice(), "the unflagged record, then the section");
+        assert_eq!(bytes[unflagged.len()], SECTION_RISK);
+        // A risk section with no rail section before it is not a record this release wrote.
+        let plain = encoded(&full());
+        let mut stray = plain.clone();
+        stray.push(SECTION_RISK);
+        stray.extend_from_slice(b"\x01x");
+        assert_eq!(decode_transaction(&stray), Err(CodecError::Bad("risk section")));
+        let with_operator = Transaction { operator: Some("ops".into()), ..t };
+        assert_eq!(decode_transaction(&encoded(&with_operator)).unwrap(), with_operator);
     }
 
     #[test]

@@ -52,6 +52,12 @@ async fn a_payment_to_a_key_marked_as_a_mule_account_is_refused_and_one_with_a_l
         .post_raw("/api/pix/cash-out", &token, &cash_out(&odd_key, "EMAIL", &odd_doc, "risk-2", "10.00"), &[])
         .await;
     assert_eq!(s, 201, "{b}");
+    // The client reads why the payment was flagged, in the answer and on the transaction.
+    let why = "the payee's key or its owner carries a fraud mark of the last 12 months";
+    assert_eq!(b["risk"], json!({"verdict": "FLAG", "reason": why}), "{b}");
+    let id = b["transactionId"].as_str().unwrap();
+    let (s, t) = app.get_with(&format!("/api/transactions/{id}"), &token).await;
+    assert_eq!((s, &t["risk"]), (200, &json!({"verdict": "FLAG", "reason": why})), "{t}");
     let m_text = metrics_text(&app).await;
     assert!(m_text.contains("pixgw_dict_risk_verdicts_total{verdict=\"refuse\"} 1"), "{m_text}");
     assert!(m_text.contains("pixgw_dict_risk_verdicts_total{verdict=\"flag\"} 1"), "{m_text}");

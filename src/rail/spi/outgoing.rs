@@ -207,6 +207,7 @@ mod tests {
                 creditor_document: Some("98369006086".into()),
                 creditor_account_type: Some("SVGS".into()),
                 reason: None,
+                risk: None,
             }),
             ..Transaction::new(
                 7,

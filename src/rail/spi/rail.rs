@@ -1370,8 +1370,9 @@ impl SpiRail {
             Ok(Ok(found)) => {
                 // The risk rule holds for a split as for a payment a client asks for: a payee
                 // marked as a mule or scammer's account gets nothing (the amount comes back).
-                if let crate::domain::risk::Verdict::Refuse(why) = crate::domain::risk::assess(&found.signals) {
-                    metrics::counter!("pixgw_dict_risk_verdicts_total", "verdict" => "refuse").increment(1);
+                let verdict = crate::domain::risk::assess(&found.signals);
+                metrics::counter!("pixgw_dict_risk_verdicts_total", "verdict" => verdict.name()).increment(1);
+                if let crate::domain::risk::Verdict::Refuse(why) = verdict {
                     tracing::warn!(target: "pixgw::risk", local_id = payout.tx.local_id, why, "a payout to a key marked for fraud was refused");
                     let outcome = RailOutcome {
                         result: Err(ErrorCode::OrderRejected),
