@@ -215,6 +215,42 @@ pub fn update_settings(
     Ok(record)
 }
 
+/// Renames an account's holder. When its keys are in the DICT (`dict`), each gets a pending
+/// update of its entry in the same batch as the new name, so no crash leaves the DICT with
+/// the old name for good (docs/decisions.md "Key updates when an account changes"). The same
+/// name again changes nothing. Answers the account as it now is and how many of its keys'
+/// updates this rename asked for.
+pub fn rename(
+    repo: &Repo,
+    id: AccountId,
+    name: crate::domain::account::AccountName,
+    dict: bool,
+) -> Result<(AccountRecord, usize), AdminError> {
+    let _guard = repo.admin_lock();
+    let mut record = account(repo, id)?;
+    if record.profile.name == name {
+        return Ok((record, 0));
+    }
+    record.profile.name = name;
+    let keys: Vec<String> =
+        if dict { repo.keys_of(id)?.into_iter().map(|k| k.key).collect() } else { Vec::new() };
+    repo.rename_account(&record, &keys)?;
+    Ok((record, keys.len()))
+}
+
+/// A key was registered in the DICT under `name` while its account may have been renamed:
+/// if the account's name is now another, the key's entry gets a pending update to it.
+/// Answers whether it did.
+pub fn follow_rename(repo: &Repo, id: AccountId, key: &str, name: &str) -> Result<bool, AdminError> {
+    let _guard = repo.admin_lock();
+    let record = account(repo, id)?;
+    if record.profile.name.as_str() == name {
+        return Ok(false);
+    }
+    repo.mark_key_update(id, key, record.profile.name.as_str())?;
+    Ok(true)
+}
+
 /// Gives the account a new clientSecret; the old one and every token issued before now
 /// stop working.
 pub fn rotate_secret(repo: &Repo, id: AccountId, now: DateTime<Utc>) -> Result<String, AdminError> {

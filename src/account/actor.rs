@@ -459,6 +459,11 @@ impl AccountActor {
         }
     }
 
+    /// The holder's name the account's payments and charges carry from now on.
+    pub(super) fn set_name(&mut self, name: String) {
+        self.account.name = name.into_boxed_str();
+    }
+
     /// The key the account's new charges carry from now on.
     pub(super) fn set_receiving_key(&mut self, key: String) {
         self.account.receiving_key = key.into_boxed_str();

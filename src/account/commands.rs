@@ -550,6 +550,14 @@ impl Handler<Adjust> for AccountActor {
     }
 }
 
+impl Handler<super::messages::NameChanged> for AccountActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: super::messages::NameChanged, _: &mut Context<Self>) {
+        self.set_name(msg.0);
+    }
+}
+
 impl Handler<ReceivingKeyChanged> for AccountActor {
     type Result = ();
 

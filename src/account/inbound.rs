@@ -203,6 +203,18 @@ impl Inbound for Accounts {
         super::sync::drop_cid(&self.registry.deps().repo, cid)
     }
 
+    fn pending_key_updates(&self) -> Result<Vec<crate::rail::KeyUpdate>, Unavailable> {
+        super::sync::pending_updates(&self.registry.deps().repo)
+    }
+
+    fn key_update_ended(
+        &self,
+        update: &crate::rail::KeyUpdate,
+        cid: Option<Option<String>>,
+    ) -> Result<bool, Unavailable> {
+        super::sync::update_ended(&self.registry.deps().repo, update, cid)
+    }
+
     fn report_seen(
         &self,
         report: crate::rail::ReportSeen,

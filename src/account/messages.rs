@@ -105,6 +105,11 @@ pub struct Tick;
 #[rtype(result = "()")]
 pub struct SettingsChanged(pub AccountSettings);
 
+/// The account's holder is now named so (an operator's rename).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct NameChanged(pub String);
+
 /// The account's receiving key (the one its new charges carry) is now this one.
 #[derive(Message)]
 #[rtype(result = "()")]

@@ -110,6 +110,14 @@ impl Registry {
         }
     }
 
+    /// Tells a live actor its holder was renamed (a stopped one reads it when it starts).
+    pub fn name_changed(&self, id: AccountId, name: String) {
+        let map = self.actors.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(addr) = map.get(&id) {
+            addr.do_send(super::messages::NameChanged(name));
+        }
+    }
+
     /// Tells a live actor its receiving key changed (a stopped one reads it when it starts).
     pub fn receiving_key_changed(&self, id: AccountId, key: String) {
         let map = self.actors.read().unwrap_or_else(|p| p.into_inner());

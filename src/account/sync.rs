@@ -7,6 +7,11 @@
 //! dropping it would leave the account's new charges pointing nowhere. An entry the DICT
 //! holds for us is taken in by the account its account number names, if that is a live
 //! account of ours; the key moves there from another account of ours that had it.
+//!
+//! It also keeps the DICT's entries of our keys up to date when an account's holder is
+//! renamed: the rename writes a pending update per key (`dictupd/`), which the rail's claims
+//! poller sends (`updateEntry`) and ends here, the key taking its entry's new CID, so the
+//! next sync verification finds the sets equal.
 
 use crate::domain::ids::AccountId;
 use crate::rail::{Repair, SyncEntry, Unavailable};
@@ -52,9 +57,11 @@ pub(super) fn take_in(repo: &Repo, ours: &str, found: SyncEntry) -> Result<Repai
         key_type: found.key_type.clone(),
         registered_at: found.created,
         cid: Some(found.cid.clone()),
+        request_id: Some(found.request_id),
     };
     if let Some(mut had) = repo.keys_of(id).map_err(unavailable)?.into_iter().find(|k| k.key == found.key) {
         had.cid = Some(found.cid.clone());
+        had.request_id = Some(found.request_id);
         repo.put_key(id, &had).map_err(unavailable)?;
         return Ok(counted(Repair::Adopted, &found.key, &found.cid));
     }
@@ -70,6 +77,44 @@ pub(super) fn take_in(repo: &Repo, ours: &str, found: SyncEntry) -> Result<Repai
     }
     repo.put_key(id, &record).map_err(unavailable)?;
     Ok(counted(Repair::Added, &found.key, &found.cid))
+}
+
+/// Pending updates of DICT entries one turn sends at most.
+pub const KEY_UPDATES_PER_TURN_MAX: usize = 100;
+
+/// The DICT entries waiting for an update, as the rail sends them. An update whose account
+/// or key is gone ends here: there is nothing left to update.
+pub(super) fn pending_updates(repo: &Repo) -> Result<Vec<crate::rail::KeyUpdate>, Unavailable> {
+    let mut out = Vec::new();
+    for (id, key, name) in repo.pending_key_updates(KEY_UPDATES_PER_TURN_MAX).map_err(unavailable)? {
+        let account = repo.account(id).map_err(unavailable)?;
+        let record = repo.keys_of(id).map_err(unavailable)?.into_iter().find(|k| k.key == key);
+        let (Some(account), Some(record)) = (account, record) else {
+            let _guard = repo.admin_lock();
+            repo.end_key_update(id, &key, &name, None).map_err(unavailable)?;
+            continue;
+        };
+        out.push(crate::rail::KeyUpdate {
+            account: id,
+            key,
+            key_type: record.key_type,
+            name,
+            document: account.profile.document.to_string(),
+            opened: account.created_at,
+            request_id: record.request_id,
+        });
+    }
+    Ok(out)
+}
+
+/// See [`crate::rail::Inbound::key_update_ended`].
+pub(super) fn update_ended(
+    repo: &Repo,
+    u: &crate::rail::KeyUpdate,
+    cid: Option<Option<String>>,
+) -> Result<bool, Unavailable> {
+    let _guard = repo.admin_lock();
+    repo.end_key_update(u.account, &u.key, &u.name, cid).map_err(unavailable)
 }
 
 /// See the module doc.

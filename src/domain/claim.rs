@@ -275,6 +275,8 @@ pub struct Seen {
     /// The CID of the claimer's entry, once the claim is completed by this gateway (it
     /// knows the completion's `RequestId`).
     pub claimer_cid: Option<String>,
+    /// The `RequestId` that CID is computed under (an update of the entry keeps it).
+    pub claimer_request_id: Option<uuid::Uuid>,
     pub donor: String,
     pub status: ClaimStatus,
     pub resolution_end: DateTime<Utc>,
@@ -609,6 +611,7 @@ mod tests {
             claimer_tax_id: "52998224725".into(),
             claimer_name: "Recebedor".into(),
             claimer_cid: None,
+            claimer_request_id: None,
             donor: "1234ABCD".into(),
             status,
             resolution_end: at("2026-01-17T10:00:00Z"),

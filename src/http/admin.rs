@@ -68,13 +68,7 @@ fn read_new_account(obj: &Map<String, Value>) -> Result<(AccountProfile, Money, 
         }
         ok.then(|| r.to_owned())
     });
-    let name = f.string("name", true).and_then(|n| match AccountName::parse(n) {
-        Ok(n) => Some(n),
-        Err(e) => {
-            f.fail("name", e);
-            None
-        }
-    });
+    let name = holder_name(&mut f);
     let document = f.string("document", true).and_then(|d| match TaxId::parse(d) {
         Ok(t) => Some(t),
         Err(e) => {
@@ -384,6 +378,62 @@ pub async fn revoke_certificate(
         .ok_or_else(|| ApiError::NotFound("certificate not found for this account".into()))?;
     admin::revoke_certificate(&state.repo, id, &fp, state.clock.now())?;
     Ok(HttpResponse::NoContent().finish())
+}
+
+/// The required `name` member: an account holder's name.
+fn holder_name(f: &mut Fields) -> Option<AccountName> {
+    f.string("name", true).and_then(|n| match AccountName::parse(n) {
+        Ok(n) => Some(n),
+        Err(e) => {
+            f.fail("name", e);
+            None
+        }
+    })
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(example = json!({"accountId": 7, "name": "Ana Souza", "dictUpdates": 2}))]
+pub struct RenameResponse {
+    account_id: u64,
+    name: String,
+    /// How many of the account's keys this rename asked the DICT to update (0 off the DICT,
+    /// and for the same name again).
+    dict_updates: usize,
+}
+
+#[utoipa::path(
+    put, path = "/admin/accounts/{id}/name", tag = "admin",
+    params(("id" = u64, Path)),
+    request_body(content = super::schemas::RenameRequest),
+    responses((status = 200, body = RenameResponse), (status = 400, body = ExtendedErrorBody), (status = 404, body = ExtendedErrorBody)),
+    security(("admin" = []))
+)]
+/// Admin: rename an account's holder; the DICT's entries of its keys follow.
+pub async fn rename_account(
+    _: Admin,
+    req: HttpRequest,
+    path: web::Path<String>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = account_id(&path)?;
+    let obj = request_object(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    f.only(&["name"]);
+    let name = holder_name(&mut f);
+    finish(f.violations)?;
+    let Some(name) = name else { return Err(ApiError::internal("validated name missing")) };
+    let current = admin::account(&state.repo, id)?;
+    let dict = directory_of(&state, &current) == "DICT";
+    let (record, dict_updates) = admin::rename(&state.repo, id, name, dict)?;
+    state.registry.name_changed(id, record.profile.name.as_str().to_owned());
+    tracing::info!(target: "pixgw::audit", account = id.get(), dict_updates, "account holder renamed");
+    Ok(HttpResponse::Ok().json(RenameResponse {
+        account_id: id.get(),
+        name: record.profile.name.as_str().to_owned(),
+        dict_updates,
+    }))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -722,8 +772,15 @@ pub async fn register_key(
             }
         })?
     };
-    let record = crate::store::KeyRecord { key: registered.clone(), key_type, registered_at: now, cid };
+    let (cid, request_id) = cid.unzip();
+    let record =
+        crate::store::KeyRecord { key: registered.clone(), key_type, registered_at: now, cid, request_id };
     state.repo.register_key(&account, &record, receiving)?;
+    // The entry carries the name read before the DICT answered: a rename meanwhile wrote no
+    // update for a key it did not see, so the key asks for one itself.
+    if record.cid.is_some() {
+        admin::follow_rename(&state.repo, id, &record.key, account.profile.name.as_str())?;
+    }
     if receiving {
         state.registry.receiving_key_changed(id, registered.clone());
     }

@@ -297,6 +297,7 @@ fn table() -> RouteTable {
         admin::revoke_certificate,
     );
     t.add(admin, Method::POST, "/admin/accounts/{id}/secret", admin::rotate_secret);
+    t.add(admin, Method::PUT, "/admin/accounts/{id}/name", admin::rename_account);
     t.add(admin, Method::POST, "/admin/accounts/{id}/keys", admin::register_key);
     t.add(admin, Method::POST, "/admin/accounts/{id}/adjustments", admin::adjust);
     t.add(admin, Method::POST, "/admin/accounts/{id}/med/{medId}/analysis", med::admin_analyze);

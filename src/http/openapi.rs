@@ -273,6 +273,10 @@ const SUMMARIES: &[(&str, &str)] = &[
         "Admin: revoke a client certificate, for good",
     ),
     ("POST /admin/accounts/{id}/secret", "Admin: rotate an account's client secret"),
+    (
+        "PUT /admin/accounts/{id}/name",
+        "Admin: rename an account's holder; the DICT's entries of its keys follow",
+    ),
     ("POST /admin/accounts/{id}/keys", "Admin: register a key of an account in its rail's directory"),
     ("POST /admin/accounts/{id}/adjustments", "Admin: put money into or take it out of an account"),
     ("GET /admin/accounts/{id}/keys", "Admin: the keys registered for an account"),
@@ -502,6 +506,7 @@ fn default_description(status: &str) -> &'static str {
         admin::register_certificate,
         admin::revoke_certificate,
         admin::rotate_secret,
+        admin::rename_account,
         admin::register_key,
         admin::adjust,
         admin::list_keys,

@@ -874,6 +874,15 @@ pub enum SplitFrequency {
     Hourly,
 }
 
+/// `PUT /admin/accounts/{id}/name`
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenameRequest {
+    /// The holder's name as the tax authority's record has it: 1 to 100 characters.
+    #[schema(min_length = 1, max_length = 100)]
+    name: String,
+}
+
 /// `POST /admin/accounts/{id}/certificates`
 #[derive(ToSchema)]
 #[serde(deny_unknown_fields)]

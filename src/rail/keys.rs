@@ -186,8 +186,12 @@ impl Keys {
 
     /// Registers a key of a live account in its rail's directory (the DICT, with a signed
     /// request); the simulator's directory needs nothing registered (an EVP gets a fresh
-    /// key). Answers the key as registered, and its CID at the DICT.
-    pub async fn register(&self, r: Registration) -> Result<(String, Option<String>), RegistrationError> {
+    /// key). Answers the key as registered, and its CID at the DICT with the `RequestId` it
+    /// is computed under.
+    pub async fn register(
+        &self,
+        r: Registration,
+    ) -> Result<(String, Option<(String, uuid::Uuid)>), RegistrationError> {
         match &self.live {
             Live::Sim | Live::Closed => {
                 Ok((if r.key.is_empty() { uuid::Uuid::new_v4().to_string() } else { r.key }, None))
@@ -209,7 +213,7 @@ impl Keys {
                 match client.send(super::spi::directory::Register(entry, request_id)).await {
                     Ok(Ok(e)) => {
                         let cid = super::spi::sync::cid_of(&e, &request_id);
-                        Ok((e.key, Some(cid)))
+                        Ok((e.key, Some((cid, request_id))))
                     }
                     Ok(Err(DictError::Refused(why))) => Err(RegistrationError::Refused(why)),
                     Ok(Err(e)) => Err(RegistrationError::Unavailable(e.to_string())),

@@ -417,6 +417,28 @@ pub trait Inbound: Send + Sync + 'static {
     fn set_cid_events_after(&self, key_type: &str, at: DateTime<Utc>) -> Result<(), Unavailable>;
     /// We hold a key under a CID the DICT does not have: the DICT wins, the key is dropped.
     fn sync_drop(&self, cid: &str) -> Result<Repair, Unavailable>;
+    /// The DICT's entries of our keys waiting for an update (a rename of their account's
+    /// holder), a turn's worth at most.
+    fn pending_key_updates(&self) -> Result<Vec<KeyUpdate>, Unavailable>;
+    /// The update ended: the DICT took it (`Some`, with the entry's new CID when it can be
+    /// computed) or refused it for good (`None`). Answers whether it ended (a later rename
+    /// leaves another to send).
+    fn key_update_ended(&self, update: &KeyUpdate, cid: Option<Option<String>>) -> Result<bool, Unavailable>;
+}
+
+/// The update a DICT entry of one of our keys waits for: the account's holder was renamed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyUpdate {
+    pub account: AccountId,
+    pub key: String,
+    pub key_type: String,
+    /// The holder's name to send.
+    pub name: String,
+    pub document: String,
+    /// The account's opening date, as its entries carry it.
+    pub opened: DateTime<Utc>,
+    /// What the key's CID is computed under, when the gateway knows it.
+    pub request_id: Option<uuid::Uuid>,
 }
 
 /// An entry the DICT holds for this participant, found by its CID in a repair.
@@ -428,6 +450,8 @@ pub struct SyncEntry {
     pub account_number: String,
     pub created: DateTime<Utc>,
     pub cid: String,
+    /// The `RequestId` the DICT computes the CID under.
+    pub request_id: uuid::Uuid,
 }
 
 /// What a repair of a sync difference did.

@@ -54,6 +54,9 @@
 //!                           and every key registered for an account in the directory
 //! akey/{id:020}/{key}       KeyRecord (JSON): a key registered for the account (its type,
 //!                           when), listed by account
+//! dictupd/{id:020}/{key}    UTF-8 text: the holder's name the DICT's entry of the key must
+//!                           take (a rename, written with it); deleted once the DICT has it
+//!                           (the key updates poller sends them)
 //! reqkey/{id:020}/{sha256}  RequestRecord (JSON): a request made with an Idempotency-Key
 //!                           (the SHA-256 of the key), started or with its response
 //! onus/{endToEndId}         OnUsCredit (JSON): a credit owed to an account of this gateway,
@@ -270,6 +273,13 @@ pub fn receiving_key(key: &str) -> Vec<u8> {
 pub fn account_key(id: AccountId, key: &str) -> Vec<u8> {
     Key::new("akey/").id(id).text("/").text(key).done()
 }
+
+pub fn key_update(id: AccountId, key: &str) -> Vec<u8> {
+    Key::new("dictupd/").id(id).text("/").text(key).done()
+}
+
+/// The prefix of every pending update of a DICT entry ([`key_update`]).
+pub const KEY_UPDATES: &[u8] = b"dictupd/";
 
 pub fn account_keys_prefix(id: AccountId) -> Vec<u8> {
     Key::new("akey/").id(id).text("/").done()

@@ -156,6 +156,12 @@ pub struct KeyRecord {
     /// were kept (a repair gives them theirs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cid: Option<String>,
+    /// The `RequestId` the key's CID is computed under: the registration's or the claim
+    /// completion's, or the DICT's answer in a repair. An update of the entry (a rename)
+    /// keeps it, so the gateway computes the entry's new CID. Absent for keys recorded
+    /// before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<uuid::Uuid>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

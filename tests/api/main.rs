@@ -19,6 +19,7 @@ mod helpers;
 mod homologation;
 mod idempotency;
 mod journal;
+mod key_updates;
 mod lifecycle;
 mod listing;
 mod load;

@@ -45,6 +45,7 @@ pub fn observe_claim(
                 key_type: seen.key_type.clone(),
                 at: now,
                 cid: seen.claimer_cid.clone(),
+                request_id: seen.claimer_request_id,
             });
         }
         Some(KeyMove::Leaves) => {
@@ -92,6 +93,7 @@ mod tests {
             claimer_tax_id: "52998224725".into(),
             claimer_name: "Ana".into(),
             claimer_cid: None,
+            claimer_request_id: None,
             donor: "1234ABCD".into(),
             status,
             resolution_end: at("2026-01-17T10:00:00Z"),

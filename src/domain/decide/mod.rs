@@ -189,7 +189,13 @@ pub enum Record {
     /// A MED 2.0 contest of the account as it now is.
     Recovery(super::recovery::Recovery),
     /// A key a claim brought: it is the account's from now on (its type, since when).
-    KeyArrived { key: String, key_type: String, at: chrono::DateTime<chrono::Utc>, cid: Option<String> },
+    KeyArrived {
+        key: String,
+        key_type: String,
+        at: chrono::DateTime<chrono::Utc>,
+        cid: Option<String>,
+        request_id: Option<uuid::Uuid>,
+    },
     /// A key a claim took away; `receiving` is the account's new receiving key when the key
     /// that left was it.
     KeyLeft { key: String, receiving: Option<String> },

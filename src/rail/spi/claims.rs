@@ -191,6 +191,8 @@ impl DictClaim {
                     &completion_request_id(&self.claimer.participant, &self.id),
                 )
             }),
+            claimer_request_id: (self.status == ClaimStatus::Completed)
+                .then(|| completion_request_id(&self.claimer.participant, &self.id)),
             donor: self.donor.to_string(),
             status: self.status,
             resolution_end: self.resolution_end,

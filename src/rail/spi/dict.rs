@@ -8,6 +8,9 @@
 //! - `POST /entries/` takes a signed `CreateEntryRequest` (an EVP key is made by the DICT
 //!   when the request names none) and answers a signed `CreateEntryResponse`.
 //! - `POST /entries/{Key}/delete` takes a signed `DeleteEntryRequest`.
+//! - `PUT /entries/{Key}` takes a signed `UpdateEntryRequest` (the entry's account, its
+//!   owner's name and trade name, with a reason the key's type allows) and answers a signed
+//!   `UpdateEntryResponse` with the entry as it now is.
 //! - `GET /refunds/?Participant=...&Role=CONTESTED&Status=OPEN` answers a signed
 //!   `ListRefundsResponse`: the MED's refund requests against the participant's payments.
 //! - `POST /refunds/{RefundId}/close` takes a signed `CloseRefundRequest` (the analysis, and
@@ -110,6 +113,16 @@ impl Entry {
 
     /// Reads an `Entry` element (the key may be absent in a create request: `""`).
     pub fn read(e: &Element) -> Result<Entry, String> {
+        let key_type = e.text_at(&["KeyType"]).filter(|t| !t.is_empty()).ok_or("Entry/KeyType is missing")?;
+        if !KEY_TYPES.contains(&key_type.as_str()) {
+            return Err(format!("{key_type} is not a key type"));
+        }
+        Entry::read_as(e, key_type)
+    }
+
+    /// Reads an element holding an entry's `Key`, `Account` and `Owner` (and its dates, when
+    /// it has them), with the key type given.
+    fn read_as(e: &Element, key_type: String) -> Result<Entry, String> {
         let text = |path: &[&str]| -> Result<String, String> {
             e.text_at(path)
                 .filter(|t| !t.is_empty())
@@ -124,10 +137,6 @@ impl Entry {
             }
         };
         let participant = text(&["Account", "Participant"])?;
-        let key_type = text(&["KeyType"])?;
-        if !KEY_TYPES.contains(&key_type.as_str()) {
-            return Err(format!("{key_type} is not a key type"));
-        }
         Ok(Entry {
             key: e.text_at(&["Key"]).unwrap_or_default(),
             key_type,
@@ -190,6 +199,50 @@ pub fn create_request(entry: &Entry, reason: &str, request_id: &uuid::Uuid) -> S
         entry.write(with_key, false),
         escape_text(reason)
     )
+}
+
+/// The reasons an entry's update may give (API 2.12.1, `updateEntry`).
+pub const UPDATE_REASONS: [&str; 4] =
+    ["USER_REQUESTED", "BRANCH_TRANSFER", "RECONCILIATION", "RFB_VALIDATION"];
+
+/// Whether an update of a key of `key_type` may give `reason`: an EVP, which its holder did
+/// not choose, is not updated because the user asked (`USER_REQUESTED`); every other
+/// reason of [`UPDATE_REASONS`] goes for every type.
+pub fn update_reason_allowed(key_type: &str, reason: &str) -> bool {
+    UPDATE_REASONS.contains(&reason) && !(key_type == "EVP" && reason == "USER_REQUESTED")
+}
+
+/// Whether an update the DICT refused (its problem type, first in `refusal`) may go later:
+/// a claim in progress locks the entry, and another operation on it is a conflict of the
+/// moment. Every other refusal is final.
+pub fn update_waits(refusal: &str) -> bool {
+    let kind = refusal.split(':').next().unwrap_or_default().trim();
+    matches!(kind, "EntryLockedByClaim" | "ResourceConflict")
+}
+
+/// An `UpdateEntryRequest`, unsigned: the entry's key, its account and owner as they now
+/// are, and why.
+pub fn update_request(entry: &Entry, reason: &str) -> String {
+    let mut out = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><UpdateEntryRequest><Key>{}</Key>",
+        escape_text(&entry.key)
+    );
+    entry.write_holder(&mut out, "Account", "Owner");
+    let _ = write!(out, "<Reason>{}</Reason></UpdateEntryRequest>", escape_text(reason));
+    out
+}
+
+/// What an `UpdateEntryRequest` asks: the key, the reason, and the entry as the request
+/// would have it (its key type and dates are the DICT's, left at their defaults here).
+pub fn read_update_request(doc: &Document) -> Result<(String, String, Entry), String> {
+    let root = &doc.root;
+    let key = root.text_at(&["Key"]).map(|k| k.trim().to_owned()).filter(|k| !k.is_empty());
+    let key = key.ok_or("Key is missing")?;
+    let reason = root.text_at(&["Reason"]).map(|r| r.trim().to_owned()).ok_or("Reason is missing")?;
+    // The request carries no KeyType: its Account and Owner are read as an entry's, and
+    // the key type is left empty for the DICT to take from the entry it holds.
+    let entry = Entry::read_as(root, String::new())?;
+    Ok((key, reason, entry))
 }
 
 /// A `DeleteEntryRequest`, unsigned.
@@ -419,6 +472,49 @@ mod tests {
             request_id_of(&ispb, 7, "EMAIL", "a@b.c", 0),
             request_id_of(&ispb, 7, "EMAIL", "a@b.cd", 0)
         );
+    }
+
+    #[test]
+    fn an_evp_is_not_updated_because_its_user_asked_and_every_other_reason_goes_for_every_type() {
+        for key_type in KEY_TYPES {
+            for reason in ["BRANCH_TRANSFER", "RECONCILIATION", "RFB_VALIDATION"] {
+                assert!(update_reason_allowed(key_type, reason), "{key_type} {reason}");
+            }
+            assert_eq!(update_reason_allowed(key_type, "USER_REQUESTED"), key_type != "EVP", "{key_type}");
+            for never in ["ACCOUNT_CLOSURE", "FRAUD", "", "rfb_validation"] {
+                assert!(!update_reason_allowed(key_type, never), "{key_type} {never:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_update_refused_for_a_claim_or_a_conflict_waits_and_any_other_refusal_is_final() {
+        assert!(update_waits("EntryLockedByClaim: a claim in progress locks the entry"));
+        assert!(update_waits("ResourceConflict: busy"));
+        for final_ in
+            ["Forbidden: another's", "InvalidReason: no", "EntryInvalid: x", "", "EntryLockedByClaimX: y"]
+        {
+            assert!(!update_waits(final_), "{final_:?}");
+        }
+    }
+
+    #[test]
+    fn an_update_request_reads_back_its_key_reason_account_and_owner() {
+        let mut e = entry();
+        e.name = "Ana <Souza> & Filhos".into();
+        e.trade_name = Some("Ana's".into());
+        let doc = Document::parse(update_request(&e, "RFB_VALIDATION").as_bytes()).unwrap();
+        assert_eq!(&*doc.root.local, "UpdateEntryRequest");
+        let (key, reason, read) = read_update_request(&doc).unwrap();
+        assert_eq!((key.as_str(), reason.as_str()), (e.key.as_str(), "RFB_VALIDATION"));
+        assert_eq!((read.name.as_str(), read.trade_name.as_deref()), ("Ana <Souza> & Filhos", Some("Ana's")));
+        assert_eq!(
+            (read.tax_id, read.account_number, read.participant),
+            (e.tax_id, e.account_number, e.participant)
+        );
+        assert_eq!(read.key_type, "", "the request names no key type");
+        let no_key = "<UpdateEntryRequest><Reason>RFB_VALIDATION</Reason></UpdateEntryRequest>";
+        assert!(read_update_request(&Document::parse(no_key.as_bytes()).unwrap()).is_err());
     }
 
     fn entry() -> Entry {

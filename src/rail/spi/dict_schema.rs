@@ -216,6 +216,8 @@ mod tests {
         let mut out = vec![
             dict::create_request(&e, "USER_REQUESTED", &rid),
             dict::delete_request(&e.key, &ispb, "USER_REQUESTED"),
+            dict::update_request(&e, "RFB_VALIDATION"),
+            dict::entry_response("UpdateEntryResponse", &e, "c", at()),
             dict::entry_response("GetEntryResponse", &e, "c", at()),
             dict::entry_response("CreateEntryResponse", &e, "c", at()),
             dict::delete_response(&e.key, "c", at()),

@@ -308,6 +308,16 @@ impl Handler<Paid> for DictClient {
 #[rtype(result = "Result<Entry, DictError>")]
 pub struct Register(pub Entry, pub uuid::Uuid);
 
+/// Update a key's entry of an account of pixgw (its owner's name, its account) with a
+/// reason [`super::dict::update_reason_allowed`] takes; answers the entry as the DICT now
+/// has it.
+#[derive(Message)]
+#[rtype(result = "Result<Entry, DictError>")]
+pub struct UpdateEntry {
+    pub entry: Entry,
+    pub reason: &'static str,
+}
+
 /// Remove a key of an account of pixgw.
 #[derive(Message)]
 #[rtype(result = "Result<(), DictError>")]
@@ -470,6 +480,15 @@ impl Handler<Lookup> for DictClient {
 impl DictClient {
     /// Signs a write request and posts it; answers the DICT's document.
     fn signed_post(&self, path: &str, body: String) -> ResponseFuture<Result<Document, DictError>> {
+        self.signed_send("POST", path, body)
+    }
+
+    fn signed_send(
+        &self,
+        method: &'static str,
+        path: &str,
+        body: String,
+    ) -> ResponseFuture<Result<Document, DictError>> {
         let signed =
             dsig::sign_dict(&body, &self.settings.signer).map_err(|e| DictError::Unavailable(e.to_string()));
         let http = self.http.clone();
@@ -483,7 +502,7 @@ impl DictClient {
                 ("Accept", "application/xml"),
             ];
             let res = http
-                .send("POST", &path, &headers, signed?.as_bytes(), DICT_TIMEOUT)
+                .send(method, &path, &headers, signed?.as_bytes(), DICT_TIMEOUT)
                 .await
                 .map_err(|e| DictError::Unavailable(e.to_string()))?;
             answer(&settings, res.status, &res.body)
@@ -497,6 +516,22 @@ impl Handler<Register> for DictClient {
     fn handle(&mut self, msg: Register, _: &mut Context<Self>) -> Self::Result {
         let body = create_request(&msg.0, "USER_REQUESTED", &msg.1);
         let sent = self.signed_post("/entries/", body);
+        Box::pin(async move { entry_of(&sent.await?) })
+    }
+}
+
+impl Handler<UpdateEntry> for DictClient {
+    type Result = ResponseFuture<Result<Entry, DictError>>;
+
+    fn handle(&mut self, msg: UpdateEntry, _: &mut Context<Self>) -> Self::Result {
+        // A lookup answered before the update would show the old owner.
+        self.cache.locked().remove(&msg.entry.key);
+        let body = super::dict::update_request(&msg.entry, msg.reason);
+        let path = format!(
+            "/entries/{}",
+            percent_encoding::utf8_percent_encode(&msg.entry.key, percent_encoding::NON_ALPHANUMERIC)
+        );
+        let sent = self.signed_send("PUT", &path, body);
         Box::pin(async move { entry_of(&sent.await?) })
     }
 }

@@ -898,7 +898,8 @@ pub const CLAIM_PAGES_PER_TURN_MAX: usize = 10;
 /// of a confirmed claim of ours. Each step's answer is recorded as the list's are. Where the
 /// next list starts is written only once everything before it is recorded, so a crash, a
 /// refused write or an unreachable DICT loses nothing: the same changes are listed again,
-/// and recording one twice changes nothing.
+/// and recording one twice changes nothing. Each turn then sends the key updates a rename
+/// left pending ([`key_updates`]).
 async fn dict_claims(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: Duration, ours: String) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -935,7 +936,74 @@ async fn dict_claims(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: D
                 }
             }
         }
+        if !key_updates(&dict, &*inbound, &ours).await {
+            return;
+        }
     }
+}
+
+/// The reason a rename's update gives the DICT: the holder's name follows the tax
+/// authority's record (docs/decisions.md "Key updates when an account changes"), a reason
+/// every key type takes.
+pub const RENAME_REASON: &str = "RFB_VALIDATION";
+
+/// One turn of the DICT entries' updates a rename asked for (`updateEntry`): each is sent
+/// with the account as it is and the name asked; one the DICT takes ends with the key's new
+/// CID, one it refuses for good (or no longer holds) ends logged and counted, one it cannot
+/// take now (a claim locks the entry, the DICT is away) waits for the next turn. `false`
+/// once the DICT's client is gone.
+async fn key_updates(dict: &Addr<DictClient>, inbound: &dyn Inbound, ours: &str) -> bool {
+    use super::directory::UpdateEntry;
+    let Some(ispb) = super::message::Ispb::parse(ours) else { return true };
+    let pending = match inbound.pending_key_updates() {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::warn!(error = %e, "the pending key updates could not be read; trying again next turn");
+            return true;
+        }
+    };
+    for u in pending {
+        let entry = super::directory::account_entry(
+            &ispb,
+            &u.key,
+            &u.key_type,
+            u.account.get(),
+            &u.document,
+            &u.name,
+            u.opened,
+        );
+        let Ok(answer) = dict.send(UpdateEntry { entry, reason: RENAME_REASON }).await else { return false };
+        let (ended, outcome) = match answer {
+            Ok(e) => (Some(u.request_id.map(|r| super::sync::cid_of(&e, &r))), "updated"),
+            Err(DictError::Refused(why)) if super::dict::update_waits(&why) => {
+                tracing::info!(key = u.key, why, "a key's update waits: the DICT cannot take it now");
+                continue;
+            }
+            Err(DictError::Refused(why)) => {
+                tracing::error!(target: "pixgw::audit", account = u.account.get(), key = u.key, why, "the DICT refused a key's update for good: its entry keeps the old name");
+                (None, "refused")
+            }
+            Err(DictError::NotFound) => {
+                tracing::warn!(
+                    account = u.account.get(),
+                    key = u.key,
+                    "the DICT no longer holds a key to update"
+                );
+                (None, "gone")
+            }
+            Err(e) => {
+                tracing::warn!(key = u.key, error = %e, "a key's update could not be sent; it is tried again next turn");
+                continue;
+            }
+        };
+        match inbound.key_update_ended(&u, ended) {
+            Ok(_) => metrics::counter!("pixgw_dict_key_updates_total", "outcome" => outcome).increment(1),
+            Err(e) => {
+                tracing::warn!(key = u.key, error = %e, "a key's update waits to be recorded; it is sent again")
+            }
+        }
+    }
+    true
 }
 
 /// How many times a check asks for a CID file that is not ready yet, and how long it waits
@@ -1023,7 +1091,7 @@ async fn sync_key_type(
         crate::domain::cid::difference(here.iter().map(String::as_str), theirs.iter().map(String::as_str));
     for cid in diff.only_at_dict {
         let Ok(found) = dict.send(EntryByCid { cid: cid.clone() }).await else { return Ok(None) };
-        let (entry, _) = found.map_err(|e| e.to_string())?;
+        let (entry, request_id) = found.map_err(|e| e.to_string())?;
         let found = crate::rail::SyncEntry {
             key: entry.key,
             key_type: entry.key_type,
@@ -1031,6 +1099,7 @@ async fn sync_key_type(
             account_number: entry.account_number,
             created: entry.creation_date,
             cid,
+            request_id,
         };
         inbound.sync_take_in(found).map_err(|e| e.to_string())?;
     }
@@ -1073,7 +1142,7 @@ async fn cid_events_repair(
                     let Ok(found) = dict.send(EntryByCid { cid: e.cid.clone() }).await else {
                         return Ok(None);
                     };
-                    let (entry, _) = match found {
+                    let (entry, request_id) = match found {
                         Ok(f) => f,
                         // Removed again since: a later event says so.
                         Err(DictError::NotFound) => continue,
@@ -1086,6 +1155,7 @@ async fn cid_events_repair(
                         account_number: entry.account_number,
                         created: entry.creation_date,
                         cid: e.cid.clone(),
+                        request_id,
                     };
                     inbound.sync_take_in(found).map_err(|err| err.to_string())?;
                     ours.insert(e.cid);

@@ -67,7 +67,7 @@ pub struct SpiFile {
     /// How often the DICT is asked for the MED's refund requests, its infraction reports and
     /// the events of our funds recoveries, in ms.
     pub med_poll_ms: Option<u64>,
-    /// How often the DICT's claims are listed, in ms (100 to 60,000).
+    /// How often the DICT's claims are listed and a rename's key updates sent, in ms (100 to 60,000).
     pub claims_poll_ms: Option<u64>,
     /// How often the keys' sync with the DICT is verified, in ms (100 to 86,400,000).
     pub sync_every_ms: Option<u64>,

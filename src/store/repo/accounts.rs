@@ -67,11 +67,79 @@ impl Repo {
         self.commit(&b)
     }
 
+    /// Writes the account under its holder's new name and, in the same batch, a pending
+    /// update of the DICT's entry of each of `dict_keys` to that name (docs/decisions.md
+    /// "Key updates when an account changes"). Call with the admin lock held.
+    pub fn rename_account(&self, account: &AccountRecord, dict_keys: &[String]) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        b.put(keys::account(account.id), self.account_json(account)?);
+        for key in dict_keys {
+            b.put(keys::key_update(account.id, key), account.profile.name.as_str().as_bytes().to_vec());
+        }
+        self.commit(&b)
+    }
+
+    /// Asks for the DICT's entry of `key` to take `name` (a key registered while its account
+    /// was renamed). Call with the admin lock held.
+    pub fn mark_key_update(&self, account: AccountId, key: &str, name: &str) -> Result<(), RepoError> {
+        let mut b = Batch::default();
+        b.put(keys::key_update(account, key), name.as_bytes().to_vec());
+        self.commit(&b)
+    }
+
+    /// The DICT's entries waiting for an update, oldest account first, `limit` at most:
+    /// (account, key, the name to send).
+    pub fn pending_key_updates(&self, limit: usize) -> Result<Vec<(AccountId, String, String)>, RepoError> {
+        let mut out = Vec::new();
+        for (k, v) in self.store.scan_prefix(keys::KEY_UPDATES)?.into_iter().take(limit) {
+            let corrupt = |reason: &str| RepoError::Corrupt {
+                key: String::from_utf8_lossy(&k).into_owned(),
+                reason: reason.into(),
+            };
+            let rest = std::str::from_utf8(&k[keys::KEY_UPDATES.len()..]).map_err(|_| corrupt("not text"))?;
+            let (id, key) = rest.split_once('/').ok_or_else(|| corrupt("no key"))?;
+            let id = id.parse().ok().and_then(AccountId::new).ok_or_else(|| corrupt("bad account"))?;
+            let name = String::from_utf8(v).map_err(|_| corrupt("the name is not text"))?;
+            out.push((id, key.to_owned(), name));
+        }
+        Ok(out)
+    }
+
+    /// The update of the DICT's entry of `key` of `account` to `name` ended: taken, when
+    /// `cid` is `Some` (the key's record takes the entry's new CID, `None` inside when it
+    /// cannot be computed), or refused for good. The pending update ends unless a later
+    /// rename asked for another name (that one goes next). A key the account no longer has
+    /// (it left by a claim, or was removed) only ends the update. Call with the admin lock
+    /// held. Answers whether the update ended.
+    pub fn end_key_update(
+        &self,
+        account: AccountId,
+        key: &str,
+        name: &str,
+        cid: Option<Option<String>>,
+    ) -> Result<bool, RepoError> {
+        let mut b = Batch::default();
+        let had = self.store.get(&keys::account_key(account, key))?;
+        if let (Some(v), Some(cid)) = (had, cid) {
+            let mut record: KeyRecord = parse_json(&keys::account_key(account, key), &v)?;
+            record.cid = cid;
+            b.put(keys::account_key(account, key), to_json(&record)?);
+        }
+        let pending = self.store.get(&keys::key_update(account, key))?;
+        let done = pending.as_deref().is_none_or(|p| p == name.as_bytes());
+        if done {
+            b.delete(keys::key_update(account, key));
+        }
+        self.commit(&b)?;
+        Ok(done)
+    }
+
     /// Forgets a key of an account (removed from the directory).
     pub fn remove_key(&self, account: AccountId, key: &str) -> Result<(), RepoError> {
         let mut b = Batch::default();
         b.delete(keys::receiving_key(key));
         b.delete(keys::account_key(account, key));
+        b.delete(keys::key_update(account, key));
         self.commit(&b)
     }
 

@@ -234,12 +234,13 @@ impl Repo {
                 Record::LocRec(l) => b.put(keys::locrec(l.account_id, l.local_id), to_json(l)?),
                 Record::Claim(c) => self.put_claim(&mut b, c)?,
                 Record::Recovery(r) => self.put_recovery(&mut b, r)?,
-                Record::KeyArrived { key, key_type, at, cid } => {
+                Record::KeyArrived { key, key_type, at, cid, request_id } => {
                     let record = crate::store::KeyRecord {
                         key: key.clone(),
                         key_type: key_type.clone(),
                         registered_at: *at,
                         cid: cid.clone(),
+                        request_id: *request_id,
                     };
                     b.put(keys::receiving_key(key), id.get().to_be_bytes().to_vec());
                     b.put(keys::account_key(id, key), to_json(&record)?);

@@ -54,6 +54,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/sim/claims/{id}/{step}", web::post().to(super::claims::control_step))
         .route("/sim/clock", web::put().to(super::claims::control_clock))
         .route("/sim/dict/entries/{key}", web::put().to(super::sync::control_put_entry))
+        .route("/sim/dict/entries/{key}", web::get().to(super::sync::control_get_entry))
         .route("/sim/dict/entries/{key}", web::delete().to(super::sync::control_delete_entry))
         .route("/sim/dict/sync", web::get().to(super::sync::control_stats))
         .route("/sim/dict/seed", web::post().to(super::sync::control_seed))

@@ -154,6 +154,13 @@ impl Directory {
         self.entries.get(key)
     }
 
+    /// A key's entry with its CID (none for a seeded entry, which no request made).
+    pub fn held(&self, key: &str) -> Option<(Entry, Option<String>)> {
+        let e = self.entries.get(key)?;
+        let cid = self.request_ids.get(key).map(|r| crate::rail::spi::sync::cid_of(e, r));
+        Some((e.clone(), cid))
+    }
+
     /// Charges a lookup to `payer`'s bucket: `false` when it is empty (429).
     fn charge(&mut self, payer: &str, hit: bool, at: Instant) -> bool {
         let (size, per_minute) = if payer.len() == 11 { BUCKET_PERSON } else { BUCKET_COMPANY };
@@ -285,6 +292,52 @@ impl Directory {
         })
     }
 
+    /// Updates an entry of `by`'s to what `asked` says of its account and of its owner's
+    /// name and trade name, for `reason`. The key, its type, its owner's tax id and its
+    /// dates stay: another owner is another entry. Its CID changes under the request that
+    /// made it, and the change is a CID event (the old CID removed, the new one added).
+    pub fn update(&mut self, key: &str, by: &Ispb, asked: &Entry, reason: &str) -> Result<Entry, Problem> {
+        let Some(old) = self.entries.get(key).cloned() else {
+            return Err(problem(404, "NotFound", "Entry associated with given key does not exist"));
+        };
+        if old.participant != *by || asked.participant != *by {
+            return Err(problem(
+                403,
+                "Forbidden",
+                "an entry is updated by its own participant, and stays there",
+            ));
+        }
+        if !crate::rail::spi::dict::update_reason_allowed(&old.key_type, reason) {
+            return Err(problem(
+                400,
+                "InvalidReason",
+                "the reason is not one an update of this key type takes",
+            ));
+        }
+        if asked.tax_id != old.tax_id || asked.owner_type != old.owner_type {
+            return Err(problem(
+                400,
+                "EntryInvalid",
+                "the owner's tax id is not the entry's: another owner is a new entry",
+            ));
+        }
+        let e = Entry {
+            branch: asked.branch.clone(),
+            account_number: asked.account_number.clone(),
+            account_type: asked.account_type.clone(),
+            opening_date: asked.opening_date,
+            name: asked.name.clone(),
+            trade_name: asked.trade_name.clone(),
+            ..old.clone()
+        };
+        if let Some(r) = self.request_ids.get(key).copied() {
+            self.cid_event("REMOVED", &old, &r);
+            self.cid_event("ADDED", &e, &r);
+        }
+        self.entries.insert(key.to_owned(), e.clone());
+        Ok(e)
+    }
+
     pub fn remove(&mut self, key: &str, by: &Ispb) -> Result<(), Problem> {
         match self.entries.get(key) {
             None => Err(problem(404, "NotFound", "Entry associated with given key does not exist")),
@@ -334,6 +387,7 @@ pub(super) fn signed(
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/api/v2/entries/", web::post().to(create))
         .route("/api/v2/entries/{key}", web::get().to(get))
+        .route("/api/v2/entries/{key}", web::put().to(update))
         .route("/api/v2/entries/{key}/delete", web::post().to(delete))
         .route("/api/v2/refunds/", web::get().to(list_refunds))
         .route("/api/v2/refunds/{id}/close", web::post().to(close_refund));
@@ -572,6 +626,36 @@ async fn create(req: HttpRequest, body: Bytes, sim: web::Data<Sim>) -> HttpRespo
     }
 }
 
+/// `PUT /entries/{key}`: the participant's update of one of its entries (its account, its
+/// owner's name).
+async fn update(req: HttpRequest, key: web::Path<String>, body: Bytes, sim: web::Data<Sim>) -> HttpResponse {
+    let (from, doc) = match signed_write(&req, &sim, &body) {
+        Ok(w) => w,
+        Err(answer) => return *answer,
+    };
+    let (asked_key, reason, asked) = match crate::rail::spi::dict::read_update_request(&doc) {
+        Ok(r) => r,
+        Err(e) => return answer_problem(&problem(400, "EntryInvalid", &e)),
+    };
+    if asked_key != *key {
+        return answer_problem(&problem(400, "BadRequest", "the body's Key is not the path's"));
+    }
+    if sim.claims.lock().unwrap_or_else(|p| p.into_inner()).open_for(&key).is_some() {
+        return answer_problem(&problem(400, "EntryLockedByClaim", "a claim in progress locks the entry"));
+    }
+    let updated =
+        sim.directory.lock().unwrap_or_else(|p| p.into_inner()).update(&key, &from, &asked, &reason);
+    match updated {
+        Ok(e) => signed(
+            &sim,
+            actix_web::http::StatusCode::OK,
+            &entry_response("UpdateEntryResponse", &e, &correlation_id(), Utc::now()),
+            false,
+        ),
+        Err(p) => answer_problem(&p),
+    }
+}
+
 async fn delete(req: HttpRequest, key: web::Path<String>, body: Bytes, sim: web::Data<Sim>) -> HttpResponse {
     let (from, doc) = match signed_write(&req, &sim, &body) {
         Ok(w) => w,
@@ -630,13 +714,11 @@ mod tests {
         assert!(any.account_number.bytes().all(|b| b.is_ascii_alphanumeric()));
     }
 
-    #[test]
-    fn cid_events_follow_every_change_and_their_window_carries_the_sets_vsync() {
-        let mut d = Directory::seeded().unwrap();
-        let ours = Ispb::parse("1234ABCD").unwrap();
-        let entry = |key: &str| Entry {
+    /// An entry of Ana's at participant `ours`, account 7.
+    fn ours_entry(key: &str, key_type: &str, ours: &Ispb) -> Entry {
+        Entry {
             key: key.into(),
-            key_type: "EMAIL".into(),
+            key_type: key_type.into(),
             participant: ours.clone(),
             branch: None,
             account_number: "7".into(),
@@ -648,7 +730,14 @@ mod tests {
             trade_name: None,
             creation_date: Utc::now(),
             key_ownership_date: Utc::now(),
-        };
+        }
+    }
+
+    #[test]
+    fn cid_events_follow_every_change_and_their_window_carries_the_sets_vsync() {
+        let mut d = Directory::seeded().unwrap();
+        let ours = Ispb::parse("1234ABCD").unwrap();
+        let entry = |key: &str| ours_entry(key, "EMAIL", &ours);
         d.register(entry("a@x.com"), uuid::Uuid::new_v4()).unwrap();
         d.register(entry("b@x.com"), uuid::Uuid::new_v4()).unwrap();
         let first_cids = d.cids_of("1234ABCD", "EMAIL");
@@ -672,5 +761,44 @@ mod tests {
             "no change since: the set as it is"
         );
         assert!(d.cid_events_of("1234ABCD", "PHONE", None, 10, now).0.is_empty());
+    }
+
+    #[test]
+    fn an_update_renames_the_owner_moves_the_cid_under_the_same_request_and_keeps_the_rest() {
+        let mut d = Directory::seeded().unwrap();
+        let ours = Ispb::parse("1234ABCD").unwrap();
+        let other = Ispb::parse("99999010").unwrap();
+        let e = ours_entry("", "EVP", &ours);
+        let rid = uuid::Uuid::new_v4();
+        let made = d.register(e, rid).unwrap();
+        let before = d.cids_of("1234ABCD", "EVP");
+        let asked = Entry { name: "Ana Souza".into(), ..made.clone() };
+        // Refusals change nothing.
+        let refused = |d: &mut Directory, key: &str, by: &Ispb, asked: &Entry, reason: &str| {
+            d.update(key, by, asked, reason).unwrap_err().kind
+        };
+        assert_eq!(refused(&mut d, &made.key, &ours, &asked, "USER_REQUESTED"), "InvalidReason", "an EVP");
+        assert_eq!(refused(&mut d, &made.key, &other, &asked, "RFB_VALIDATION"), "Forbidden");
+        let moved = Entry { participant: other.clone(), ..asked.clone() };
+        assert_eq!(refused(&mut d, &made.key, &ours, &moved, "RFB_VALIDATION"), "Forbidden");
+        let someone_else = Entry { tax_id: "11144477735".into(), ..asked.clone() };
+        assert_eq!(refused(&mut d, &made.key, &ours, &someone_else, "RFB_VALIDATION"), "EntryInvalid");
+        assert_eq!(refused(&mut d, "nobody@x.com", &ours, &asked, "RFB_VALIDATION"), "NotFound");
+        assert_eq!(d.cids_of("1234ABCD", "EVP"), before);
+
+        let updated = d.update(&made.key, &ours, &asked, "RFB_VALIDATION").unwrap();
+        assert_eq!(updated.name, "Ana Souza");
+        assert_eq!((updated.key_type.as_str(), updated.creation_date), ("EVP", made.creation_date));
+        let after = d.cids_of("1234ABCD", "EVP");
+        assert_eq!(
+            after,
+            vec![crate::rail::spi::sync::cid_of(&updated, &rid)],
+            "the CID of the same request"
+        );
+        assert_ne!(after, before);
+        let (events, _, _) = d.cid_events_of("1234ABCD", "EVP", None, 10, Utc::now());
+        let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(kinds, ["ADDED", "REMOVED", "ADDED"]);
+        assert_eq!((events[1].cid.as_str(), events[2].cid.as_str()), (before[0].as_str(), after[0].as_str()));
     }
 }

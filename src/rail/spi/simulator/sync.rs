@@ -2,7 +2,8 @@
 //! against the CIDs of the participant's entries, CID set files (made at once, read over
 //! the DICT's own connection), and entries by CID. Control routes put an entry in or take one
 //! out behind a participant's back (`PUT`/`DELETE /sim/dict/entries/{key}`), so a test makes
-//! the difference a verification must find, and read the counts (`GET /sim/dict/sync`).
+//! the difference a verification must find, show an entry as the DICT holds it, with its CID
+//! (`GET /sim/dict/entries/{key}`), and read the counts (`GET /sim/dict/sync`).
 
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
@@ -242,6 +243,23 @@ pub async fn control_seed(body: web::Json<Value>, sim: web::Data<Sim>) -> HttpRe
         dir.put(entry, uuid::Uuid::new_v4());
     }
     HttpResponse::Ok().json(json!({ "seeded": count, "pattern": pattern }))
+}
+
+/// `GET /sim/dict/entries/{key}`: the entry as the DICT holds it, with its CID.
+pub async fn control_get_entry(key: web::Path<String>, sim: web::Data<Sim>) -> HttpResponse {
+    match sim.directory.lock().unwrap_or_else(|p| p.into_inner()).held(&key) {
+        Some((e, cid)) => HttpResponse::Ok().json(json!({
+            "key": e.key,
+            "keyType": e.key_type,
+            "participant": e.participant.to_string(),
+            "account": e.account_number,
+            "taxId": e.tax_id,
+            "name": e.name,
+            "tradeName": e.trade_name,
+            "cid": cid,
+        })),
+        None => HttpResponse::NotFound().json(json!({ "error": "no such entry" })),
+    }
 }
 
 /// `DELETE /sim/dict/entries/{key}`: the DICT forgets the entry, whatever the participant
