@@ -399,6 +399,7 @@ fn start_rails(
                 client: started.dict.clone(),
                 cache: started.dict_cache.clone(),
                 payer_document,
+                tax: spi.tax_registry.clone().map(crate::rail::spi::tax_registry::TaxRegistry::new),
             };
             (started.door.clone().recipient(), keys(live), Some(started))
         }

@@ -207,6 +207,27 @@ impl Inbound for Accounts {
         super::sync::pending_updates(&self.registry.deps().repo)
     }
 
+    fn tax_holders(&self) -> Result<Vec<crate::rail::Holder>, Unavailable> {
+        super::sync::tax_holders(&self.registry.deps().repo)
+    }
+
+    fn holder_renamed(
+        &self,
+        account: crate::domain::ids::AccountId,
+        name: &str,
+    ) -> Result<usize, Unavailable> {
+        let name = crate::domain::account::AccountName::parse(name)
+            .map_err(|e| Unavailable(format!("the register's name {name:?}: {e}")))?;
+        let (record, updates) = crate::admin::rename(&self.registry.deps().repo, account, name, true)
+            .map_err(|e| Unavailable(e.to_string()))?;
+        self.registry.name_changed(account, record.profile.name.as_str().to_owned());
+        Ok(updates)
+    }
+
+    fn key_removed(&self, account: crate::domain::ids::AccountId, key: &str) -> Result<(), Unavailable> {
+        self.registry.deps().repo.remove_key(account, key).map_err(|e| Unavailable(e.to_string()))
+    }
+
     fn key_update_ended(
         &self,
         update: &crate::rail::KeyUpdate,

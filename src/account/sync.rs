@@ -117,6 +117,28 @@ pub(super) fn update_ended(
     repo.end_key_update(u.account, &u.key, &u.name, cid).map_err(unavailable)
 }
 
+/// See [`crate::rail::Inbound::tax_holders`].
+pub(super) fn tax_holders(repo: &Repo) -> Result<Vec<crate::rail::Holder>, Unavailable> {
+    let mut keys: std::collections::BTreeMap<AccountId, Vec<String>> = std::collections::BTreeMap::new();
+    for (id, k) in repo.all_keys().map_err(unavailable)? {
+        keys.entry(id).or_default().push(k.key);
+    }
+    let mut out = Vec::new();
+    for (id, keys) in keys {
+        let Some(a) = repo.account(id).map_err(unavailable)? else { continue };
+        if a.profile.sandbox || a.profile.document.as_str().len() != 11 {
+            continue;
+        }
+        out.push(crate::rail::Holder {
+            account: id,
+            name: a.profile.name.as_str().to_owned(),
+            cpf: a.profile.document.to_string(),
+            keys,
+        });
+    }
+    Ok(out)
+}
+
 /// See the module doc.
 pub(super) fn drop_cid(repo: &Repo, cid: &str) -> Result<Repair, Unavailable> {
     let held = repo.all_keys().map_err(unavailable)?.into_iter().find(|(_, k)| k.cid.as_deref() == Some(cid));

@@ -38,6 +38,7 @@ pub mod risk;
 pub mod scenario;
 pub mod scope;
 pub mod splits;
+pub mod tax_record;
 pub mod throttle;
 pub mod transaction;
 pub mod webhooks;

@@ -759,6 +759,17 @@ pub async fn register_key(
         opened: account.created_at,
         nth: state.repo.keys_of(id)?.len(),
     };
+    // The tax authority's register first: a holder it does not know under this name, or
+    // whose CPF may not hold keys, gets none in the DICT.
+    if !account.profile.sandbox {
+        let holder = &registration;
+        state.keys.holder_check(&holder.holder_document, &holder.holder_name).await.map_err(|e| match e {
+            crate::rail::keys::HolderRefused::Unavailable(why) => {
+                ApiError::Unavailable(crate::cause::Cause::msg(why))
+            }
+            refused => ApiError::Conflict(refused.to_string()),
+        })?;
+    }
     // A sandbox account's keys live in the simulator's world only.
     let (registered, cid) = if account.profile.sandbox {
         (if key.is_empty() { uuid::Uuid::new_v4().to_string() } else { key }, None)

@@ -140,7 +140,22 @@ pub enum Live {
         /// Read first: a fresh answer needs no trip to the client's thread.
         cache: EntryCache,
         payer_document: Arc<dyn Fn(AccountId) -> Option<String> + Send + Sync>,
+        /// The tax authority's CPF register, when configured.
+        tax: Option<super::spi::tax_registry::TaxRegistry>,
     },
+}
+
+/// Why the tax authority's register keeps a holder's key out of the DICT.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HolderRefused {
+    #[error("the holder's CPF is {} at the tax authority: it may not have keys", .0.name())]
+    Irregular(crate::domain::tax_record::Situation),
+    #[error("the holder's name is not the tax authority's record ({0}): rename the account first")]
+    NameNotTheRecords(String),
+    #[error("the holder's CPF is not in the tax authority's register")]
+    NotInRegister,
+    #[error("the tax authority's register is unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// The directories of a server.
@@ -220,6 +235,26 @@ impl Keys {
                     Err(e) => Err(RegistrationError::Unavailable(e.to_string())),
                 }
             }
+        }
+    }
+
+    /// The tax authority's word on a holder before a key of theirs goes into the DICT
+    /// (domain::tax_record): nothing to say without a register, for a CNPJ, or when the CPF
+    /// may hold keys under this name.
+    pub async fn holder_check(&self, document: &str, name: &str) -> Result<(), HolderRefused> {
+        let Live::Dict { tax: Some(tax), .. } = &self.live else { return Ok(()) };
+        if document.len() != 11 {
+            return Ok(());
+        }
+        use crate::domain::tax_record::{check, Check};
+        match tax.record(document).await {
+            Ok(Some(record)) => match check(name, &record) {
+                Check::Matches => Ok(()),
+                Check::Rename(n) => Err(HolderRefused::NameNotTheRecords(n)),
+                Check::Irregular(s) => Err(HolderRefused::Irregular(s)),
+            },
+            Ok(None) => Err(HolderRefused::NotInRegister),
+            Err(e) => Err(HolderRefused::Unavailable(e)),
         }
     }
 
@@ -345,7 +380,7 @@ impl Keys {
         match &self.live {
             Live::Sim => Ok(self.in_simulator(key)),
             Live::Closed => Ok(Answer::Closed),
-            Live::Dict { client, cache, payer_document } => {
+            Live::Dict { client, cache, payer_document, .. } => {
                 let found = match cache.get(&key.key, std::time::Instant::now()) {
                     Some(e) => Ok(Ok(e)),
                     None => {

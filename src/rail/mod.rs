@@ -424,6 +424,23 @@ pub trait Inbound: Send + Sync + 'static {
     /// computed) or refused it for good (`None`). Answers whether it ended (a later rename
     /// leaves another to send).
     fn key_update_ended(&self, update: &KeyUpdate, cid: Option<Option<String>>) -> Result<bool, Unavailable>;
+    /// The live holders with a CPF and keys in the DICT, which the tax register checks.
+    fn tax_holders(&self) -> Result<Vec<Holder>, Unavailable>;
+    /// The tax register names the holder so: the account is renamed, and its keys' entries
+    /// follow. Answers how many updates that asked for.
+    fn holder_renamed(&self, account: AccountId, name: &str) -> Result<usize, Unavailable>;
+    /// The DICT no longer holds this key of the account (removed for the holder's CPF).
+    fn key_removed(&self, account: AccountId, key: &str) -> Result<(), Unavailable>;
+}
+
+/// A live account's holder, as the tax register's check reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    pub account: AccountId,
+    pub name: String,
+    pub cpf: String,
+    /// Its keys, all in the DICT.
+    pub keys: Vec<String>,
 }
 
 /// The update a DICT entry of one of our keys waits for: the account's holder was renamed.

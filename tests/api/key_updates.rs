@@ -119,3 +119,79 @@ async fn a_rename_updates_every_dict_entry_of_the_account_a_locked_one_after_its
         plain.admin("PUT", &format!("/admin/accounts/{id}/name"), Some(json!({"name": "Loja Nova"}))).await;
     assert_eq!((s, &r["dictUpdates"]), (200, &json!(0)), "{r}");
 }
+
+/// A live account of `document` with a certificate and a token: (account id, token).
+async fn holder(app: &TestApp, name: &str, document: &str) -> u64 {
+    let (s, b) =
+        app.admin("POST", "/admin/accounts", Some(json!({"name": name, "document": document}))).await;
+    assert_eq!(s, 201, "{b}");
+    b["accountId"].as_u64().unwrap()
+}
+
+async fn register(sim: &Sim, cpf: &str, record: Value) {
+    let (s, r) = sim.put(&format!("/sim/tax-records/{cpf}"), record).await;
+    assert_eq!(s, 200, "{r}");
+}
+
+#[actix_rt::test]
+async fn the_tax_register_keeps_an_unknown_or_irregular_cpf_out_of_the_dict_renames_to_its_record_and_removes_keys_it_bars(
+) {
+    let sim = Sim::start(&[]);
+    let secrets = tempfile::tempdir().unwrap();
+    let credentials = secrets.path().join("tax-registry");
+    std::fs::write(&credentials, "consumer-key:consumer-secret\n").unwrap();
+    std::fs::set_permissions(&credentials, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let mut opts = options(&sim);
+    opts.env.extend([
+        ("PIXGW_SPI_TAX_REGISTRY_URL".into(), format!("{}/consulta-cpf-df/v2", sim.control)),
+        ("PIXGW_SPI_TAX_REGISTRY_CREDENTIALS".into(), credentials.display().to_string()),
+        ("PIXGW_SPI_TAX_CHECK_MS".into(), "300".into()),
+    ]);
+    let app = spawn_with(opts).await;
+    let ana = holder(&app, "Ana Lima", "52998224725").await;
+    let bruno = holder(&app, "Bruno Reis", "11144477735").await;
+    let carla = holder(&app, "Carla Dias", "39053344705").await;
+    register(&sim, "52998224725", json!({"nome": "ANA LIMA"})).await;
+    register(&sim, "11144477735", json!({"nome": "BRUNO REIS", "codigo": "3"})).await;
+
+    // Ana's name is the record's, written without accents or case: her key goes in.
+    let key = "ana.lima@example.com";
+    let (s, k) = app.admin("POST", &format!("/admin/accounts/{ana}/keys"), Some(json!({"key": key}))).await;
+    assert_eq!(s, 201, "{k}");
+    // A deceased holder's CPF and one the register does not hold get none, and the DICT
+    // hears nothing of them.
+    for (account, key, why) in
+        [(bruno, "bruno@example.com", "deceased"), (carla, "carla@example.com", "not in the tax authority")]
+    {
+        let (s, b) =
+            app.admin("POST", &format!("/admin/accounts/{account}/keys"), Some(json!({"key": key}))).await;
+        assert_eq!(s, 409, "{b}");
+        assert!(b["message"].as_str().unwrap().contains(why), "{b}");
+        let (s, _) = sim.get(&format!("/sim/dict/entries/{key}")).await;
+        assert_eq!(s, 404, "{key} is not in the DICT");
+    }
+
+    // The register now names Ana otherwise: the periodic check renames her account, and
+    // the DICT's entry of her key follows.
+    register(&sim, "52998224725", json!({"nome": "ANA LIMA SOUZA"})).await;
+    dict_name_becomes(&sim, key, "ANA LIMA SOUZA").await;
+    let (_, a) = app.admin("GET", &format!("/admin/accounts/{ana}"), None).await;
+    assert_eq!(a["name"], "ANA LIMA SOUZA", "{a}");
+
+    // Her CPF is suspended: her key leaves the DICT and the account.
+    register(&sim, "52998224725", json!({"nome": "ANA LIMA SOUZA", "codigo": "2"})).await;
+    eventually("the suspended holder's key removed", || async {
+        let (s, _) = sim.get(&format!("/sim/dict/entries/{key}")).await;
+        let (_, keys) = app.admin("GET", &format!("/admin/accounts/{ana}/keys"), None).await;
+        (s == 404 && keys.as_array()?.is_empty()).then_some(())
+    })
+    .await;
+    let m = metrics_text(&app).await;
+    for outcome in ["renamed", "keys_removed"] {
+        assert!(
+            m.contains(&format!("pixgw_dict_tax_checks_total{{outcome=\"{outcome}\"}}")),
+            "{outcome}: {m}"
+        );
+    }
+    assert_eq!(verifications(&sim).await.1, 0, "the DICT and the gateway agreed throughout");
+}

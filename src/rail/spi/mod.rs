@@ -35,4 +35,5 @@ pub mod sent;
 pub mod settings;
 pub mod simulator;
 pub mod sync;
+pub mod tax_registry;
 pub mod xml;

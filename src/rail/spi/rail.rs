@@ -494,6 +494,15 @@ impl Started {
                 settings.claims_poll,
                 settings.ispb.to_string(),
             ));
+            if let Some(tax) = settings.tax_registry.clone() {
+                let tax = super::tax_registry::TaxRegistry::new(tax);
+                actix_web::rt::spawn(tax_checks(
+                    dict.clone(),
+                    Arc::clone(&med_inbound),
+                    tax,
+                    settings.tax_check,
+                ));
+            }
             actix_web::rt::spawn(dict_sync(dict, med_inbound, settings.sync_every));
             let Some(icom) = icom_client(&settings) else { return };
             close_left_streams(&icom, &kept.log).await;
@@ -1004,6 +1013,84 @@ async fn key_updates(dict: &Addr<DictClient>, inbound: &dyn Inbound, ours: &str)
         }
     }
     true
+}
+
+/// The reason a key is removed from the DICT for its holder's CPF situation.
+pub const TAX_REMOVAL_REASON: &str = "RFB_VALIDATION";
+
+/// The holders' check against the tax authority's register, every `every`
+/// (domain::tax_record): a holder whose name is not the record's is renamed to it (its keys'
+/// entries follow, [`key_updates`]); one whose CPF may not hold keys has them removed from
+/// the DICT (reason `RFB_VALIDATION`) and from the account; one the register does not hold
+/// is an error for an operator, and keeps its keys. Every outcome is logged (target
+/// `pixgw::audit`) and counted (`pixgw_dict_tax_checks_total{outcome}`); a holder the
+/// register or the DICT could not answer for is checked again at the next turn.
+async fn tax_checks(
+    dict: Addr<DictClient>,
+    inbound: Arc<dyn Inbound>,
+    tax: super::tax_registry::TaxRegistry,
+    every: Duration,
+) {
+    use crate::domain::tax_record::{check, Check};
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The first tick is at once: the first check waits a whole period.
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let holders = match inbound.tax_holders() {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::warn!(error = %e, "the holders to check could not be read; trying again next turn");
+                continue;
+            }
+        };
+        for h in holders {
+            let record = match tax.record(&h.cpf).await {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(account = h.account.get(), error = %e, "the tax register did not answer for a holder; checked again next turn");
+                    continue;
+                }
+            };
+            let outcome = match record.map(|r| check(&h.name, &r)) {
+                Some(Check::Matches) => "matches",
+                None => {
+                    tracing::error!(target: "pixgw::audit", account = h.account.get(), "the tax register does not hold the holder's CPF: an operator must look at it (its keys stay)");
+                    "not_in_register"
+                }
+                Some(Check::Rename(name)) => match inbound.holder_renamed(h.account, &name) {
+                    Ok(updates) => {
+                        tracing::warn!(target: "pixgw::audit", account = h.account.get(), updates, "the holder was renamed to the tax register's name; the DICT's entries follow");
+                        "renamed"
+                    }
+                    Err(e) => {
+                        tracing::warn!(account = h.account.get(), error = %e, "a holder's rename to the register's name failed; tried again next turn");
+                        continue;
+                    }
+                },
+                Some(Check::Irregular(situation)) => {
+                    let mut all = true;
+                    for key in &h.keys {
+                        let asked =
+                            super::directory::Remove { key: key.clone(), reason: TAX_REMOVAL_REASON.into() };
+                        let Ok(answer) = dict.send(asked).await else { return };
+                        let removed = match answer {
+                            Ok(()) | Err(DictError::NotFound) => inbound.key_removed(h.account, key).is_ok(),
+                            Err(e) => {
+                                tracing::warn!(key, error = %e, "a key of an irregular CPF could not be removed; tried again next turn");
+                                false
+                            }
+                        };
+                        all &= removed;
+                    }
+                    tracing::error!(target: "pixgw::audit", account = h.account.get(), situation = situation.name(), keys = h.keys.len(), all, "the holder's CPF may not hold keys: they were removed from the DICT");
+                    "keys_removed"
+                }
+            };
+            metrics::counter!("pixgw_dict_tax_checks_total", "outcome" => outcome).increment(1);
+        }
+    }
 }
 
 /// How many times a check asks for a CID file that is not ready yet, and how long it waits

@@ -78,6 +78,14 @@ pub struct SpiFile {
     pub dict_category: Option<String>,
     /// Payouts waiting for the rail beyond which new payments are refused (503).
     pub payout_backlog_max: Option<usize>,
+    /// The tax authority's CPF register (its registry service's base URL,
+    /// `super::tax_registry`); without it, holders' names are not checked by the gateway.
+    pub tax_registry_url: Option<String>,
+    /// A file holding the register's `key:secret` (mode 600).
+    pub tax_registry_credentials: Option<PathBuf>,
+    /// How often every live holder with keys in the DICT is checked against the register,
+    /// in ms (100 to 86,400,000).
+    pub tax_check_ms: Option<u64>,
 }
 
 impl SpiFile {
@@ -116,6 +124,12 @@ impl SpiFile {
         if let Some(v) = env("PIXGW_SPI_LEAVE_WITHIN_MS").and_then(|v| v.parse().ok()) {
             self.leave_within_ms = Some(v);
         }
+        self.tax_registry_url = env("PIXGW_SPI_TAX_REGISTRY_URL").or(self.tax_registry_url);
+        self.tax_registry_credentials =
+            path("PIXGW_SPI_TAX_REGISTRY_CREDENTIALS").or(self.tax_registry_credentials);
+        if let Some(v) = env("PIXGW_SPI_TAX_CHECK_MS").and_then(|v| v.parse().ok()) {
+            self.tax_check_ms = Some(v);
+        }
         self
     }
 }
@@ -145,6 +159,10 @@ pub struct SpiSettings {
     pub dict_category: char,
     /// Payouts waiting for the rail beyond which new payments are refused.
     pub payout_backlog_max: usize,
+    /// The tax authority's CPF register, when configured.
+    pub tax_registry: Option<super::tax_registry::RegistrySettings>,
+    /// How often holders are checked against the register.
+    pub tax_check: std::time::Duration,
 }
 
 impl std::fmt::Debug for SpiSettings {
@@ -203,7 +221,11 @@ impl SpiSettings {
         let payloads = super::payload_reader::PayloadReader::new(roots)?;
         let med_poll = period_ms(f.med_poll_ms, MED_POLL_MS_DEFAULT, MED_POLL_MS_MAX, "med_poll_ms")?;
         let Bounds { leave_within, dict_category, payout_backlog_max, claims_poll, sync_every } = bounds(f)?;
+        let tax_registry = tax_registry(f)?;
+        let tax_check = period_ms(f.tax_check_ms, TAX_CHECK_MS_DEFAULT, TAX_CHECK_MS_MAX, "tax_check_ms")?;
         Ok(SpiSettings {
+            tax_registry,
+            tax_check,
             payout_backlog_max,
             dict_category,
             leave_within,
@@ -221,6 +243,33 @@ impl SpiSettings {
             streams,
         })
     }
+}
+
+/// How often holders are checked against the tax register by default (a day), and at most.
+pub const TAX_CHECK_MS_DEFAULT: u64 = 86_400_000;
+pub const TAX_CHECK_MS_MAX: u64 = 86_400_000;
+
+/// The register's settings: both or neither of its URL and credentials; an https URL, or
+/// plain http to this machine (`pixgw spi-sim`'s control port); the credentials' file
+/// private, holding `key:secret`.
+fn tax_registry(f: &SpiFile) -> Result<Option<super::tax_registry::RegistrySettings>, String> {
+    let (url, file) = match (&f.tax_registry_url, &f.tax_registry_credentials) {
+        (None, None) => return Ok(None),
+        (Some(u), Some(c)) => (u.trim_end_matches('/').to_owned(), c),
+        _ => return Err("[spi] tax_registry_url and tax_registry_credentials go together".into()),
+    };
+    let local =
+        ["http://127.0.0.1:", "http://localhost:", "http://[::1]:"].iter().any(|p| url.starts_with(p));
+    if !(url.starts_with("https://") || local) || super::tax_registry::token_url(&url).is_none() {
+        return Err("[spi] tax_registry_url must be an https URL (plain http only to this machine)".into());
+    }
+    let text = std::fs::read_to_string(private_key_file(file, "tax_registry_credentials")?)
+        .map_err(|e| format!("[spi] tax_registry_credentials {}: {e}", file.display()))?;
+    let credentials = text.trim().to_owned();
+    if !credentials.split_once(':').is_some_and(|(k, s)| !k.is_empty() && !s.is_empty()) {
+        return Err("[spi] tax_registry_credentials must hold key:secret".into());
+    }
+    Ok(Some(super::tax_registry::RegistrySettings { url, credentials }))
 }
 
 /// The rail's bounds a settings table sets, each checked at its limits.
@@ -326,6 +375,47 @@ mod tests {
             ..Default::default()
         };
         assert!(SpiSettings::load(&http).unwrap_err().contains("https"));
+    }
+
+    #[test]
+    fn the_tax_register_needs_its_url_and_private_credentials_together() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, text: &str, mode: u32| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+            p
+        };
+        let good = file("good", "key:secret\n", 0o600);
+        let table = |url: &str, creds: Option<PathBuf>| SpiFile {
+            tax_registry_url: Some(url.into()),
+            tax_registry_credentials: creds,
+            ..Default::default()
+        };
+        assert_eq!(tax_registry(&SpiFile::default()).unwrap(), None);
+        let s = tax_registry(&table("https://gateway.example/consulta-cpf-df/v2/", Some(good.clone())))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (s.url.as_str(), s.credentials.as_str()),
+            ("https://gateway.example/consulta-cpf-df/v2", "key:secret")
+        );
+        assert!(tax_registry(&table("http://127.0.0.1:8080/v2", Some(good.clone()))).unwrap().is_some());
+        let refused = |f: SpiFile, why: &str| {
+            let e = tax_registry(&f).unwrap_err();
+            assert!(e.contains(why), "{e}");
+        };
+        refused(table("https://x/v2", None), "go together");
+        refused(
+            SpiFile { tax_registry_credentials: Some(good.clone()), ..Default::default() },
+            "go together",
+        );
+        refused(table("http://gateway.example/v2", Some(good.clone())), "https");
+        refused(table("https://x/v2", Some(file("open", "key:secret", 0o644))), "chmod 600");
+        for bad in ["key", ":secret", "key:", ""] {
+            refused(table("https://x/v2", Some(file("bad", bad, 0o600))), "key:secret");
+        }
     }
 
     #[test]

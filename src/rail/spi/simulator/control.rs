@@ -10,6 +10,7 @@
 //! | `GET /sim/refund-requests/{id}` | a refund request: its status, and once closed its analysis and `refundTransactionId` |
 //! | `POST /sim/funds-recoveries` | the payer's institution (virtual) of a settled payment opens a funds recovery of it: `{endToEndId, situationType?}`, answers `{id, status}`; it asks for the refund once the recovery is analysed |
 //! | `GET /sim/funds-recoveries/{id}` | a funds recovery (MED 2.0): its status, reporter, root payment, how many payments it traced, and its infraction reports with their hop, amount, status and analysis |
+//! | `PUT /sim/tax-records/{ni}`, `GET /sim/tax-records` | the tax authority's CPF register (`POST /token`, `GET /consulta-cpf-df/v2/cpf/{ni}`, simulator::tax): a record `{nome, codigo?, nomeSocial?}` put in; how many records it holds and answered |
 //! | `GET /sim/messages/{msgId}` | every posting of a message id a participant made: `{postings, distinctBodies, resourceIds}` (a resend of the same bytes is one more posting, no more bodies) |
 //! | `GET /sim/participants` | every participant's settlement account |
 //! | `PUT /sim/participants/{ispb}/behaviour` | a virtual receiver's behaviour: `{"accept": true}`, `{"reject": "AC06"}` or `{"silent": true}` |
@@ -35,6 +36,7 @@ use crate::rail::spi::message::{
 };
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
+    super::tax::routes(cfg);
     cfg.route("/sim/pix", web::post().to(pix))
         .route("/sim/return", web::post().to(ret))
         .route("/sim/payments/{id}", web::get().to(payment))

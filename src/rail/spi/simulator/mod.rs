@@ -28,6 +28,7 @@ pub mod icom;
 pub mod pki;
 pub mod recovery;
 pub mod sync;
+pub mod tax;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -289,6 +290,8 @@ pub struct Sim {
     pub fraud: Mutex<fraud::Marks>,
     /// The DICT's funds recoveries (MED 2.0), their reports and events.
     pub recovery: Mutex<recovery::Book>,
+    /// The tax authority's CPF register (served on the control port).
+    pub tax: Mutex<tax::Register>,
     /// How far the control routes moved the simulator's clock, in ms (claims' periods).
     pub clock_offset_ms: Arc<std::sync::atomic::AtomicI64>,
 }
@@ -525,6 +528,7 @@ pub async fn start(args: SimArgs) -> anyhow::Result<Running> {
         sync: Mutex::new(sync::Files::default()),
         fraud: Mutex::new(fraud::Marks::default()),
         recovery: Mutex::new(recovery::Book::default()),
+        tax: Mutex::new(tax::Register::default()),
         clock_offset_ms: clock,
     });
     let tls = icom::server_tls(&args.dir)?;
