@@ -52,8 +52,10 @@ impl AccountActor {
             self.read(r, ctx)?.into_iter().map(|k| (k.key, k.key_type)).collect();
         let mut ids = self.draw_ids(1, ctx)?;
         let now = self.now();
-        let receiving = self.account.receiving_key.to_string();
-        let account = ClaimAccount { id: self.account.id, keys: &keys, receiving_key: &receiving };
+        let (name, receiving) = self.own_key();
+        let (name, receiving) = (name.to_owned(), receiving.to_owned());
+        let account =
+            ClaimAccount { id: self.account.id, keys: &keys, receiving_key: &receiving, holder_name: &name };
         match decide::observe_claim(account, existing.as_ref(), &msg.seen, msg.role, &mut ids, now) {
             Ok(Some(plan)) => self.execute(plan, ctx),
             Ok(None) => existing.ok_or_else(|| {

@@ -17,6 +17,8 @@ pub struct ClaimAccount<'a> {
     /// The account's keys and their types.
     pub keys: &'a [(String, String)],
     pub receiving_key: &'a str,
+    /// The holder's name as it is now.
+    pub holder_name: &'a str,
 }
 
 /// The plan of the DICT's answer `seen` for the account's claim (`existing` its copy, if it
@@ -46,6 +48,10 @@ pub fn observe_claim(
                 at: now,
                 cid: seen.claimer_cid.clone(),
                 request_id: seen.claimer_request_id,
+                // The entry names the holder as the claim was opened: a rename since asks
+                // for the entry's update (docs/decisions.md "Key updates when an account
+                // changes").
+                update_to: (seen.claimer_name != account.holder_name).then(|| account.holder_name.to_owned()),
             });
         }
         Some(KeyMove::Leaves) => {
@@ -116,8 +122,12 @@ mod tests {
             ("phone".to_owned(), "PHONE".to_owned()),
             ("e-v-p".to_owned(), "EVP".to_owned()),
         ];
-        let account =
-            ClaimAccount { id: AccountId::new(3).unwrap(), keys: &keys, receiving_key: "ana@example.com" };
+        let account = ClaimAccount {
+            id: AccountId::new(3).unwrap(),
+            keys: &keys,
+            receiving_key: "ana@example.com",
+            holder_name: "Ana",
+        };
         let now = at("2026-01-10T10:00:01Z");
         let plan = observe_claim(
             account,
@@ -171,7 +181,12 @@ mod tests {
 
     #[test]
     fn a_completed_claim_brings_the_key_once_and_the_same_answer_again_writes_nothing() {
-        let account = ClaimAccount { id: AccountId::new(3).unwrap(), keys: &[], receiving_key: "x" };
+        let account = ClaimAccount {
+            id: AccountId::new(3).unwrap(),
+            keys: &[],
+            receiving_key: "x",
+            holder_name: "Ana",
+        };
         let now = at("2026-01-10T10:00:01Z");
         let plan = observe_claim(
             account,
@@ -183,7 +198,24 @@ mod tests {
         )
         .unwrap()
         .unwrap();
-        assert!(matches!(&plan.records[1], Record::KeyArrived { key, .. } if key == "ana@example.com"));
+        assert!(
+            matches!(&plan.records[1], Record::KeyArrived { key, update_to: None, .. } if key == "ana@example.com")
+        );
+        // Renamed since the claim was opened: the key arrives asking for its entry's update.
+        let renamed = ClaimAccount { holder_name: "Recebedora Nova", ..account };
+        let plan = observe_claim(
+            renamed,
+            None,
+            &seen(ClaimStatus::Completed),
+            Role::Claimer,
+            &mut Ids::new([fresh()]),
+            now,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(
+            matches!(&plan.records[1], Record::KeyArrived { update_to: Some(n), .. } if n == "Recebedora Nova")
+        );
         let copy = plan.reply;
         assert_eq!(
             observe_claim(

@@ -195,6 +195,9 @@ pub enum Record {
         at: chrono::DateTime<chrono::Utc>,
         cid: Option<String>,
         request_id: Option<uuid::Uuid>,
+        /// The holder's name the DICT's entry must take (the account was renamed since the
+        /// claim was opened).
+        update_to: Option<String>,
     },
     /// A key a claim took away; `receiving` is the account's new receiving key when the key
     /// that left was it.

@@ -234,7 +234,10 @@ impl Repo {
                 Record::LocRec(l) => b.put(keys::locrec(l.account_id, l.local_id), to_json(l)?),
                 Record::Claim(c) => self.put_claim(&mut b, c)?,
                 Record::Recovery(r) => self.put_recovery(&mut b, r)?,
-                Record::KeyArrived { key, key_type, at, cid, request_id } => {
+                Record::KeyArrived { key, key_type, at, cid, request_id, update_to } => {
+                    if let Some(name) = update_to {
+                        b.put(keys::key_update(id, key), name.as_bytes().to_vec());
+                    }
                     let record = crate::store::KeyRecord {
                         key: key.clone(),
                         key_type: key_type.clone(),
