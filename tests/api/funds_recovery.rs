@@ -192,6 +192,26 @@ async fn a_contested_pix_is_traced_across_three_institutions_and_the_money_comes
     let (_, list) = b.get_with("/api/med", &mule1_token).await;
     assert_eq!(list["data"].as_array().unwrap().len(), 1, "one case, never opened twice: {list}");
 
+    // Each agreed close made a fraud mark of its type on the account that received the
+    // money, as the DICT does: a payment to the first mule's key is now refused before any
+    // debit (from the third institution, which had not looked the key up before).
+    let (s, marks) = b.admin("GET", "/admin/fraud-markers?taxId=52998224725", None).await;
+    assert_eq!(s, 200, "{marks}");
+    let mut marked: Vec<(&str, &str)> = marks["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["fraudType"].as_str().unwrap(), m["key"].as_str().unwrap_or_default()))
+        .collect();
+    marked.sort();
+    let mut expected = vec![("MULE_ACCOUNT", mule1_key.as_str()), ("MULE_ACCOUNT", mule2_key.as_str())];
+    expected.sort();
+    assert_eq!(marked, expected, "{marks}");
+    let refused = cash_out(&mule1_key, "RANDOM", "52998224725", "after-the-scam", "1.00");
+    let (s, e) = c.post_raw("/api/pix/cash-out", &mule2_token, &refused, &[]).await;
+    assert_extended(&e, 400, "PIX_PAYEE_FRAUD_MARKED");
+    assert_eq!(s, 400);
+
     // Every ledger equals its settlement account's movement: the victim's 600.00 at the
     // first, nothing at the other two.
     let after = [settled(ISPB).await, settled(SECOND).await, settled(THIRD).await];

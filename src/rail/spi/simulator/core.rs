@@ -81,6 +81,12 @@ pub struct Payment {
     pub debtor_account: String,
     #[serde(skip)]
     pub creditor_account: String,
+    /// A payment's receiver's CPF or CNPJ and the key it was paid to, as the payer named
+    /// them (the DICT marks them when a report of the payment closes agreed).
+    #[serde(skip)]
+    pub creditor_document: String,
+    #[serde(skip)]
+    pub creditor_key: Option<String>,
     /// When the SPI settled it.
     #[serde(skip)]
     pub settled_at: Option<DateTime<Utc>>,
@@ -318,6 +324,8 @@ impl Engine {
             tx_id: tx.tx_id.clone(),
             debtor_account: tx.debtor_account.number.clone(),
             creditor_account: tx.creditor_account.number.clone(),
+            creditor_document: tx.creditor_document.clone(),
+            creditor_key: tx.proxy.clone(),
             settled_at: None,
             deadline: at + self.timeout,
             forwarded: at,
@@ -366,6 +374,8 @@ impl Engine {
             tx_id: None,
             debtor_account: String::new(),
             creditor_account: String::new(),
+            creditor_document: String::new(),
+            creditor_key: None,
             settled_at: None,
             deadline: at + self.timeout,
             forwarded: at,

@@ -11,7 +11,9 @@
 //!    transactions), and opens one infraction report per traced payment against its receiving
 //!    participant, with the amount to block (the payment's, capped at the root's). The
 //!    recovery is `AWAITING_ANALYSIS` at once.
-//! 2. Each counterparty acknowledges and closes its report (`AGREED` or `DISAGREED`). A
+//! 2. Each counterparty acknowledges and closes its report (`AGREED` or `DISAGREED`; an
+//!    `AGREED` close marks the payment's receiver, its document and key, with the
+//!    report's `FraudType`, and the report names the mark). A
 //!    report against a virtual participant is closed `DISAGREED` at once (it holds nothing).
 //!    Once every report is closed the recovery is `ANALYSED` (event).
 //! 3. The creator asks for the refund (`REFUNDING`). Refund requests are made for the agreed
@@ -354,6 +356,13 @@ impl Book {
             self.settle_analysis(&rid, now);
         }
         Ok(report)
+    }
+
+    /// The fraud mark the DICT made when report `id` closed agreed.
+    pub fn marked(&mut self, id: &str, marker_id: &str) -> Option<InfractionReport> {
+        let r = self.reports.iter_mut().find(|r| r.id == id)?;
+        r.fraud_marker_id = Some(marker_id.to_owned());
+        Some(r.clone())
     }
 
     /// The creator asks for the refund: the refund requests of the deepest agreed hop are made.
@@ -832,6 +841,12 @@ async fn close(req: HttpRequest, id: web::Path<String>, body: Bytes, sim: web::D
     );
     match done {
         Ok(r) => {
+            let fraud_type = text("FraudType").unwrap_or_default();
+            let r = if result == "AGREED" && r.fraud_marker_id.is_none() {
+                mark_agreed(&sim, from.as_str(), r, &fraud_type, now)
+            } else {
+                r
+            };
             if let Some(rid) = &r.recovery_id {
                 virtual_reporter_refunds(&sim, rid);
             }
@@ -843,6 +858,42 @@ async fn close(req: HttpRequest, id: web::Path<String>, body: Bytes, sim: web::D
         }
         Err(p) => answer_problem(&p),
     }
+}
+
+/// A report closed `AGREED` makes a fraud mark of its `FraudType` on the payment's receiver
+/// (its CPF or CNPJ, and the key it was paid to), as the DICT does (API 2.12.1,
+/// `closeInfractionReport`); the report names the mark (`FraudMarkerId`). The mark is the
+/// closing participant's. A report whose payment the simulator did not settle marks nothing.
+fn mark_agreed(
+    sim: &Sim,
+    by: &str,
+    r: InfractionReport,
+    fraud_type: &str,
+    now: DateTime<Utc>,
+) -> InfractionReport {
+    let paid = sim
+        .engine
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .payment(&r.transaction_id)
+        .map(|p| (p.creditor_document.clone(), p.creditor_key.clone()));
+    let Some((tax_id, key)) = paid.filter(|(d, _)| !d.is_empty()) else { return r };
+    let marker = crate::rail::spi::fraud::FraudMarker {
+        tax_id,
+        key,
+        fraud_type: fraud_type.to_owned(),
+        id: String::new(),
+        status: String::new(),
+        created: now,
+        modified: now,
+    };
+    let made = sim.fraud.lock().unwrap_or_else(|p| p.into_inner()).create(
+        by,
+        marker,
+        Some(format!("infraction-report:{}", r.id)),
+        now,
+    );
+    sim.recovery.lock().unwrap_or_else(|p| p.into_inner()).marked(&r.id, &made.id).unwrap_or(r)
 }
 
 /// A virtual participant that created a recovery asks for its refund as soon as it is
@@ -975,6 +1026,8 @@ mod tests {
             tx_id: None,
             debtor_account: from.1.into(),
             creditor_account: to.1.into(),
+            creditor_document: "52998224725".into(),
+            creditor_key: None,
             settled_at: Some(at(minute)),
             deadline: std::time::Instant::now(),
             forwarded: std::time::Instant::now(),
