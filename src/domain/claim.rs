@@ -349,6 +349,10 @@ pub struct Change {
     /// The webhook's `event` (`ClaimOpened`, `ClaimReceived`, `ClaimWaitingResolution`,
     /// `ClaimConfirmed`, `ClaimCancelled`, `ClaimCompleted`).
     pub event: &'static str,
+    /// A confirmation the copy never saw (the DICT's claim was completed, and says why it
+    /// was confirmed, before the copy heard of the confirmation): its webhook's event and the
+    /// claim as that step left it, told before [`Change::event`].
+    pub skipped: Option<(&'static str, Claim)>,
 }
 
 fn event_name(role: Role, status: ClaimStatus, first: bool) -> &'static str {
@@ -412,7 +416,7 @@ pub fn observe(
             created_at: now,
             history: vec![History { status: seen.status, at: seen.modified }],
         };
-        return Some(Change { event: event_name(role, seen.status, true), claim, key });
+        return Some(Change { event: event_name(role, seen.status, true), claim, key, skipped: None });
     };
     let moves_on = old.status.leads_to(seen.status) && seen.modified >= old.modified;
     // The same status with new periods (a donor's confirmation moves the completion
@@ -428,7 +432,24 @@ pub fn observe(
     claim.completion_end = seen.completion_end;
     claim.modified = seen.modified;
     if !moves_on {
-        return Some(Change { claim, key: None, event: "" });
+        return Some(Change { claim, key: None, event: "", skipped: None });
+    }
+    // A completed claim with a confirmation reason was confirmed: a copy that missed the
+    // confirmation (its own step's answer recorded after the claimer's completion, or both
+    // between two lists) records it first, so the history and the webhooks tell every step.
+    let skipped = (seen.status == ClaimStatus::Completed
+        && matches!(old.status, ClaimStatus::Open | ClaimStatus::WaitingResolution)
+        && seen.confirm_reason.is_some())
+    .then(|| {
+        let mut confirmed = claim.clone();
+        confirmed.status = ClaimStatus::Confirmed;
+        confirmed.confirm_reason = seen.confirm_reason;
+        confirmed.key_moved |= key_move(role, ClaimStatus::Confirmed, old.key_moved).is_some();
+        confirmed.history.push(History { status: ClaimStatus::Confirmed, at: seen.modified });
+        (event_name(role, ClaimStatus::Confirmed, false), confirmed)
+    });
+    if let Some((_, confirmed)) = &skipped {
+        claim.history = confirmed.history.clone();
     }
     claim.status = seen.status;
     claim.confirm_reason = seen.confirm_reason.or(old.confirm_reason);
@@ -437,7 +458,7 @@ pub fn observe(
     let key = key_move(role, seen.status, old.key_moved);
     claim.key_moved |= key.is_some();
     claim.history.push(History { status: seen.status, at: seen.modified });
-    Some(Change { event: event_name(role, seen.status, false), claim, key })
+    Some(Change { event: event_name(role, seen.status, false), claim, key, skipped })
 }
 
 /// Whether this side may take `step` on the claim now (API 2.12.1, the rules of
@@ -660,6 +681,35 @@ mod tests {
         )
         .unwrap();
         assert_eq!((mine.event, mine.claim.counterpart.as_str()), ("ClaimOpened", "1234ABCD"));
+    }
+
+    #[test]
+    fn a_completion_seen_before_its_confirmation_tells_the_confirmation_first() {
+        let donor = copy(Role::Donor, ClaimStatus::WaitingResolution, ClaimType::Ownership);
+        let completed = Seen {
+            confirm_reason: Some(Reason::UserRequested),
+            ..seen(ClaimStatus::Completed, ClaimType::Ownership, "2026-01-11T10:00:00Z")
+        };
+        let c = observe(Some(&donor), &completed, Role::Donor, 7, 0, at("2026-01-11T10:00:01Z")).unwrap();
+        let statuses: Vec<ClaimStatus> = c.claim.history.iter().map(|h| h.status).collect();
+        use ClaimStatus::*;
+        assert_eq!(statuses, [WaitingResolution, Confirmed, Completed]);
+        assert_eq!((c.event, c.key, c.claim.key_moved), ("ClaimCompleted", Some(KeyMove::Leaves), true));
+        let (event, confirmed) = c.skipped.clone().unwrap();
+        assert_eq!((event, confirmed.status, confirmed.history.len()), ("ClaimConfirmed", Confirmed, 2));
+        // The confirmation's own answer, recorded after: old news.
+        let late = seen(Confirmed, ClaimType::Ownership, "2026-01-11T09:59:00Z");
+        assert!(observe(Some(&c.claim), &late, Role::Donor, 7, 0, at("2026-01-11T10:00:02Z")).is_none());
+        // A completion with no confirmation reason (or from a confirmed copy) skips nothing.
+        let plain = seen(Completed, ClaimType::Ownership, "2026-01-11T10:00:00Z");
+        assert!(observe(Some(&donor), &plain, Role::Donor, 7, 0, at("2026-01-11T10:00:01Z"))
+            .unwrap()
+            .skipped
+            .is_none());
+        let was_confirmed = copy(Role::Donor, Confirmed, ClaimType::Ownership);
+        let from_confirmed =
+            observe(Some(&was_confirmed), &completed, Role::Donor, 7, 0, at("2026-01-11T10:00:01Z"));
+        assert!(from_confirmed.unwrap().skipped.is_none());
     }
 
     #[test]

@@ -209,13 +209,13 @@ async fn a_claim_against_a_key_of_the_account_is_acknowledged_at_once_and_the_ke
     let (s, b) = step("steal", json!({})).await;
     assert_eq!(s, 404, "{b}");
 
-    // The client gives the number up: it leaves the account at once.
+    // The client gives the number up: it leaves the account at once. The answer is the
+    // claim as the account's copy has it now: confirmed, or completed already when the
+    // claims poller recorded the claimer's completion first (the simulated claimer completes
+    // at once).
     let (s, confirmed) = step("confirm", json!({"reason": "USER_REQUESTED"})).await;
-    assert_eq!(
-        (s, confirmed["status"].as_str(), confirmed["keyMoved"].as_bool()),
-        (200, Some("CONFIRMED"), Some(true)),
-        "{confirmed}"
-    );
+    assert_eq!((s, confirmed["keyMoved"].as_bool()), (200, Some(true)), "{confirmed}");
+    assert!(matches!(confirmed["status"].as_str(), Some("CONFIRMED" | "COMPLETED")), "{confirmed}");
     assert!(!keys_of(&app, account).await.contains(&phone.to_owned()));
     // The claimer completes at the DICT; the copy follows, and the key stays gone.
     let done = copy_when(&app, &token, &id, "the completion", |c| c["status"] == "COMPLETED").await;

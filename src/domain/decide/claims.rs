@@ -66,6 +66,15 @@ pub fn observe_claim(
         }
         _ => {}
     }
+    if let Some((event, confirmed)) = &change.skipped {
+        plan.events.push(OutboxEvent {
+            account_id: account.id.get(),
+            local_id,
+            event_type: EventType::Claim,
+            created_at: now,
+            body: EventBody::Json(json!({ "event": event, "claim": confirmed.to_json() })),
+        });
+    }
     if !change.event.is_empty() {
         plan.events.push(OutboxEvent {
             account_id: account.id.get(),
