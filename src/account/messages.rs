@@ -300,4 +300,5 @@ traced!(
     AddEvidence,
     super::recovery::Contest,
     super::recovery::ObserveRecovery,
+    super::recovery::AmendContest,
 );

@@ -31,6 +31,6 @@ pub use messages::{
     Refusal, ReleaseCase, ReturnMed, ReturnPayment, ReviseCharge, SettingsChanged, Tick, Traced,
 };
 pub use on_us::{DeliverOnUs, OnUsCourier, ON_US_RETRY_AFTER};
-pub use recovery::{Contest, ObserveRecovery};
+pub use recovery::{AmendContest, Contest, ObserveRecovery};
 pub use recs::{ChangeCobr, ChangeRec, CreateCobr, CreateLocRec, CreateRec, RecRef, UnlinkLocRec};
 pub use registry::{Registry, RegistryError, IDLE_SWEEP_EVERY};

@@ -31,6 +31,14 @@ use crate::rail::{RefundAnswer, RefundAsked, ReportAction, ReportSeen, Unavailab
 #[rtype(result = "Result<Recovery, CommandError>")]
 pub struct Contest(pub ContestRequest);
 
+/// The client changed its contest, and the DICT took the change.
+#[derive(Message, Clone)]
+#[rtype(result = "Result<Recovery, CommandError>")]
+pub struct AmendContest {
+    pub id: u64,
+    pub amendment: crate::domain::recovery::Amendment,
+}
+
 /// The DICT said this of a contest of the account.
 #[derive(Message, Clone)]
 #[rtype(result = "Result<Recovery, CommandError>")]
@@ -48,6 +56,12 @@ impl AccountActor {
         }
         let r = self.deps.repo.recovery(self.account.id, id);
         self.read(r, ctx)
+    }
+
+    /// A contest the caller knows exists (its route read it, or the DICT named it).
+    fn contest_held(&mut self, id: u64, ctx: &mut Context<Self>) -> Result<Recovery, CommandError> {
+        self.contest_copy(id, ctx)?
+            .ok_or_else(|| CommandError::Unavailable(crate::cause::Cause::msg(format!("no contest {id}"))))
     }
 
     /// The contest of a payment of the account, if any (in flight first).
@@ -96,16 +110,24 @@ impl AccountActor {
         ctx: &mut Context<Self>,
     ) -> Result<Recovery, CommandError> {
         self.view()?;
-        let Some(existing) = self.contest_copy(msg.id, ctx)? else {
-            return Err(CommandError::Unavailable(crate::cause::Cause::msg(format!(
-                "no contest {}",
-                msg.id
-            ))));
-        };
+        let existing = self.contest_held(msg.id, ctx)?;
         let returned = self.returned_of(&existing, ctx)?;
         match decide::observe_recovery(&existing, &msg.seen, returned, self.now()) {
             Some(plan) => self.execute(plan, ctx),
             None => Ok(existing),
+        }
+    }
+
+    fn amend_contest(
+        &mut self,
+        msg: AmendContest,
+        ctx: &mut Context<Self>,
+    ) -> Result<Recovery, CommandError> {
+        self.view()?;
+        let existing = self.contest_held(msg.id, ctx)?;
+        match decide::amend_contest(&existing, &msg.amendment, self.now()) {
+            Ok(plan) => self.execute(plan, ctx),
+            Err(r) => Err(self.refused(r, ctx)),
         }
     }
 
@@ -123,6 +145,15 @@ impl AccountActor {
             self.execute(plan, ctx)?;
         }
         Ok(())
+    }
+}
+
+impl Handler<AmendContest> for AccountActor {
+    type Result = ResponseActFuture<Self, Result<Recovery, CommandError>>;
+
+    fn handle(&mut self, msg: AmendContest, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.amend_contest(msg, ctx);
+        self.reply_when_durable(reply)
     }
 }
 

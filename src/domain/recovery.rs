@@ -131,6 +131,21 @@ pub enum RecoveryRejection {
     /// Withdrawn before the DICT has it: the recovery poller opens it within its period.
     #[error("the contest is not in the DICT yet; try again in a moment")]
     NotOpened,
+    /// Changed once the DICT no longer takes changes (analysed, refunding, ended).
+    #[error("the contest can no longer be changed: the institutions have analysed it")]
+    NotAmendable,
+    /// A contest of situation `OTHER` says what happened.
+    #[error("details are required when situationType is OTHER")]
+    DetailsRequired,
+}
+
+/// What a client changes of its contest (absent: kept).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Amendment {
+    pub situation: Option<String>,
+    pub details: Option<String>,
+    pub email: Option<String>,
+    pub phone: Option<String>,
 }
 
 /// Whether `original` (the account's transaction of the end-to-end id) may be contested now.
@@ -166,6 +181,31 @@ pub struct Seen {
 }
 
 impl Recovery {
+    /// The contest with `a` applied. The DICT takes a creator's change while its recovery is
+    /// `CREATED`, `TRACKED` or `AWAITING_ANALYSIS` (API 2.12.1, `updateFundsRecovery`): before
+    /// it has the recovery the change is refused as the withdrawal is (the poller's creation
+    /// could carry the old fields), and after the analysis it is too late. A contest of
+    /// situation `OTHER` keeps its details.
+    pub fn amended(&self, a: &Amendment, now: DateTime<Utc>) -> Result<Recovery, RecoveryRejection> {
+        match self.status {
+            RecoveryStatus::Requested => return Err(RecoveryRejection::NotOpened),
+            RecoveryStatus::Created | RecoveryStatus::Tracked | RecoveryStatus::AwaitingAnalysis => {}
+            _ => return Err(RecoveryRejection::NotAmendable),
+        }
+        let next = Recovery {
+            situation: a.situation.clone().unwrap_or_else(|| self.situation.clone()),
+            details: a.details.clone().or_else(|| self.details.clone()),
+            email: a.email.clone().unwrap_or_else(|| self.email.clone()),
+            phone: a.phone.clone().unwrap_or_else(|| self.phone.clone()),
+            updated_at: now,
+            ..self.clone()
+        };
+        if next.situation == "OTHER" && next.details.is_none() {
+            return Err(RecoveryRejection::DetailsRequired);
+        }
+        Ok(next)
+    }
+
     /// The recovery as the DICT's answer moves it, or `None` when the answer is not news (a
     /// status it has passed, or the same again).
     pub fn observe(&self, seen: &Seen, returned: Money, now: DateTime<Utc>) -> Option<Recovery> {
@@ -274,6 +314,32 @@ mod tests {
             created_at: at(0),
             updated_at: at(0),
         }
+    }
+
+    #[test]
+    fn a_contest_changes_only_while_the_dict_takes_changes_and_keeps_what_is_not_changed() {
+        let change = Amendment { details: Some("pix agendado".into()), ..Amendment::default() };
+        for status in RecoveryStatus::ALL {
+            let r = Recovery { status, ..recovery() };
+            let got = r.amended(&change, at(5));
+            match status {
+                RecoveryStatus::Requested => assert_eq!(got, Err(RecoveryRejection::NotOpened)),
+                RecoveryStatus::Created | RecoveryStatus::Tracked | RecoveryStatus::AwaitingAnalysis => {
+                    let next = got.unwrap();
+                    assert_eq!((next.details.as_deref(), next.updated_at), (Some("pix agendado"), at(5)));
+                    assert_eq!(
+                        (next.situation, next.email, next.status),
+                        (r.situation.clone(), r.email.clone(), status)
+                    );
+                }
+                _ => assert_eq!(got, Err(RecoveryRejection::NotAmendable), "{status:?}"),
+            }
+        }
+        let open = Recovery { status: RecoveryStatus::Tracked, ..recovery() };
+        let other = Amendment { situation: Some("OTHER".into()), ..Amendment::default() };
+        assert_eq!(open.amended(&other, at(5)), Err(RecoveryRejection::DetailsRequired));
+        let explained = Amendment { details: Some("x".into()), ..other };
+        assert_eq!(open.amended(&explained, at(5)).unwrap().situation, "OTHER");
     }
 
     #[test]

@@ -246,6 +246,7 @@ fn table() -> RouteTable {
     t.add(a, Method::GET, "/api/med/recoveries", recoveries::list);
     t.add(a, Method::GET, "/api/med/recoveries/{id}", recoveries::get);
     t.add(a, Method::POST, "/api/med/recoveries/{id}/cancel", recoveries::cancel);
+    t.add(a, Method::PATCH, "/api/med/recoveries/{id}", recoveries::amend);
     t.add(a, Method::POST, "/api/med/{id}/evidence", recoveries::evidence);
     t.add(a, Method::POST, "/api/dict/claims", claims::client_open);
     t.add(a, Method::GET, "/api/dict/claims", claims::client_list);

@@ -474,6 +474,7 @@ fn default_description(status: &str) -> &'static str {
         recoveries::list,
         recoveries::get,
         recoveries::cancel,
+        recoveries::amend,
         recoveries::evidence,
         claims::client_open,
         claims::client_list,

@@ -15,12 +15,13 @@ use super::auth::Caller;
 use super::body::{int_param, known_params, request_object, Fields};
 use super::error::{ApiError, ExtendedErrorBody, Violation};
 use super::AppState;
-use crate::account::{AddEvidence, Contest};
+use crate::account::{AddEvidence, AmendContest, Contest};
 use crate::domain::decide::ContestRequest;
 use crate::domain::listing::PageInfo;
 use crate::domain::med::EVIDENCE_TEXT_LEN_MAX;
 use crate::domain::recovery::{
-    Recovery, RecoveryRejection, RecoveryStatus, CONTACT_LEN_MAX, RECOVERY_DETAILS_LEN_MAX, SITUATIONS,
+    Amendment, Recovery, RecoveryRejection, RecoveryStatus, CONTACT_LEN_MAX, RECOVERY_DETAILS_LEN_MAX,
+    SITUATIONS,
 };
 
 const PAGE_SIZE_MAX: u32 = 100;
@@ -53,24 +54,9 @@ pub async fn contest(
     let obj = request_object(&req, &bytes)?;
     let mut f = Fields::new(&obj);
     let e2e = f.text("endToEndId", true, 32).map(str::to_owned);
-    let situation = f.text("situationType", true, 32).map(str::to_owned);
-    if situation.as_deref().is_some_and(|s| !SITUATIONS.contains(&s)) {
-        f.fail("situationType", format!("must be one of {}", SITUATIONS.join(", ")));
-    }
-    let details = f.text("details", false, RECOVERY_DETAILS_LEN_MAX).map(str::to_owned);
+    let Amendment { situation, details, email, phone } = contest_fields(&mut f, true);
     if situation.as_deref() == Some("OTHER") && details.is_none() {
         f.fail("details", "is required when situationType is OTHER");
-    }
-    let email = f.text("email", true, CONTACT_LEN_MAX).map(str::to_owned);
-    if email.as_deref().is_some_and(|e| !e.contains('@')) {
-        f.fail("email", "must be an e-mail address");
-    }
-    let phone = f.text("phone", true, CONTACT_LEN_MAX).map(str::to_owned);
-    if phone
-        .as_deref()
-        .is_some_and(|p| !(p.starts_with('+') && p.len() >= 8 && p[1..].bytes().all(|b| b.is_ascii_digit())))
-    {
-        f.fail("phone", "must be + and digits (E.164)");
     }
     let (Some(end_to_end_id), Some(situation), Some(email), Some(phone), true) =
         (e2e, situation, email, phone, f.violations.is_empty())
@@ -89,6 +75,94 @@ pub async fn contest(
     metrics::counter!("pixgw_dict_contests_total").increment(1);
     tracing::info!(account = caller.account_id.get(), contest = r.id, "a Pix was contested (MED 2.0)");
     Ok(HttpResponse::Created().json(r.to_json()))
+}
+
+/// A contest's situation, details and contact as a request gives them, each checked
+/// (`required`: the situation, e-mail and phone must be there).
+fn contest_fields(f: &mut Fields, required: bool) -> Amendment {
+    let situation = f.text("situationType", required, 32).map(str::to_owned);
+    if situation.as_deref().is_some_and(|s| !SITUATIONS.contains(&s)) {
+        f.fail("situationType", format!("must be one of {}", SITUATIONS.join(", ")));
+    }
+    let details = f.text("details", false, RECOVERY_DETAILS_LEN_MAX).map(str::to_owned);
+    let email = f.text("email", required, CONTACT_LEN_MAX).map(str::to_owned);
+    if email.as_deref().is_some_and(|e| !e.contains('@')) {
+        f.fail("email", "must be an e-mail address");
+    }
+    let phone = f.text("phone", required, CONTACT_LEN_MAX).map(str::to_owned);
+    if phone
+        .as_deref()
+        .is_some_and(|p| !(p.starts_with('+') && p.len() >= 8 && p[1..].bytes().all(|b| b.is_ascii_digit())))
+    {
+        f.fail("phone", "must be + and digits (E.164)");
+    }
+    Amendment { situation, details, email, phone }
+}
+
+/// Change a contest
+///
+/// The payer corrects its contest while the institutions have not analysed it: its
+/// situation, details, e-mail or phone (absent members are kept). The DICT takes the change
+/// first; the contest keeps its status.
+#[utoipa::path(
+    patch, operation_id = "amend_contest", path = "/api/med/recoveries/{id}", tag = "account",
+    params(("id" = u64, Path, description = "The contest's id")),
+    request_body(content = super::schemas::AmendContestBody),
+    responses(
+        (status = 200, description = "The contest as it now is", body = Object),
+        (status = 400, body = ExtendedErrorBody),
+        (status = 404, body = ExtendedErrorBody),
+        (status = 409, description = "Not in the DICT yet (CONTEST_NOT_OPENED), or analysed already (CONTEST_NOT_AMENDABLE)", body = ExtendedErrorBody),
+        (status = 503, body = ExtendedErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn amend(
+    caller: Caller,
+    req: HttpRequest,
+    path: web::Path<String>,
+    bytes: Bytes,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id: u64 = path.parse().map_err(|_| ApiError::NotFound("no such contest".into()))?;
+    let obj = request_object(&req, &bytes)?;
+    let mut f = Fields::new(&obj);
+    let amendment = contest_fields(&mut f, false);
+    if amendment == Amendment::default() && f.violations.is_empty() {
+        f.fail("situationType", "or details, email, phone: at least one is required");
+    }
+    if !f.violations.is_empty() {
+        return Err(ApiError::Validation(f.violations));
+    }
+    let r = state
+        .repo
+        .recovery(caller.account_id, id)?
+        .ok_or_else(|| ApiError::NotFound("no such contest".into()))?;
+    // The rule first, so the DICT hears only a change the contest takes.
+    let next = r
+        .amended(&amendment, state.clock.now())
+        .map_err(|e| ApiError::Rejected(crate::http::error::Rejection::Recovery(e)))?;
+    let Some(dict_id) = r.dict_id.clone() else {
+        return Err(ApiError::Rejected(crate::http::error::Rejection::Recovery(
+            RecoveryRejection::NotOpened,
+        )));
+    };
+    let asked = crate::rail::spi::recovery::FundsRecovery {
+        id: dict_id,
+        root_transaction_id: next.end_to_end_id.clone(),
+        situation_type: next.situation.clone(),
+        details: next.details.clone(),
+        email: next.email.clone(),
+        phone: next.phone.clone(),
+        status: String::new(),
+        reporter: String::new(),
+        created: next.created_at,
+        modified: next.updated_at,
+    };
+    state.keys.update_recovery(asked).await.map_err(ApiError::Dict)?;
+    let amended = ask(&state, &caller, AmendContest { id, amendment }).await??;
+    tracing::info!(account = caller.account_id.get(), contest = id, "a contest was changed");
+    Ok(HttpResponse::Ok().json(amended.to_json()))
 }
 
 /// List the account's contests

@@ -931,6 +931,19 @@ pub struct ContestRequestBody {
     phone: String,
 }
 
+/// `PATCH /api/med/recoveries/{id}`: what changes of a contest (at least one member).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AmendContestBody {
+    /// SCAM, ACCOUNT_TAKEOVER, COERCION, FRAUDULENT_ACCESS or OTHER.
+    situation_type: Option<String>,
+    /// Up to 2,000 characters (a contest of situation OTHER keeps some).
+    details: Option<String>,
+    email: Option<String>,
+    /// `+` and digits.
+    phone: Option<String>,
+}
+
 /// `POST /api/med/{id}/evidence`: the account's statement for a case against it.
 #[derive(ToSchema)]
 pub struct EvidenceRequest {

@@ -258,6 +258,17 @@ impl Keys {
         }
     }
 
+    /// The creator's change of a funds recovery at the DICT (its situation, details and
+    /// contact, as `r` has them); answers the recovery as the DICT now has it.
+    pub async fn update_recovery(
+        &self,
+        r: super::spi::recovery::FundsRecovery,
+    ) -> Result<super::spi::recovery::FundsRecovery, DictAskError> {
+        let Live::Dict { client, .. } = &self.live else { return Err(DictAskError::NoDict) };
+        let asked = super::spi::directory::UpdateRecovery { recovery: r };
+        client.send(asked).await.map_err(|e| DictAskError::Unavailable(e.to_string()))?.map_err(Into::into)
+    }
+
     /// Opens a claim at the DICT for `r`'s key, to come to `r`'s account; answers the claim
     /// as the DICT made it.
     pub async fn open_claim(

@@ -306,11 +306,40 @@ async fn a_withdrawn_contest_releases_what_the_receiving_institution_blocked() {
     assert_eq!(s, 201, "{opened}");
     let id = opened["id"].as_u64().unwrap();
     let case = case_when(&b, &mule_token, "the case", |m| amount(&m["blockedAmount"]) == "300.00").await;
-    contest_when(&a, &victim_token, id, "in the DICT", |c| c["fundsRecoveryId"].is_string()).await;
+    let opened =
+        contest_when(&a, &victim_token, id, "in the DICT", |c| c["fundsRecoveryId"].is_string()).await;
+
+    // Before the analysis the payer corrects its contest; the DICT's recovery takes it.
+    let path = format!("/api/med/recoveries/{id}");
+    let patch = |body: Value| {
+        let (a, path, token) = (&a, path.clone(), victim_token.clone());
+        async move {
+            let req = a.client.patch(a.url(&path)).bearer_auth(&token);
+            send(req, Some(body)).await
+        }
+    };
+    for bad in [json!({}), json!({"situationType": "BAD"}), json!({"phone": "123"})] {
+        let (s, e) = patch(bad.clone()).await;
+        assert_eq!(s, 400, "{bad}: {e}");
+    }
+    let (s, changed) = patch(json!({"details": "paguei por engano", "phone": "+5511988880000"})).await;
+    assert_eq!(s, 200, "{changed}");
+    assert_eq!(
+        (changed["details"].as_str(), changed["contact"]["phone"].as_str()),
+        (Some("paguei por engano"), Some("+5511988880000"))
+    );
+    assert_eq!(changed["contact"]["email"], "v@example.com", "kept: {changed}");
+    let dict_id = opened["fundsRecoveryId"].as_str().unwrap();
+    let (_, view) = sim.get(&format!("/sim/funds-recoveries/{dict_id}")).await;
+    assert_eq!(view["details"], "paguei por engano", "{view}");
+
     let (s, done) = post(&a, &format!("/api/med/recoveries/{id}/cancel"), &victim_token, json!({})).await;
     assert_eq!((s, done["status"].as_str()), (200, Some("CANCELLED")), "{done}");
     let (s, again) = post(&a, &format!("/api/med/recoveries/{id}/cancel"), &victim_token, json!({})).await;
     assert_eq!(s, 409, "{again}");
+    let (s, late) = patch(json!({"details": "tarde demais"})).await;
+    assert_extended(&late, 409, "CONTEST_NOT_AMENDABLE");
+    assert_eq!(s, 409);
     eventually("the case released", || {
         let (b, path) = (&b, format!("/admin/accounts/{mule}/med"));
         let case_id = case["id"].clone();

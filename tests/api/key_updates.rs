@@ -85,6 +85,12 @@ async fn a_rename_updates_every_dict_entry_of_the_account_a_locked_one_after_its
     // The EVP's entry follows, under a new CID; the phone's waits for its claim.
     let updated = dict_name_becomes(&sim, &evp, "Ana Lima Souza").await;
     assert_ne!(updated["cid"], cid_before);
+    // The gateway recorded the EVP's update done (it is not sent again after the kill).
+    eventually("the EVP's update recorded", || async {
+        let m = metrics_text(&app).await;
+        m.contains("pixgw_dict_key_updates_total{outcome=\"updated\"} 1").then_some(())
+    })
+    .await;
     assert_eq!(dict_entry(&sim, phone).await["name"], "Ana Lima", "locked by the claim");
 
     // kill -9 while the phone's update waits; the claimer withdraws meanwhile.
@@ -109,7 +115,10 @@ async fn a_rename_updates_every_dict_entry_of_the_account_a_locked_one_after_its
     .await;
     assert_eq!(verifications(&sim).await.1, 0, "no verification found a difference");
     let m = metrics_text(&app).await;
-    assert!(m.contains("pixgw_dict_key_updates_total{outcome=\"updated\"} 1"), "after the restart: {m}");
+    assert!(
+        m.contains("pixgw_dict_key_updates_total{outcome=\"updated\"} 1"),
+        "after the restart, the phone's alone: {m}"
+    );
     assert!(!m.contains("pixgw_dict_sync_repairs_total"), "nothing to repair: {m}");
 
     // Off the DICT a rename asks for no update.

@@ -43,7 +43,7 @@ pub use on_us::{
     OnUsCredit, OnUsPayer,
 };
 pub use pay::{pay, pix_in, settle, DictRequest, PayDecision, PayRequest, PixInRequest};
-pub use recoveries::{contest, observe_recovery, ContestRequest};
+pub use recoveries::{amend_contest, contest, observe_recovery, ContestRequest};
 pub use recurrences::{
     attempt_cobr, auto_send, auto_txid, change_cobr, change_rec, create_cobr, create_locrec, create_rec,
     expire_rec, fail_on_us as fail_cobr_on_us, settle_on_us as settle_cobr_on_us, unlink_locrec, CobrChange,

@@ -67,6 +67,19 @@ pub fn contest(
     Ok(plan)
 }
 
+/// The client's change of its contest, once the DICT took it: the record as it now is (no
+/// webhook: the contest did not move).
+pub fn amend_contest(
+    existing: &Recovery,
+    amendment: &crate::domain::recovery::Amendment,
+    now: DateTime<Utc>,
+) -> Result<Plan<Recovery>, Refusal> {
+    let next = existing.amended(amendment, now).map_err(Refusal::Recovery)?;
+    let mut plan = Plan::new(next.clone());
+    plan.records.push(Record::Recovery(next));
+    Ok(plan)
+}
+
 /// What the DICT said of a contest (and what came back of the payment so far): the record
 /// moved, with its webhook, or `None` when nothing is new.
 pub fn observe_recovery(

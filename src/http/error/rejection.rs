@@ -381,6 +381,8 @@ impl Rejection {
                     R::AlreadyContested => (S::CONFLICT, "ALREADY_CONTESTED"),
                     R::RailRequired => (S::CONFLICT, "DICT_REQUIRED"),
                     R::NotOpened => (S::CONFLICT, "CONTEST_NOT_OPENED"),
+                    R::NotAmendable => (S::CONFLICT, "CONTEST_NOT_AMENDABLE"),
+                    R::DetailsRequired => (S::BAD_REQUEST, "PIX_VALIDATION_ERROR"),
                 };
                 (status, status, code, true, r.to_string(), None)
             }

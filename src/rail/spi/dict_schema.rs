@@ -352,6 +352,8 @@ mod tests {
             create_request(&ispb, &r, &GRAPH_MAX),
             step_request("RefundFundsRecoveryRequest", &ispb, &r.id),
             step_request("CancelFundsRecoveryRequest", &ispb, &r.id),
+            update_request(&ispb, &r),
+            recovery_response("UpdateFundsRecoveryResponse", &r, None, "c", at()),
             recovery_response("CreateFundsRecoveryResponse", &r, Some(&graph), "c", at()),
             recovery_response("GetFundsRecoveryResponse", &r, None, "c", at()),
             recovery_response("RefundFundsRecoveryResponse", &r, None, "c", at()),

@@ -911,6 +911,14 @@ pub struct CreateRecovery {
     pub recovery: super::recovery::FundsRecovery,
 }
 
+/// The creator's update of a funds recovery: its situation, details and contact as `recovery`
+/// has them (its id the DICT's).
+#[derive(Message)]
+#[rtype(result = "Result<super::recovery::FundsRecovery, DictError>")]
+pub struct UpdateRecovery {
+    pub recovery: super::recovery::FundsRecovery,
+}
+
 /// A funds recovery as the DICT has it now.
 #[derive(Message)]
 #[rtype(result = "Result<super::recovery::FundsRecovery, DictError>")]
@@ -1024,6 +1032,18 @@ impl Handler<CreateRecovery> for DictClient {
             super::recovery::create_request(&self.settings.ispb, &msg.recovery, &super::recovery::GRAPH_MAX);
         let sent = self.signed_post("/funds-recoveries/", body);
         Box::pin(async move { super::recovery::read_recovery(&sent.await?).map_err(DictError::Unavailable) })
+    }
+}
+
+impl Handler<UpdateRecovery> for DictClient {
+    type Result = ResponseFuture<Result<super::recovery::FundsRecovery, DictError>>;
+
+    fn handle(&mut self, msg: UpdateRecovery, _: &mut Context<Self>) -> Self::Result {
+        let body = super::recovery::update_request(&self.settings.ispb, &msg.recovery);
+        let sent = self.signed_send("PUT", &format!("/funds-recoveries/{}", path_id(&msg.recovery.id)), body);
+        Box::pin(async move {
+            super::recovery::read_recovery(&sent.await?).map(|(r, _)| r).map_err(DictError::Unavailable)
+        })
     }
 }
 

@@ -488,22 +488,26 @@ impl Started {
                 settings.med_poll,
                 settings.ispb.to_string(),
             ));
+            let entries = EntriesLock::default();
             actix_web::rt::spawn(dict_claims(
                 dict.clone(),
                 Arc::clone(&med_inbound),
                 settings.claims_poll,
                 settings.ispb.to_string(),
+                entries.clone(),
             ));
             if let Some(tax) = settings.tax_registry.clone() {
                 let tax = super::tax_registry::TaxRegistry::new(tax);
-                actix_web::rt::spawn(tax_checks(
+                let checks = tax_checks(
                     dict.clone(),
                     Arc::clone(&med_inbound),
                     tax,
                     settings.tax_check,
-                ));
+                    entries.clone(),
+                );
+                actix_web::rt::spawn(checks);
             }
-            actix_web::rt::spawn(dict_sync(dict, med_inbound, settings.sync_every));
+            actix_web::rt::spawn(dict_sync(dict, med_inbound, settings.sync_every, entries));
             let Some(icom) = icom_client(&settings) else { return };
             close_left_streams(&icom, &kept.log).await;
             for n in 0..settings.streams {
@@ -909,7 +913,13 @@ pub const CLAIM_PAGES_PER_TURN_MAX: usize = 10;
 /// refused write or an unreachable DICT loses nothing: the same changes are listed again,
 /// and recording one twice changes nothing. Each turn then sends the key updates a rename
 /// left pending ([`key_updates`]).
-async fn dict_claims(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: Duration, ours: String) {
+async fn dict_claims(
+    dict: Addr<DictClient>,
+    inbound: Arc<dyn Inbound>,
+    every: Duration,
+    ours: String,
+    entries: EntriesLock,
+) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -945,9 +955,22 @@ async fn dict_claims(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: D
                 }
             }
         }
-        if !key_updates(&dict, &*inbound, &ours).await {
+        if !key_updates(&dict, &*inbound, &ours, &entries).await {
             return;
         }
+    }
+}
+
+/// Held while the gateway changes one of its entries at the DICT and records the change
+/// (a rename's update, a removal for the holder's CPF), and while the sync verification
+/// checks and repairs: the verification never sees the DICT changed and our copy not yet,
+/// a difference it would "repair" by dropping a key the DICT still holds for us.
+#[derive(Clone, Default)]
+pub struct EntriesLock(Arc<tokio::sync::Mutex<()>>);
+
+impl EntriesLock {
+    pub async fn hold(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.0.lock().await
     }
 }
 
@@ -961,7 +984,12 @@ pub const RENAME_REASON: &str = "RFB_VALIDATION";
 /// CID, one it refuses for good (or no longer holds) ends logged and counted, one it cannot
 /// take now (a claim locks the entry, the DICT is away) waits for the next turn. `false`
 /// once the DICT's client is gone.
-async fn key_updates(dict: &Addr<DictClient>, inbound: &dyn Inbound, ours: &str) -> bool {
+async fn key_updates(
+    dict: &Addr<DictClient>,
+    inbound: &dyn Inbound,
+    ours: &str,
+    entries: &EntriesLock,
+) -> bool {
     use super::directory::UpdateEntry;
     let Some(ispb) = super::message::Ispb::parse(ours) else { return true };
     let pending = match inbound.pending_key_updates() {
@@ -981,6 +1009,7 @@ async fn key_updates(dict: &Addr<DictClient>, inbound: &dyn Inbound, ours: &str)
             &u.name,
             u.opened,
         );
+        let _held = entries.hold().await;
         let Ok(answer) = dict.send(UpdateEntry { entry, reason: RENAME_REASON }).await else { return false };
         let (ended, outcome) = match answer {
             Ok(e) => (Some(u.request_id.map(|r| super::sync::cid_of(&e, &r))), "updated"),
@@ -1030,6 +1059,7 @@ async fn tax_checks(
     inbound: Arc<dyn Inbound>,
     tax: super::tax_registry::TaxRegistry,
     every: Duration,
+    entries: EntriesLock,
 ) {
     use crate::domain::tax_record::{check, Check};
     let mut tick = tokio::time::interval(every);
@@ -1072,6 +1102,7 @@ async fn tax_checks(
                 Some(Check::Irregular(situation)) => {
                     let mut all = true;
                     for key in &h.keys {
+                        let _held = entries.hold().await;
                         let asked =
                             super::directory::Remove { key: key.clone(), reason: TAX_REMOVAL_REASON.into() };
                         let Ok(answer) = dict.send(asked).await else { return };
@@ -1104,7 +1135,7 @@ pub const CID_FILE_ASK_EVERY: Duration = Duration::from_millis(500);
 /// winning: an entry it holds for us that we lack (read by its CID) is taken in, a key we
 /// hold that it lacks is dropped (`account::sync`). Every check and repair is counted; a
 /// check that fails is tried again at the next turn.
-async fn dict_sync(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: Duration) {
+async fn dict_sync(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: Duration, entries: EntriesLock) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // The first tick is at once: the first check waits a whole period.
@@ -1112,7 +1143,10 @@ async fn dict_sync(dict: Addr<DictClient>, inbound: Arc<dyn Inbound>, every: Dur
     loop {
         tick.tick().await;
         for key_type in super::dict::KEY_TYPES {
-            match sync_key_type(&dict, &*inbound, key_type).await {
+            let held = entries.hold().await;
+            let checked = sync_key_type(&dict, &*inbound, key_type).await;
+            drop(held);
+            match checked {
                 Ok(None) => return,
                 Ok(Some(ok)) => {
                     let result = if ok { "ok" } else { "repaired" };

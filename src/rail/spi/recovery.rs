@@ -340,6 +340,31 @@ pub fn create_request(participant: &Ispb, recovery: &FundsRecovery, parameters: 
 
 /// A request that names only the participant and the recovery (`RefundFundsRecoveryRequest`,
 /// `CancelFundsRecoveryRequest`), unsigned.
+/// An `UpdateFundsRecoveryRequest`, unsigned: the fields the creator may change while the
+/// recovery is `CREATED`, `TRACKED` or `AWAITING_ANALYSIS` (its situation, details and
+/// contact), as `r` now has them.
+pub fn update_request(participant: &Ispb, r: &FundsRecovery) -> String {
+    let mut out = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><UpdateFundsRecoveryRequest><FundsRecoveryId>{}</FundsRecoveryId><Participant>{participant}</Participant><SituationType>{}</SituationType>",
+        escape_text(&r.id),
+        escape_text(&r.situation_type)
+    );
+    let _ = write!(
+        out,
+        "<ContactInformation><Email>{}</Email><Phone>{}</Phone></ContactInformation>",
+        escape_text(&r.email),
+        escape_text(&r.phone)
+    );
+    if let Some(d) = &r.details {
+        let _ = write!(out, "<ReportDetails>{}</ReportDetails>", escape_text(d));
+    }
+    out.push_str("</UpdateFundsRecoveryRequest>");
+    out
+}
+
+/// The statuses in which the creator may update a recovery.
+pub const UPDATABLE: [&str; 3] = ["CREATED", "TRACKED", "AWAITING_ANALYSIS"];
+
 pub fn step_request(root: &str, participant: &Ispb, id: &str) -> String {
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?><{root}><Participant>{participant}</Participant><FundsRecoveryId>{}</FundsRecoveryId></{root}>",

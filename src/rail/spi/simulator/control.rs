@@ -9,7 +9,7 @@
 //! | `POST /sim/refund-requests` | the payer's participant of a settled payment asks for it back through the DICT (MED): `{endToEndId, amount, reason?: FRAUD \| OPERATION_FLAW, details?}`, answers `{id}` |
 //! | `GET /sim/refund-requests/{id}` | a refund request: its status, and once closed its analysis and `refundTransactionId` |
 //! | `POST /sim/funds-recoveries` | the payer's institution (virtual) of a settled payment opens a funds recovery of it: `{endToEndId, situationType?}`, answers `{id, status}`; it asks for the refund once the recovery is analysed |
-//! | `GET /sim/funds-recoveries/{id}` | a funds recovery (MED 2.0): its status, reporter, root payment, how many payments it traced, and its infraction reports with their hop, amount, status and analysis |
+//! | `GET /sim/funds-recoveries/{id}` | a funds recovery (MED 2.0): its status, reporter, root payment, situation and details, how many payments it traced, and its infraction reports with their hop, amount, status and analysis |
 //! | `PUT /sim/tax-records/{ni}`, `GET /sim/tax-records` | the tax authority's CPF register (`POST /token`, `GET /consulta-cpf-df/v2/cpf/{ni}`, simulator::tax): a record `{nome, codigo?, nomeSocial?}` put in; how many records it holds and answered |
 //! | `GET /sim/messages/{msgId}` | every posting of a message id a participant made: `{postings, distinctBodies, resourceIds}` (a resend of the same bytes is one more posting, no more bodies) |
 //! | `GET /sim/participants` | every participant's settlement account |

@@ -488,6 +488,34 @@ impl Book {
         Ok(r)
     }
 
+    /// The creator updates a recovery's situation, details and contact while it is
+    /// `CREATED`, `TRACKED` or `AWAITING_ANALYSIS`.
+    pub fn update(
+        &mut self,
+        by: &str,
+        id: &str,
+        asked: &FundsRecovery,
+        now: DateTime<Utc>,
+    ) -> Result<FundsRecovery, Problem> {
+        let h = self.find_mut(id).ok_or_else(|| problem(404, "NotFound", "no such funds recovery"))?;
+        if h.recovery.reporter != by {
+            return Err(problem(403, "Forbidden", "only the creator updates a recovery"));
+        }
+        if !crate::rail::spi::recovery::UPDATABLE.contains(&h.recovery.status.as_str()) {
+            return Err(problem(
+                400,
+                "FundsRecoveryOperationInvalid",
+                "the recovery can no longer be updated",
+            ));
+        }
+        h.recovery.situation_type = asked.situation_type.clone();
+        h.recovery.details = asked.details.clone();
+        h.recovery.email = asked.email.clone();
+        h.recovery.phone = asked.phone.clone();
+        h.recovery.modified = now;
+        Ok(h.recovery.clone())
+    }
+
     /// The events of `by` after `cursor`, a page at most.
     pub fn events_of(&self, by: &str, cursor: u64) -> (Vec<EventNotification>, bool) {
         let mut found: Vec<EventNotification> =
@@ -513,6 +541,7 @@ impl Book {
             .collect();
         Some(json!({"id": h.recovery.id, "status": h.recovery.status, "reporter": h.recovery.reporter,
             "rootTransactionId": h.recovery.root_transaction_id,
+            "situationType": h.recovery.situation_type, "details": h.recovery.details,
             "transactions": h.graph.transactions.len(), "reports": reports}))
     }
 }
@@ -520,6 +549,7 @@ impl Book {
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/api/v2/funds-recoveries/", web::post().to(create))
         .route("/api/v2/funds-recoveries/{id}", web::get().to(get))
+        .route("/api/v2/funds-recoveries/{id}", web::put().to(update))
         .route("/api/v2/funds-recoveries/{id}/tracking-graph", web::get().to(graph))
         .route("/api/v2/funds-recoveries/{id}/refund", web::post().to(refund))
         .route("/api/v2/funds-recoveries/{id}/refunds", web::get().to(refunds))
@@ -629,6 +659,52 @@ async fn get(req: HttpRequest, id: web::Path<String>, sim: web::Data<Sim>) -> Ht
             &sim,
             actix_web::http::StatusCode::OK,
             &recovery_response("GetFundsRecoveryResponse", &r, None, &correlation_id(), sim.now()),
+        ),
+        Err(p) => answer_problem(&p),
+    }
+}
+
+/// `PUT /funds-recoveries/{id}`: the creator's update (`UpdateFundsRecoveryRequest`).
+async fn update(req: HttpRequest, id: web::Path<String>, body: Bytes, sim: web::Data<Sim>) -> HttpResponse {
+    let (from, doc) = match write_of(&req, &sim, &body, Some(("FundsRecoveryId", &id))) {
+        Ok(w) => w,
+        Err(a) => return *a,
+    };
+    let text = |n: &str| doc.root.text_at(&[n]).map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+    let contact = |n: &str| {
+        doc.root.text_at(&["ContactInformation", n]).map(|t| t.trim().to_owned()).filter(|t| !t.is_empty())
+    };
+    let now = sim.now();
+    let mut book = sim.recovery.lock().unwrap_or_else(|p| p.into_inner());
+    let Ok((current, _)) = book.get(from.as_str(), &id) else {
+        return answer_problem(&problem(404, "NotFound", "no such funds recovery"));
+    };
+    // Fields the request leaves out keep their value.
+    let asked = FundsRecovery {
+        situation_type: text("SituationType").unwrap_or(current.situation_type.clone()),
+        details: text("ReportDetails").or(current.details.clone()),
+        email: contact("Email").unwrap_or(current.email.clone()),
+        phone: contact("Phone").unwrap_or(current.phone.clone()),
+        ..current
+    };
+    if !crate::domain::recovery::SITUATIONS.contains(&asked.situation_type.as_str())
+        || asked.situation_type == "UNKNOWN"
+    {
+        return answer_problem(&problem(
+            400,
+            "FundsRecoveryInvalid",
+            "SituationType is not a situation of 2.x",
+        ));
+    }
+    if asked.details.as_ref().is_some_and(|d| d.chars().count() > crate::rail::spi::recovery::DETAILS_LEN_MAX)
+    {
+        return answer_problem(&problem(400, "FundsRecoveryInvalid", "ReportDetails is too long"));
+    }
+    match book.update(from.as_str(), &id, &asked, now) {
+        Ok(r) => ok(
+            &sim,
+            actix_web::http::StatusCode::OK,
+            &recovery_response("UpdateFundsRecoveryResponse", &r, None, &correlation_id(), now),
         ),
         Err(p) => answer_problem(&p),
     }
