@@ -416,6 +416,11 @@ mod tests {
         for bad in ["key", ":secret", "key:", ""] {
             refused(table("https://x/v2", Some(file("bad", bad, 0o600))), "key:secret");
         }
+        // The check's period, at its limits.
+        let period = |ms| period_ms(Some(ms), TAX_CHECK_MS_DEFAULT, TAX_CHECK_MS_MAX, "tax_check_ms");
+        assert_eq!(period(TAX_CHECK_MS_MAX).unwrap().as_millis(), u128::from(TAX_CHECK_MS_MAX));
+        assert!(period(TAX_CHECK_MS_MAX + 1).unwrap_err().contains("tax_check_ms"));
+        assert!(period(MED_POLL_MS_MIN - 1).is_err());
     }
 
     #[test]

@@ -314,6 +314,46 @@ mod tests {
     }
 
     #[test]
+    fn a_renames_key_updates_are_written_with_it_end_only_for_the_name_sent_and_go_with_their_key() {
+        let storage = Storage::memory().unwrap();
+        let repo = Repo::new(&storage);
+        let (mut account, client) = sample(7).unwrap();
+        repo.commit_batch(&repo.account_batch(&account, &client, None).unwrap()).unwrap();
+        let key = |k: &str| KeyRecord {
+            key: k.into(),
+            key_type: "EMAIL".into(),
+            registered_at: DateTime::<Utc>::UNIX_EPOCH,
+            cid: Some("0".repeat(64)),
+            request_id: None,
+        };
+        for k in ["a@x.com", "b@x.com", "c@x.com"] {
+            repo.put_key(account.id, &key(k)).unwrap();
+        }
+        account.profile.name = AccountName::parse("Acme Nova").unwrap();
+        let keys: Vec<String> = ["a@x.com", "b@x.com", "c@x.com"].map(str::to_owned).to_vec();
+        repo.rename_account(&account, &keys).unwrap();
+        assert_eq!(repo.account(account.id).unwrap().unwrap().profile.name.as_str(), "Acme Nova");
+        let pending = repo.pending_key_updates(10).unwrap();
+        assert_eq!(pending.len(), 3);
+        assert!(pending.iter().all(|(id, _, name)| *id == account.id && name == "Acme Nova"));
+        assert_eq!(repo.pending_key_updates(2).unwrap().len(), 2, "a turn's worth at most");
+        // A newer rename while the first name was in flight: the update stays, for the newer.
+        account.profile.name = AccountName::parse("Acme Novíssima").unwrap();
+        repo.rename_account(&account, &keys[..1]).unwrap();
+        let cid = Some("1".repeat(64));
+        assert!(!repo.end_key_update(account.id, "a@x.com", "Acme Nova", Some(cid.clone())).unwrap());
+        let kept = repo.keys_of(account.id).unwrap();
+        assert_eq!(kept[0].cid, cid, "the DICT's entry as it is now");
+        assert!(repo.end_key_update(account.id, "a@x.com", "Acme Novíssima", Some(cid)).unwrap());
+        // Refused for good: ends, the key's CID untouched.
+        assert!(repo.end_key_update(account.id, "b@x.com", "Acme Nova", None).unwrap());
+        assert_eq!(repo.keys_of(account.id).unwrap()[1].cid, Some("0".repeat(64)));
+        // A key removed takes its pending update with it.
+        repo.remove_key(account.id, "c@x.com").unwrap();
+        assert!(repo.pending_key_updates(10).unwrap().is_empty());
+    }
+
+    #[test]
     fn a_med_page_holds_the_newest_kept_after_the_skipped_and_counts_them_all() {
         use crate::domain::med::{Med, MedReason, MedStatus, Participant};
         let storage = Storage::memory().unwrap();
