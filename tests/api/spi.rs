@@ -258,7 +258,11 @@ async fn money_arrives_and_leaves_through_the_spi_and_both_books_agree() {
     assert_eq!(s, 201, "{t}");
     let dict_e2e = t["endToEndId"].as_str().unwrap().to_owned();
     assert_eq!(sim.wait_payment(&dict_e2e).await["stage"], "SETTLED");
+    // The balance is 80.00 from the debit on; the transaction is final once the node has
+    // read the SPI's settlement, which may come a moment after the simulator's.
     wait_balance(&app, &token, "80.00").await;
+    let settled = app.wait_final_within(&token, &dict_e2e, SETTLE_WAIT_MAX).await;
+    assert_eq!(settled["status"], "CONFIRMED", "{settled}");
     let (_, list) = app.get_with(&format!("/api/transactions?endToEndId={dict_e2e}"), &token).await;
     assert_eq!(list["data"][0]["status"], "Confirmado", "{list}");
     let (s, again) = app.post_raw("/dict/pix", &token, &transfer, &[("x-idempotency-key", &idem)]).await;
