@@ -124,7 +124,7 @@ pub async fn amend(
     bytes: Bytes,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let id: u64 = path.parse().map_err(|_| ApiError::NotFound("no such contest".into()))?;
+    let (id, r) = own_contest(&state, &caller, &path)?;
     let obj = request_object(&req, &bytes)?;
     let mut f = Fields::new(&obj);
     let amendment = contest_fields(&mut f, false);
@@ -134,10 +134,6 @@ pub async fn amend(
     if !f.violations.is_empty() {
         return Err(ApiError::Validation(f.violations));
     }
-    let r = state
-        .repo
-        .recovery(caller.account_id, id)?
-        .ok_or_else(|| ApiError::NotFound("no such contest".into()))?;
     // The rule first, so the DICT hears only a change the contest takes.
     let next = r
         .amended(&amendment, state.clock.now())
@@ -222,12 +218,16 @@ pub async fn get(
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let id: u64 = path.parse().map_err(|_| ApiError::NotFound("no such contest".into()))?;
-    let r = state
-        .repo
-        .recovery(caller.account_id, id)?
-        .ok_or_else(|| ApiError::NotFound("no such contest".into()))?;
+    let (_, r) = own_contest(&state, &caller, &path)?;
     Ok(HttpResponse::Ok().json(r.to_json()))
+}
+
+/// The caller's contest named by the path: 404 for a number that is none of its contests.
+fn own_contest(state: &AppState, caller: &Caller, path: &str) -> Result<(u64, Recovery), ApiError> {
+    let gone = || ApiError::NotFound("no such contest".into());
+    let id: u64 = path.parse().map_err(|_| gone())?;
+    let r = state.repo.recovery(caller.account_id, id)?.ok_or_else(gone)?;
+    Ok((id, r))
 }
 
 /// Withdraw a contest
@@ -251,11 +251,7 @@ pub async fn cancel(
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let id: u64 = path.parse().map_err(|_| ApiError::NotFound("no such contest".into()))?;
-    let r = state
-        .repo
-        .recovery(caller.account_id, id)?
-        .ok_or_else(|| ApiError::NotFound("no such contest".into()))?;
+    let (id, r) = own_contest(&state, &caller, &path)?;
     if r.status.is_final() {
         return Err(ApiError::Conflict(format!("the contest is {} already", r.status.as_str())));
     }
